@@ -1,0 +1,463 @@
+"""The interface audit: what the runtime needs from a model class, and what the class lacks.
+
+Required attributes are derived from the consumers found in the tree being audited (see
+`consumers.py`), filtered per algorithm and role by their guards (`guards.py`) and by which
+worker modules serve the algorithm (`algorithms.py`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
+from eaglebug.checks.classfacts import MethodFacts, Signature
+from eaglebug.checks.consumers import REQUIRED_KINDS
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.findings import CallSite, Finding, sort_findings
+from eaglebug.checks.guards import GuardContext, possible
+from eaglebug.checks.index import ClassRef, Provider, ResolvedUse, TreeIndex
+
+# Inner attributes wrappers conventionally hold their language model in, best first.
+_PREFERRED_DELEGATES = ("language_model", "model", "llm", "text_model", "lm")
+_SPECULATIVE = "sglang/srt/speculative/"
+_NO_SPECULATION = "NONE"
+
+
+@dataclass(frozen=True)
+class Delegate:
+    attribute: str  # the inner attribute on self, e.g. language_model
+    classes: tuple[str, ...]  # qualified inner classes that provide the missing attribute
+    lacking: tuple[str, ...]  # inner choices (picked by config) that do not
+    chosen_by: str | None
+    provider: Provider  # where the inner class gets it from
+
+
+@dataclass
+class ClassReport:
+    ref: ClassRef
+    role: str
+    algorithm: str
+    findings: list[Finding] = field(default_factory=list)
+    provided: list[tuple[str, Provider]] = field(default_factory=list)
+    external_bases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AuditResult:
+    version: str | None
+    package_dir: str
+    algorithm: str
+    reports: list[ClassReport]
+    warnings: list[str]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sort_findings([f for r in self.reports for f in r.findings])
+
+
+def find_class(index: TreeIndex, name: str) -> ClassRef:
+    """A class by short or qualified name; a registered (EntryClass) one wins ties."""
+    if "." in name:
+        ref = index.cls(name)
+        if ref is not None:
+            return ref
+        short = name.rsplit(".", 1)[-1]
+    else:
+        short = name
+    candidates = index.classes_named(short)
+    if not candidates:
+        close = difflib.get_close_matches(short, sorted(index.all_class_names()), n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}?" if close else "check the spelling; class names are case-sensitive"
+        raise InputError(f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint)
+    exported = {r.qualname for r in index.exporters_of(short)}
+    candidates.sort(key=lambda r: (r.qualname not in exported, "/models/" not in r.file, r.file))
+    return candidates[0]
+
+
+def _module_of(scope: str, index: TreeIndex) -> str:
+    split = index.split_qualified(scope)
+    return split[0] if split else scope
+
+
+def _in_scope(use: ResolvedUse, index: TreeIndex, algo: AlgorithmFacts, algorithm: str) -> bool:
+    """Drop uses that live in worker modules serving only other algorithms."""
+    modules = {_module_of(use.use.scope, index)}
+    if use.via:
+        modules.add(index._module_of(use.via[0].rsplit(":", 1)[0])[0])
+    for module in modules:
+        served = algo.module_algorithms.get(module)
+        if served is not None and algorithm not in served:
+            return False
+    return True
+
+
+def _sites(uses: Iterable[ResolvedUse]) -> tuple[CallSite, ...]:
+    seen: dict[tuple[str, int], CallSite] = {}
+    for u in uses:
+        seen.setdefault((u.file, u.use.line), CallSite(u.file, u.use.line, u.use.code))
+    return tuple(sorted(seen.values(), key=lambda s: (s.file, s.line)))
+
+
+def _site_details(uses: Iterable[ResolvedUse]) -> list[dict[str, object]]:
+    out: dict[tuple[str, int], dict[str, object]] = {}
+    for u in uses:
+        out.setdefault(
+            (u.file, u.use.line),
+            {
+                "file": u.file,
+                "line": u.use.line,
+                "kind": u.use.kind,
+                "role": u.role,
+                "guards": list(u.guards),
+                "via": list(u.via),
+            },
+        )
+    return [out[k] for k in sorted(out)]
+
+
+def delegation_source(name: str, method: MethodFacts | None, inner: str) -> str:
+    """The delegation method a fix adds, mirroring the inner method's signature."""
+    if method is None or method.kind in {"property", "class attribute"}:
+        return f"@property\ndef {name}(self):\n    return self.{inner}.{name}"
+    sig: Signature = method.signature
+    args = list(sig.positional)
+    if sig.varargs:
+        args.append("*args")
+    args += [f"{k}={k}" for k in sig.kwonly]
+    if sig.varkw:
+        args.append("**kwargs")
+    params = sig.text if sig.text.startswith("self") else f"self, {sig.text}".rstrip(", ")
+    return f"def {name}({params}):\n    return self.{inner}.{name}({', '.join(args)})"
+
+
+class _ClassAudit:
+    def __init__(
+        self, index: TreeIndex, ref: ClassRef, algorithm: str, role: str, algo: AlgorithmFacts
+    ) -> None:
+        self.index = index
+        self.ref = ref
+        self.algorithm = algorithm
+        self.role = role
+        self.algo = algo
+        self._lookups: dict[str, Provider | None] = {}
+        _, self.externals, self.nn_module = index.mro(ref)
+        self.report = ClassReport(ref, role, algorithm, external_bases=list(self.externals))
+
+    def provider(self, attribute: str) -> Provider | None:
+        if attribute not in self._lookups:
+            self._lookups[attribute] = self.index.lookup(self.ref, attribute)
+        return self._lookups[attribute]
+
+    def context(self, use_role: str, algorithm: str | None = None) -> GuardContext:
+        return GuardContext(
+            algorithm=algorithm or self.algorithm,
+            role=self.role,
+            predicates=self.algo.predicates,
+            flags=self.index.flags(),
+            provides=lambda a: self.provider(a) is not None,
+            origin_role=lambda o: self.index.origin_role(o, use_role),
+            class_name=self.ref.facts.name,
+        )
+
+    def speculative(self, u: ResolvedUse) -> bool:
+        """Does this use run only because speculative decoding is on?
+
+        True for draft-side uses, code in the speculative package or in worker modules, and
+        uses whose guards cannot hold in a launch without speculative decoding.
+        """
+        if u.role == "draft" or u.file.startswith(_SPECULATIVE):
+            return True
+        if any(v.startswith(_SPECULATIVE) for v in u.via):
+            return True
+        if _module_of(u.use.scope, self.index) in self.algo.module_algorithms:
+            return True
+        if _NO_SPECULATION not in self.algo.members:
+            return False
+        return not possible(u.conds, self.context(u.role, _NO_SPECULATION))
+
+    def applicable(self, uses: list[ResolvedUse]) -> list[ResolvedUse]:
+        kept = []
+        for u in uses:
+            if u.role not in {self.role, "any"}:
+                continue
+            if not _in_scope(u, self.index, self.algo, self.algorithm):
+                continue
+            if possible(u.conds, self.context(u.role)):
+                kept.append(u)
+        return kept
+
+    def run(self, uses: list[ResolvedUse]) -> ClassReport:
+        by_attr: dict[str, list[ResolvedUse]] = {}
+        for u in self.applicable(uses):
+            by_attr.setdefault(u.use.attribute, []).append(u)
+        missing_required: list[str] = []
+        for attribute in sorted(by_attr):
+            attr_uses = by_attr[attribute]
+            required = [u for u in attr_uses if u.use.kind in REQUIRED_KINDS]
+            if not required:
+                continue
+            provider = self.provider(attribute)
+            speculative = [u for u in required if self.speculative(u)]
+            if provider is None and not speculative:
+                self.general_missing(attribute, required)
+            elif provider is None:
+                missing_required.append(attribute)
+                self.missing(attribute, speculative)
+            else:
+                self.report.provided.append((attribute, provider))
+                self.present(attribute, provider, required)
+        self.family(missing_required, uses)
+        return self.report
+
+    # -- findings ---------------------------------------------------------------------------
+    def _base_details(self, uses: list[ResolvedUse]) -> dict[str, object]:
+        details: dict[str, object] = {"sites": _site_details(uses), "algorithm": self.algorithm}
+        if self.externals:
+            details["assumed"] = [
+                f"{e} is outside the SGLang tree; assumed to provide no SGLang names"
+                for e in self.externals
+            ]
+        return details
+
+    def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
+        cls = self.ref.facts.name
+        dynamic = self.index.dynamic_getattr(self.ref)
+        details = self._base_details(uses)
+        delegate = self.find_delegate(attribute)
+        if dynamic:
+            details["dynamic_getattr"] = dynamic
+            self.report.findings.append(
+                Finding(
+                    id="interface.missing",
+                    severity="warning",
+                    message=(
+                        f"{cls} does not define {attribute}; {dynamic}.__getattr__ is dynamic, "
+                        "so eaglebug cannot prove it is there"
+                    ),
+                    role=self.role,
+                    class_=self.ref.qualname,
+                    attribute=attribute,
+                    call_sites=_sites(uses),
+                    delegate=delegate.attribute if delegate else None,
+                    details=details,
+                )
+            )
+            return
+        message = f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
+        fix = None
+        if delegate is not None:
+            details["delegate_class"] = list(delegate.classes)
+            details["delegate_provider"] = delegate.provider.owner
+            if delegate.lacking:
+                details["delegate_lacking"] = list(delegate.lacking)
+                details["chosen_by"] = delegate.chosen_by
+            inner_names = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.classes)
+            message += f"; self.{delegate.attribute} ({inner_names}) provides it"
+            if delegate.lacking:
+                lacking = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.lacking)
+                message += f", but not when {delegate.chosen_by} picks {lacking}"
+            fix = delegation_source(attribute, delegate.provider.method, delegate.attribute)
+        self.report.findings.append(
+            Finding(
+                id="interface.missing",
+                severity="error",
+                message=message,
+                role=self.role,
+                class_=self.ref.qualname,
+                attribute=attribute,
+                call_sites=_sites(uses),
+                delegate=delegate.attribute if delegate else None,
+                fix=fix,
+                details=details,
+            )
+        )
+
+    def general_missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
+        """Missing, but only needed by runtime features other than speculative decoding."""
+        guards = sorted({g for u in uses for g in u.guards})
+        when = f" when {' and '.join(guards[:3])}" if guards else ""
+        self.report.findings.append(
+            Finding(
+                id="interface.missing",
+                severity="info",
+                message=(
+                    f"{self.ref.facts.name} has no {attribute}; the runtime uses it outside "
+                    f"speculative decoding{when}, not for {self.algorithm}"
+                ),
+                role=self.role,
+                class_=self.ref.qualname,
+                attribute=attribute,
+                call_sites=_sites(uses),
+                delegate=(d.attribute if (d := self.find_delegate(attribute)) else None),
+                details=self._base_details(uses),
+            )
+        )
+
+    def present(self, attribute: str, provider: Provider, uses: list[ResolvedUse]) -> None:
+        method = provider.method
+        cls = self.ref.facts.name
+        if method is None:
+            return
+        details = self._base_details(uses)
+        details["provided_by"] = provider.owner
+        details["chain"] = list(provider.chain)
+        if method.stub:
+            self.report.findings.append(
+                Finding(
+                    id="interface.stub",
+                    severity="error",
+                    message=f"{cls}.{attribute} only raises NotImplementedError ({provider.owner})",
+                    role=self.role,
+                    class_=self.ref.qualname,
+                    attribute=attribute,
+                    call_sites=_sites(uses),
+                    details=details,
+                )
+            )
+            return
+        if method.guarded_delegate is not None:
+            inner_attr, inner_method = method.guarded_delegate
+            inner_classes = self.index.inner_classes(self.ref, inner_attr)
+            lacking = [c.qualname for c in inner_classes if self.index.lookup(c, inner_method) is None]
+            if lacking or not inner_classes:
+                details["delegate_lacking"] = lacking
+                names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking) or "an unknown class"
+                self.report.findings.append(
+                    Finding(
+                        id="interface.stub",
+                        severity="warning",
+                        message=(
+                            f"{cls}.{attribute} delegates to self.{inner_attr} only if it has "
+                            f"{inner_method}; {names} does not, so the call silently does nothing"
+                        ),
+                        role=self.role,
+                        class_=self.ref.qualname,
+                        attribute=attribute,
+                        call_sites=_sites(uses),
+                        delegate=inner_attr,
+                        details=details,
+                    )
+                )
+        if method.kind in {"method", "classmethod", "staticmethod"}:
+            bad = [
+                u
+                for u in uses
+                if u.use.kind == "call"
+                and not method.signature.accepts(u.use.n_args, u.use.keywords, u.use.star)
+            ]
+            if bad:
+                details["signature"] = f"{attribute}({method.signature.text})"
+                self.report.findings.append(
+                    Finding(
+                        id="interface.signature",
+                        severity="error",
+                        message=(
+                            f"{provider.owner.rsplit('.', 1)[-1]}.{attribute}({method.signature.text}) "
+                            f"cannot accept the call shape used at {len(_sites(bad))} call site(s)"
+                        ),
+                        role=self.role,
+                        class_=self.ref.qualname,
+                        attribute=attribute,
+                        call_sites=_sites(bad),
+                        details=details,
+                    )
+                )
+
+    def family(self, missing_required: list[str], all_uses: list[ResolvedUse]) -> None:
+        """get_X/set_X come in pairs: upstream delegates both even where one is draft-only."""
+        reported = set(missing_required)
+        for attribute in missing_required:
+            prefix, _, stem = attribute.partition("_")
+            if prefix not in {"get", "set"} or not stem:
+                continue
+            sibling = ("set_" if prefix == "get" else "get_") + stem
+            if sibling in reported or self.provider(sibling) is not None:
+                continue
+            sibling_uses = [u for u in all_uses if u.use.attribute == sibling]
+            if not sibling_uses:
+                continue
+            reported.add(sibling)
+            roles = sorted({u.role for u in sibling_uses})
+            delegate = self.find_delegate(sibling)
+            details = self._base_details(sibling_uses)
+            details["family_of"] = attribute
+            self.report.findings.append(
+                Finding(
+                    id="interface.missing",
+                    severity="warning",
+                    message=(
+                        f"{self.ref.facts.name} has no {sibling}: part of the {attribute} family "
+                        f"(the fix delegates it too), though this tree calls it only on the "
+                        f"{' and '.join(roles)} model"
+                    ),
+                    role=self.role,
+                    class_=self.ref.qualname,
+                    attribute=sibling,
+                    call_sites=_sites(sibling_uses),
+                    delegate=delegate.attribute if delegate else None,
+                    fix=(
+                        delegation_source(sibling, delegate.provider.method, delegate.attribute)
+                        if delegate
+                        else None
+                    ),
+                    details=details,
+                )
+            )
+
+    def find_delegate(self, attribute: str) -> Delegate | None:
+        order, _, _ = self.index.mro(self.ref)
+        options: list[Delegate] = []
+        for current in order:
+            for inner_attr, inner in current.facts.inner.items():
+                refs = [self.index.cls(self.index.resolve(current.module, c)) for c in inner.classes]
+                resolved = [r for r in refs if r is not None]
+                providing: list[tuple[ClassRef, Provider]] = []
+                lacking: list[str] = []
+                for r in resolved:
+                    p = self.index.lookup(r, attribute)
+                    if p is not None:
+                        providing.append((r, p))
+                    else:
+                        lacking.append(r.qualname)
+                if providing:
+                    options.append(
+                        Delegate(
+                            inner_attr,
+                            tuple(r.qualname for r, _ in providing),
+                            tuple(lacking),
+                            inner.chosen_by,
+                            providing[0][1],
+                        )
+                    )
+        if not options:
+            return None
+
+        def rank(d: Delegate) -> tuple[int, int]:
+            preferred = _PREFERRED_DELEGATES.index(d.attribute) if d.attribute in _PREFERRED_DELEGATES else 99
+            return (len(d.lacking) > 0, preferred)
+
+        return min(options, key=rank)
+
+
+def audit(
+    index: TreeIndex,
+    class_name: str,
+    algorithm: str = "EAGLE3",
+    draft_class: str | None = None,
+) -> AuditResult:
+    algo = algorithm_facts(index)
+    canonical = algo.canonical(algorithm)
+    uses = index.consumers()
+    reports = [_ClassAudit(index, find_class(index, class_name), canonical, "target", algo).run(uses)]
+    if draft_class:
+        reports.append(_ClassAudit(index, find_class(index, draft_class), canonical, "draft", algo).run(uses))
+    index.save()
+    return AuditResult(
+        version=index.tree.version,
+        package_dir=str(index.tree.package_dir),
+        algorithm=canonical,
+        reports=reports,
+        warnings=list(dict.fromkeys(index.warnings)),
+    )

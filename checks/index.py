@@ -1,0 +1,547 @@
+"""A lazy index over one SGLang tree: which file holds what, classes and their bases, consumers.
+
+Speed comes from doing little: every file is read once for a byte-level prefilter (is it worth
+parsing, which top-level classes does it define), and only the files an audit needs are parsed.
+Everything learned is kept in the parse cache, so a warm audit only stats the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglebug.checks import cache
+from eaglebug.checks.classfacts import ClassFacts, MethodFacts, ModuleFacts, module_facts
+from eaglebug.checks.consumers import (
+    CallEdge,
+    Cond,
+    ConsumerFacts,
+    Origin,
+    Use,
+    find_function,
+    function_params,
+    scan_module,
+    scan_parameter,
+)
+from eaglebug.checks.tree import SglangTree
+
+_CLASS_RE = re.compile(rb"^class\s+(\w+)", re.MULTILINE)
+_RUNTIME = "sglang/srt/"
+# Files worth parsing for consumers: `<...>runner[...].model`, or a ModelRunner class.
+_CONSUMER_RE = re.compile(
+    rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b|class \w*ModelRunner\b|ModelRunner\)"
+)
+# How many calls deep a model reference is followed into helper functions.
+_MAX_CALL_DEPTH = 4
+
+# What every torch.nn.Module instance has (torch 2.x), so wrappers need not define it.
+NN_MODULE_ATTRS = frozenset(
+    """
+    T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
+    double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+    get_submodule half ipu load_state_dict modules mtia named_buffers named_children
+    named_modules named_parameters parameters register_backward_hook register_buffer
+    register_forward_hook register_forward_pre_hook register_full_backward_hook
+    register_full_backward_pre_hook register_load_state_dict_post_hook
+    register_load_state_dict_pre_hook register_module register_parameter
+    register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
+    set_submodule share_memory state_dict to to_empty train training type xpu zero_grad
+    __call__ __class__ __dict__ __init__ __setattr__ __getattr__ __delattr__ __dir__ __repr__
+    _modules _parameters _buffers _apply _load_from_state_dict _forward_hooks
+    _forward_pre_hooks _backward_hooks _get_name _named_members
+    """.split()
+)
+_NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+
+
+@dataclass
+class FileEntry:
+    size: int
+    mtime_ns: int
+    consumer_candidate: bool
+    has_entry_class: bool
+    class_names: tuple[str, ...]
+    facts: ModuleFacts | None = None
+    consumers: ConsumerFacts | None = None
+    params: dict[tuple[str, str], ConsumerFacts | None] = field(default_factory=dict)
+    param_names: dict[str, list[str] | None] = field(default_factory=dict)
+    derived: dict[str, object] = field(default_factory=dict)  # facts other modules compute
+    error: str | None = None
+    parsed: bool = False
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    qualname: str
+    file: str  # relative to the tree root
+    facts: ClassFacts
+    module: ModuleFacts
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Where a class gets an attribute from."""
+
+    attribute: str
+    owner: str
+    kind: str  # method | property | staticmethod | classmethod | class attribute | __init__ attribute | nn.Module | via __getattr__
+    file: str | None
+    line: int | None
+    chain: tuple[str, ...]  # from the audited class up to the owner
+    method: MethodFacts | None = None
+    via: str | None = None  # the inner attribute a __getattr__ forwards to
+
+
+@dataclass(frozen=True)
+class ResolvedUse:
+    """A use of a model reference with the role it was reached in and the call context."""
+
+    use: Use
+    file: str
+    role: str  # target | draft | any
+    context_conds: tuple[Cond, ...] = ()
+    context_guards: tuple[str, ...] = ()
+    via: tuple[str, ...] = ()  # call sites (file:line) through which the reference arrived
+
+    @property
+    def conds(self) -> tuple[Cond, ...]:
+        return self.context_conds + self.use.conds
+
+    @property
+    def guards(self) -> tuple[str, ...]:
+        return self.context_guards + self.use.guards
+
+
+class TreeIndex:
+    def __init__(self, tree: SglangTree, use_cache: bool = True) -> None:
+        self.tree = tree
+        self.use_cache = use_cache
+        self.entries: dict[str, FileEntry] = {}
+        self.module_files: dict[str, str] = {}  # module name -> relative file
+        self.warnings: list[str] = []
+        self._dirty = False
+        self._sources: dict[str, bytes] = {}
+        self._consumers: list[ResolvedUse] | None = None
+        self._flags: dict[str, list[tuple[Cond, ...]]] | None = None
+        self._scan()
+
+    # -- the byte-level pass --------------------------------------------------------------
+    def _walk(self) -> Iterator[os.DirEntry[str]]:
+        stack = [str(self.tree.package_dir)]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name != "__pycache__" and not entry.name.startswith("."):
+                                stack.append(entry.path)
+                        elif entry.name.endswith(".py"):
+                            yield entry
+            except OSError as exc:
+                self.warnings.append(f"{folder}: cannot list ({exc.strerror})")
+
+    def _scan(self) -> None:
+        old: dict[str, FileEntry] = cache.load(self.tree.root) if self.use_cache else {}
+        root_len = len(str(self.tree.root)) + 1
+        for dirent in self._walk():
+            rel = dirent.path[root_len:].replace(os.sep, "/")
+            try:
+                stat = dirent.stat()
+            except OSError:
+                continue
+            previous = old.get(rel)
+            if previous is not None and previous.size == stat.st_size and previous.mtime_ns == stat.st_mtime_ns:
+                entry = previous
+            else:
+                entry = self._prefilter(rel, dirent.path, stat.st_size, stat.st_mtime_ns)
+                self._dirty = True
+            self.entries[rel] = entry
+            module = rel[:-3].replace("/", ".")
+            if module.endswith(".__init__"):
+                module = module[: -len(".__init__")]
+            self.module_files[module] = rel
+        if len(old) != len(self.entries):
+            self._dirty = True
+
+    def _prefilter(self, rel: str, path: str, size: int, mtime_ns: int) -> FileEntry:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            self.warnings.append(f"{rel}: skipped, cannot read ({exc.strerror})")
+            return FileEntry(size, mtime_ns, False, False, (), error=str(exc), parsed=True)
+        candidate = (
+            rel.startswith(_RUNTIME)
+            and ((b"runner" in data and b".model" in data) or b"ModelRunner" in data)
+            and _CONSUMER_RE.search(data) is not None
+        )
+        if candidate:
+            self._sources[rel] = data
+        names = tuple(m.decode("ascii", "replace") for m in _CLASS_RE.findall(data))
+        return FileEntry(size, mtime_ns, candidate, b"EntryClass" in data, names)
+
+    def save(self) -> None:
+        if self.use_cache and self._dirty:
+            cache.save(self.tree.root, self.entries)
+            self._dirty = False
+
+    # -- parsing on demand ----------------------------------------------------------------
+    def _source(self, rel: str) -> bytes | None:
+        data = self._sources.pop(rel, None)
+        if data is not None:
+            return data
+        try:
+            return (self.tree.root / rel).read_bytes()
+        except OSError as exc:
+            self.warnings.append(f"{rel}: skipped, cannot read ({exc.strerror})")
+            return None
+
+    def _parse(self, rel: str) -> tuple[ast.Module, str] | None:
+        data = self._source(rel)
+        if data is None:
+            return None
+        try:
+            tree = ast.parse(data, filename=rel)
+            text = data.decode("utf-8", errors="replace")
+        except SyntaxError as exc:
+            self._skip(rel, f"syntax error on line {exc.lineno}: {exc.msg}")
+            return None
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._skip(rel, f"cannot decode ({exc})")
+            return None
+        return tree, text
+
+    def _skip(self, rel: str, why: str) -> None:
+        entry = self.entries[rel]
+        if entry.error is None:
+            entry.error = why
+            self._dirty = True
+        self.warnings.append(f"{rel}: skipped, {why}")
+
+    def _ensure_parsed(self, rel: str) -> FileEntry:
+        entry = self.entries[rel]
+        if entry.parsed:
+            if entry.error and not any(w.startswith(f"{rel}:") for w in self.warnings):
+                self.warnings.append(f"{rel}: skipped, {entry.error}")
+            return entry
+        entry.parsed = True
+        self._dirty = True
+        parsed = self._parse(rel)
+        if parsed is None:
+            return entry
+        tree, text = parsed
+        module, is_package = self._module_of(rel)
+        entry.facts = module_facts(tree, module, is_package)
+        entry.facts.lines = text.count("\n") + 1
+        if entry.consumer_candidate:
+            entry.consumers = scan_module(tree, module, entry.facts.imports, entry.facts.functions, text)
+        return entry
+
+    def _module_of(self, rel: str) -> tuple[str, bool]:
+        module = rel[:-3].replace("/", ".")
+        if module.endswith(".__init__"):
+            return module[: -len(".__init__")], True
+        return module, False
+
+    def module(self, name: str) -> ModuleFacts | None:
+        rel = self.module_files.get(name)
+        if rel is None:
+            return None
+        return self._ensure_parsed(rel).facts
+
+    # -- classes ----------------------------------------------------------------------------
+    def split_qualified(self, qualified: str) -> tuple[str, str] | None:
+        """("pkg.module", "Rest.Of.Name") for the longest module prefix in the tree."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.module_files:
+                return module, ".".join(parts[cut:])
+        return None
+
+    def cls(self, qualified: str, _depth: int = 0) -> ClassRef | None:
+        """The class a qualified name refers to, following re-exports through imports."""
+        split = self.split_qualified(qualified)
+        if split is None or _depth > 8:
+            return None
+        module_name, name = split
+        facts = self.module(module_name)
+        if facts is None or "." in name:
+            return None
+        found = facts.classes.get(name)
+        if found is not None:
+            return ClassRef(f"{module_name}.{name}", self.module_files[module_name], found, facts)
+        target = facts.imports.get(name)
+        if target and target != qualified:
+            return self.cls(target, _depth + 1)
+        return None
+
+    def resolve(self, module: ModuleFacts, dotted_name: str) -> str:
+        """A dotted name as written in `module`, made absolute through its imports."""
+        head, _, rest = dotted_name.partition(".")
+        if head in module.classes and not rest:
+            return f"{module.module}.{head}"
+        target = module.imports.get(head)
+        if target:
+            return f"{target}.{rest}" if rest else target
+        return f"{module.module}.{dotted_name}"
+
+    def classes_named(self, name: str) -> list[ClassRef]:
+        found = []
+        for rel, entry in self.entries.items():
+            if name in entry.class_names:
+                module, _ = self._module_of(rel)
+                ref = self.cls(f"{module}.{name}")
+                if ref is not None:
+                    found.append(ref)
+        return found
+
+    def all_class_names(self) -> set[str]:
+        return {name for entry in self.entries.values() for name in entry.class_names}
+
+    def registry(self) -> dict[str, list[ClassRef]]:
+        """Architecture name -> the classes exported through `EntryClass` by the model files."""
+        exported: dict[str, list[ClassRef]] = {}
+        for rel, entry in self.entries.items():
+            if not entry.has_entry_class or not rel.startswith(_RUNTIME):
+                continue
+            facts = self._ensure_parsed(rel).facts
+            if facts is None:
+                continue
+            for name in facts.entry_classes:
+                ref = self.cls(self.resolve(facts, name))
+                if ref is not None:
+                    exported.setdefault(ref.facts.name, []).append(ref)
+        return exported
+
+    def exporters_of(self, name: str) -> list[ClassRef]:
+        """Registry entries for one architecture, parsing only files that could name it."""
+        needle = name.encode()
+        found: list[ClassRef] = []
+        for rel, entry in self.entries.items():
+            if not entry.has_entry_class or not rel.startswith(_RUNTIME):
+                continue
+            data = self._source(rel)
+            if data is None or needle not in data:
+                continue
+            self._sources[rel] = data
+            facts = self._ensure_parsed(rel).facts
+            if facts is None:
+                continue
+            for entry_name in facts.entry_classes:
+                if entry_name.rsplit(".", 1)[-1] != name:
+                    continue
+                ref = self.cls(self.resolve(facts, entry_name))
+                if ref is not None:
+                    found.append(ref)
+        return found
+
+    def bases(self, ref: ClassRef) -> tuple[list[ClassRef], list[str], bool]:
+        """(bases inside the tree, bases outside it, derives from torch.nn.Module)."""
+        inside: list[ClassRef] = []
+        outside: list[str] = []
+        nn_module = False
+        for base in ref.facts.bases:
+            qualified = self.resolve(ref.module, base)
+            if qualified in _NN_MODULE:
+                nn_module = True
+                continue
+            found = self.cls(qualified)
+            if found is not None:
+                inside.append(found)
+            elif qualified not in {"object", f"{ref.module.module}.object"}:
+                outside.append(qualified)
+        return inside, outside, nn_module
+
+    def mro(self, ref: ClassRef) -> tuple[list[ClassRef], list[str], bool]:
+        """Depth-first, left to right: the classes whose members `ref` sees, in lookup order."""
+        order: list[ClassRef] = []
+        externals: list[str] = []
+        nn_module = False
+        seen: set[str] = set()
+
+        def visit(current: ClassRef) -> None:
+            nonlocal nn_module
+            if current.qualname in seen:
+                return
+            seen.add(current.qualname)
+            order.append(current)
+            inside, outside, is_nn = self.bases(current)
+            nn_module = nn_module or is_nn
+            externals.extend(o for o in outside if o not in externals)
+            for base in inside:
+                visit(base)
+
+        visit(ref)
+        return order, externals, nn_module
+
+    def lookup(self, ref: ClassRef, attribute: str, _depth: int = 0) -> Provider | None:
+        order, _, nn_module = self.mro(ref)
+        chain: list[str] = []
+        for current in order:
+            chain.append(current.qualname)
+            facts = current.facts
+            method = facts.methods.get(attribute)
+            if method is not None:
+                return Provider(attribute, current.qualname, method.kind, current.file, method.line, tuple(chain), method)
+            if attribute in facts.class_attrs:
+                return Provider(attribute, current.qualname, "class attribute", current.file, facts.class_attrs[attribute], tuple(chain))
+            if attribute in facts.init_attrs:
+                return Provider(attribute, current.qualname, "__init__ attribute", current.file, facts.init_attrs[attribute], tuple(chain))
+        if nn_module and attribute in NN_MODULE_ATTRS:
+            return Provider(attribute, "torch.nn.Module", "nn.Module", None, None, (*chain, "torch.nn.Module"))
+        if _depth < 3:
+            for current in order:
+                inner_attr = current.facts.getattr_forward
+                if not inner_attr:
+                    continue
+                for inner in self.inner_classes(current, inner_attr):
+                    found = self.lookup(inner, attribute, _depth + 1)
+                    if found is not None:
+                        return Provider(
+                            attribute, found.owner, "via __getattr__", found.file, found.line,
+                            (*chain, *found.chain), found.method, via=inner_attr,
+                        )
+        return None
+
+    def inner_classes(self, ref: ClassRef, attribute: str) -> list[ClassRef]:
+        """The classes `__init__` (of `ref` or a base) may assign to `self.<attribute>`."""
+        order, _, _ = self.mro(ref)
+        for current in order:
+            inner = current.facts.inner.get(attribute)
+            if inner is not None:
+                found = [self.cls(self.resolve(current.module, name)) for name in inner.classes]
+                return [f for f in found if f is not None]
+        return []
+
+    def dynamic_getattr(self, ref: ClassRef) -> str | None:
+        order, _, _ = self.mro(ref)
+        for current in order:
+            if current.facts.getattr_dynamic:
+                return current.qualname
+        return None
+
+    # -- consumers --------------------------------------------------------------------------
+    def consumers(self) -> list[ResolvedUse]:
+        if self._consumers is not None:
+            return self._consumers
+        resolved: list[ResolvedUse] = []
+        queue: list[tuple[CallEdge, str, int | str, str, tuple[Cond, ...], tuple[str, ...], tuple[str, ...], int]] = []
+        for rel, entry in list(self.entries.items()):
+            if not entry.consumer_candidate:
+                continue
+            facts = self._ensure_parsed(rel).consumers
+            if facts is None:
+                continue
+            for use in facts.uses:
+                if use.origin[0] == "seed":
+                    resolved.append(ResolvedUse(use, rel, use.origin[1]))
+            for edge in facts.calls:
+                for binding, origin in edge.bindings:
+                    if origin[0] == "seed":
+                        queue.append((edge, rel, binding, origin[1], edge.conds, edge.guards, (f"{rel}:{edge.line}",), 1))
+        seen: set[tuple[str, str, str, tuple[Cond, ...]]] = set()
+        while queue:
+            edge, rel, binding, role, conds, guards, via, depth = queue.pop()
+            target = self._callee(edge.callee, binding)
+            if target is None:
+                continue
+            callee_rel, qualname, param = target
+            key = (callee_rel, f"{qualname}:{param}", role, conds)
+            if key in seen:
+                continue
+            seen.add(key)
+            summary = self._param_summary(callee_rel, qualname, param)
+            if summary is None:
+                continue
+            for use in summary.uses:
+                resolved.append(ResolvedUse(use, callee_rel, role, conds, guards, via))
+            if depth >= _MAX_CALL_DEPTH:
+                continue
+            for nxt in summary.calls:
+                for b, _origin in nxt.bindings:
+                    queue.append((nxt, callee_rel, b, role, conds + nxt.conds, guards + nxt.guards, (*via, f"{callee_rel}:{nxt.line}"), depth + 1))
+        self._consumers = resolved
+        return resolved
+
+    def _callee(self, callee: str, binding: int | str) -> tuple[str, str, str] | None:
+        """(file, qualname in module, parameter name) that a call edge binds a reference to."""
+        split = self.split_qualified(callee)
+        if split is None:
+            return None
+        module_name, qualname = split
+        facts = self.module(module_name)
+        if facts is None:
+            return None
+        head = qualname.split(".", 1)[0]
+        if head not in facts.functions and head not in facts.classes:
+            target = facts.imports.get(head)
+            if target and "." not in qualname:
+                return self._callee(target, binding)
+            return None
+        if "." not in qualname and qualname in facts.classes:
+            qualname = f"{qualname}.__init__"
+        rel = self.module_files[module_name]
+        if isinstance(binding, str):
+            return rel, qualname, binding
+        params = self._params(rel, qualname)
+        if params is None:
+            return None
+        offset = 1 if "." in qualname else 0
+        index = binding + offset
+        if index >= len(params):
+            return None
+        return rel, qualname, params[index]
+
+    def _params(self, rel: str, qualname: str) -> list[str] | None:
+        entry = self.entries[rel]
+        if qualname not in entry.param_names:
+            parsed = self._parse(rel)
+            found = find_function(parsed[0], qualname) if parsed else None
+            entry.param_names[qualname] = function_params(found[1]) if found else None
+            self._dirty = True
+        return entry.param_names[qualname]
+
+    def parse_file(self, rel: str) -> tuple[ast.Module, str] | None:
+        """The syntax tree and text of one file, for analyses that need more than the facts."""
+        return self._parse(rel)
+
+    def remember(self, rel: str, key: str, value: object) -> None:
+        """Keep a fact derived from one file in the cache, invalidated with the file."""
+        self.entries[rel].derived[key] = value
+        self._dirty = True
+
+    def _param_summary(self, rel: str, qualname: str, param: str) -> ConsumerFacts | None:
+        entry = self._ensure_parsed(rel)
+        key = (qualname, param)
+        if key in entry.params:
+            return entry.params[key]
+        summary = None
+        parsed = self._parse(rel)
+        if parsed is not None and entry.facts is not None:
+            tree, text = parsed
+            summary = scan_parameter(
+                tree, entry.facts.module, entry.facts.imports, entry.facts.functions, text, qualname, param
+            )
+        entry.params[key] = summary
+        self._dirty = True
+        return summary
+
+    def flags(self) -> dict[str, list[tuple[Cond, ...]]]:
+        """Attribute name -> the conditions under which the runtime sets it to a truthy value."""
+        if self._flags is None:
+            merged: dict[str, list[tuple[Cond, ...]]] = {}
+            for entry in self.entries.values():
+                if entry.consumers is not None:
+                    for name, conds in entry.consumers.flags.items():
+                        merged.setdefault(name, []).extend(conds)
+            self._flags = merged
+        return self._flags
+
+    def origin_role(self, origin: Origin, context_role: str) -> str:
+        return origin[1] if origin[0] == "seed" else context_role
