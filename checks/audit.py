@@ -383,6 +383,9 @@ class _ClassAudit:
             delegate = self.find_delegate(sibling)
             details = self._base_details(sibling_uses)
             details["family_of"] = attribute
+            if delegate is not None:
+                details["delegate_class"] = list(delegate.classes)
+                details["delegate_provider"] = delegate.provider.owner
             self.report.findings.append(
                 Finding(
                     id="interface.missing",

@@ -24,6 +24,17 @@ class SglangTree:
 
     @property
     def version(self) -> str | None:
+        """The release: an installed wheel's METADATA first (its version.py may say dev)."""
+        for meta in sorted(self.root.glob("sglang-*.dist-info/METADATA")):
+            try:
+                with meta.open(encoding="utf-8", errors="replace") as handle:
+                    for line in handle:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+                        if not line.strip():
+                            break
+            except OSError:
+                continue
         for name in ("version.py", "_version.py"):
             path = self.package_dir / name
             try:

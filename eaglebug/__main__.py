@@ -1,0 +1,3 @@
+from eaglebug.cli import main
+
+raise SystemExit(main())

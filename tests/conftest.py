@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.sglang_releases import release
+
+
+@pytest.fixture(scope="session")
+def sglang_059() -> Path:
+    return release("0.5.9")
+
+
+@pytest.fixture(scope="session")
+def sglang_0510() -> Path:
+    return release("0.5.10")
+
+
+@pytest.fixture(scope="session")
+def sglang_0523() -> Path:
+    return release("0.5.23")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own parse cache, so no test sees another's cached facts."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
