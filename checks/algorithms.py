@@ -50,7 +50,9 @@ def _members(cls: ast.ClassDef) -> list[str]:
 
 
 def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    body = [
+        s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
     if len(body) == 1 and isinstance(body[0], ast.Return):
         return body[0].value
     return None
@@ -97,7 +99,9 @@ class _Evaluator:
                     return None
                 same = name.rsplit(".", 1)[-1] == member
                 return same if isinstance(op, (ast.Eq, ast.Is)) else not same
-            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(
+                right, (ast.Tuple, ast.List, ast.Set)
+            ):
                 names = {(dotted(e) or "").rsplit(".", 1)[-1] for e in right.elts}
                 inside = member in names
                 return inside if isinstance(op, ast.In) else not inside
@@ -176,9 +180,7 @@ def _with_worker_modules(index: TreeIndex, facts: AlgorithmFacts) -> AlgorithmFa
 
 
 def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None:
-    cls = next(
-        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == ENUM_NAME), None
-    )
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == ENUM_NAME), None)
     if cls is None:
         return None
     members = _members(cls)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.classfacts import MethodFacts, Signature
-from eaglebug.checks.consumers import REQUIRED_KINDS
+from eaglebug.checks.consumers import REQUIRED_KINDS, Cond
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import CallSite, Finding, sort_findings
 from eaglebug.checks.guards import GuardContext, possible
@@ -23,6 +24,7 @@ from eaglebug.checks.index import ClassRef, Provider, ResolvedUse, TreeIndex
 _PREFERRED_DELEGATES = ("language_model", "model", "llm", "text_model", "lm")
 _SPECULATIVE = "sglang/srt/speculative/"
 _NO_SPECULATION = "NONE"
+_ROLE_FLAG = "is_draft_worker"  # decided by the role, never looked up
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,14 @@ def find_class(index: TreeIndex, name: str) -> ClassRef:
     candidates = index.classes_named(short)
     if not candidates:
         close = difflib.get_close_matches(short, sorted(index.all_class_names()), n=3, cutoff=0.6)
-        hint = f"did you mean {', '.join(close)}?" if close else "check the spelling; class names are case-sensitive"
-        raise InputError(f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint)
+        hint = (
+            f"did you mean {', '.join(close)}?"
+            if close
+            else "check the spelling; class names are case-sensitive"
+        )
+        raise InputError(
+            f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint
+        )
     exported = {r.qualname for r in index.exporters_of(short)}
     candidates.sort(key=lambda r: (r.qualname not in exported, "/models/" not in r.file, r.file))
     return candidates[0]
@@ -91,6 +99,18 @@ def _in_scope(use: ResolvedUse, index: TreeIndex, algo: AlgorithmFacts, algorith
         if served is not None and algorithm not in served:
             return False
     return True
+
+
+def _flag_names(conds: Iterable[Cond]) -> set[str]:
+    names: set[str] = set()
+    for cond in conds:
+        if cond[0] == "flag":
+            names.add(str(cond[1]))
+        elif cond[0] == "not":
+            names |= _flag_names([cast(Cond, cond[1])])
+        elif cond[0] in {"and", "or"}:
+            names |= _flag_names(cast(tuple[Cond, ...], cond[1]))
+    return names
 
 
 def _sites(uses: Iterable[ResolvedUse]) -> tuple[CallSite, ...]:
@@ -142,6 +162,7 @@ class _ClassAudit:
         self.role = role
         self.algo = algo
         self._lookups: dict[str, Provider | None] = {}
+        self.flag_table: dict[str, list[tuple[Cond, ...]]] = {}
         _, self.externals, self.nn_module = index.mro(ref)
         self.report = ClassReport(ref, role, algorithm, external_bases=list(self.externals))
 
@@ -155,7 +176,7 @@ class _ClassAudit:
             algorithm=algorithm or self.algorithm,
             role=self.role,
             predicates=self.algo.predicates,
-            flags=self.index.flags(),
+            flags=self.flag_table,
             provides=lambda a: self.provider(a) is not None,
             origin_role=lambda o: self.index.origin_role(o, use_role),
             class_name=self.ref.facts.name,
@@ -173,29 +194,52 @@ class _ClassAudit:
             return True
         if _module_of(u.use.scope, self.index) in self.algo.module_algorithms:
             return True
-        if _NO_SPECULATION not in self.algo.members:
-            return False
-        return not possible(u.conds, self.context(u.role, _NO_SPECULATION))
+        # Algorithm-sensitive guards: some algorithm (or none at all) can never run this use.
+        return any(not possible(u.conds, self.context(u.role, m)) for m in self.algo.members)
 
-    def applicable(self, uses: list[ResolvedUse]) -> list[ResolvedUse]:
-        kept = []
-        for u in uses:
-            if u.role not in {self.role, "any"}:
-                continue
-            if not _in_scope(u, self.index, self.algo, self.algorithm):
-                continue
-            if possible(u.conds, self.context(u.role)):
-                kept.append(u)
-        return kept
+    def load_flags(self, uses: list[ResolvedUse]) -> None:
+        """Fetch the assignments of every flag these uses' guards name, and of flags in those."""
+        pending = {n for u in uses for n in _flag_names(u.conds)} - {_ROLE_FLAG}
+        for _ in range(3):
+            pending -= set(self.flag_table)
+            if not pending:
+                return
+            fetched = self.index.flags(pending)
+            self.flag_table.update(fetched)
+            pending = {
+                n
+                for conds_list in fetched.values()
+                for conds in conds_list
+                for n in _flag_names(conds)
+            } - {_ROLE_FLAG}
+
+    def needs_guards(self, attribute: str, uses: list[ResolvedUse]) -> bool:
+        """Only attributes that could yield a finding are worth evaluating guards for."""
+        provider = self.provider(attribute)
+        if provider is None or provider.method is None:
+            return provider is None
+        method = provider.method
+        if method.stub or method.guarded_delegate is not None:
+            return True
+        return any(
+            u.use.kind == "call"
+            and not method.signature.accepts(u.use.n_args, u.use.keywords, u.use.star)
+            for u in uses
+        )
 
     def run(self, uses: list[ResolvedUse]) -> ClassReport:
-        by_attr: dict[str, list[ResolvedUse]] = {}
-        for u in self.applicable(uses):
-            by_attr.setdefault(u.use.attribute, []).append(u)
+        candidates: dict[str, list[ResolvedUse]] = {}
+        for u in uses:
+            if (
+                u.role in {self.role, "any"}
+                and u.use.kind in REQUIRED_KINDS
+                and _in_scope(u, self.index, self.algo, self.algorithm)
+            ):
+                candidates.setdefault(u.use.attribute, []).append(u)
+        self.load_flags([u for a, us in candidates.items() if self.needs_guards(a, us) for u in us])
         missing_required: list[str] = []
-        for attribute in sorted(by_attr):
-            attr_uses = by_attr[attribute]
-            required = [u for u in attr_uses if u.use.kind in REQUIRED_KINDS]
+        for attribute in sorted(candidates):
+            required = [u for u in candidates[attribute] if possible(u.conds, self.context(u.role))]
             if not required:
                 continue
             provider = self.provider(attribute)
@@ -245,7 +289,9 @@ class _ClassAudit:
                 )
             )
             return
-        message = f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
+        message = (
+            f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
+        )
         fix = None
         if delegate is not None:
             details["delegate_class"] = list(delegate.classes)
@@ -320,7 +366,9 @@ class _ClassAudit:
         if method.guarded_delegate is not None:
             inner_attr, inner_method = method.guarded_delegate
             inner_classes = self.index.inner_classes(self.ref, inner_attr)
-            lacking = [c.qualname for c in inner_classes if self.index.lookup(c, inner_method) is None]
+            lacking = [
+                c.qualname for c in inner_classes if self.index.lookup(c, inner_method) is None
+            ]
             if lacking or not inner_classes:
                 details["delegate_lacking"] = lacking
                 names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking) or "an unknown class"
@@ -414,7 +462,9 @@ class _ClassAudit:
         options: list[Delegate] = []
         for current in order:
             for inner_attr, inner in current.facts.inner.items():
-                refs = [self.index.cls(self.index.resolve(current.module, c)) for c in inner.classes]
+                refs = [
+                    self.index.cls(self.index.resolve(current.module, c)) for c in inner.classes
+                ]
                 resolved = [r for r in refs if r is not None]
                 providing: list[tuple[ClassRef, Provider]] = []
                 lacking: list[str] = []
@@ -438,7 +488,11 @@ class _ClassAudit:
             return None
 
         def rank(d: Delegate) -> tuple[int, int]:
-            preferred = _PREFERRED_DELEGATES.index(d.attribute) if d.attribute in _PREFERRED_DELEGATES else 99
+            preferred = (
+                _PREFERRED_DELEGATES.index(d.attribute)
+                if d.attribute in _PREFERRED_DELEGATES
+                else 99
+            )
             return (len(d.lacking) > 0, preferred)
 
         return min(options, key=rank)
@@ -453,9 +507,13 @@ def audit(
     algo = algorithm_facts(index)
     canonical = algo.canonical(algorithm)
     uses = index.consumers()
-    reports = [_ClassAudit(index, find_class(index, class_name), canonical, "target", algo).run(uses)]
+    reports = [
+        _ClassAudit(index, find_class(index, class_name), canonical, "target", algo).run(uses)
+    ]
     if draft_class:
-        reports.append(_ClassAudit(index, find_class(index, draft_class), canonical, "draft", algo).run(uses))
+        reports.append(
+            _ClassAudit(index, find_class(index, draft_class), canonical, "draft", algo).run(uses)
+        )
     index.save()
     return AuditResult(
         version=index.tree.version,

@@ -6,6 +6,7 @@ see either the old cache or a complete new one; a cache that cannot be read is i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached facts changes; older caches are then ignored.
-SCHEMA = 3
+SCHEMA = 4
 
 
 def cache_dir() -> Path:
@@ -28,6 +29,7 @@ def cache_path(tree_root: Path) -> Path:
 
 
 def load(tree_root: Path) -> dict[str, Any]:
+    """The cached payload: {"entries": per-file facts, "signature": ..., "memo": tree-wide facts}."""
     path = cache_path(tree_root)
     try:
         with path.open("rb") as handle:
@@ -36,16 +38,21 @@ def load(tree_root: Path) -> dict[str, Any]:
         return {}
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
         return {}
-    if payload.get("tree") != str(tree_root):
+    if payload.get("tree") != str(tree_root) or not isinstance(payload.get("entries"), dict):
         return {}
-    entries = payload.get("entries")
-    return entries if isinstance(entries, dict) else {}
+    return payload
 
 
-def save(tree_root: Path, entries: dict[str, Any]) -> None:
+def save(tree_root: Path, entries: dict[str, Any], signature: str, memo: dict[str, Any]) -> None:
     """Best effort: a cache that cannot be written only costs speed next time."""
     path = cache_path(tree_root)
-    payload = {"schema": SCHEMA, "tree": str(tree_root), "entries": entries}
+    payload = {
+        "schema": SCHEMA,
+        "tree": str(tree_root),
+        "entries": entries,
+        "signature": signature,
+        "memo": memo,
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
@@ -56,7 +63,5 @@ def save(tree_root: Path, entries: dict[str, Any]) -> None:
             pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass

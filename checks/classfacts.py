@@ -35,7 +35,9 @@ class Signature:
             if kw not in self.positional and kw not in self.kwonly and not self.varkw:
                 return False
             bound.add(kw)
-        missing_positional = [p for p in self.positional[: self.required_positional] if p not in bound]
+        missing_positional = [
+            p for p in self.positional[: self.required_positional] if p not in bound
+        ]
         missing_kwonly = [k for k in self.required_kwonly if k not in bound]
         return not missing_positional and not missing_kwonly
 
@@ -355,7 +357,9 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
         facts.functions.add(stmt.name)
     elif isinstance(stmt, ast.Assign):
         if any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets):
-            values = stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
+            values = (
+                stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
+            )
             facts.entry_classes = tuple(n for n in (dotted(v) for v in values) if n)
     elif isinstance(stmt, ast.If):  # `if TYPE_CHECKING:` / version switches
         for inner in (*stmt.body, *stmt.orelse):

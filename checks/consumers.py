@@ -13,6 +13,7 @@ and the index asks for the callee's uses of that parameter only when a caller ne
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from eaglebug.checks.classfacts import dotted
@@ -25,6 +26,9 @@ Origin = tuple[str, ...]
 Cond = tuple[object, ...]
 # While walking: the tests in force, each with whether it holds negated (else-branches, `or`).
 Stack = tuple[tuple[ast.expr, bool], ...]
+
+# A method that may store a model reference on self (checked before walking it in full).
+_SELF_REF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*[^=\n]*\.model\b")
 
 REQUIRED_KINDS = frozenset({"call", "read", "getattr", "hasattr-raise"})
 
@@ -112,6 +116,7 @@ class _Scanner:
         params: dict[str, Origin],
         out: ConsumerFacts,
         only: Origin | None = None,
+        flag_names: frozenset[str] | None = None,
     ) -> None:
         self.module = module
         self.imports = imports
@@ -125,6 +130,7 @@ class _Scanner:
         self.aliases: dict[str, Origin] = dict(params)
         self.out = out
         self.only = only  # when set, record only what flows from this origin (param summaries)
+        self.flag_names = flag_names  # when set, record only assignments to these attributes
         self.self_assigns: list[tuple[str, Origin]] = []
 
     # -- references -----------------------------------------------------------------------
@@ -137,36 +143,44 @@ class _Scanner:
                 if runner and "runner" in runner.lower():
                     text = ast.unparse(node.value)
                     return ("seed", runner_role(text, self.draft_worker_class))
-                if self.is_runner_class and isinstance(node.value, ast.Name) and node.value.id == "self":
+                if (
+                    self.is_runner_class
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                ):
                     return ("seed", "any")
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return self.selfattrs.get(node.attr)
         return None
 
     def collect_aliases(self, assigns: list[ast.Assign | ast.AnnAssign]) -> None:
+        """Bind every alias up front (for code that uses a name above its assignment)."""
         for _ in range(3):  # chains like `a = runner.model; b = a`
-            changed = False
             self.self_assigns = []
-            for node in assigns:
-                if node.value is None:
-                    continue
-                origin = self.origin(node.value)
-                if origin is None:
-                    continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name) and self.aliases.get(target.id) != origin:
-                        self.aliases[target.id] = origin
-                        changed = True
-                    elif (
-                        isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"
-                        and target.attr != "model"
-                    ):
-                        self.self_assigns.append((target.attr, origin))
-            if not changed:
+            if not any([self.bind(node) for node in assigns]):
                 break
+
+    def bind(self, node: ast.Assign | ast.AnnAssign) -> bool:
+        """`name = <ref>` makes `name` a reference; `self.x = <ref>` is remembered."""
+        if node.value is None:
+            return False
+        origin = self.origin(node.value)
+        if origin is None:
+            return False
+        changed = False
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and self.aliases.get(target.id) != origin:
+                self.aliases[target.id] = origin
+                changed = True
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr != "model"
+            ):
+                self.self_assigns.append((target.attr, origin))
+        return changed
 
     # -- conditions -----------------------------------------------------------------------
     def resolve_stack(self, stack: Stack) -> tuple[tuple[Cond, ...], tuple[str, ...]]:
@@ -273,14 +287,18 @@ class _Scanner:
                             self.expr(item.context_expr, stack)
             elif isinstance(value, ast.expr) and name != "annotation" and name != "returns":
                 self.expr(value, stack)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            self.bind(stmt)  # aliases take effect in statement order
 
     def flag_assignment(self, targets: list[ast.expr], value: ast.expr, stack: Stack) -> None:
         """Remember where attributes become truthy, to evaluate flags used as guards."""
-        if self.only is not None:
+        if self.only is not None and self.flag_names is None:
             return
         if isinstance(value, ast.Constant) and not value.value:
             return
         attrs = [t.attr for t in targets if isinstance(t, ast.Attribute)]
+        if self.flag_names is not None:
+            attrs = [a for a in attrs if a in self.flag_names]
         if attrs:
             conds = tuple(("not", self.cond(n)) if neg else self.cond(n) for n, neg in stack)
             for attr in attrs:
@@ -327,7 +345,11 @@ class _Scanner:
 
     def call(self, node: ast.Call, stack: Stack, hasattr_raises: bool) -> None:
         name = dotted(node.func)
-        if name in {"getattr", "hasattr"} and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+        if (
+            name in {"getattr", "hasattr"}
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+        ):
             origin = self.origin(node.args[0])
             if origin is not None and isinstance(node.args[1].value, str):
                 if name == "hasattr":
@@ -415,7 +437,19 @@ class _Scanner:
         line = node.lineno
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         self.out.uses.append(
-            Use(origin, attribute, kind, line, code, conds, guards, self.scope, n_args, keywords, star)
+            Use(
+                origin,
+                attribute,
+                kind,
+                line,
+                code,
+                conds,
+                guards,
+                self.scope,
+                n_args,
+                keywords,
+                star,
+            )
         )
 
 
@@ -469,23 +503,35 @@ def scan_module(
     """Every use of a model reference in one module, parameters left for summaries."""
     lines = source.splitlines()
     out = ConsumerFacts()
-    by_class: dict[str | None, list[tuple[ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+    by_class: dict[
+        str | None, list[tuple[ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef]]
+    ] = {}
     for cls_name, cls, fn in _function_nodes(tree):
         by_class.setdefault(cls_name, []).append((cls, fn))
     for cls_name, fns in by_class.items():
         cls = fns[0][0]
         is_runner, draft = _class_traits(cls)
         selfattrs: dict[str, Origin] = {}
-        assigns = {id(fn): _assignments(fn) for _, fn in fns}
         # Pass 1: attributes of self that hold a model reference, in any method of the class.
         for _, fn in fns:
-            if not assigns[id(fn)]:
+            text = "\n".join(lines[fn.lineno - 1 : fn.end_lineno])
+            if cls_name is None or not _SELF_REF_ASSIGN.search(text):
                 continue
             scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
             probe = _Scanner(
-                module, imports, functions, lines, scope, cls_name, is_runner, draft, {}, {}, ConsumerFacts()
+                module,
+                imports,
+                functions,
+                lines,
+                scope,
+                cls_name,
+                is_runner,
+                draft,
+                {},
+                {},
+                ConsumerFacts(),
             )
-            probe.collect_aliases(assigns[id(fn)])
+            probe.collect_aliases(_assignments(fn))
             for attr, origin in probe.self_assigns:
                 if origin[0] == "seed":
                     selfattrs.setdefault(attr, origin)
@@ -493,9 +539,18 @@ def scan_module(
         for _, fn in fns:
             scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
             scanner = _Scanner(
-                module, imports, functions, lines, scope, cls_name, is_runner, draft, selfattrs, {}, out
+                module,
+                imports,
+                functions,
+                lines,
+                scope,
+                cls_name,
+                is_runner,
+                draft,
+                selfattrs,
+                {},
+                out,
             )
-            scanner.collect_aliases(assigns[id(fn)])
             scanner.stmts(fn.body, ())
     return out
 
@@ -551,3 +606,55 @@ def scan_parameter(
     scanner.collect_aliases(_assignments(fn))
     scanner.stmts(fn.body, ())
     return out
+
+
+def scan_flags(
+    tree: ast.Module,
+    module: str,
+    imports: dict[str, str],
+    functions: set[str],
+    source: str,
+    names: frozenset[str],
+) -> dict[str, list[tuple[Cond, ...]]]:
+    """Where in one module the attributes `names` are set to something truthy, and under what.
+
+    Walks statements only (no expressions), since only assignments and the tests enclosing
+    them matter here.
+    """
+    out = ConsumerFacts()
+    lines = source.splitlines()
+    for cls_name, _cls, fn in _function_nodes(tree):
+        scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
+        scanner = _Scanner(
+            module,
+            imports,
+            functions,
+            lines,
+            scope,
+            cls_name,
+            False,
+            False,
+            {},
+            {},
+            out,
+            only=("flags",),
+            flag_names=names,
+        )
+        _assignments_under(scanner, fn.body, ())
+    return out.flags
+
+
+def _assignments_under(scanner: _Scanner, body: list[ast.stmt], stack: Stack) -> None:
+    for stmt in body:
+        if isinstance(stmt, ast.Assign):
+            scanner.flag_assignment(stmt.targets, stmt.value, stack)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            _assignments_under(scanner, stmt.body, (*stack, (stmt.test, False)))
+            _assignments_under(scanner, stmt.orelse, (*stack, (stmt.test, True)))
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
+                _assignments_under(scanner, block, stack)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            _assignments_under(scanner, stmt.body, stack)
+        if isinstance(stmt, ast.If) and not stmt.orelse and _exits_early(stmt.body):
+            stack = (*stack, (stmt.test, True))

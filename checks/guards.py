@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from eaglebug.checks.consumers import Cond, Origin
 
@@ -29,10 +30,10 @@ class GuardContext:
 def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> bool | None:
     kind = cond[0]
     if kind == "not":
-        inner = evaluate(cond[1], ctx, depth)  # type: ignore[arg-type]
+        inner = evaluate(cast(Cond, cond[1]), ctx, depth)
         return None if inner is None else not inner
     if kind in {"and", "or"}:
-        values = [evaluate(c, ctx, depth) for c in cond[1]]  # type: ignore[union-attr]
+        values = [evaluate(c, ctx, depth) for c in cast(tuple[Cond, ...], cond[1])]
         if kind == "and":
             return False if False in values else (None if None in values else True)
         return True if True in values else (None if None in values else False)
@@ -42,12 +43,12 @@ def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> bool | None:
     if kind == "flag":
         return _flag(str(cond[1]), ctx, depth)
     if kind == "hasattr":
-        role = ctx.origin_role(cond[1])  # type: ignore[arg-type]
+        role = ctx.origin_role(cast(Origin, cond[1]))
         if role in {ctx.role, "any"}:
             return ctx.provides(str(cond[2]))
         return None
     if kind == "classname":
-        role = ctx.origin_role(cond[1])  # type: ignore[arg-type]
+        role = ctx.origin_role(cast(Origin, cond[1]))
         if role in {ctx.role, "any"} and ctx.class_name is not None:
             return ctx.class_name == cond[2]
         return None

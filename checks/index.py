@@ -8,11 +8,12 @@ Everything learned is kept in the parse cache, so a warm audit only stats the tr
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from eaglebug.checks import cache
 from eaglebug.checks.classfacts import ClassFacts, MethodFacts, ModuleFacts, module_facts
@@ -24,17 +25,20 @@ from eaglebug.checks.consumers import (
     Use,
     find_function,
     function_params,
+    scan_flags,
     scan_module,
     scan_parameter,
 )
 from eaglebug.checks.tree import SglangTree
 
-_CLASS_RE = re.compile(rb"^class\s+(\w+)", re.MULTILINE)
+_CLASS_NAME_RE = re.compile(rb"class\s+(\w+)")
 _RUNTIME = "sglang/srt/"
 # Files worth parsing for consumers: `<...>runner[...].model`, or a ModelRunner class.
 _CONSUMER_RE = re.compile(
     rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b|class \w*ModelRunner\b|ModelRunner\)"
 )
+# Parsed trees kept in memory at once (they are ~10x their source's size).
+_AST_CACHE_SIZE = 12
 # How many calls deep a model reference is followed into helper functions.
 _MAX_CALL_DEPTH = 4
 
@@ -56,6 +60,19 @@ NN_MODULE_ATTRS = frozenset(
     """.split()
 )
 _NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+
+
+def _class_names(data: bytes) -> tuple[str, ...]:
+    """Top-level `class X` names, found with bytes.find (a regex over every line is slower)."""
+    names: list[str] = []
+    pos = 0 if data.startswith(b"class ") else data.find(b"\nclass ")
+    while pos != -1:
+        start = pos if pos == 0 and data.startswith(b"class ") else pos + 1
+        match = _CLASS_NAME_RE.match(data, start)
+        if match:
+            names.append(match.group(1).decode("ascii", "replace"))
+        pos = data.find(b"\nclass ", start + 1)
+    return tuple(names)
 
 
 @dataclass
@@ -125,8 +142,11 @@ class TreeIndex:
         self.warnings: list[str] = []
         self._dirty = False
         self._sources: dict[str, bytes] = {}
+        self._asts: OrderedDict[str, tuple[ast.Module, str]] = OrderedDict()
         self._consumers: list[ResolvedUse] | None = None
-        self._flags: dict[str, list[tuple[Cond, ...]]] | None = None
+        # Facts that depend on the whole tree, valid while no file changes (see `signature`).
+        self.memo: dict[str, object] = {}
+        self.signature = ""
         self._scan()
 
     # -- the byte-level pass --------------------------------------------------------------
@@ -146,8 +166,10 @@ class TreeIndex:
                 self.warnings.append(f"{folder}: cannot list ({exc.strerror})")
 
     def _scan(self) -> None:
-        old: dict[str, FileEntry] = cache.load(self.tree.root) if self.use_cache else {}
+        payload = cache.load(self.tree.root) if self.use_cache else {}
+        old: dict[str, FileEntry] = payload.get("entries", {})
         root_len = len(str(self.tree.root)) + 1
+        stamps: list[tuple[str, int, int]] = []
         for dirent in self._walk():
             rel = dirent.path[root_len:].replace(os.sep, "/")
             try:
@@ -155,18 +177,28 @@ class TreeIndex:
             except OSError:
                 continue
             previous = old.get(rel)
-            if previous is not None and previous.size == stat.st_size and previous.mtime_ns == stat.st_mtime_ns:
+            if (
+                previous is not None
+                and previous.size == stat.st_size
+                and previous.mtime_ns == stat.st_mtime_ns
+            ):
                 entry = previous
             else:
                 entry = self._prefilter(rel, dirent.path, stat.st_size, stat.st_mtime_ns)
                 self._dirty = True
             self.entries[rel] = entry
+            stamps.append((rel, stat.st_size, stat.st_mtime_ns))
             module = rel[:-3].replace("/", ".")
             if module.endswith(".__init__"):
                 module = module[: -len(".__init__")]
             self.module_files[module] = rel
         if len(old) != len(self.entries):
             self._dirty = True
+        stamps.sort()
+        self.signature = hashlib.sha1(repr(stamps).encode()).hexdigest()
+        memo = payload.get("memo")
+        if payload.get("signature") == self.signature and isinstance(memo, dict):
+            self.memo = memo
 
     def _prefilter(self, rel: str, path: str, size: int, mtime_ns: int) -> FileEntry:
         try:
@@ -182,12 +214,12 @@ class TreeIndex:
         )
         if candidate:
             self._sources[rel] = data
-        names = tuple(m.decode("ascii", "replace") for m in _CLASS_RE.findall(data))
+        names = _class_names(data)
         return FileEntry(size, mtime_ns, candidate, b"EntryClass" in data, names)
 
     def save(self) -> None:
         if self.use_cache and self._dirty:
-            cache.save(self.tree.root, self.entries)
+            cache.save(self.tree.root, self.entries, self.signature, self.memo)
             self._dirty = False
 
     # -- parsing on demand ----------------------------------------------------------------
@@ -202,6 +234,19 @@ class TreeIndex:
             return None
 
     def _parse(self, rel: str) -> tuple[ast.Module, str] | None:
+        """Parse one file; the last few trees are kept, since summaries revisit them."""
+        hit = self._asts.get(rel)
+        if hit is not None:
+            self._asts.move_to_end(rel)
+            return hit
+        parsed = self._parse_uncached(rel)
+        if parsed is not None:
+            self._asts[rel] = parsed
+            if len(self._asts) > _AST_CACHE_SIZE:
+                self._asts.popitem(last=False)
+        return parsed
+
+    def _parse_uncached(self, rel: str) -> tuple[ast.Module, str] | None:
         data = self._source(rel)
         if data is None:
             return None
@@ -239,7 +284,9 @@ class TreeIndex:
         entry.facts = module_facts(tree, module, is_package)
         entry.facts.lines = text.count("\n") + 1
         if entry.consumer_candidate:
-            entry.consumers = scan_module(tree, module, entry.facts.imports, entry.facts.functions, text)
+            entry.consumers = scan_module(
+                tree, module, entry.facts.imports, entry.facts.functions, text
+            )
         return entry
 
     def _module_of(self, rel: str) -> tuple[str, bool]:
@@ -388,13 +435,37 @@ class TreeIndex:
             facts = current.facts
             method = facts.methods.get(attribute)
             if method is not None:
-                return Provider(attribute, current.qualname, method.kind, current.file, method.line, tuple(chain), method)
+                return Provider(
+                    attribute,
+                    current.qualname,
+                    method.kind,
+                    current.file,
+                    method.line,
+                    tuple(chain),
+                    method,
+                )
             if attribute in facts.class_attrs:
-                return Provider(attribute, current.qualname, "class attribute", current.file, facts.class_attrs[attribute], tuple(chain))
+                return Provider(
+                    attribute,
+                    current.qualname,
+                    "class attribute",
+                    current.file,
+                    facts.class_attrs[attribute],
+                    tuple(chain),
+                )
             if attribute in facts.init_attrs:
-                return Provider(attribute, current.qualname, "__init__ attribute", current.file, facts.init_attrs[attribute], tuple(chain))
+                return Provider(
+                    attribute,
+                    current.qualname,
+                    "__init__ attribute",
+                    current.file,
+                    facts.init_attrs[attribute],
+                    tuple(chain),
+                )
         if nn_module and attribute in NN_MODULE_ATTRS:
-            return Provider(attribute, "torch.nn.Module", "nn.Module", None, None, (*chain, "torch.nn.Module"))
+            return Provider(
+                attribute, "torch.nn.Module", "nn.Module", None, None, (*chain, "torch.nn.Module")
+            )
         if _depth < 3:
             for current in order:
                 inner_attr = current.facts.getattr_forward
@@ -404,8 +475,14 @@ class TreeIndex:
                     found = self.lookup(inner, attribute, _depth + 1)
                     if found is not None:
                         return Provider(
-                            attribute, found.owner, "via __getattr__", found.file, found.line,
-                            (*chain, *found.chain), found.method, via=inner_attr,
+                            attribute,
+                            found.owner,
+                            "via __getattr__",
+                            found.file,
+                            found.line,
+                            (*chain, *found.chain),
+                            found.method,
+                            via=inner_attr,
                         )
         return None
 
@@ -430,8 +507,23 @@ class TreeIndex:
     def consumers(self) -> list[ResolvedUse]:
         if self._consumers is not None:
             return self._consumers
+        cached = self.memo.get("consumers")
+        if isinstance(cached, list):
+            self._consumers = cached
+            return cached
         resolved: list[ResolvedUse] = []
-        queue: list[tuple[CallEdge, str, int | str, str, tuple[Cond, ...], tuple[str, ...], tuple[str, ...], int]] = []
+        queue: list[
+            tuple[
+                CallEdge,
+                str,
+                int | str,
+                str,
+                tuple[Cond, ...],
+                tuple[str, ...],
+                tuple[str, ...],
+                int,
+            ]
+        ] = []
         for rel, entry in list(self.entries.items()):
             if not entry.consumer_candidate:
                 continue
@@ -444,7 +536,18 @@ class TreeIndex:
             for edge in facts.calls:
                 for binding, origin in edge.bindings:
                     if origin[0] == "seed":
-                        queue.append((edge, rel, binding, origin[1], edge.conds, edge.guards, (f"{rel}:{edge.line}",), 1))
+                        queue.append(
+                            (
+                                edge,
+                                rel,
+                                binding,
+                                origin[1],
+                                edge.conds,
+                                edge.guards,
+                                (f"{rel}:{edge.line}",),
+                                1,
+                            )
+                        )
         seen: set[tuple[str, str, str, tuple[Cond, ...]]] = set()
         while queue:
             edge, rel, binding, role, conds, guards, via, depth = queue.pop()
@@ -465,8 +568,21 @@ class TreeIndex:
                 continue
             for nxt in summary.calls:
                 for b, _origin in nxt.bindings:
-                    queue.append((nxt, callee_rel, b, role, conds + nxt.conds, guards + nxt.guards, (*via, f"{callee_rel}:{nxt.line}"), depth + 1))
+                    queue.append(
+                        (
+                            nxt,
+                            callee_rel,
+                            b,
+                            role,
+                            conds + nxt.conds,
+                            guards + nxt.guards,
+                            (*via, f"{callee_rel}:{nxt.line}"),
+                            depth + 1,
+                        )
+                    )
         self._consumers = resolved
+        self.memo["consumers"] = resolved
+        self._dirty = True
         return resolved
 
     def _callee(self, callee: str, binding: int | str) -> tuple[str, str, str] | None:
@@ -526,22 +642,61 @@ class TreeIndex:
         if parsed is not None and entry.facts is not None:
             tree, text = parsed
             summary = scan_parameter(
-                tree, entry.facts.module, entry.facts.imports, entry.facts.functions, text, qualname, param
+                tree,
+                entry.facts.module,
+                entry.facts.imports,
+                entry.facts.functions,
+                text,
+                qualname,
+                param,
             )
         entry.params[key] = summary
         self._dirty = True
         return summary
 
-    def flags(self) -> dict[str, list[tuple[Cond, ...]]]:
-        """Attribute name -> the conditions under which the runtime sets it to a truthy value."""
-        if self._flags is None:
-            merged: dict[str, list[tuple[Cond, ...]]] = {}
-            for entry in self.entries.values():
-                if entry.consumers is not None:
-                    for name, conds in entry.consumers.flags.items():
-                        merged.setdefault(name, []).extend(conds)
-            self._flags = merged
-        return self._flags
+    def flags(self, names: set[str]) -> dict[str, list[tuple[Cond, ...]]]:
+        """Attribute name -> the conditions under which the runtime sets it to something truthy.
+
+        Searched tree-wide, since a flag is often set far from where it guards a use (a
+        config object built in one module, read as a parameter in another).
+        """
+        table = self.memo.setdefault("flags", {})
+        assert isinstance(table, dict)
+        wanted = frozenset(n for n in names if n not in table and n.isidentifier())
+        if wanted:
+            found: dict[str, list[tuple[Cond, ...]]] = {n: [] for n in wanted}
+            needles = [(n, n.encode()) for n in wanted]
+            assigned = re.compile(
+                rb"\.(" + b"|".join(sorted(b for _, b in needles)) + rb")\s*=[^=]"
+            )
+            for rel, entry in self.entries.items():
+                if not rel.startswith(_RUNTIME) or entry.error:
+                    continue
+                data = self._sources.get(rel)
+                if data is None:
+                    try:
+                        data = (self.tree.root / rel).read_bytes()
+                    except OSError:
+                        continue
+                if not any(b in data for _, b in needles):
+                    continue
+                present = frozenset(m.decode() for m in assigned.findall(data))
+                if not present:
+                    continue
+                self._sources[rel] = data
+                facts = self._ensure_parsed(rel).facts
+                parsed = self._parse(rel)
+                if facts is None or parsed is None:
+                    continue
+                tree, text = parsed
+                flags = scan_flags(
+                    tree, facts.module, facts.imports, facts.functions, text, present
+                )
+                for name, conds in flags.items():
+                    found[name].extend(conds)
+            table.update(found)
+            self._dirty = True
+        return {n: table[n] for n in names if n in table}
 
     def origin_role(self, origin: Origin, context_role: str) -> str:
         return origin[1] if origin[0] == "seed" else context_role

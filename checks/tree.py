@@ -9,7 +9,9 @@ from pathlib import Path
 
 from eaglebug.checks.errors import InputError
 
-_HINT = "point --sglang at an SGLang repository root, its python/ folder, or the sglang package folder"
+_HINT = (
+    "point --sglang at an SGLang repository root, its python/ folder, or the sglang package folder"
+)
 
 
 @dataclass(frozen=True)

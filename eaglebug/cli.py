@@ -49,14 +49,35 @@ def build_parser() -> argparse.ArgumentParser:
             "touches a runner's model object, and report what the model class lacks."
         ),
     )
-    p.add_argument("--sglang", metavar="PATH", help="SGLang repo root, its python/ folder, or the sglang package (default: the importable sglang)")
+    p.add_argument(
+        "--sglang",
+        metavar="PATH",
+        help="SGLang repo root, its python/ folder, or the sglang package (default: the importable sglang)",
+    )
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model-class", metavar="NAME", help="the target model class, e.g. KimiK25ForConditionalGeneration")
-    which.add_argument("--model-path", metavar="DIR", help="a model folder; config.json's architectures[0] names the class")
-    p.add_argument("--algorithm", default="EAGLE3", metavar="ALGO", help="EAGLE3 (default), EAGLE, NEXTN or STANDALONE")
-    p.add_argument("--draft-class", metavar="NAME", help="also audit the draft model class in the draft role")
+    which.add_argument(
+        "--model-class",
+        metavar="NAME",
+        help="the target model class, e.g. KimiK25ForConditionalGeneration",
+    )
+    which.add_argument(
+        "--model-path",
+        metavar="DIR",
+        help="a model folder; config.json's architectures[0] names the class",
+    )
+    p.add_argument(
+        "--algorithm",
+        default="EAGLE3",
+        metavar="ALGO",
+        help="EAGLE3 (default), EAGLE, NEXTN or STANDALONE",
+    )
+    p.add_argument(
+        "--draft-class", metavar="NAME", help="also audit the draft model class in the draft role"
+    )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the parse cache")
+    p.add_argument(
+        "--no-cache", action="store_true", help="ignore and do not write the parse cache"
+    )
     p.set_defaults(run=_cmd_audit)
     return parser
 
@@ -74,8 +95,14 @@ def _cmd_audit(args: argparse.Namespace, out: Console, err: Console) -> int:
             import difflib
 
             close = difflib.get_close_matches(arch, names, n=3, cutoff=0.6)
-            hint = f"closest registered: {', '.join(close)}" if close else "is the model supported by this SGLang version?"
-            raise InputError(f"architecture {arch!r} is not registered by any EntryClass in this tree", hint)
+            hint = (
+                f"closest registered: {', '.join(close)}"
+                if close
+                else "is the model supported by this SGLang version?"
+            )
+            raise InputError(
+                f"architecture {arch!r} is not registered by any EntryClass in this tree", hint
+            )
         class_name = exported[0].qualname
     else:
         find_class(index, class_name)  # fail early, before the consumer scan, on a typo

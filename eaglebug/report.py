@@ -25,7 +25,13 @@ def audit_json(result: AuditResult) -> dict[str, Any]:
                 "line": r.ref.facts.line,
                 "external_bases": r.external_bases,
                 "provides": [
-                    {"attribute": a, "owner": p.owner, "kind": p.kind, "file": p.file, "line": p.line}
+                    {
+                        "attribute": a,
+                        "owner": p.owner,
+                        "kind": p.kind,
+                        "file": p.file,
+                        "line": p.line,
+                    }
                     for a, p in r.provided
                 ],
             }
@@ -42,7 +48,9 @@ def _short(qualified: str) -> str:
 
 def _finding(console: Console, f: Finding) -> None:
     style = _STYLE[f.severity]
-    console.print(f"  [{style}]{f.severity:<7}[/] [bold]{escape(f.attribute or '')}[/]  {escape(f.message)}")
+    console.print(
+        f"  [{style}]{f.severity:<7}[/] [bold]{escape(f.attribute or '')}[/]  {escape(f.message)}"
+    )
     if f.severity == "info":
         return
     sites = f.details.get("sites", [])
@@ -58,8 +66,12 @@ def _finding(console: Console, f: Finding) -> None:
     if f.delegate:
         inner = ", ".join(_short(c) for c in f.details.get("delegate_class", []))
         owner = f.details.get("delegate_provider")
-        where = f" (defined in {_short(owner)})" if owner and inner and _short(owner) != inner else ""
-        console.print(f"          delegate: [green]self.{escape(f.delegate)}[/] {escape(inner)}{escape(where)}")
+        where = (
+            f" (defined in {_short(owner)})" if owner and inner and _short(owner) != inner else ""
+        )
+        console.print(
+            f"          delegate: [green]self.{escape(f.delegate)}[/] {escape(inner)}{escape(where)}"
+        )
     for assumption in f.details.get("assumed", []):
         console.print(f"          [dim]assumed: {escape(assumption)}[/]")
     if f.fix:
@@ -79,13 +91,19 @@ def _class_header(console: Console, report: ClassReport) -> None:
 
 def print_audit(result: AuditResult, console: Console) -> None:
     version = result.version or "unknown version"
-    console.print(f"[dim]eaglebug audit · SGLang {escape(version)} at {escape(result.package_dir)} · {result.algorithm}[/]")
+    console.print(
+        f"[dim]eaglebug audit · SGLang {escape(version)} at {escape(result.package_dir)} · {result.algorithm}[/]"
+    )
     for report in result.reports:
         console.print()
         _class_header(console, report)
-        findings = sorted(report.findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.attribute or ""))
+        findings = sorted(
+            report.findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.attribute or "")
+        )
         if not any(f.severity != "info" for f in findings):
-            console.print(f"  [green]ok[/]  provides everything {result.algorithm} needs from the {report.role} model")
+            console.print(
+                f"  [green]ok[/]  provides everything {result.algorithm} needs from the {report.role} model"
+            )
         for f in findings:
             _finding(console, f)
         if report.provided:
@@ -96,7 +114,9 @@ def print_audit(result: AuditResult, console: Console) -> None:
             )
             if provided:
                 console.print(f"  [dim]provides: {escape(provided)}[/]")
-    counts = {s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")}
+    counts = {
+        s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")
+    }
     console.print()
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
     summary = ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items())

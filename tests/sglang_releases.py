@@ -31,7 +31,17 @@ def release(version: str) -> Path:
     cache_root().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, f"sglang=={version}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "-d",
+                tmp,
+                f"sglang=={version}",
+            ],
             check=True,
         )
         wheels = list(Path(tmp).glob("sglang-*.whl"))
