@@ -8,7 +8,7 @@ lets the audit follow SGLang as workers are added, split and renamed between rel
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from eaglebug.checks.classfacts import dotted, resolve_relative
 from eaglebug.checks.errors import InputError
@@ -25,7 +25,6 @@ class AlgorithmFacts:
     predicates: dict[str, frozenset[str]]  # predicate name -> members for which it is true
     workers: dict[str, frozenset[str]]  # worker class (qualified) -> members it serves
     source: str | None  # the file the enum was read from
-    module_algorithms: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def canonical(self, name: str) -> str:
         upper = name.upper()
@@ -154,29 +153,9 @@ def algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
             if facts is None:
                 continue
             index.remember(rel, "algorithms", facts)
-        # Worker modules depend on other files, so they are recomputed, not cached here.
-        return _with_worker_modules(index, facts)
+        return facts
     # A tree too old or too new to read: the audit still runs, without worker scoping.
     return AlgorithmFacts(("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"), {}, {}, None)
-
-
-def _with_worker_modules(index: TreeIndex, facts: AlgorithmFacts) -> AlgorithmFacts:
-    """Map each module that hosts a worker class, or one of its bases, to what it serves."""
-    module_algorithms: dict[str, set[str]] = {}
-    for worker, served in facts.workers.items():
-        ref = index.cls(worker)
-        if ref is None:
-            continue
-        order, _, _ = index.mro(ref)
-        for base in order:
-            module_algorithms.setdefault(base.module.module, set()).update(served)
-    return AlgorithmFacts(
-        facts.members,
-        facts.predicates,
-        facts.workers,
-        facts.source,
-        {k: frozenset(v) for k, v in module_algorithms.items()},
-    )
 
 
 def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None:

@@ -19,6 +19,7 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import CallSite, Finding, sort_findings
 from eaglebug.checks.guards import GuardContext, possible
 from eaglebug.checks.index import ClassRef, Provider, ResolvedUse, TreeIndex
+from eaglebug.checks.workers import WorkerScopes
 
 # Inner attributes wrappers conventionally hold their language model in, best first.
 _PREFERRED_DELEGATES = ("language_model", "model", "llm", "text_model", "lm")
@@ -89,13 +90,11 @@ def _module_of(scope: str, index: TreeIndex) -> str:
     return split[0] if split else scope
 
 
-def _in_scope(use: ResolvedUse, index: TreeIndex, algo: AlgorithmFacts, algorithm: str) -> bool:
-    """Drop uses that live in worker modules serving only other algorithms."""
-    modules = {_module_of(use.use.scope, index)}
-    if use.via:
-        modules.add(index._module_of(use.via[0].rsplit(":", 1)[0])[0])
-    for module in modules:
-        served = algo.module_algorithms.get(module)
+def _in_scope(use: ResolvedUse, scopes: WorkerScopes, algorithm: str) -> bool:
+    """Drop uses in worker code that only other algorithms run (where the reference is taken,
+    and where it is used)."""
+    for scope in {use.use.scope, use.origin_scope or use.use.scope}:
+        served = scopes.algorithms(scope)
         if served is not None and algorithm not in served:
             return False
     return True
@@ -154,9 +153,16 @@ def delegation_source(name: str, method: MethodFacts | None, inner: str) -> str:
 
 class _ClassAudit:
     def __init__(
-        self, index: TreeIndex, ref: ClassRef, algorithm: str, role: str, algo: AlgorithmFacts
+        self,
+        index: TreeIndex,
+        ref: ClassRef,
+        algorithm: str,
+        role: str,
+        algo: AlgorithmFacts,
+        scopes: WorkerScopes,
     ) -> None:
         self.index = index
+        self.scopes = scopes
         self.ref = ref
         self.algorithm = algorithm
         self.role = role
@@ -192,8 +198,9 @@ class _ClassAudit:
             return True
         if any(v.startswith(_SPECULATIVE) for v in u.via):
             return True
-        if _module_of(u.use.scope, self.index) in self.algo.module_algorithms:
-            return True
+        for scope in {u.use.scope, u.origin_scope or u.use.scope}:
+            if self.scopes.is_worker_module(_module_of(scope, self.index)):
+                return True
         # Algorithm-sensitive guards: some algorithm (or none at all) can never run this use.
         return any(not possible(u.conds, self.context(u.role, m)) for m in self.algo.members)
 
@@ -233,7 +240,7 @@ class _ClassAudit:
             if (
                 u.role in {self.role, "any"}
                 and u.use.kind in REQUIRED_KINDS
-                and _in_scope(u, self.index, self.algo, self.algorithm)
+                and _in_scope(u, self.scopes, self.algorithm)
             ):
                 candidates.setdefault(u.use.attribute, []).append(u)
         self.load_flags([u for a, us in candidates.items() if self.needs_guards(a, us) for u in us])
@@ -507,13 +514,12 @@ def audit(
     algo = algorithm_facts(index)
     canonical = algo.canonical(algorithm)
     uses = index.consumers()
-    reports = [
-        _ClassAudit(index, find_class(index, class_name), canonical, "target", algo).run(uses)
-    ]
+    scopes = WorkerScopes(index, algo)
+    target = find_class(index, class_name)
+    reports = [_ClassAudit(index, target, canonical, "target", algo, scopes).run(uses)]
     if draft_class:
-        reports.append(
-            _ClassAudit(index, find_class(index, draft_class), canonical, "draft", algo).run(uses)
-        )
+        draft = find_class(index, draft_class)
+        reports.append(_ClassAudit(index, draft, canonical, "draft", algo, scopes).run(uses))
     index.save()
     return AuditResult(
         version=index.tree.version,

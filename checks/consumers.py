@@ -177,7 +177,7 @@ class _Scanner:
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)
                 and target.value.id == "self"
-                and target.attr != "model"
+                and (target.attr != "model" or not self.is_runner_class)
             ):
                 self.self_assigns.append((target.attr, origin))
         return changed

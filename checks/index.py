@@ -123,6 +123,7 @@ class ResolvedUse:
     context_conds: tuple[Cond, ...] = ()
     context_guards: tuple[str, ...] = ()
     via: tuple[str, ...] = ()  # call sites (file:line) through which the reference arrived
+    origin_scope: str | None = None  # the function that took the reference, when passed on
 
     @property
     def conds(self) -> tuple[Cond, ...]:
@@ -131,6 +132,19 @@ class ResolvedUse:
     @property
     def guards(self) -> tuple[str, ...]:
         return self.context_guards + self.use.guards
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A model reference passed into a call, waiting for its callee's parameter summary."""
+
+    edge: CallEdge
+    binding: int | str  # positional index or keyword
+    role: str
+    conds: tuple[Cond, ...]
+    guards: tuple[str, ...]
+    via: tuple[str, ...]
+    origin_scope: str
 
 
 class TreeIndex:
@@ -254,10 +268,15 @@ class TreeIndex:
             tree = ast.parse(data, filename=rel)
             text = data.decode("utf-8", errors="replace")
         except SyntaxError as exc:
-            self._skip(rel, f"syntax error on line {exc.lineno}: {exc.msg}")
+            if "encoding" in exc.msg or "decode" in exc.msg:
+                self._skip(rel, f"cannot decode: {exc.msg}")
+            elif exc.lineno:
+                self._skip(rel, f"syntax error on line {exc.lineno}: {exc.msg}")
+            else:
+                self._skip(rel, f"cannot parse: {exc.msg}")
             return None
         except (ValueError, UnicodeDecodeError) as exc:
-            self._skip(rel, f"cannot decode ({exc})")
+            self._skip(rel, f"cannot decode: {exc}")
             return None
         return tree, text
 
@@ -512,18 +531,7 @@ class TreeIndex:
             self._consumers = cached
             return cached
         resolved: list[ResolvedUse] = []
-        queue: list[
-            tuple[
-                CallEdge,
-                str,
-                int | str,
-                str,
-                tuple[Cond, ...],
-                tuple[str, ...],
-                tuple[str, ...],
-                int,
-            ]
-        ] = []
+        queue: list[_Pending] = []
         for rel, entry in list(self.entries.items()):
             if not entry.consumer_candidate:
                 continue
@@ -536,26 +544,20 @@ class TreeIndex:
             for edge in facts.calls:
                 for binding, origin in edge.bindings:
                     if origin[0] == "seed":
+                        where = (f"{rel}:{edge.line}",)
                         queue.append(
-                            (
-                                edge,
-                                rel,
-                                binding,
-                                origin[1],
-                                edge.conds,
-                                edge.guards,
-                                (f"{rel}:{edge.line}",),
-                                1,
+                            _Pending(
+                                edge, binding, origin[1], edge.conds, edge.guards, where, edge.scope
                             )
                         )
         seen: set[tuple[str, str, str, tuple[Cond, ...]]] = set()
         while queue:
-            edge, rel, binding, role, conds, guards, via, depth = queue.pop()
-            target = self._callee(edge.callee, binding)
+            item = queue.pop()
+            target = self._callee(item.edge.callee, item.binding)
             if target is None:
                 continue
             callee_rel, qualname, param = target
-            key = (callee_rel, f"{qualname}:{param}", role, conds)
+            key = (callee_rel, f"{qualname}:{param}", item.role, item.conds)
             if key in seen:
                 continue
             seen.add(key)
@@ -563,21 +565,30 @@ class TreeIndex:
             if summary is None:
                 continue
             for use in summary.uses:
-                resolved.append(ResolvedUse(use, callee_rel, role, conds, guards, via))
-            if depth >= _MAX_CALL_DEPTH:
+                resolved.append(
+                    ResolvedUse(
+                        use,
+                        callee_rel,
+                        item.role,
+                        item.conds,
+                        item.guards,
+                        item.via,
+                        item.origin_scope,
+                    )
+                )
+            if len(item.via) >= _MAX_CALL_DEPTH:
                 continue
             for nxt in summary.calls:
-                for b, _origin in nxt.bindings:
+                for binding, _origin in nxt.bindings:
                     queue.append(
-                        (
+                        _Pending(
                             nxt,
-                            callee_rel,
-                            b,
-                            role,
-                            conds + nxt.conds,
-                            guards + nxt.guards,
-                            (*via, f"{callee_rel}:{nxt.line}"),
-                            depth + 1,
+                            binding,
+                            item.role,
+                            item.conds + nxt.conds,
+                            item.guards + nxt.guards,
+                            (*item.via, f"{callee_rel}:{nxt.line}"),
+                            item.origin_scope,
                         )
                     )
         self._consumers = resolved

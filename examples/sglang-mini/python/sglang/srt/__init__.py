@@ -1,0 +1,1 @@
+"""The SGLang runtime ("srt"): workers, model runners and model classes."""
