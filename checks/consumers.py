@@ -535,8 +535,12 @@ def scan_module(
             for attr, origin in probe.self_assigns:
                 if origin[0] == "seed":
                     selfattrs.setdefault(attr, origin)
-        # Pass 2: the uses.
+        # Pass 2: the uses, in functions whose text could hold a reference at all.
+        needles = ("model", "runner", *selfattrs)
         for _, fn in fns:
+            text = "\n".join(lines[fn.lineno - 1 : fn.end_lineno])
+            if not any(n in text for n in needles):
+                continue
             scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
             scanner = _Scanner(
                 module,

@@ -35,7 +35,7 @@ _CLASS_NAME_RE = re.compile(rb"class\s+(\w+)")
 _RUNTIME = "sglang/srt/"
 # Files worth parsing for consumers: `<...>runner[...].model`, or a ModelRunner class.
 _CONSUMER_RE = re.compile(
-    rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b|class \w*ModelRunner\b|ModelRunner\)"
+    rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b|class \w*ModelRunner\b|class \w+\([^)]*ModelRunner\b"
 )
 # Parsed trees kept in memory at once (they are ~10x their source's size).
 _AST_CACHE_SIZE = 12
@@ -387,6 +387,16 @@ class TreeIndex:
 
     def exporters_of(self, name: str) -> list[ClassRef]:
         """Registry entries for one architecture, parsing only files that could name it."""
+        known = self.memo.setdefault("exporters", {})
+        assert isinstance(known, dict)
+        if name in known:
+            return [r for r in (self.cls(q) for q in known[name]) if r is not None]
+        found = self._exporters_of(name)
+        known[name] = [r.qualname for r in found]
+        self._dirty = True
+        return found
+
+    def _exporters_of(self, name: str) -> list[ClassRef]:
         needle = name.encode()
         found: list[ClassRef] = []
         for rel, entry in self.entries.items():
@@ -676,10 +686,8 @@ class TreeIndex:
         wanted = frozenset(n for n in names if n not in table and n.isidentifier())
         if wanted:
             found: dict[str, list[tuple[Cond, ...]]] = {n: [] for n in wanted}
-            needles = [(n, n.encode()) for n in wanted]
-            assigned = re.compile(
-                rb"\.(" + b"|".join(sorted(b for _, b in needles)) + rb")\s*=[^=]"
-            )
+            alternatives = b"|".join(sorted(n.encode() for n in wanted))
+            assigned = re.compile(rb"\.(" + alternatives + rb")\s*=[^=]")
             for rel, entry in self.entries.items():
                 if not rel.startswith(_RUNTIME) or entry.error:
                     continue
@@ -689,8 +697,6 @@ class TreeIndex:
                         data = (self.tree.root / rel).read_bytes()
                     except OSError:
                         continue
-                if not any(b in data for _, b in needles):
-                    continue
                 present = frozenset(m.decode() for m in assigned.findall(data))
                 if not present:
                     continue

@@ -7,11 +7,11 @@ unreadable input, with a one-line reason on stderr and never a traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import sys
 from collections.abc import Sequence
-
-from rich.console import Console
 
 from eaglebug import __version__
 from eaglebug.checks.audit import audit, find_class
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cmd_audit(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _cmd_audit(args: argparse.Namespace) -> int:
     tree = locate(args.sglang)
     index = TreeIndex(tree, use_cache=not args.no_cache)
     class_name = args.model_class
@@ -108,24 +108,25 @@ def _cmd_audit(args: argparse.Namespace, out: Console, err: Console) -> int:
         find_class(index, class_name)  # fail early, before the consumer scan, on a typo
     result = audit(index, class_name, args.algorithm, args.draft_class)
     for warning in result.warnings:
-        err.print(f"warning: {warning}", markup=False, highlight=False)
+        sys.stderr.write(f"warning: {warning}\n")
     if args.json:
-        out.print_json(json.dumps(audit_json(result)))
+        sys.stdout.write(json.dumps(audit_json(result), indent=2) + "\n")
     else:
-        print_audit(result, out)
+        print_audit(result)
     return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
+    # A short-lived process that builds many small objects: full collections only cost time.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     try:
-        code: int = args.run(args, out, err)
+        code: int = args.run(args)
     except InputError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         if exc.hint:
@@ -133,4 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # A bug in eaglebug, not in the input: exit 2 rather than 1 ("errors found").
+        if os.environ.get("EAGLEBUG_DEBUG"):
+            raise
+        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write("hint: rerun with EAGLEBUG_DEBUG=1 for the traceback, and report it\n")
+        return EXIT_USAGE
     return code

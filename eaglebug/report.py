@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from eaglebug.checks.audit import AuditResult, ClassReport
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def audit_json(result: AuditResult) -> dict[str, Any]:
@@ -89,7 +95,12 @@ def _class_header(console: Console, report: ClassReport) -> None:
     )
 
 
-def print_audit(result: AuditResult, console: Console) -> None:
+def print_audit(result: AuditResult, console: Console | None = None) -> None:
+    """Print the audit for a person; Rich is imported here only, so `--json` starts faster."""
+    if console is None:
+        from rich.console import Console
+
+        console = Console(highlight=False, soft_wrap=True)
     version = result.version or "unknown version"
     console.print(
         f"[dim]eaglebug audit · SGLang {escape(version)} at {escape(result.package_dir)} · {result.algorithm}[/]"
