@@ -215,6 +215,13 @@ class TreeIndex:
             self.memo = memo
 
     def _prefilter(self, rel: str, path: str, size: int, mtime_ns: int) -> FileEntry:
+        """Read a runtime file once for what the audit may need; other files only by name.
+
+        Outside `sglang/srt/` (the frontend language, tests, benchmarks, kernels) nothing
+        touches a runner's model, so those files are parsed only if an import leads there.
+        """
+        if not rel.startswith(_RUNTIME):
+            return FileEntry(size, mtime_ns, False, False, ())
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -222,10 +229,8 @@ class TreeIndex:
             self.warnings.append(f"{rel}: skipped, cannot read ({exc.strerror})")
             return FileEntry(size, mtime_ns, False, False, (), error=str(exc), parsed=True)
         candidate = (
-            rel.startswith(_RUNTIME)
-            and ((b"runner" in data and b".model" in data) or b"ModelRunner" in data)
-            and _CONSUMER_RE.search(data) is not None
-        )
+            (b"runner" in data and b".model" in data) or b"ModelRunner" in data
+        ) and _CONSUMER_RE.search(data) is not None
         if candidate:
             self._sources[rel] = data
         names = _class_names(data)
@@ -358,6 +363,7 @@ class TreeIndex:
         return f"{module.module}.{dotted_name}"
 
     def classes_named(self, name: str) -> list[ClassRef]:
+        """Classes with this short name in the runtime (`sglang/srt/`)."""
         found = []
         for rel, entry in self.entries.items():
             if name in entry.class_names:
