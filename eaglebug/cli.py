@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import sys
@@ -18,9 +19,13 @@ from eaglebug.checks.audit import audit, find_class
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import has_errors
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.launch import split_words
 from eaglebug.checks.modelconfig import architecture, read_config
+from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.tree import locate
-from eaglebug.report import audit_json, print_audit
+from eaglebug.interpreter import sglang_of
+from eaglebug.nvml import smallest_gpu_memory
+from eaglebug.report import audit_json, print_audit, print_preflight
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -79,6 +84,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="ignore and do not write the parse cache"
     )
     p.set_defaults(run=_cmd_audit)
+
+    p = sub.add_parser(
+        "preflight",
+        help="every launch blocker of one launch command, before the first launch",
+        description=(
+            "Parse the exact launch command (flags as the SGLang tree defines them), read the "
+            "target and draft configs, audit both classes and check the configs against each "
+            "other and the GPUs."
+        ),
+        usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] -- LAUNCH COMMAND...",
+    )
+    p.add_argument(
+        "--sglang",
+        metavar="PATH",
+        help="the SGLang tree the server runs (default: the importable sglang, else the launch's python's)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--gpu-mem-gib",
+        type=float,
+        metavar="N",
+        help="GPU memory per GPU in GiB, when NVML cannot tell",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="ignore and do not write the parse cache"
+    )
+    p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
+    p.set_defaults(run=_cmd_preflight)
     return parser
 
 
@@ -113,6 +146,41 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(audit_json(result), indent=2) + "\n")
     else:
         print_audit(result)
+    return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+
+
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    words = list(args.launch)
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        raise InputError(
+            "no launch command given",
+            "eaglebug preflight -- python -m sglang.launch_server --model-path ...",
+        )
+    sglang = args.sglang
+    if sglang is None and importlib.util.find_spec("sglang") is None:
+        launch_words = split_words(words)
+        program = next((w for w in launch_words if "=" not in w), "")
+        sglang = sglang_of(program)
+    tree = locate(sglang)
+    index = TreeIndex(tree, use_cache=not args.no_cache)
+    gpu = None
+    if args.gpu_mem_gib is not None:
+        if args.gpu_mem_gib <= 0:
+            raise InputError(f"--gpu-mem-gib {args.gpu_mem_gib:g}: must be positive")
+        gpu = GpuMemory(int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib")
+    else:
+        found = smallest_gpu_memory()
+        if found is not None:
+            gpu = GpuMemory(*found)
+    result = preflight(index, words, os.environ, gpu)
+    for warning in result.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        print_preflight(result)
     return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
 
 

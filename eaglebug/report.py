@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 from eaglebug.checks.audit import AuditResult, ClassReport
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
+from eaglebug.checks.preflight import PreflightResult
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -52,11 +53,10 @@ def _short(qualified: str) -> str:
     return qualified.rsplit(".", 1)[-1]
 
 
-def _finding(console: Console, f: Finding) -> None:
+def _finding(console: Console, f: Finding, label: str | None = None) -> None:
     style = _STYLE[f.severity]
-    console.print(
-        f"  [{style}]{f.severity:<7}[/] [bold]{escape(f.attribute or '')}[/]  {escape(f.message)}"
-    )
+    name = label or f.attribute or ""
+    console.print(f"  [{style}]{f.severity:<7}[/] [bold]{escape(name)}[/]  {escape(f.message)}")
     if f.severity == "info":
         return
     sites = f.details.get("sites", [])
@@ -80,10 +80,36 @@ def _finding(console: Console, f: Finding) -> None:
         )
     for assumption in f.details.get("assumed", []):
         console.print(f"          [dim]assumed: {escape(assumption)}[/]")
-    if f.fix:
+    options = f.details.get("options")
+    if isinstance(options, dict):
+        console.print("          fix, either:")
+        for option, tradeoff in options.items():
+            console.print(f"            [green]{escape(option)}[/]  [dim]{escape(tradeoff)}[/]")
+        if f.details.get("sglang_message"):
+            console.print(
+                f"          [dim]SGLang says: {escape(str(f.details['sglang_message']))}[/]"
+            )
+        return
+    if f.fix and "\n" not in f.fix:
+        console.print(f"          fix: [green]{escape(f.fix)}[/]")
+    elif f.fix:
         console.print("          fix:")
         for line in f.fix.splitlines():
             console.print(f"            [green]{escape(line)}[/]")
+
+
+def _findings_of_class(console: Console, findings: list[Finding]) -> None:
+    """Errors and warnings in full; info (used only outside speculative decoding) on one line."""
+    ordered = sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.attribute or ""))
+    for f in ordered:
+        if f.severity != "info":
+            _finding(console, f)
+    info = [f.attribute or "" for f in ordered if f.severity == "info"]
+    if info:
+        console.print(
+            f"  [dim]info    not provided, but used only outside speculative decoding: "
+            f"{escape(', '.join(info))} (--json has the details)[/]"
+        )
 
 
 def _class_header(console: Console, report: ClassReport) -> None:
@@ -95,12 +121,60 @@ def _class_header(console: Console, report: ClassReport) -> None:
     )
 
 
-def print_audit(result: AuditResult, console: Console | None = None) -> None:
-    """Print the audit for a person; Rich is imported here only, so `--json` starts faster."""
-    if console is None:
-        from rich.console import Console
+def _console() -> Console:
+    """Rich is imported here only, so `--json` starts faster."""
+    from rich.console import Console
 
-        console = Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _summary(console: Console, findings: list[Finding]) -> None:
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    console.print()
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    summary = ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items())
+    console.print(f"[bold]{summary}[/]" if counts["error"] else summary)
+
+
+def print_preflight(result: PreflightResult, console: Console | None = None) -> None:
+    console = console or _console()
+    version = result.version or "unknown version"
+    algorithm = result.algorithm or "no speculative decoding"
+    console.print(
+        f"[dim]eaglebug preflight · SGLang {escape(version)} at {escape(result.package_dir)} · {algorithm}[/]"
+    )
+    for role, source in (("target", result.target), ("draft", result.draft)):
+        if source is not None:
+            where = f"{source.path} ({source.how})" if source.found else source.how
+            console.print(f"[dim]{role}: {escape(source.given)} -> {escape(str(where))}[/]")
+    if result.launch.env_additions:
+        env = " ".join(f"{k}={v}" for k, v in result.launch.env_additions.items())
+        console.print(f"[dim]env: {escape(env)}[/]")
+    shown: set[int] = set()
+    for report in result.reports:
+        console.print()
+        _class_header(console, report)
+        mine = [
+            f for f in result.findings if f.class_ == report.ref.qualname and f.role == report.role
+        ]
+        shown.update(id(f) for f in mine)
+        if not any(f.severity != "info" for f in mine):
+            console.print(
+                f"  [green]ok[/]  provides everything {result.algorithm} needs from the {report.role} model"
+            )
+        _findings_of_class(console, mine)
+    rest = [f for f in result.findings if id(f) not in shown]
+    console.print()
+    console.print("[bold]launch and configs[/]")
+    if not any(f.severity != "info" for f in rest):
+        console.print("  [green]ok[/]  no config problem found")
+    for f in rest:
+        _finding(console, f, label=f.id)
+    _summary(console, result.findings)
+
+
+def print_audit(result: AuditResult, console: Console | None = None) -> None:
+    console = console or _console()
     version = result.version or "unknown version"
     console.print(
         f"[dim]eaglebug audit · SGLang {escape(version)} at {escape(result.package_dir)} · {result.algorithm}[/]"
@@ -108,15 +182,11 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
     for report in result.reports:
         console.print()
         _class_header(console, report)
-        findings = sorted(
-            report.findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.attribute or "")
-        )
-        if not any(f.severity != "info" for f in findings):
+        if not any(f.severity != "info" for f in report.findings):
             console.print(
                 f"  [green]ok[/]  provides everything {result.algorithm} needs from the {report.role} model"
             )
-        for f in findings:
-            _finding(console, f)
+        _findings_of_class(console, report.findings)
         if report.provided:
             provided = ", ".join(
                 f"{a} ({'own' if p.owner == report.ref.qualname else _short(p.owner)})"
@@ -125,12 +195,4 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
             )
             if provided:
                 console.print(f"  [dim]provides: {escape(provided)}[/]")
-    counts = {
-        s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")
-    }
-    console.print()
-    plural = {"error": "errors", "warning": "warnings", "info": "info"}
-    summary = ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items())
-    console.print(f"[bold]{summary}[/]" if counts["error"] else summary)
-    if counts["error"]:
-        console.print("[dim]hint: `eaglebug fix` previews each delegation; `--apply` commits it[/]")
+    _summary(console, result.findings)

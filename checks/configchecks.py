@@ -1,0 +1,432 @@
+"""Model-config checks for a speculative launch: target vs draft, against the launch's flags.
+
+Each returns findings per the contract. Where SGLang's own wording or knobs matter (the env var
+that allows a longer context, the keys it reads the context length from), they are read from
+the audited tree, so the advice follows the release.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.index import TreeIndex
+
+GIB = 1024**3
+# SGLang's EnvBool spellings of true.
+_TRUE = frozenset({"1", "true", "yes", "y", "on"})
+_DEFAULT_CONTEXT_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+_DEFAULT_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+_TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+# Below this much room for the KV cache per GPU, a launch starts but serves little.
+_KV_WARN_BYTES = 4 * GIB
+_KV_WARN_FRACTION = 0.10
+
+
+def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's part of a (possibly multimodal) config."""
+    for key in _TEXT_CONFIG_KEYS:
+        inner = config.get(key)
+        if isinstance(inner, dict):
+            return inner
+    return config
+
+
+def _int(config: Mapping[str, Any], key: str) -> int | None:
+    value = config.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class ContextRules:
+    """How the audited SGLang derives context lengths and lets a user override them."""
+
+    keys: tuple[str, ...]
+    env_var: str
+    message: str | None  # SGLang's own refusal text, placeholders filled in later
+    source: str | None  # where it was read from
+
+
+def context_rules(index: TreeIndex) -> ContextRules:
+    cached = index.memo.get("context_rules")
+    if isinstance(cached, ContextRules):
+        return cached
+    keys: tuple[str, ...] = _DEFAULT_CONTEXT_KEYS
+    env_var = _DEFAULT_CONTEXT_ENV
+    message = None
+    source = None
+    for rel in index.entries:
+        if not rel.startswith("sglang/srt/"):
+            continue
+        name = rel.rsplit("/", 1)[-1]
+        if name not in {"hf_transformers_utils.py", "common.py", "model_config.py"}:
+            continue
+        try:
+            text = (index.tree.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "CONTEXT_LENGTH_KEYS = [" in text:
+            start = text.index("CONTEXT_LENGTH_KEYS = [")
+            end = text.find("]", start)
+            try:
+                value = ast.literal_eval(text[start + len("CONTEXT_LENGTH_KEYS = ") : end + 1])
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    keys = tuple(value)
+            except (SyntaxError, ValueError):
+                pass
+        if name == "model_config.py":
+            env = re.search(r"envs\.(SGLANG_\w*CONTEXT\w*)\.get\(\)", text) or re.search(
+                r"set the env var (SGLANG_\w+)=1", text
+            )
+            if env:
+                env_var = env.group(1)
+                source = rel
+            wording = re.search(
+                r'f"(Warning: \{reason\} context_length[^"]*)"((?:\s*f?"[^"]*")*)', text
+            )
+            if wording:
+                more = re.findall(r'f?"([^"]*)"', wording.group(2))
+                message = wording.group(1) + "".join(more)
+    rules = ContextRules(keys, env_var, message, source)
+    index.memo["context_rules"] = rules
+    return rules
+
+
+def derived_context_length(config: Mapping[str, Any], rules: ContextRules) -> int | None:
+    """SGLang's `get_context_length`: the first known key, scaled by plain rope scaling."""
+    text = text_config(config)
+    factor: float = 1
+    scaling = text.get("rope_scaling")
+    if isinstance(scaling, dict):
+        raw = scaling.get("factor", 1)
+        factor = raw if isinstance(raw, (int, float)) else 1
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    for key in rules.keys:
+        value = _int(text, key)
+        if value is not None:
+            return int(factor * value)
+    return None
+
+
+def check_context_length(
+    target: Mapping[str, Any],
+    draft: Mapping[str, Any] | None,
+    user_context: int | None,
+    env: Mapping[str, str],
+    rules: ContextRules,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    allowed = env.get(rules.env_var, "").strip().lower() in _TRUE
+    target_len = derived_context_length(target, rules)
+    effective = user_context if user_context is not None else target_len
+    env_fix = f"{rules.env_var}=1"
+    if user_context is not None and target_len is not None and user_context > target_len:
+        findings.append(
+            Finding(
+                id="config.context_length",
+                severity="info" if allowed else "error",
+                message=(
+                    f"--context-length {user_context} is longer than the target's derived "
+                    f"context length {target_len}"
+                    + (f"; allowed by {env_fix}" if allowed else "; SGLang refuses to start")
+                ),
+                role="target",
+                attribute="context_length",
+                fix=None if allowed else f"--context-length {target_len}, or {env_fix} to force it",
+                details={"target_context_length": target_len, "requested": user_context},
+            )
+        )
+    if draft is None or effective is None:
+        return findings
+    draft_len = derived_context_length(draft, rules)
+    if draft_len is None or effective <= draft_len:
+        return findings
+    sglang_says = None
+    if rules.message:
+        sglang_says = (
+            rules.message.replace("{reason}", "Target model's")
+            .replace("{context_length}", str(effective))
+            .replace("{derived_context_len}", str(draft_len))
+        )
+    options = {
+        env_fix: (
+            f"keeps the full {effective}-token context; the draft runs past the {draft_len} "
+            "positions it was trained on, so its acceptance rate (and the speed-up) drops on "
+            "long prompts; outputs stay correct because the target verifies every token"
+        ),
+        f"--context-length {draft_len}": (
+            f"keeps the draft inside its trained range; the server then rejects prompts "
+            f"longer than {draft_len} tokens"
+        ),
+    }
+    details: dict[str, Any] = {
+        "target_context_length": effective,
+        "draft_max_position_embeddings": draft_len,
+        "env_var": rules.env_var,
+        "options": options,
+        "read_from": rules.source,
+    }
+    if sglang_says:
+        details["sglang_message"] = sglang_says
+    findings.append(
+        Finding(
+            id="config.context_length",
+            severity="info" if allowed else "error",
+            message=(
+                f"the draft's context length ({draft_len}) is shorter than the target's ({effective})"
+                + (
+                    f"; {env_fix} is set, so SGLang starts and the draft runs past its trained positions"
+                    if allowed
+                    else "; SGLang refuses to start after loading the target"
+                )
+            ),
+            role="draft",
+            attribute="max_position_embeddings",
+            fix=None if allowed else f"{env_fix}   (or --context-length {draft_len})",
+            details=details,
+        )
+    )
+    return findings
+
+
+def _eagle_config(draft: Mapping[str, Any]) -> Mapping[str, Any]:
+    inner = draft.get("eagle_config")
+    return inner if isinstance(inner, dict) else {}
+
+
+def _has_token_map(draft_dir: Path | None) -> bool | None:
+    """Does the draft checkpoint carry the d2t/t2d map (None: cannot tell without the weights)?"""
+    if draft_dir is None:
+        return None
+    index_file = draft_dir / "model.safetensors.index.json"
+    if index_file.exists():
+        try:
+            weight_map = json.loads(index_file.read_text()).get("weight_map", {})
+        except (OSError, ValueError, AttributeError):
+            return None
+        return any(k.endswith(("d2t", "t2d")) for k in weight_map)
+    return None
+
+
+def check_vocab(
+    target: Mapping[str, Any], draft: Mapping[str, Any], algorithm: str, draft_dir: Path | None
+) -> list[Finding]:
+    t_vocab = _int(text_config(target), "vocab_size")
+    d_vocab = _int(text_config(draft), "vocab_size")
+    findings: list[Finding] = []
+    if t_vocab is not None and d_vocab is not None and t_vocab != d_vocab:
+        findings.append(
+            Finding(
+                id="config.vocab",
+                severity="error",
+                message=(
+                    f"the draft's vocab_size ({d_vocab}) differs from the target's ({t_vocab}); "
+                    "the draft takes the target's embedding, so the shapes will not match"
+                ),
+                role="draft",
+                attribute="vocab_size",
+                fix="use a draft trained for this target (same tokenizer and vocabulary)",
+                details={"target": t_vocab, "draft": d_vocab},
+            )
+        )
+    reduced = _int(draft, "draft_vocab_size")
+    if algorithm == "EAGLE3" and reduced is not None and t_vocab is not None:
+        if reduced > t_vocab:
+            findings.append(
+                Finding(
+                    id="config.vocab",
+                    severity="error",
+                    message=f"draft_vocab_size ({reduced}) is larger than the target's vocabulary ({t_vocab})",
+                    role="draft",
+                    attribute="draft_vocab_size",
+                    details={"target": t_vocab, "draft_vocab_size": reduced},
+                )
+            )
+        elif reduced < t_vocab and _has_token_map(draft_dir) is False:
+            findings.append(
+                Finding(
+                    id="config.vocab",
+                    severity="error",
+                    message=(
+                        f"draft_vocab_size ({reduced}) is smaller than the vocabulary ({t_vocab}) "
+                        "but the draft's weight index has no d2t/t2d token map"
+                    ),
+                    role="draft",
+                    attribute="draft_vocab_size",
+                    fix="use the draft checkpoint that ships its d2t map",
+                    details={"target": t_vocab, "draft_vocab_size": reduced},
+                )
+            )
+    return findings
+
+
+def check_hidden_size(target: Mapping[str, Any], draft: Mapping[str, Any]) -> list[Finding]:
+    t_hidden = _int(text_config(target), "hidden_size")
+    declared = _int(draft, "target_hidden_size") or _int(_eagle_config(draft), "target_hidden_size")
+    d_hidden = declared if declared is not None else _int(text_config(draft), "hidden_size")
+    if t_hidden is None or d_hidden is None or t_hidden == d_hidden:
+        return []
+    what = (
+        "target_hidden_size"
+        if declared is not None
+        else "hidden_size (no target_hidden_size declared)"
+    )
+    return [
+        Finding(
+            id="config.hidden_size",
+            severity="error",
+            message=(
+                f"the draft expects target hidden states of size {d_hidden} ({what}); "
+                f"the target's hidden_size is {t_hidden}"
+            ),
+            role="draft",
+            attribute="target_hidden_size" if declared is not None else "hidden_size",
+            fix="use a draft trained for this target",
+            details={"target": t_hidden, "draft": d_hidden},
+        )
+    ]
+
+
+def check_aux_layers(target: Mapping[str, Any], draft: Mapping[str, Any]) -> list[Finding]:
+    ids = _eagle_config(draft).get("eagle_aux_hidden_state_layer_ids")
+    layers = _int(text_config(target), "num_hidden_layers")
+    if not isinstance(ids, list) or layers is None:
+        return []
+    outside = [i for i in ids if not isinstance(i, int) or i < 0 or i >= layers]
+    if not outside:
+        return []
+    return [
+        Finding(
+            id="config.aux_layers",
+            severity="error",
+            message=(
+                f"eagle_aux_hidden_state_layer_ids {ids} reach outside the target's "
+                f"{layers} layers (0..{layers - 1}): {outside}"
+            ),
+            role="draft",
+            attribute="eagle_aux_hidden_state_layer_ids",
+            fix="use the layer ids the draft was trained with for this target",
+            details={"ids": ids, "target_layers": layers},
+        )
+    ]
+
+
+def check_tp(config: Mapping[str, Any], tp: int, role: str) -> list[Finding]:
+    text = text_config(config)
+    findings: list[Finding] = []
+    heads = _int(text, "num_attention_heads")
+    if heads is not None and heads % tp:
+        findings.append(
+            Finding(
+                id="config.tp_divisibility",
+                severity="error",
+                message=f"the {role}'s {heads} attention heads do not split over --tp {tp}",
+                role=role,
+                attribute="num_attention_heads",
+                fix=f"a --tp that divides {heads}",
+                details={"heads": heads, "tp": tp},
+            )
+        )
+    kv = _int(text, "num_key_value_heads")
+    mla = "kv_lora_rank" in text  # multi-head latent attention has no per-head KV to split
+    if kv is not None and not mla and (kv % tp if kv >= tp else tp % kv):
+        findings.append(
+            Finding(
+                id="config.tp_divisibility",
+                severity="error",
+                message=(
+                    f"the {role}'s {kv} KV heads neither split evenly over --tp {tp} "
+                    "nor replicate evenly across it"
+                ),
+                role=role,
+                attribute="num_key_value_heads",
+                fix=f"a --tp that divides {kv} or is a multiple of it",
+                details={"kv_heads": kv, "tp": tp},
+            )
+        )
+    return findings
+
+
+def weights_bytes(model_dir: Path | None) -> tuple[int | None, str]:
+    """The checkpoint's size: the index's metadata.total_size, else the weight files' sizes."""
+    if model_dir is None:
+        return None, "model not available"
+    index_file = model_dir / "model.safetensors.index.json"
+    if index_file.exists():
+        try:
+            total = json.loads(index_file.read_text()).get("metadata", {}).get("total_size")
+        except (OSError, ValueError, AttributeError):
+            total = None
+        if isinstance(total, int) and total > 0:
+            return total, "model.safetensors.index.json metadata.total_size"
+    files = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES and p.is_file()]
+    if files:
+        return sum(p.stat().st_size for p in files), f"sizes of {len(files)} weight files"
+    return None, "no weight files"
+
+
+def check_memory(
+    target_bytes: int,
+    draft_bytes: int,
+    tp: int,
+    gpu_bytes: int,
+    fraction: float,
+    fraction_assumed: bool,
+    gpu_source: str,
+) -> list[Finding]:
+    per_gpu = (target_bytes + draft_bytes) / tp
+    budget = gpu_bytes * fraction
+    left = budget - per_gpu
+    details = {
+        "weights_per_gpu_bytes": int(per_gpu),
+        "budget_per_gpu_bytes": int(budget),
+        "kv_cache_bytes": int(left),
+        "gpu_memory_bytes": gpu_bytes,
+        "gpu_memory_from": gpu_source,
+        "mem_fraction_static": fraction,
+        "mem_fraction_assumed": fraction_assumed,
+        "tp": tp,
+    }
+    numbers = (
+        f"{per_gpu / GIB:.1f} GiB of weights per GPU (target + draft over --tp {tp}) against "
+        f"{budget / GIB:.1f} GiB ({fraction:g} x {gpu_bytes / GIB:.0f} GiB)"
+    )
+    if fraction_assumed:
+        numbers += " [--mem-fraction-static not given; SGLang picks it, assumed here]"
+    if left <= 0:
+        return [
+            Finding(
+                id="config.memory",
+                severity="error",
+                message=f"the weights do not fit: {numbers}",
+                attribute="mem_fraction_static",
+                fix="a larger --tp, a quantized checkpoint, or GPUs with more memory",
+                details=details,
+            )
+        ]
+    if left < max(_KV_WARN_BYTES, _KV_WARN_FRACTION * budget):
+        return [
+            Finding(
+                id="config.memory",
+                severity="warning",
+                message=f"only {left / GIB:.1f} GiB per GPU left for the KV cache: {numbers}",
+                attribute="mem_fraction_static",
+                fix="raise --mem-fraction-static a little, or a larger --tp",
+                details=details,
+            )
+        ]
+    return []

@@ -1,0 +1,258 @@
+"""Preflight: every launch blocker of one launch command, found before the first launch.
+
+Combines the interface audit (target and draft classes, from their `config.json`) with the
+model-config checks, all against the SGLang tree the server would run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglebug.checks import configchecks
+from eaglebug.checks.algorithms import algorithm_facts
+from eaglebug.checks.audit import AuditResult, ClassReport, audit
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.findings import Finding, sort_findings
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.launch import LaunchSpec, parse_launch
+from eaglebug.checks.models import ModelSource, resolve_model
+from eaglebug.checks.serverflags import FlagSpec, server_flags
+
+# SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
+# figure preflight assumes then, and says so in the finding.
+ASSUMED_MEM_FRACTION = 0.85
+# Algorithms whose draft is a separate model given by --speculative-draft-model-path.
+_SEPARATE_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE"}
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    bytes_per_gpu: int
+    source: str  # "NVML (NVIDIA H200)", "--gpu-mem-gib"
+
+
+@dataclass
+class PreflightResult:
+    version: str | None
+    package_dir: str
+    launch: LaunchSpec
+    algorithm: str | None
+    target: ModelSource
+    draft: ModelSource | None
+    reports: list[ClassReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sglang": {"version": self.version, "package_dir": self.package_dir},
+            "launch": self.launch.to_json(),
+            "algorithm": self.algorithm,
+            "target": self.target.to_json(),
+            "draft": self.draft.to_json() if self.draft else None,
+            "findings": [f.to_json() for f in sort_findings(self.findings)],
+            "warnings": self.warnings,
+        }
+
+
+class _Flags:
+    """Look up launch values by option name, whatever `dest` this release gives the flag."""
+
+    def __init__(self, launch: LaunchSpec, specs: list[FlagSpec]) -> None:
+        self.launch = launch
+        self.dests = {option: spec.dest for spec in specs for option in spec.options}
+
+    def text(self, *options: str) -> str | None:
+        for option in options:
+            dest = self.dests.get(option)
+            if dest is not None and self.launch.text(dest) is not None:
+                return self.launch.text(dest)
+        return None
+
+    def number(self, *options: str) -> float | None:
+        for option in options:
+            dest = self.dests.get(option)
+            if dest is not None and self.launch.get(dest) is not None:
+                return self.launch.number(dest)
+        return None
+
+
+def _unavailable(source: ModelSource, role: str, skipped: str) -> Finding:
+    return Finding(
+        id="config.model_unavailable",
+        severity="warning",
+        message=f"{role} model {source.given} is not available offline ({source.how}); skipped: {skipped}",
+        role=role,
+        fix=f"download it first (huggingface-cli download {source.given}) or pass a local folder",
+        details={"given": source.given, "how": source.how},
+    )
+
+
+def _architecture(
+    source: ModelSource, role: str, index: TreeIndex
+) -> tuple[str | None, Finding | None]:
+    """The registered class for a model's `architectures[0]`, or an unregistered finding."""
+    assert source.config is not None
+    archs = source.config.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise InputError(
+            f'{source.path}/config.json: no "architectures" list naming the {role} model class',
+            'add "architectures": ["YourModelClass"]',
+        )
+    exported = index.exporters_of(archs[0])
+    if exported:
+        return exported[0].qualname, None
+    names = sorted(index.registry())
+    close = difflib.get_close_matches(archs[0], names, n=3, cutoff=0.6)
+    return None, Finding(
+        id="config.unregistered_architecture",
+        severity="error",
+        message=(
+            f"the {role}'s architecture {archs[0]} is not exported by any EntryClass in this "
+            "SGLang tree, so SGLang cannot load it"
+        ),
+        role=role,
+        class_=archs[0],
+        fix=(
+            f"closest registered: {', '.join(close)}"
+            if close
+            else "add the model to SGLang (EntryClass)"
+        ),
+        details={"closest": close},
+    )
+
+
+def preflight(
+    index: TreeIndex,
+    words: Sequence[str],
+    environ: Mapping[str, str],
+    gpu: GpuMemory | None = None,
+) -> PreflightResult:
+    specs = server_flags(index)
+    version = index.tree.version or "this tree"
+    launch = parse_launch(words, specs, version)
+    flags = _Flags(launch, specs)
+    env = launch.env(environ)
+    model_path = flags.text("--model-path")
+    if model_path is None:
+        raise InputError("the launch command has no --model-path", "add --model-path MODEL")
+    algorithm_name = flags.text("--speculative-algorithm")
+    algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
+
+    target = resolve_model(model_path, env, flags.text("--revision"))
+    draft_given = flags.text("--speculative-draft-model-path")
+    draft = (
+        resolve_model(draft_given, env, flags.text("--speculative-draft-model-revision"))
+        if draft_given
+        else None
+    )
+    result = PreflightResult(
+        index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
+    )
+    findings = result.findings
+
+    if not target.found:
+        findings.append(
+            _unavailable(target, "target", "the target's interface audit and every config check")
+        )
+    if draft is not None and not draft.found:
+        findings.append(
+            _unavailable(
+                draft, "draft", "the draft's interface audit and the target-vs-draft checks"
+            )
+        )
+    if algorithm in _SEPARATE_DRAFT and draft_given is None:
+        findings.append(
+            Finding(
+                id="config.model_unavailable",
+                severity="error",
+                message=f"--speculative-algorithm {algorithm} needs --speculative-draft-model-path",
+                role="draft",
+                fix="add --speculative-draft-model-path DRAFT",
+            )
+        )
+
+    target_class = draft_class = None
+    if target.found:
+        target_class, unregistered = _architecture(target, "target", index)
+        if unregistered:
+            findings.append(unregistered)
+    if draft is not None and draft.found:
+        draft_class, unregistered = _architecture(draft, "draft", index)
+        if unregistered:
+            findings.append(unregistered)
+
+    if algorithm is not None and target_class is not None:
+        audited: AuditResult = audit(index, target_class, algorithm, draft_class)
+        result.reports = audited.reports
+        findings.extend(audited.findings)
+        result.warnings.extend(audited.warnings)
+    elif algorithm is not None and draft_class is not None:
+        audited = audit(index, draft_class, algorithm)
+        result.reports = audited.reports
+
+    tp = int(flags.number("--tp-size", "--tensor-parallel-size") or 1)
+    if target.config is not None:
+        findings.extend(configchecks.check_tp(target.config, tp, "target"))
+        context = flags.number("--context-length")
+        draft_config = draft.config if draft is not None else None
+        findings.extend(
+            configchecks.check_context_length(
+                target.config,
+                draft_config,
+                int(context) if context is not None else None,
+                env,
+                configchecks.context_rules(index),
+            )
+        )
+        if draft_config is not None and algorithm is not None:
+            findings.extend(
+                configchecks.check_vocab(
+                    target.config, draft_config, algorithm, draft.path if draft else None
+                )
+            )
+            if algorithm in {"EAGLE", "EAGLE3"}:
+                findings.extend(configchecks.check_hidden_size(target.config, draft_config))
+            if algorithm == "EAGLE3":
+                findings.extend(configchecks.check_aux_layers(target.config, draft_config))
+            findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
+        findings.extend(_memory(target, draft, tp, flags, gpu))
+    index.save()
+    result.findings = sort_findings(findings)
+    return result
+
+
+def _memory(
+    target: ModelSource, draft: ModelSource | None, tp: int, flags: _Flags, gpu: GpuMemory | None
+) -> list[Finding]:
+    target_bytes, how = configchecks.weights_bytes(target.path)
+    if target_bytes is None:
+        return [
+            Finding(
+                id="config.memory",
+                severity="info",
+                message=f"memory check skipped: the target's weight size is unknown ({how})",
+            )
+        ]
+    if gpu is None:
+        return [
+            Finding(
+                id="config.memory",
+                severity="info",
+                message="memory check skipped: no GPU found through NVML on this host; pass --gpu-mem-gib N",
+            )
+        ]
+    draft_bytes = configchecks.weights_bytes(draft.path)[0] if draft is not None else None
+    fraction = flags.number("--mem-fraction-static")
+    return configchecks.check_memory(
+        target_bytes,
+        draft_bytes or 0,
+        tp,
+        gpu.bytes_per_gpu,
+        fraction if fraction is not None else ASSUMED_MEM_FRACTION,
+        fraction is None,
+        gpu.source,
+    )
