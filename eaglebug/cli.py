@@ -1,4 +1,4 @@
-"""The headless command line: `eaglebug audit ...` (more commands land with their issues).
+"""The headless command line: `eaglebug audit|preflight|fix|undo ...`.
 
 Exit codes for every command: 0 nothing at error severity, 1 errors found, 2 bad usage or
 unreadable input, with a one-line reason on stderr and never a traceback.
@@ -8,26 +8,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
-import json
 import os
 import sys
 from collections.abc import Sequence
 
-from eaglebug import __version__
-from eaglebug.checks.audit import audit, find_class
+from eaglebug import __version__, commands
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import has_errors
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import split_words
-from eaglebug.checks.modelconfig import architecture, read_config
-from eaglebug.checks.preflight import GpuMemory, preflight
-from eaglebug.checks.tree import locate
-from eaglebug.interpreter import sglang_of
-from eaglebug.nvml import smallest_gpu_memory
-from eaglebug.report import audit_json, print_audit, print_preflight
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,28 +26,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="eaglebug",
-        description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
-    )
-    parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    p = sub.add_parser(
-        "audit",
-        help="static audit: which attributes the speculative workers need that a model class lacks",
-        description=(
-            "Read an SGLang source tree (never importing it), find every place the runtime "
-            "touches a runner's model object, and report what the model class lacks."
-        ),
-    )
+def _tree_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sglang",
         metavar="PATH",
-        help="SGLang repo root, its python/ folder, or the sglang package (default: the importable sglang)",
+        help="SGLang repo root, its python/ folder, or the sglang package "
+        "(default: the importable sglang, else the one the launch's python imports)",
     )
-    which = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+
+
+def _class_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    which = p.add_mutually_exclusive_group(required=required)
     which.add_argument(
         "--model-class",
         metavar="NAME",
@@ -74,114 +53,79 @@ def build_parser() -> argparse.ArgumentParser:
         "--algorithm",
         default="EAGLE3",
         metavar="ALGO",
-        help="EAGLE3 (default), EAGLE, NEXTN or STANDALONE",
+        help="EAGLE3 (default), EAGLE, NEXTN, STANDALONE, or any member of the tree's SpeculativeAlgorithm",
     )
     p.add_argument(
-        "--draft-class", metavar="NAME", help="also audit the draft model class in the draft role"
+        "--draft-class", metavar="NAME", help="also audit this draft model class in the draft role"
     )
-    p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.add_argument(
-        "--no-cache", action="store_true", help="ignore and do not write the parse cache"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="eaglebug",
+        description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
     )
-    p.set_defaults(run=_cmd_audit)
+    parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "audit",
+        help="which attributes the speculative workers need that a model class lacks",
+        description="Read an SGLang source tree (never importing it), find every place the "
+        "runtime touches a runner's model object, and report what the model class lacks.",
+    )
+    _tree_flag(p)
+    _class_flags(p, required=True)
+    p.set_defaults(run=commands.audit_command)
 
     p = sub.add_parser(
         "preflight",
         help="every launch blocker of one launch command, before the first launch",
-        description=(
-            "Parse the exact launch command (flags as the SGLang tree defines them), read the "
-            "target and draft configs, audit both classes and check the configs against each "
-            "other and the GPUs."
-        ),
+        description="Parse the exact launch command (flags as the SGLang tree defines them), read "
+        "the target and draft configs, audit both classes and check the configs against each "
+        "other and the GPUs.",
         usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] -- LAUNCH COMMAND...",
     )
-    p.add_argument(
-        "--sglang",
-        metavar="PATH",
-        help="the SGLang tree the server runs (default: the importable sglang, else the launch's python's)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _tree_flag(p)
     p.add_argument(
         "--gpu-mem-gib",
         type=float,
         metavar="N",
-        help="GPU memory per GPU in GiB, when NVML cannot tell",
-    )
-    p.add_argument(
-        "--no-cache", action="store_true", help="ignore and do not write the parse cache"
+        help="memory per GPU in GiB, when NVML cannot tell",
     )
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
-    p.set_defaults(run=_cmd_preflight)
+    p.set_defaults(run=commands.preflight_command)
+
+    p = sub.add_parser(
+        "fix",
+        help="generate the missing delegation methods; --apply writes and commits them",
+        description="Select classes like `audit` (--model-class/--model-path, --draft-class) or "
+        "like `preflight` (-- LAUNCH COMMAND). Without --apply, print each class's patch as a "
+        "diff and exit 1 if there is something to fix. With --apply, write it atomically, verify "
+        "it, and make one git commit per class in the repository that holds the file.",
+        usage="eaglebug fix [--sglang PATH] (--model-class NAME | --model-path DIR | -- LAUNCH...) "
+        "[--algorithm ALGO] [--draft-class NAME] [--apply] [--no-commit] [--json]",
+    )
+    _tree_flag(p)
+    _class_flags(p, required=False)
+    p.add_argument("--apply", action="store_true", help="write the patches and commit each")
+    p.add_argument(
+        "--no-commit", action="store_true", help="with --apply: write without a git commit"
+    )
+    p.add_argument(
+        "launch", nargs=argparse.REMAINDER, help="a launch command after --, instead of a class"
+    )
+    p.set_defaults(run=commands.fix_command)
+
+    p = sub.add_parser(
+        "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
+    )
+    p.add_argument(
+        "--repo", metavar="PATH", default=".", help="the repository (default: the current folder)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=commands.undo_command)
     return parser
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
-    tree = locate(args.sglang)
-    index = TreeIndex(tree, use_cache=not args.no_cache)
-    class_name = args.model_class
-    if args.model_path:
-        config = read_config(args.model_path)
-        arch = architecture(config, f"{args.model_path}/config.json")
-        exported = index.exporters_of(arch)
-        if not exported:
-            names = sorted(index.registry())
-            import difflib
-
-            close = difflib.get_close_matches(arch, names, n=3, cutoff=0.6)
-            hint = (
-                f"closest registered: {', '.join(close)}"
-                if close
-                else "is the model supported by this SGLang version?"
-            )
-            raise InputError(
-                f"architecture {arch!r} is not registered by any EntryClass in this tree", hint
-            )
-        class_name = exported[0].qualname
-    else:
-        find_class(index, class_name)  # fail early, before the consumer scan, on a typo
-    result = audit(index, class_name, args.algorithm, args.draft_class)
-    for warning in result.warnings:
-        sys.stderr.write(f"warning: {warning}\n")
-    if args.json:
-        sys.stdout.write(json.dumps(audit_json(result), indent=2) + "\n")
-    else:
-        print_audit(result)
-    return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
-
-
-def _cmd_preflight(args: argparse.Namespace) -> int:
-    words = list(args.launch)
-    if words and words[0] == "--":
-        words = words[1:]
-    if not words:
-        raise InputError(
-            "no launch command given",
-            "eaglebug preflight -- python -m sglang.launch_server --model-path ...",
-        )
-    sglang = args.sglang
-    if sglang is None and importlib.util.find_spec("sglang") is None:
-        launch_words = split_words(words)
-        program = next((w for w in launch_words if "=" not in w), "")
-        sglang = sglang_of(program)
-    tree = locate(sglang)
-    index = TreeIndex(tree, use_cache=not args.no_cache)
-    gpu = None
-    if args.gpu_mem_gib is not None:
-        if args.gpu_mem_gib <= 0:
-            raise InputError(f"--gpu-mem-gib {args.gpu_mem_gib:g}: must be positive")
-        gpu = GpuMemory(int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib")
-    else:
-        found = smallest_gpu_memory()
-        if found is not None:
-            gpu = GpuMemory(*found)
-    result = preflight(index, words, os.environ, gpu)
-    for warning in result.warnings:
-        sys.stderr.write(f"warning: {warning}\n")
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
-    else:
-        print_preflight(result)
-    return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from eaglebug.fixing import Applied
+
 from eaglebug.checks.audit import AuditResult, ClassReport
+from eaglebug.checks.delegation import Patch
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
 from eaglebug.checks.preflight import PreflightResult
 
@@ -196,3 +199,34 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
             if provided:
                 console.print(f"  [dim]provides: {escape(provided)}[/]")
     _summary(console, result.findings)
+
+
+def print_patches(
+    patches: list[Patch], applied: list[Applied], apply: bool, console: Console | None = None
+) -> None:
+    console = console or _console()
+    if not patches:
+        console.print("[green]nothing to fix[/]: no missing attribute with a delegate")
+        return
+    commits = {a.patch.class_name: a.commit for a in applied}
+    for patch in patches:
+        console.print(f"[bold]{escape(patch.short_class)}[/] [dim]{escape(patch.file)}[/]")
+        if patch.methods and not apply:
+            for line in patch.diff().splitlines():
+                style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
+                if line.startswith(("+++", "---")):
+                    style = "bold"
+                console.print(f"[{style}]{escape(line)}[/]" if style else escape(line))
+        for note in patch.notes:
+            console.print(f"  [dim]note: {escape(note)}[/]")
+        for method, reason in patch.refused.items():
+            console.print(f"  [yellow]not delegated[/] [bold]{escape(method)}[/]: {escape(reason)}")
+        if patch.class_name in commits:
+            sha = commits[patch.class_name]
+            where = f"committed {sha[:10]}" if sha else "written (no commit)"
+            methods = ", ".join(patch.methods)
+            console.print(
+                f"  [green]{where}[/]: delegate {escape(methods)} to self.{escape(patch.delegate)}"
+            )
+    if not apply and any(p.methods for p in patches):
+        console.print("[dim]hint: rerun with --apply to write and commit each class's patch[/]")
