@@ -135,9 +135,8 @@ def _lookup(option: str, table: dict[str, FlagSpec], version: str) -> FlagSpec:
     raise InputError(f"unknown flag {option} for SGLang {version}", hint)
 
 
-def parse_launch(
-    words: Sequence[str], flags: list[FlagSpec], version: str = "this tree"
-) -> LaunchSpec:
+def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """Split `VAR=value ... [env VAR=value ...] command ...` into the env additions and argv."""
     words = split_words(words)
     env: dict[str, str] = {}
     while words and _ENV_WORD.match(words[0]):
@@ -148,6 +147,13 @@ def parse_launch(
         while words and _ENV_WORD.match(words[0]):
             name, _, value = words.pop(0).partition("=")
             env[name] = value
+    return env, words
+
+
+def parse_launch(
+    words: Sequence[str], flags: list[FlagSpec], version: str = "this tree"
+) -> LaunchSpec:
+    env, words = env_and_argv(words)
     n_program = _program_length(words)
     table = {option: spec for spec in flags for option in spec.options}
     values: dict[str, str | bool | list[str]] = {}

@@ -118,6 +118,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=commands.fix_command)
 
     p = sub.add_parser(
+        "launch",
+        help="start the server detached (survives this shell), output to a new log per launch",
+        usage="eaglebug launch [--json] -- LAUNCH COMMAND...",
+    )
+    p.add_argument("--json", action="store_true", help="print the launch record as JSON")
+    p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
+    p.set_defaults(run=commands.launch_command)
+
+    p = sub.add_parser("stop", help="stop the server launched here: the whole process tree")
+    p.add_argument(
+        "--grace", type=float, default=10.0, metavar="S", help="seconds from SIGTERM to SIGKILL"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=commands.stop_command)
+
+    p = sub.add_parser("status", help="launches recorded in this folder and whether they run")
+    p.add_argument("--json", action="store_true", help="print the launches as JSON")
+    p.set_defaults(run=commands.status_command)
+
+    p = sub.add_parser(
         "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
     )
     p.add_argument(

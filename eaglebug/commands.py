@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from eaglebug.checks.audit import audit, find_class
@@ -15,7 +16,7 @@ from eaglebug.checks.delegation import plan_patches
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding, has_errors
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import split_words
+from eaglebug.checks.launch import env_and_argv, split_words
 from eaglebug.checks.modelconfig import architecture, read_config
 from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.tree import SglangTree, locate
@@ -23,6 +24,7 @@ from eaglebug.fixing import Applied, apply_patch, undo
 from eaglebug.interpreter import sglang_of
 from eaglebug.nvml import smallest_gpu_memory
 from eaglebug.report import audit_json, print_audit, print_patches, print_preflight
+from eaglebug.server import Server
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -166,5 +168,66 @@ def undo_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(
             f"reverted {done.reverted[:10]} ({done.summary}) with {done.commit[:10]}\n"
+        )
+    return EXIT_OK
+
+
+def launch_command(args: argparse.Namespace) -> int:
+    words = _launch_words(args)
+    if not words:
+        raise InputError(
+            "no launch command given", "eaglebug launch -- python -m sglang.launch_server ..."
+        )
+    env, argv = env_and_argv(words)
+    record = Server(Path.cwd()).launch(argv, env)
+    if args.json:
+        _write_json(asdict(record))
+    else:
+        sys.stdout.write(
+            f"launch {record.number}: pid {record.pid}, log {record.log}\n"
+            "it keeps running when this shell or SSH session ends; `eaglebug stop` stops it\n"
+        )
+    return EXIT_OK
+
+
+def stop_command(args: argparse.Namespace) -> int:
+    server = Server(Path.cwd())
+    record = server.attached()
+    if record is None:
+        raise InputError(
+            "no running server launched from this folder", "`eaglebug status` lists past launches"
+        )
+    result = server.stop(record, grace_s=args.grace)
+    if args.json:
+        _write_json({"launch": record.number, **asdict(result)})
+    else:
+        sys.stdout.write(
+            f"launch {record.number} stopped: {len(result.terminated)} exited on SIGTERM, "
+            f"{len(result.killed)} needed SIGKILL\n"
+        )
+        if result.survivors:
+            sys.stdout.write(f"still running: {', '.join(map(str, result.survivors))}\n")
+    return EXIT_FINDINGS if result.survivors else EXIT_OK
+
+
+def status_command(args: argparse.Namespace) -> int:
+    server = Server(Path.cwd())
+    state = server.state()
+    rows = [{**asdict(record), "alive": server.is_running(record)} for record in state.launches]
+    if args.json:
+        _write_json({"launches": rows, "pending_env": state.pending_env})
+        return EXIT_OK
+    if not rows:
+        sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")
+        return EXIT_OK
+    for row in rows:
+        alive = "running" if row["alive"] else row["outcome"]
+        ready = (
+            f", ready after {row['ready_after_s']:.0f} s"
+            if row["ready_after_s"] is not None
+            else ""
+        )
+        sys.stdout.write(
+            f"launch {row['number']}: {alive}{ready}, pid {row['pid']}, log {row['log']}\n"
         )
     return EXIT_OK
