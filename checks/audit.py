@@ -33,7 +33,7 @@ class Delegate:
     attribute: str  # the inner attribute on self, e.g. language_model
     classes: tuple[str, ...]  # qualified inner classes that provide the missing attribute
     lacking: tuple[str, ...]  # inner choices (picked by config) that do not
-    chosen_by: str | None
+    lacking_when: tuple[str | None, ...]  # the condition that picks each lacking class
     provider: Provider  # where the inner class gets it from
 
 
@@ -305,12 +305,12 @@ class _ClassAudit:
             details["delegate_provider"] = delegate.provider.owner
             if delegate.lacking:
                 details["delegate_lacking"] = list(delegate.lacking)
-                details["chosen_by"] = delegate.chosen_by
+                details["chosen_by"] = list(delegate.lacking_when)
             inner_names = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.classes)
             message += f"; self.{delegate.attribute} ({inner_names}) provides it"
-            if delegate.lacking:
-                lacking = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.lacking)
-                message += f", but not when {delegate.chosen_by} picks {lacking}"
+            for lacking, when in zip(delegate.lacking, delegate.lacking_when, strict=True):
+                picked = f"when {when}" if when else "in some configurations"
+                message += f", but not {lacking.rsplit('.', 1)[-1]}, picked {picked}"
             fix = delegation_source(attribute, delegate.provider.method, delegate.attribute)
         self.report.findings.append(
             Finding(
@@ -376,9 +376,9 @@ class _ClassAudit:
             lacking = [
                 c.qualname for c in inner_classes if self.index.lookup(c, inner_method) is None
             ]
-            if lacking or not inner_classes:
+            if lacking:
                 details["delegate_lacking"] = lacking
-                names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking) or "an unknown class"
+                names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking)
                 self.report.findings.append(
                     Finding(
                         id="interface.stub",
@@ -404,10 +404,13 @@ class _ClassAudit:
             ]
             if bad:
                 details["signature"] = f"{attribute}({method.signature.text})"
+                speculative = [u for u in bad if self.speculative(u)]
+                bad = speculative or bad
                 self.report.findings.append(
                     Finding(
                         id="interface.signature",
-                        severity="error",
+                        # Outside speculative decoding it is another feature's problem: info.
+                        severity="error" if speculative else "info",
                         message=(
                             f"{provider.owner.rsplit('.', 1)[-1]}.{attribute}({method.signature.text}) "
                             f"cannot accept the call shape used at {len(_sites(bad))} call site(s)"
@@ -469,25 +472,26 @@ class _ClassAudit:
         options: list[Delegate] = []
         for current in order:
             for inner_attr, inner in current.facts.inner.items():
-                refs = [
-                    self.index.cls(self.index.resolve(current.module, c)) for c in inner.classes
-                ]
-                resolved = [r for r in refs if r is not None]
                 providing: list[tuple[ClassRef, Provider]] = []
                 lacking: list[str] = []
-                for r in resolved:
+                lacking_when: list[str | None] = []
+                for written in inner.classes:
+                    r = self.index.resolve_class(current, written)
+                    if r is None:
+                        continue
                     p = self.index.lookup(r, attribute)
                     if p is not None:
                         providing.append((r, p))
                     else:
                         lacking.append(r.qualname)
+                        lacking_when.append(inner.condition_of(written))
                 if providing:
                     options.append(
                         Delegate(
                             inner_attr,
                             tuple(r.qualname for r, _ in providing),
                             tuple(lacking),
-                            inner.chosen_by,
+                            tuple(lacking_when),
                             providing[0][1],
                         )
                     )
@@ -507,19 +511,20 @@ class _ClassAudit:
 
 def audit(
     index: TreeIndex,
-    class_name: str,
+    class_name: str | None,
     algorithm: str = "EAGLE3",
     draft_class: str | None = None,
 ) -> AuditResult:
+    """Audit the target class (role target) and, if given, the draft class (role draft)."""
     algo = algorithm_facts(index)
     canonical = algo.canonical(algorithm)
     uses = index.consumers()
     scopes = WorkerScopes(index, algo)
-    target = find_class(index, class_name)
-    reports = [_ClassAudit(index, target, canonical, "target", algo, scopes).run(uses)]
-    if draft_class:
-        draft = find_class(index, draft_class)
-        reports.append(_ClassAudit(index, draft, canonical, "draft", algo, scopes).run(uses))
+    reports = []
+    for name, role in ((class_name, "target"), (draft_class, "draft")):
+        if name:
+            ref = find_class(index, name)
+            reports.append(_ClassAudit(index, ref, canonical, role, algo, scopes).run(uses))
     index.save()
     return AuditResult(
         version=index.tree.version,

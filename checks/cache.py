@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached facts changes; older caches are then ignored.
-SCHEMA = 4
+SCHEMA = 5
 
 
 def cache_dir() -> Path:

@@ -62,7 +62,10 @@ class InnerAssignment:
     attr: str
     line: int
     classes: tuple[str, ...]  # dotted names as written; more than one when chosen by config
-    chosen_by: str | None  # the condition text when the class is picked at run time
+    conditions: tuple[str | None, ...]  # per class: the condition that picks it (None: always)
+
+    def condition_of(self, name: str) -> str | None:
+        return self.conditions[self.classes.index(name)] if name in self.classes else None
 
 
 @dataclass
@@ -74,6 +77,8 @@ class ClassFacts:
     class_attrs: dict[str, int] = field(default_factory=dict)  # name -> line
     init_attrs: dict[str, int] = field(default_factory=dict)  # self.x assigned in __init__
     inner: dict[str, InnerAssignment] = field(default_factory=dict)
+    local_imports: dict[str, str] = field(default_factory=dict)  # imports inside __init__
+    relative_imports: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)
     getattr_forward: str | None = None  # `__getattr__` forwarding to self.<this>
     getattr_dynamic: bool = False  # any other `__getattr__`
 
@@ -201,18 +206,6 @@ def _decorator_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return "method"
 
 
-def _constructed_classes(value: ast.expr) -> tuple[tuple[str, ...], str | None]:
-    """Classes an `__init__` assignment may instantiate, and the condition choosing between them."""
-    if isinstance(value, ast.Call):
-        name = dotted(value.func)
-        return ((name,) if name else ()), None
-    if isinstance(value, ast.IfExp):
-        body, _ = _constructed_classes(value.body)
-        orelse, _ = _constructed_classes(value.orelse)
-        return body + orelse, ast.unparse(value.test)
-    return (), None
-
-
 def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """`return getattr(self.inner, name)` somewhere in `__getattr__` -> "inner"."""
     param = fn.args.args[1].arg if len(fn.args.args) > 1 else None
@@ -266,9 +259,20 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
 
 
 def _init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -> None:
-    """Record `self.x = ...` in `__init__`, following if/else choices of the inner class."""
+    """Record `self.x = ...` in `__init__`, with the condition that picks each inner class."""
+    for node in ast.walk(fn):  # imports inside __init__ name the inner classes too
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                facts.local_imports.setdefault(
+                    alias.asname or alias.name, f"{node.module}.{alias.name}"
+                )
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            for alias in node.names:
+                facts.relative_imports.setdefault(
+                    alias.asname or alias.name, (node.level, node.module, alias.name)
+                )
 
-    def visit(stmts: list[ast.stmt], condition: str | None) -> None:
+    def visit(stmts: list[ast.stmt], conditions: tuple[str, ...]) -> None:
         for stmt in stmts:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -280,38 +284,54 @@ def _init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -
                     ):
                         facts.init_attrs.setdefault(target.attr, stmt.lineno)
                         if stmt.value is not None:
-                            _record_inner(facts, target.attr, stmt.lineno, stmt.value, condition)
+                            _record_inner(facts, target.attr, stmt.lineno, stmt.value, conditions)
             elif isinstance(stmt, ast.If):
                 text = ast.unparse(stmt.test)
-                visit(stmt.body, text)
-                visit(stmt.orelse, f"not ({text})")
+                visit(stmt.body, (*conditions, text))
+                visit(stmt.orelse, (*conditions, f"not ({text})"))
             elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.While)):
-                visit(stmt.body, condition)
+                visit(stmt.body, conditions)
             elif isinstance(stmt, ast.Try):
-                visit(stmt.body, condition)
+                visit(stmt.body, conditions)
                 for handler in stmt.handlers:
-                    visit(handler.body, condition)
-                visit(stmt.orelse, condition)
-                visit(stmt.finalbody, condition)
+                    visit(handler.body, conditions)
+                visit(stmt.orelse, conditions)
+                visit(stmt.finalbody, conditions)
 
-    visit(fn.body, None)
+    visit(fn.body, ())
+
+
+def _choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """(class name, conditions) for each class an assignment may instantiate."""
+    if isinstance(value, ast.Call):
+        name = dotted(value.func)
+        return [(name, conditions)] if name else []
+    if isinstance(value, ast.IfExp):
+        text = ast.unparse(value.test)
+        return _choices(value.body, (*conditions, text)) + _choices(
+            value.orelse, (*conditions, f"not ({text})")
+        )
+    return []
 
 
 def _record_inner(
-    facts: ClassFacts, attr: str, line: int, value: ast.expr, condition: str | None
+    facts: ClassFacts, attr: str, line: int, value: ast.expr, conditions: tuple[str, ...]
 ) -> None:
-    classes, chosen_by = _constructed_classes(value)
-    classes = tuple(c for c in classes if c.rsplit(".", 1)[-1][:1].isupper())
-    if not classes:
+    found = [
+        (c, conds) for c, conds in _choices(value, conditions) if c.rsplit(".", 1)[-1][:1].isupper()
+    ]
+    if not found:
         return
     previous = facts.inner.get(attr)
-    if previous is not None:
-        merged = previous.classes + tuple(c for c in classes if c not in previous.classes)
-        facts.inner[attr] = InnerAssignment(
-            attr, previous.line, merged, previous.chosen_by or condition or chosen_by
-        )
-    else:
-        facts.inner[attr] = InnerAssignment(attr, line, classes, chosen_by or condition)
+    classes = list(previous.classes) if previous else []
+    conds = list(previous.conditions) if previous else []
+    for name, when in found:
+        if name not in classes:
+            classes.append(name)
+            conds.append(" and ".join(when) if when else None)
+    facts.inner[attr] = InnerAssignment(
+        attr, previous.line if previous else line, tuple(classes), tuple(conds)
+    )
 
 
 def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:

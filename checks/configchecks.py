@@ -19,8 +19,9 @@ from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 
 GIB = 1024**3
-# SGLang's EnvBool spellings of true.
-_TRUE = frozenset({"1", "true", "yes", "y", "on"})
+# SGLang's EnvBool spellings of true (environ.py: lower-cased, not stripped; anything else,
+# "on" included, is warned about and read as the default, False).
+_TRUE = frozenset({"1", "true", "yes", "y"})
 _DEFAULT_CONTEXT_KEYS = (
     "max_sequence_length",
     "seq_length",
@@ -130,7 +131,7 @@ def check_context_length(
     rules: ContextRules,
 ) -> list[Finding]:
     findings: list[Finding] = []
-    allowed = env.get(rules.env_var, "").strip().lower() in _TRUE
+    allowed = env.get(rules.env_var, "").lower() in _TRUE
     target_len = derived_context_length(target, rules)
     effective = user_context if user_context is not None else target_len
     env_fix = f"{rules.env_var}=1"

@@ -132,6 +132,7 @@ class _Scanner:
         self.only = only  # when set, record only what flows from this origin (param summaries)
         self.flag_names = flag_names  # when set, record only assignments to these attributes
         self.self_assigns: list[tuple[str, Origin]] = []
+        self.in_handler = 0
 
     # -- references -----------------------------------------------------------------------
     def origin(self, node: ast.expr) -> Origin | None:
@@ -277,8 +278,12 @@ class _Scanner:
                 if value and isinstance(value[0], ast.stmt):
                     self.stmts(value, stack)
                 elif value and isinstance(value[0], ast.excepthandler):
+                    # Handlers run only after something else failed: uses there are not
+                    # what a launch needs (kinds get an -in-handler suffix, never required).
+                    self.in_handler += 1
                     for handler in value:
                         self.stmts(handler.body, stack)
+                    self.in_handler -= 1
                 else:
                     for item in value:
                         if isinstance(item, ast.expr):
@@ -433,6 +438,8 @@ class _Scanner:
     ) -> None:
         if self.only is not None and origin != self.only:
             return
+        if self.in_handler:
+            kind = f"{kind}-in-handler"
         conds, guards = self.resolve_stack(stack)
         line = node.lineno
         code = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""

@@ -16,7 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from eaglebug.checks import cache
-from eaglebug.checks.classfacts import ClassFacts, MethodFacts, ModuleFacts, module_facts
+from eaglebug.checks.classfacts import (
+    ClassFacts,
+    MethodFacts,
+    ModuleFacts,
+    module_facts,
+    resolve_relative,
+)
 from eaglebug.checks.consumers import (
     CallEdge,
     Cond,
@@ -60,6 +66,10 @@ NN_MODULE_ATTRS = frozenset(
     """.split()
 )
 _NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+# Bases from these packages derive from torch.nn.Module (PreTrainedModel does).
+_MODULE_FAMILIES = ("torch.nn.", "transformers.")
+# What every Python object has (`__class__`, `__dict__`, ...).
+_OBJECT_ATTRS = frozenset(dir(object)) | {"__dict__", "__module__", "__weakref__"}
 
 
 def _class_names(data: bytes) -> tuple[str, ...]:
@@ -433,6 +443,8 @@ class TreeIndex:
             if qualified in _NN_MODULE:
                 nn_module = True
                 continue
+            if qualified.startswith(_MODULE_FAMILIES):
+                nn_module = True  # torch.nn layers and transformers' models are nn.Modules
             found = self.cls(qualified)
             if found is not None:
                 inside.append(found)
@@ -497,6 +509,8 @@ class TreeIndex:
                     facts.init_attrs[attribute],
                     tuple(chain),
                 )
+        if attribute in _OBJECT_ATTRS:
+            return Provider(attribute, "object", "object", None, None, (*chain, "object"))
         if nn_module and attribute in NN_MODULE_ATTRS:
             return Provider(
                 attribute, "torch.nn.Module", "nn.Module", None, None, (*chain, "torch.nn.Module")
@@ -527,9 +541,21 @@ class TreeIndex:
         for current in order:
             inner = current.facts.inner.get(attribute)
             if inner is not None:
-                found = [self.cls(self.resolve(current.module, name)) for name in inner.classes]
+                found = [self.resolve_class(current, name) for name in inner.classes]
                 return [f for f in found if f is not None]
         return []
+
+    def resolve_class(self, ref: ClassRef, name: str) -> ClassRef | None:
+        """A class named inside `ref`'s `__init__`: its own imports first, then the module's."""
+        head, _, rest = name.partition(".")
+        target = ref.facts.local_imports.get(head)
+        if target is None and head in ref.facts.relative_imports:
+            level, module, imported = ref.facts.relative_imports[head]
+            base = resolve_relative(ref.module.module, ref.module.is_package, level, module)
+            target = f"{base}.{imported}"
+        if target is not None:
+            return self.cls(f"{target}.{rest}" if rest else target)
+        return self.cls(self.resolve(ref.module, name))
 
     def dynamic_getattr(self, ref: ClassRef) -> str | None:
         order, _, _ = self.mro(ref)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.serverflags import FlagSpec
+from eaglebug.checks.serverflags import FlagSpec, ServeFrontEnd
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENTRY_MODULES = {"sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py"}
@@ -80,6 +80,9 @@ def split_words(words: Sequence[str]) -> list[str]:
     return list(words)
 
 
+_PYTHON_OPTS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
+
+
 def _program_length(words: list[str]) -> int:
     """How many leading words name the program (before the first server flag)."""
     if not words:
@@ -88,12 +91,15 @@ def _program_length(words: list[str]) -> int:
         return 0
     first = os.path.basename(words[0])
     if first.startswith("python"):
-        if len(words) >= 3 and words[1] == "-m" and words[2] in _ENTRY_MODULES:
-            return 3
-        if len(words) >= 2 and words[1].endswith("launch_server.py"):
-            return 2
+        i = 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+            i += 2 if words[i] in _PYTHON_OPTS_WITH_VALUE else 1  # -u, -O, -X opt, -W arg
+        if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in _ENTRY_MODULES:
+            return i + 2
+        if i < len(words) and words[i].endswith("launch_server.py"):
+            return i + 1
         raise InputError(
-            f"the launch command runs {' '.join(words[:3])!r}, not SGLang's server",
+            f"the launch command runs {' '.join(words[: i + 2])!r}, not SGLang's server",
             f"expected {_FORMS}",
         )
     if first == "sglang" and len(words) >= 2 and words[1] == "serve":
@@ -103,6 +109,46 @@ def _program_length(words: list[str]) -> int:
     raise InputError(
         f"cannot read the launch command starting with {words[0]!r}", f"expected {_FORMS}"
     )
+
+
+def _serve_words(words: list[str], serve: ServeFrontEnd) -> list[str]:
+    """Apply what `sglang serve` itself does to argv (this tree's sglang/cli/serve.py)."""
+    if serve.model_type_flag:
+        kept: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if word == "--model-type" or word.startswith("--model-type="):
+                value = (
+                    word.partition("=")[2]
+                    if "=" in word
+                    else (words[i + 1] if i + 1 < len(words) else "")
+                )
+                if value not in {"auto", "llm", "diffusion"}:
+                    raise InputError(
+                        f"--model-type {value!r}: sglang serve takes auto, llm or diffusion"
+                    )
+                i += 1 if "=" in word else 2
+                continue
+            kept.append(word)
+            i += 1
+        words = kept
+    if serve.positional_model and words and not words[0].startswith("-"):
+        words = ["--model-path", *words]
+    return words
+
+
+def _check_type(option: str, value: str, value_type: str | None) -> None:
+    """argparse's `type=int` / `type=float` conversions, as SGLang would apply them."""
+    if value_type is None:
+        return
+    try:
+        int(value) if value_type == "int" else float(value)
+    except ValueError:
+        article = "an integer" if value_type == "int" else "a number"
+        raise InputError(
+            f"{option} {value}: expected {article}", f"fix {option} in the launch command"
+        ) from None
 
 
 def _is_flag(word: str) -> bool:
@@ -151,10 +197,18 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def parse_launch(
-    words: Sequence[str], flags: list[FlagSpec], version: str = "this tree"
+    words: Sequence[str],
+    flags: list[FlagSpec],
+    version: str = "this tree",
+    serve: ServeFrontEnd | None = None,
 ) -> LaunchSpec:
     env, words = env_and_argv(words)
     n_program = _program_length(words)
+    program = words[:n_program]
+    rest = words[n_program:]
+    if program[-1:] == ["serve"] and serve is not None:
+        rest = _serve_words(rest, serve)
+    words = [*program, *rest]
     table = {option: spec for spec in flags for option in spec.options}
     values: dict[str, str | bool | list[str]] = {}
     spelled: dict[str, str] = {}
@@ -185,6 +239,8 @@ def parse_launch(
             i += 1
         if not taken and spec.nargs in {"1", "+"}:
             raise InputError(f"{option} needs a value", f"write {option} VALUE")
+        for value in taken:
+            _check_type(option, value, spec.value_type)
         if spec.nargs in {"*", "+"}:
             values[spec.dest] = taken
         else:

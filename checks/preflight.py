@@ -19,7 +19,7 @@ from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.models import ModelSource, resolve_model
-from eaglebug.checks.serverflags import FlagSpec, server_flags
+from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 
 # SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
 # figure preflight assumes then, and says so in the finding.
@@ -133,7 +133,7 @@ def preflight(
 ) -> PreflightResult:
     specs = server_flags(index)
     version = index.tree.version or "this tree"
-    launch = parse_launch(words, specs, version)
+    launch = parse_launch(words, specs, version, serve_front_end(index))
     flags = _Flags(launch, specs)
     env = launch.env(environ)
     model_path = flags.text("--model-path")
@@ -185,16 +185,16 @@ def preflight(
         if unregistered:
             findings.append(unregistered)
 
-    if algorithm is not None and target_class is not None:
+    if algorithm is not None and (target_class or draft_class):
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
         result.reports = audited.reports
         findings.extend(audited.findings)
         result.warnings.extend(audited.warnings)
-    elif algorithm is not None and draft_class is not None:
-        audited = audit(index, draft_class, algorithm)
-        result.reports = audited.reports
 
-    tp = int(flags.number("--tp-size", "--tensor-parallel-size") or 1)
+    tp_value = flags.number("--tp-size", "--tensor-parallel-size")
+    tp = int(tp_value) if tp_value is not None else 1
+    if tp < 1:
+        raise InputError(f"--tp-size {tp}: must be at least 1", "fix --tp in the launch command")
     if target.config is not None:
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
         context = flags.number("--context-length")

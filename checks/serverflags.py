@@ -30,6 +30,36 @@ class FlagSpec:
     nargs: str  # "0" (a switch), "1", "?", "*" or "+"
     file: str
     line: int
+    value_type: str | None = None  # "int" | "float" when argparse converts the value
+
+
+@dataclass(frozen=True)
+class ServeFrontEnd:
+    """What `sglang serve` does to argv before the server's parser sees it (sglang/cli/serve.py)."""
+
+    positional_model: bool  # `sglang serve MODEL ...` means --model-path MODEL
+    model_type_flag: bool  # `--model-type auto|llm|diffusion` is taken by serve itself
+
+
+def serve_front_end(index: TreeIndex) -> ServeFrontEnd:
+    rel = "sglang/cli/serve.py"
+    if rel not in index.entries:
+        return ServeFrontEnd(False, False)
+    try:
+        text = (index.tree.root / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ServeFrontEnd(False, False)
+    return ServeFrontEnd(
+        "def _normalize_positional_model_path" in text, "def _extract_model_type_override" in text
+    )
+
+
+def _value_type(node: ast.expr | None) -> str | None:
+    text = ast.unparse(node) if node is not None else ""
+    for name in ("int", "float"):
+        if text in {name, f"Optional[{name}]", f"{name} | None", f"List[{name}]", f"list[{name}]"}:
+            return name
+    return None
 
 
 def _nargs_of(action: str | None, nargs: object, is_bool: bool = False) -> str:
@@ -85,6 +115,7 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
                 nargs=_nargs_of(action if isinstance(action, str) else None, nargs),
                 file=rel,
                 line=node.lineno,
+                value_type=_value_type(keywords.get("type")),
             )
         )
     return specs
@@ -137,6 +168,11 @@ def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
                     nargs=_nargs_of(action if isinstance(action, str) else None, nargs, is_bool),
                     file=rel,
                     line=stmt.lineno,
+                    value_type=(
+                        None
+                        if _constant(keywords.get("type_parser")) is not None
+                        else _value_type(type_expr)
+                    ),
                 )
             )
     return specs

@@ -126,8 +126,8 @@ def fix_command(args: argparse.Namespace) -> int:
         selection = preflight(index, words, os.environ, None)
         reports = selection.reports
         algorithm = selection.algorithm or args.algorithm
-        target = reports[0].ref.qualname if reports else None
-        draft = reports[1].ref.qualname if len(reports) > 1 else None
+        target = next((r.ref.qualname for r in reports if r.role == "target"), None)
+        draft = next((r.ref.qualname for r in reports if r.role == "draft"), None)
     else:
         target = _target_class(args, index)
         algorithm, draft = args.algorithm, args.draft_class
@@ -135,7 +135,7 @@ def fix_command(args: argparse.Namespace) -> int:
     patches = plan_patches(index, reports)
 
     def reaudit() -> list[Finding]:
-        if target is None:
+        if target is None and draft is None:
             return []
         fresh = TreeIndex(tree, use_cache=not args.no_cache)
         return audit(fresh, target, algorithm, draft).findings

@@ -1019,8 +1019,9 @@ def test_delegate_chosen_by_config(tmp_path: Path, form: str) -> None:
     assert (f.id, f.severity, f.delegate) == ("interface.missing", "error", "language_model")
     assert f.details["delegate_class"] == [DEEPSEEK]
     assert f.details["delegate_lacking"] == [LLAMA]
-    assert "config.use_mla" in f.details["chosen_by"]
-    assert "LlamaForCausalLM" in f.message
+    # The condition that picks the lacking class, with its polarity (the else-branch).
+    assert f.details["chosen_by"] == ["not (config.use_mla)"]
+    assert "not LlamaForCausalLM, picked when not (config.use_mla)" in f.message
     # both choices provide get_embed_and_head: a plain delegation, nothing lacking
     g = only(findings_for(result, "get_embed_and_head"))
     assert g.delegate == "language_model"
