@@ -48,6 +48,37 @@ def _members(cls: ast.ClassDef) -> list[str]:
     return names
 
 
+def _registered(tree: ast.Module) -> tuple[list[str], dict[str, set[str]]]:
+    """Members and flags of a registry-style enum: `register("NONE")`,
+    `register_speculative_algorithm("EAGLE3", flags=("EAGLE", "EAGLE3"), ...)` (sglang 0.5.6)."""
+    members: list[str] = []
+    flags: dict[str, set[str]] = {}
+    for stmt in tree.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not isinstance(call, ast.Call):
+            continue
+        name = dotted(call.func) or ""
+        if not name.endswith(("register", "register_speculative_algorithm")):
+            continue
+        if (
+            not call.args
+            or not isinstance(call.args[0], ast.Constant)
+            or not isinstance(call.args[0].value, str)
+        ):
+            continue
+        member = call.args[0].value.upper()
+        members.append(member)
+        flags[member] = set()
+        for kw in call.keywords:
+            if kw.arg == "flags" and isinstance(kw.value, (ast.Tuple, ast.List)):
+                flags[member] |= {
+                    e.value.upper()
+                    for e in kw.value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return members, flags
+
+
 def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
     body = [
         s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
@@ -58,9 +89,15 @@ def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
 
 
 class _Evaluator:
-    def __init__(self, members: list[str], methods: dict[str, ast.FunctionDef]) -> None:
+    def __init__(
+        self,
+        members: list[str],
+        methods: dict[str, ast.FunctionDef],
+        flags: dict[str, set[str]] | None = None,
+    ) -> None:
         self.members = members
         self.methods = methods
+        self.flags = flags or {}  # registry form: member -> its flags
         self.memo: dict[tuple[str, str], bool | None] = {}
 
     def predicate(self, name: str, member: str, depth: int = 0) -> bool | None:
@@ -89,6 +126,15 @@ class _Evaluator:
             if dotted(node.func.value) == "self":
                 return self.predicate(node.func.attr, member, depth + 1)
             return None
+        if (  # registry form (0.5.6): `self._has_flag("EAGLE3")`
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "_has_flag"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            return node.args[0].value.upper() in self.flags.get(member, set())
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and dotted(node.left) == "self":
             right = node.comparators[0]
             op = node.ops[0]
@@ -163,8 +209,11 @@ def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None
     if cls is None:
         return None
     members = _members(cls)
+    flags: dict[str, set[str]] = {}
+    if not members:  # members registered by calls at import time, not declared
+        members, flags = _registered(tree)
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-    evaluator = _Evaluator(members, methods)
+    evaluator = _Evaluator(members, methods, flags)
     predicates: dict[str, frozenset[str]] = {}
     for name in methods:
         values = {m: evaluator.predicate(name, m) for m in members}

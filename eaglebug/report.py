@@ -194,7 +194,7 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
             provided = ", ".join(
                 f"{a} ({'own' if p.owner == report.ref.qualname else _short(p.owner)})"
                 for a, p in report.provided
-                if p.kind != "nn.Module"
+                if p.kind not in {"nn.Module", "object"}
             )
             if provided:
                 console.print(f"  [dim]provides: {escape(provided)}[/]")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from tests.synthetic import (
     SPEC_INFO,
@@ -1380,3 +1381,74 @@ def test_latin1_file_with_coding_cookie_is_read(tmp_path: Path) -> None:
     f = only(result.findings)
     assert (f.id, f.severity, f.attribute) == ("interface.missing", "error", "get_embed_and_head")
     assert [(s.file, s.line) for s in f.call_sites] == [(WORKER, 10)]
+
+
+REGISTRY_SPEC_INFO = '''
+from collections import defaultdict
+
+
+class SpeculativeAlgorithm:
+    """Registry-backed, as in sglang 0.5.6: members are registered at import time."""
+
+    _flags = defaultdict(set)
+
+    def __init__(self, name, value):
+        self.name = name
+        self.value = value
+
+    @classmethod
+    def register(cls, name):
+        return cls(name, len(cls._flags))
+
+    def _has_flag(self, flag):
+        return self.value in type(self)._flags.get(flag.upper(), set())
+
+    def is_none(self):
+        return self is SpeculativeAlgorithm.NONE
+
+    def is_eagle(self):
+        return self._has_flag("EAGLE")
+
+    def is_eagle3(self):
+        return self._has_flag("EAGLE3")
+
+
+def register_speculative_algorithm(name, worker_cls=None, flags=(), aliases=()):
+    return SpeculativeAlgorithm.register(name)
+
+
+SpeculativeAlgorithm.register("NONE")
+register_speculative_algorithm("EAGLE", aliases=("NEXTN",), flags=("EAGLE",))
+register_speculative_algorithm("EAGLE3", flags=("EAGLE", "EAGLE3"))
+register_speculative_algorithm("NGRAM", flags=("NGRAM",))
+'''
+
+
+def test_registry_style_enum_is_read_like_a_declared_one(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path,
+        {
+            "sglang/srt/speculative/spec_info.py": REGISTRY_SPEC_INFO,
+            RUNNER: runner(
+                """
+                if self.spec_algorithm.is_eagle3():
+                    self.model.set_eagle3_layers_to_capture()
+                if self.spec_algorithm.is_eagle():
+                    self.model.prepare_eagle()
+                """
+            ),
+            MODEL: model("FooForCausalLM"),
+        },
+    )
+
+    def errors(algorithm: str) -> set[str]:
+        result = audit_tree(root, "FooForCausalLM", algorithm)
+        return {f.attribute or "" for f in result.findings if f.severity == "error"}
+
+    assert errors("EAGLE3") == {"set_eagle3_layers_to_capture", "prepare_eagle"}
+    assert errors("EAGLE") == {"prepare_eagle"}
+    assert errors("NEXTN") == {"prepare_eagle"}
+    assert errors("NGRAM") == set()
+    with pytest.raises(InputError, match="unknown speculative algorithm 'MEDUSA'") as refused:
+        audit_tree(root, "FooForCausalLM", "MEDUSA")
+    assert refused.value.hint == "choose one of: EAGLE, EAGLE3, NGRAM"
