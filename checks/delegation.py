@@ -106,15 +106,15 @@ def _param_text(arg: ast.arg, default: ast.expr | None, keep: bool) -> str:
     return text
 
 
-def _names_in(node: ast.AST | None) -> set[str]:
-    """Top-level names an annotation or default needs (string annotations included)."""
+def _names_in(node: ast.AST | None, annotation: bool = True) -> set[str]:
+    """Top-level names an expression needs; in annotations, string forward references too."""
     if node is None:
         return set()
     found: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name):
             found.add(sub.id)
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+        elif annotation and isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             try:
                 found |= _names_in(ast.parse(sub.value, mode="eval"))
             except SyntaxError:
@@ -159,7 +159,7 @@ def _signature_and_call(
         if i == 0:
             params.append(arg.arg)  # self
             continue
-        if default is not None and _names_in(default) - available:
+        if default is not None and _names_in(default, annotation=False) - available:
             raise _Unsupported(f"default of {arg.arg} uses a name this module lacks")
         params.append(_param_text(arg, default, keep(arg.annotation, arg.arg)))
         call.append(arg.arg)
@@ -173,7 +173,7 @@ def _signature_and_call(
     elif args.kwonlyargs:
         params.append("*")
     for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if default is not None and _names_in(default) - available:
+        if default is not None and _names_in(default, annotation=False) - available:
             raise _Unsupported(f"default of {arg.arg} uses a name this module lacks")
         params.append(_param_text(arg, default, keep(arg.annotation, arg.arg)))
         call.append(f"{arg.arg}={arg.arg}")
@@ -225,20 +225,43 @@ def _generate(
 
 
 def _module_names(tree: ast.Module) -> set[str]:
-    """Names bound at module level (imports, defs, assignments) plus builtins."""
+    """Names bound at module level when the module runs, plus builtins.
+
+    Imports inside functions do not count. Imports under `if TYPE_CHECKING:` count only when
+    annotations are postponed (`from __future__ import annotations`); otherwise an annotation
+    naming them would raise NameError when the class is created.
+    """
+    postponed = any(
+        isinstance(n, ast.ImportFrom)
+        and n.module == "__future__"
+        and any(a.name == "annotations" for a in n.names)
+        for n in tree.body
+    )
     names = set(dir(builtins))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                names.add((alias.asname or alias.name).split(".")[0])
-        elif (
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and node in tree.body
-        ):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+
+    def bind(stmts: list[ast.stmt]) -> None:
+        for node in stmts:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    names.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.If):
+                type_checking = "TYPE_CHECKING" in ast.unparse(node.test)
+                if not type_checking or postponed:
+                    bind(node.body)
+                bind(node.orelse)
+            elif isinstance(node, ast.Try):
+                bind(node.body)
+                for handler in node.handlers:
+                    bind(handler.body)
+                bind(node.orelse)
+                bind(node.finalbody)
+
+    bind(tree.body)
     return names
 
 

@@ -155,8 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     # A short-lived process that builds many small objects: full collections only cost time.
+    # (Restored afterwards, for callers such as tests that run main() in-process.)
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    try:
+        return _run(args)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.run(args)
     except InputError as exc:

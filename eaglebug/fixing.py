@@ -45,6 +45,16 @@ def find_repo(path: Path) -> git.Repo | None:
         return None
 
 
+def _first_line(exc: git.GitCommandError) -> str:
+    """Git's own reason, on one line (its stderr often runs to several)."""
+    text = str(exc.stderr or "").strip() or str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = next(
+        (line for line in lines if line.lower().startswith(("error", "fatal", "hint"))), ""
+    )
+    return (reason or (lines[0] if lines else "unknown error")).removeprefix("stderr: ").strip("'")
+
+
 def _operation_in_progress(repo: git.Repo) -> str | None:
     git_dir = Path(repo.git_dir)
     for name, what in _IN_PROGRESS.items():
@@ -87,6 +97,11 @@ def check_can_apply(patch: Patch, commit: bool) -> git.Repo | None:
             "finish or abort it (git status says how), then rerun",
         )
     rel = _relative(repo, path)
+    if repo.ignored(rel):
+        raise InputError(
+            f"{patch.file} is ignored by git (.gitignore), so the fix cannot be committed",
+            "pass --no-commit to write it without a commit, or stop ignoring the file",
+        )
     status = repo.git.status("--porcelain", "--", rel)
     if status.strip():
         state = "untracked" if status.startswith("??") else "has uncommitted changes"
@@ -137,7 +152,7 @@ def apply_patch(
         except git.GitCommandError as exc:
             _write_atomically(patch.path, patch.original)
             raise InputError(
-                f"git commit failed ({exc.stderr.strip() or exc}); {patch.file} was restored",
+                f"git commit failed ({_first_line(exc)}); {patch.file} was restored",
                 "check `git status` and your git identity (user.name, user.email)",
             ) from None
         sha = repo.head.commit.hexsha
@@ -214,7 +229,7 @@ def undo(path: Path, limit: int = 500) -> Undone:
         if (Path(repo.git_dir) / "REVERT_HEAD").exists():
             repo.git.revert("--abort")
         raise InputError(
-            f"git revert {target.hexsha[:10]} failed ({exc.stderr.strip() or exc}); nothing changed",
+            f"git revert {target.hexsha[:10]} failed ({_first_line(exc)}); nothing changed",
             "later commits touch the same lines; revert by hand",
         ) from None
     return Undone(target.hexsha, repo.head.commit.hexsha, str(target.summary))

@@ -1,0 +1,380 @@
+"""What SGLang writes to its log, as pattern tables: line prefixes, milestones, failures.
+
+Every text here is SGLang's own wording, read from the released source trees (paths are relative
+to the `sglang` package; "0.5.9" and "0.5.23" name the releases checked):
+
+- Line prefix: `configure_logger` formats records as `[%(asctime)s{ms}{prefix}] %(message)s`
+  with `datefmt="%Y-%m-%d %H:%M:%S"` (srt/utils/common.py:1216 in 0.5.9, :2618 in 0.5.23);
+  `run_scheduler_process` builds the prefix from `" DP{n}"`, `" PP{n}"`, `" ATTN_CP{n}"`,
+  `" MOE_DP{n}"`, `" TP{n}"`, `" EP{n}"` in that order (srt/managers/scheduler.py:3081-3096 in
+  0.5.9, :6279-6291 in 0.5.23). `SGLANG_LOG_MS` adds `.%(msecs)03d`.
+- Milestones: see `MILESTONES` (each with its source line).
+- Weight loading: tqdm with `BAR_FORMAT = "{desc}: {percentage:3.0f}% Completed | {n_fmt}/
+  {total_fmt} [...]"` (srt/utils/common.py:129 in 0.5.9, where it ends in "\\n", so each update is
+  its own line; :1414 in 0.5.23, without it, so updates are joined by "\\r" on one line) and
+  `desc="Loading safetensors checkpoint shards"` (srt/model_loader/weight_utils.py:723 / :1166).
+- Failures: see `CATEGORY_RULES` and `CRASH_SIGNALS`.
+
+The fast whole-file scan (`logparse.analyze_file`) only looks at lines these tables can match, so
+every line `LogAnalyzer.feed` reacts to must be found by `LAUNCH_SCAN` (before the server is
+ready) or contain one of `SERVING_NEEDLES` (after), or continue a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PHASES = ("launching", "loading", "kv_cache", "cuda_graph", "ready", "crashed")
+PHASE_ORDER: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
+
+# `[2026-01-30 10:36:11 DP0 TP4] message`, optionally after a wrapper that another logger or a
+# container runtime put in front (`2025-03-08 02:04:48,693 - __main__ - INFO - `, an ISO
+# timestamp and a tab). The wrapper holds no `[`, so the match never backtracks far.
+PREFIX_RX = re.compile(
+    r"^(?P<wrap>[^\[\n]{0,120}?)"
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
+)
+RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
+RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
+ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+TRACEBACK = "Traceback (most recent call last):"
+HIT_EXCEPTION_RX = re.compile(r"(\w+) hit an exception: Traceback")
+
+# tqdm bars of the weight loaders (srt/model_loader/weight_utils.py): "Loading safetensors
+# checkpoint shards", "Loading pt checkpoint shards", "Multi-thread loading shards", ...
+PROGRESS_MARK = "% Completed | "
+PROGRESS_RX = re.compile(
+    r"(?P<desc>[^\r\n:]*?(?:[Ll]oading|shards)[^\r\n:]*): *(?P<pct>\d+)% Completed \| "
+    r"(?P<done>\d+)/(?P<total>\d+)"
+)
+
+
+@dataclass(frozen=True)
+class Milestone:
+    """A log line that moves the launch forward: phase reached, a short label, where it is."""
+
+    phase: str
+    label: str
+    rx: re.Pattern[str]
+    source: str  # where SGLang logs it
+
+
+MILESTONES: tuple[Milestone, ...] = (
+    Milestone(
+        "launching",
+        "init torch distributed",
+        re.compile(r"^Init torch distributed begin"),
+        "srt/model_executor/model_runner.py:731 (0.5.9)",
+    ),
+    Milestone(
+        "loading",
+        "load weight begin",
+        re.compile(r"^Load weight begin"),
+        "srt/model_executor/model_runner.py:899 (0.5.9), :1274 (0.5.23)",
+    ),
+    # 0.5.23's startup weight-load overlap logs "Load weight end. Committed real weights after
+    # CUDA graph capture" (model_runner_components/startup_weight_load.py:538): not a step back.
+    Milestone(
+        "kv_cache",
+        "load weight end",
+        re.compile(r"^Load weight end\.(?! Committed real weights after CUDA graph)"),
+        "srt/model_executor/model_runner.py:1041 (0.5.9), :1373 (0.5.23)",
+    ),
+    # 0.5.9: "KV Cache is allocated. #tokens: ..." (srt/mem_cache/memory_pool.py:652/658);
+    # 0.5.23: f"{cache_name} is allocated. dtype: ..., #tokens: ..." where cache_name is
+    # "KV Cache" or "<label> KV Cache" (srt/mem_cache/memory_pool.py:2088/2096).
+    Milestone(
+        "kv_cache",
+        "KV cache allocated",
+        re.compile(r"^(?:[\w .-]{0,60} )?KV Cache is allocated"),
+        "srt/mem_cache/memory_pool.py:652 (0.5.9), :2088 (0.5.23)",
+    ),
+    Milestone(
+        "kv_cache",
+        "memory pool end",
+        re.compile(r"^Memory pool end"),
+        "srt/model_executor/model_runner_kv_cache_mixin.py:745 (0.5.9), "
+        "srt/mem_cache/kv_cache_configurator.py:499 (0.5.23)",
+    ),
+    # 0.5.9: "Capture cuda graph begin. This can take up to several minutes." (model_runner.py:
+    # 2147), "Capture draft cuda graph begin." (speculative/eagle_worker.py:249), "Capture
+    # piecewise CUDA graph begin." (model_runner.py:2228); 0.5.23: "Capture target decode CUDA
+    # graph begin." / "Capture target verify CUDA graph begin." (model_runner_components/
+    # cuda_graph_setup.py:759), "Capture draft decode CUDA graph begin." (speculative/
+    # eagle_worker_v2.py:515).
+    Milestone(
+        "cuda_graph",
+        "CUDA graph capture begin",
+        re.compile(r"^Capture [\w .-]{0,60}?graph begin"),
+        "srt/model_executor/model_runner.py:2147 (0.5.9), "
+        "srt/model_executor/model_runner_components/cuda_graph_setup.py:759 (0.5.23)",
+    ),
+    Milestone(
+        "cuda_graph",
+        "CUDA graph capture end",
+        re.compile(r"^Capture [\w .-]{0,60}?graph end"),
+        "srt/model_executor/model_runner.py:2161 (0.5.9), "
+        "srt/model_executor/model_runner_components/cuda_graph_setup.py:788 (0.5.23)",
+    ),
+    Milestone(
+        "ready",
+        "server ready",
+        re.compile(r"^The server is fired up and ready to roll!"),
+        "srt/entrypoints/http_server.py:1836 (0.5.9), :2600 (0.5.23)",
+    ),
+)
+READY_TEXT = "The server is fired up and ready to roll!"
+
+
+@dataclass(frozen=True)
+class CrashSignal:
+    """A line that says a process died, without saying why."""
+
+    kind: str
+    rx: re.Pattern[str]
+    source: str
+
+
+CRASH_SIGNALS: tuple[CrashSignal, ...] = (
+    # Launch phase: srt/entrypoints/engine.py:870 (0.5.9), :1978 (0.5.23).
+    CrashSignal(
+        "sigquit",
+        re.compile(r"Received sigquit from a child process"),
+        "srt/entrypoints/engine.py:870 (0.5.9), :1978 (0.5.23)",
+    ),
+    # Running phase: srt/managers/tokenizer_manager.py:2508 (0.5.9), :4074 (0.5.23).
+    CrashSignal(
+        "sigquit",
+        re.compile(r"SIGQUIT received\..*It usually means one child failed"),
+        "srt/managers/tokenizer_manager.py:2508 (0.5.9), :4074 (0.5.23)",
+    ),
+    CrashSignal(
+        "scheduler_dead",
+        re.compile(r"Rank (?P<rank>\d+) scheduler is dead"),
+        "srt/entrypoints/engine.py:897 (0.5.9)",
+    ),
+    CrashSignal(
+        "scheduler_died",
+        re.compile(
+            r"Rank (?P<rank>\d+) scheduler died during initialization "
+            r"\(exit code: (?P<code>-?\d+)\)"
+        ),
+        "srt/entrypoints/engine.py:2006 (0.5.23)",
+    ),
+    CrashSignal(
+        "exit_code",
+        re.compile(r"^Exit code: (?P<code>-?\d+)$"),
+        "srt/entrypoints/engine.py:901 (0.5.9)",
+    ),
+    CrashSignal(
+        "subprocess_crashed",
+        re.compile(
+            r"Subprocess (?P<name>\S+) \(pid=\d+\) crashed with exit code (?P<code>-?\d+)"
+        ),
+        "srt/utils/watchdog.py:217 (0.5.23)",
+    ),
+    CrashSignal(
+        "initialization_failed",
+        re.compile(r"Initialization failed\."),
+        "srt/entrypoints/engine.py:903 (0.5.9), http_server.py:2384 (0.5.23)",
+    ),
+    CrashSignal("fatal_python_error", re.compile(r"Fatal Python error: (?P<what>.+)"), "faulthandler"),
+)
+
+# Exceptions that only say that another process failed: evidence of a crash, not its cause.
+GENERIC_EXCEPTION_RX = re.compile(
+    r"scheduler died during initialization|scheduler is dead|Initialization failed\. Please see"
+    r"|Server process terminated unexpectedly|^EOFError\b|^BrokenPipeError\b|^ConnectionResetError\b"
+)
+INTERRUPT_RX = re.compile(r"^(?:KeyboardInterrupt|SystemExit)\b")
+
+
+@dataclass(frozen=True)
+class CategoryRule:
+    category: str
+    rx: re.Pattern[str]
+    why: str  # the wording it matches, and where it comes from
+
+
+# Tried in order on the exception text of a traceback (its last exception first) or on one line.
+CATEGORY_RULES: tuple[CategoryRule, ...] = (
+    CategoryRule(
+        "context_length",
+        re.compile(
+            r"(?P<reason>Target model's|User-specified) context_length \((?P<asked>\d+)\) is "
+            r"greater than the derived context_length \((?P<derived>\d+)\)"
+        ),
+        "srt/configs/model_config.py:367/383 (0.5.9), :1299/1315 (0.5.23)",
+    ),
+    CategoryRule(
+        "unsupported_architecture",
+        re.compile(
+            r"Model architectures (?P<archs>\[[^\]]*\]) "
+            r"(?P<how>are not supported for now|failed to be inspected)"
+        ),
+        "srt/models/registry.py:49 (0.5.9), :64 (0.5.23)",
+    ),
+    CategoryRule(
+        "missing_interface_method",
+        re.compile(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'"),
+        "torch.nn.Module.__getattr__ / Python AttributeError",
+    ),
+    CategoryRule(
+        "oom",
+        re.compile(
+            r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"
+            r"|Not enough memory\. Please try to increase --mem-fraction-static"
+            r"|The memory capacity is unbalanced"
+        ),
+        "torch; srt/model_executor/model_runner_kv_cache_mixin.py:417 (0.5.9), "
+        "pool_configurator.py:96 (0.5.23); model_runner.py:842 (0.5.9)",
+    ),
+    CategoryRule(
+        "nccl",
+        re.compile(
+            r"NCCL [Ee]rror|ncclCommInitRank failed|nccl(?:UnhandledCuda|System|Internal|"
+            r"InvalidUsage|InvalidArgument|Remote)Error|DistBackendError"
+            r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|error)"
+        ),
+        "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); torch ProcessGroupNCCL",
+    ),
+    CategoryRule(
+        "port_in_use",
+        re.compile(
+            r"[Aa]ddress already in use|Port is already in use|is not available in \d+ seconds"
+            r"|errno: 98\b|Errno 98\]"
+        ),
+        "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:731 (0.5.9)",
+    ),
+    CategoryRule(
+        "config_mismatch",
+        re.compile(
+            r"Attempted to load weight \(|size mismatch for|[Ss]hape mismatch"
+            r"|must match the size of tensor|is invalid for input of size"
+            r"|shapes cannot be multiplied|[Dd]imension mismatch"
+        ),
+        "srt/model_loader/weight_utils.py:1028 (0.5.9), :1583 (0.5.23); torch",
+    ),
+    CategoryRule(
+        "weights_or_path",
+        re.compile(
+            r"FileNotFoundError|No such file or directory|does not appear to have a file named"
+            r"|Can't load the configuration of|is not a local folder and is not a valid model"
+            r"|HFValidationError|Repo id must be|RepositoryNotFoundError|GatedRepoError"
+            r"|(?:Local)?EntryNotFoundError|Cannot find any model weights|No model weights found"
+            r"|Could not find checkpoint files|SafetensorError|Incorrect path_or_model_id"
+            r"|40[134] Client Error|We couldn't connect to|OfflineModeIsEnabled"
+        ),
+        "srt/model_loader/loader.py:469/1586 (0.5.9), :581/2644 (0.5.23); huggingface_hub",
+    ),
+)
+
+# An AssertionError on a line like `assert param_data.shape == loaded_weight.shape`
+# (srt/layers/linear.py:416 and others) is a shape mismatch while loading weights.
+SHAPE_ASSERT_RX = re.compile(r"assert .*(?:\.shape|\.size\(\)) ?== ?")
+LOAD_WEIGHTS_FRAME_RX = re.compile(r"load_weights?|weight_loader")
+# Class names that are models (the AttributeError names a wrapper that lacks a method).
+MODEL_CLASS_RX = re.compile(
+    r"For(?:CausalLM|ConditionalGeneration|CausalLMNextN|SequenceClassification)\w*$"
+    r"|(?:Model|MTP|Eagle\w*|NextN)$"
+)
+# Methods SGLang's speculative workers call on the model object (DESIGN.md).
+INTERFACE_METHODS = frozenset(
+    {
+        "set_eagle3_layers_to_capture",
+        "get_embed_and_head",
+        "set_embed_and_head",
+        "get_embed",
+        "set_embed",
+        "hot_token_id",
+        "get_hot_token_id",
+        "capture_aux_hidden_states",
+        "lm_head",
+        "logits_processor",
+    }
+)
+NOT_A_CLASS = frozenset({"NoneType", "str", "int", "float", "dict", "list", "tuple", "bool"})
+
+# Lines that only add evidence to a crash signal that follows them (what a C++ abort said).
+CPP_WHAT_RX = re.compile(r"what\(\):\s+(?P<what>.+)")
+IMPORT_ERROR_RX = re.compile(r"^Ignore import error when loading (?P<module>[\w.]+): (?P<error>.+)")
+ALLOWED_CONTEXT_RX = re.compile(
+    r"^Warning: (?P<reason>Target model's|User-specified) context_length \((?P<asked>\d+)\) is "
+    r"greater than the derived context_length \((?P<derived>\d+)\)"
+)
+PORT_RX = re.compile(
+    r"\('[^']*', (?P<p1>\d+)\)|tcp://[^:\s']+:(?P<p2>\d+)|\]:(?P<p3>\d+) \(errno|:(?P<p4>\d+) \(errno"
+    r"|at (?P<p5>\d+) is not available"
+)
+FRAME_RX = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+EXCEPTION_HEAD_RX = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+# --- what the whole-file scan looks for -------------------------------------------------------
+# Before "ready": messages that start a prefixed line (one regex whose literal start, "] ",
+# lets the regex engine jump from line to line), plus needles that can sit anywhere.
+_LAUNCH_MESSAGE_STARTS = (
+    r"Init torch distributed begin",
+    r"Load weight (?:begin|end)",
+    r"[\w .-]{0,60}KV Cache is allocated",
+    r"Memory pool end",
+    r"Capture [\w .-]{0,60}?graph (?:begin|end)",
+    r"The server is fired up",
+    r"Received sigquit",
+    r"SIGQUIT received",
+    r"Rank \d+ scheduler",
+    r"Exit code: ",
+    r"Subprocess ",
+    r"Initialization failed",
+    r"ERROR: ",
+    r"Port is already in use",
+    r"Warning: (?:Target model's|User-specified) context_length",
+    r"Ignore import error when loading",
+    r"\w+ hit an exception",
+)
+LAUNCH_LINE_RX = re.compile(r"\] (?:" + "|".join(_LAUNCH_MESSAGE_STARTS) + ")")
+LAUNCH_SCAN = re.compile(LAUNCH_LINE_RX.pattern.encode())
+LAUNCH_NEEDLES: tuple[str, ...] = (
+    "Traceback (most recent call last)",
+    PROGRESS_MARK,
+    "Fatal Python error",
+    "ERROR:    [Errno",
+)
+# After "ready": only what can end a running server.
+SERVING_NEEDLES: tuple[str, ...] = (
+    "Traceback (most recent call last)",
+    "Fatal Python error",
+    "SIGQUIT",
+    "sigquit",
+)
+# Lines kept before each crash signal, for what a C++ abort printed just before it.
+CONTEXT_LINES = 24
+
+# The failure patterns as one extended regex, for `grep -cE` baselines (bench/log_scan.py).
+GREP_FAILURE_PATTERN = "|".join(
+    (
+        r"Traceback \(most recent call last\)",
+        r"hit an exception",
+        r"Received sigquit",
+        r"SIGQUIT received",
+        r"scheduler is dead",
+        r"scheduler died",
+        r"crashed with exit code",
+        r"Initialization failed",
+        r"Fatal Python error",
+        r"[Aa]ddress already in use",
+        r"CUDA out of memory",
+        r"NCCL error",
+        r"are not supported for now",
+        r"is greater than the derived context_length",
+        r"object has no attribute",
+        r"Attempted to load weight",
+        r"size mismatch",
+    )
+)
