@@ -278,7 +278,7 @@ def _quote_style(module: cst.Module) -> str:
     return "'" if counts["'"] > counts['"'] else '"'
 
 
-def _requote(node: cst.CSTNode, quote: str) -> cst.CSTNode:
+def _requote(node: cst.BaseStatement, quote: str) -> cst.BaseStatement:
     """Rewrite simple string literals to the file's quote style where that is safe."""
 
     class Requote(cst.CSTTransformer):
@@ -292,7 +292,9 @@ def _requote(node: cst.CSTNode, quote: str) -> cst.CSTNode:
                 return updated_node
             return updated_node.with_changes(value=f"{updated_node.prefix}{quote}{body}{quote}")
 
-    return node.visit(Requote())
+    visited = node.visit(Requote())
+    assert isinstance(visited, cst.BaseStatement)
+    return visited
 
 
 class _AppendToClass(cst.CSTTransformer):
@@ -421,9 +423,8 @@ def _plan_class(index: TreeIndex, ref: ClassRef, fixable: list[Finding]) -> Patc
         except _Unsupported as exc:
             refused[name] = str(exc)
             continue
-        statement = cst.parse_statement(generated.source, config=module.config_for_parsing)
-        statement = _requote(statement, quote)
-        assert isinstance(statement, cst.BaseStatement)
+        parsed_statement = cst.parse_statement(generated.source, config=module.config_for_parsing)
+        statement = _requote(parsed_statement, quote)
         if isinstance(statement, cst.FunctionDef):
             statement = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         statements.append(statement)

@@ -47,7 +47,7 @@ def _process(record: LaunchRecord) -> psutil.Process | None:
 
 def _is_zombie(proc: psutil.Process) -> bool:
     try:
-        return proc.status() == psutil.STATUS_ZOMBIE
+        return bool(proc.status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
