@@ -1,0 +1,93 @@
+"""GPU panel: one row per GPU (memory bar, utilisation, temperature, power, memory sparkline)
+and the processes holding GPU memory with their SGLang role. No driver and lost GPUs are states."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Sparkline, Static
+
+from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
+
+GIB = 1024**3
+_BAR = 10
+
+
+def _bar(fraction: float) -> Text:
+    filled = min(max(round(fraction * _BAR), 0), _BAR)
+    style = "red" if fraction > 0.92 else "yellow" if fraction > 0.75 else "green"
+    return Text("█" * filled, style=style) + Text("░" * (_BAR - filled), style="dim")
+
+
+def gpu_line(gpu: GpuSnapshot) -> Text:
+    line = Text(f"{gpu.index} ", style="bold")
+    if gpu.state == "lost":
+        return line + Text("lost — the driver no longer answers for this GPU", style="bold red")
+    total = gpu.total_bytes or 1
+    line += _bar(gpu.used_bytes / total)
+    line.append(f" {gpu.used_bytes / GIB:5.1f}/{total / GIB:.0f}G")
+    util = f"{gpu.utilization_pct:3.0f}%" if gpu.utilization_pct is not None else " n/a"
+    temp = f"{gpu.temperature_c:3.0f}°" if gpu.temperature_c is not None else " n/a"
+    power = f"{gpu.power_mw / 1000:4.0f}W" if gpu.power_mw is not None else "  n/a"
+    line.append(f" {util} {temp} {power}", style="dim")
+    return line
+
+
+class GpuRow(Horizontal):
+    def __init__(self, index: int) -> None:
+        super().__init__(classes="gpu-row")
+        self.index = index
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="gpu-text")
+        yield Sparkline([0.0], classes="gpu-spark")
+
+    def show(self, gpu: GpuSnapshot, history: list[float]) -> None:
+        self.query_one(".gpu-text", Static).update(gpu_line(gpu))
+        self.query_one(Sparkline).data = history or [0.0]
+        self.set_class(gpu.state == "lost", "lost")
+
+
+class GpuPanel(Vertical):
+    """Rendered from frozen snapshots only; the sampler thread never touches it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "GPUs"
+        self._rows: dict[int, GpuRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("waiting for the first sample…", id="gpu-state")
+        yield Vertical(id="gpu-rows")
+        yield Static(id="gpu-procs")
+
+    def show(self, snapshot: BoxSnapshot, histories: dict[int, list[float]], source: str) -> None:
+        self.border_subtitle = source
+        state = self.query_one("#gpu-state", Static)
+        if snapshot.unavailable:
+            state.update(Text(snapshot.unavailable, style="bold yellow"))
+            state.display = True
+        else:
+            state.display = False
+        rows = self.query_one("#gpu-rows", Vertical)
+        for gpu in snapshot.gpus:
+            row = self._rows.get(gpu.index)
+            if row is None:
+                row = self._rows[gpu.index] = GpuRow(gpu.index)
+                rows.mount(row)
+                row.call_after_refresh(row.show, gpu, histories.get(gpu.index, []))
+            else:
+                row.show(gpu, histories.get(gpu.index, []))
+        procs = Text()
+        for proc in sorted(snapshot.processes, key=lambda p: (p.gpu_index, p.pid))[:12]:
+            used = f"{proc.used_bytes / GIB:5.1f}G" if proc.used_bytes is not None else "  n/a"
+            who = (
+                "(hidden: another user or container)"
+                if proc.hidden
+                else (proc.role or proc.name or "?")
+            )
+            procs.append(
+                f"{proc.gpu_index} {proc.pid:>7} {used} {who}\n", style="dim" if proc.hidden else ""
+            )
+        self.query_one("#gpu-procs", Static).update(procs)

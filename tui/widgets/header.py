@@ -1,0 +1,80 @@
+"""The header line: launch phase with progress and ETA, launch number, elapsed, last good time."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+_PHASE_STYLE = {
+    "launching": "bold cyan",
+    "loading": "bold yellow",
+    "kv_cache": "bold yellow",
+    "cuda_graph": "bold yellow",
+    "ready": "bold green",
+    "crashed": "bold red",
+    "idle": "dim",
+}
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class PhaseHeader(Static):
+    phase: reactive[str] = reactive("idle")
+    progress: reactive[tuple[int, int, int | None] | None] = reactive(None)
+    launch_number: reactive[int | None] = reactive(None)
+    started_at: reactive[float | None] = reactive(None)  # wall clock of the current launch
+    last_ready_s: reactive[float | None] = reactive(None)
+    badge: reactive[str] = reactive("")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._progress_seen: list[tuple[float, int]] = []  # (monotonic, shards done) for the ETA
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self.refresh)
+
+    def watch_progress(self, progress: tuple[int, int, int | None] | None) -> None:
+        if progress is None:
+            self._progress_seen.clear()
+        elif not self._progress_seen or self._progress_seen[-1][1] != progress[0]:
+            self._progress_seen.append((time.monotonic(), progress[0]))
+
+    def eta_s(self) -> float | None:
+        """Time left while loading, from the pace at which shards finished so far."""
+        if self.progress is None or len(self._progress_seen) < 2:
+            return None
+        done, total, _ = self.progress
+        (t0, d0), (t1, d1) = self._progress_seen[0], self._progress_seen[-1]
+        if d1 <= d0 or t1 <= t0 or done >= total:
+            return None
+        return (total - done) * (t1 - t0) / (d1 - d0)
+
+    def render(self) -> Text:
+        text = Text(" eaglebug ", style="bold reverse")
+        text.append("  ")
+        text.append(self.phase.replace("_", " "), style=_PHASE_STYLE.get(self.phase, "bold"))
+        if self.progress is not None and self.phase == "loading":
+            done, total, percent = self.progress
+            pct = percent if percent is not None else (100 * done // total if total else 0)
+            text.append(f" {done}/{total} shards {pct}%")
+            eta = self.eta_s()
+            if eta is not None:
+                text.append(f" ~{_clock(eta)} left", style="dim")
+        if self.launch_number is not None:
+            text.append(f"  │ launch {self.launch_number}")
+        if self.started_at is not None:
+            text.append(f"  │ {_clock(time.time() - self.started_at)} elapsed")
+        if self.last_ready_s is not None:
+            text.append(f"  │ last ready in {_clock(self.last_ready_s)}", style="green")
+        if self.badge:
+            text.append("  ")
+            text.append(f" {self.badge} ", style="bold black on yellow")
+        return text
