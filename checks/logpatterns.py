@@ -41,6 +41,8 @@ RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 TRACEBACK = "Traceback (most recent call last):"
+# A message that a traceback on the following lines may belong to (`logger.exception(msg)`).
+LEAD_IN_RX = re.compile(r"(?i)error|exception|fail|traceback|:\s*$")
 HIT_EXCEPTION_RX = re.compile(r"(\w+) hit an exception: Traceback")
 
 # tqdm bars of the weight loaders (srt/model_loader/weight_utils.py): "Loading safetensors
@@ -85,11 +87,12 @@ MILESTONES: tuple[Milestone, ...] = (
     ),
     # 0.5.9: "KV Cache is allocated. #tokens: ..." (srt/mem_cache/memory_pool.py:652/658);
     # 0.5.23: f"{cache_name} is allocated. dtype: ..., #tokens: ..." where cache_name is
-    # "KV Cache" or "<label> KV Cache" (srt/mem_cache/memory_pool.py:2088/2096).
+    # "KV Cache" (or "<label> KV Cache" for a few special pools, which "Memory pool end"
+    # covers) (srt/mem_cache/memory_pool.py:2088/2096).
     Milestone(
         "kv_cache",
         "KV cache allocated",
-        re.compile(r"^(?:[\w .-]{0,60} )?KV Cache is allocated"),
+        re.compile(r"^KV Cache is allocated"),
         "srt/mem_cache/memory_pool.py:652 (0.5.9), :2088 (0.5.23)",
     ),
     Milestone(
@@ -167,27 +170,31 @@ CRASH_SIGNALS: tuple[CrashSignal, ...] = (
     CrashSignal(
         "exit_code",
         re.compile(r"^Exit code: (?P<code>-?\d+)$"),
-        "srt/entrypoints/engine.py:901 (0.5.9)",
+        "srt/entrypoints/engine.py:900 (0.5.9)",
     ),
     CrashSignal(
         "subprocess_crashed",
-        re.compile(
-            r"Subprocess (?P<name>\S+) \(pid=\d+\) crashed with exit code (?P<code>-?\d+)"
-        ),
+        re.compile(r"Subprocess (?P<name>\S+) \(pid=\d+\) crashed with exit code (?P<code>-?\d+)"),
         "srt/utils/watchdog.py:217 (0.5.23)",
     ),
     CrashSignal(
         "initialization_failed",
         re.compile(r"Initialization failed\."),
-        "srt/entrypoints/engine.py:903 (0.5.9), http_server.py:2384 (0.5.23)",
+        "srt/entrypoints/engine.py:905 and http_server.py:1811 (0.5.9), "
+        "http_server.py:2384 (0.5.23)",
     ),
-    CrashSignal("fatal_python_error", re.compile(r"Fatal Python error: (?P<what>.+)"), "faulthandler"),
+    CrashSignal(
+        "fatal_python_error", re.compile(r"Fatal Python error: (?P<what>.+)"), "faulthandler"
+    ),
 )
+
+SUBPROCESS_CRASHED = next(s for s in CRASH_SIGNALS if s.kind == "subprocess_crashed")
 
 # Exceptions that only say that another process failed: evidence of a crash, not its cause.
 GENERIC_EXCEPTION_RX = re.compile(
     r"scheduler died during initialization|scheduler is dead|Initialization failed\. Please see"
-    r"|Server process terminated unexpectedly|^EOFError\b|^BrokenPipeError\b|^ConnectionResetError\b"
+    r"|Server process terminated unexpectedly"
+    r"|^EOFError\b|^BrokenPipeError\b|^ConnectionResetError\b"
 )
 INTERRUPT_RX = re.compile(r"^(?:KeyboardInterrupt|SystemExit)\b")
 
@@ -239,7 +246,8 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"InvalidUsage|InvalidArgument|Remote)Error|DistBackendError"
             r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|error)"
         ),
-        "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); torch ProcessGroupNCCL",
+        "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); "
+        "torch ProcessGroupNCCL",
     ),
     CategoryRule(
         "port_in_use",
@@ -247,7 +255,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"[Aa]ddress already in use|Port is already in use|is not available in \d+ seconds"
             r"|errno: 98\b|Errno 98\]"
         ),
-        "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:731 (0.5.9)",
+        "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:732 (0.5.9)",
     ),
     CategoryRule(
         "config_mismatch",
@@ -271,6 +279,9 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         "srt/model_loader/loader.py:469/1586 (0.5.9), :581/2644 (0.5.23); huggingface_hub",
     ),
 )
+
+CONTEXT_RULE = CATEGORY_RULES[0]
+assert CONTEXT_RULE.category == "context_length"
 
 # An AssertionError on a line like `assert param_data.shape == loaded_weight.shape`
 # (srt/layers/linear.py:416 and others) is a shape mismatch while loading weights.
@@ -306,7 +317,8 @@ ALLOWED_CONTEXT_RX = re.compile(
     r"greater than the derived context_length \((?P<derived>\d+)\)"
 )
 PORT_RX = re.compile(
-    r"\('[^']*', (?P<p1>\d+)\)|tcp://[^:\s']+:(?P<p2>\d+)|\]:(?P<p3>\d+) \(errno|:(?P<p4>\d+) \(errno"
+    r"\('[^']*', (?P<p1>\d+)\)|tcp://[^:\s']+:(?P<p2>\d+)"
+    r"|\]:(?P<p3>\d+) \(errno|:(?P<p4>\d+) \(errno"
     r"|at (?P<p5>\d+) is not available"
 )
 FRAME_RX = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
@@ -322,7 +334,7 @@ CHAIN_MARKERS = (
 _LAUNCH_MESSAGE_STARTS = (
     r"Init torch distributed begin",
     r"Load weight (?:begin|end)",
-    r"[\w .-]{0,60}KV Cache is allocated",
+    r"KV Cache is allocated",
     r"Memory pool end",
     r"Capture [\w .-]{0,60}?graph (?:begin|end)",
     r"The server is fired up",
@@ -338,7 +350,8 @@ _LAUNCH_MESSAGE_STARTS = (
     r"Ignore import error when loading",
     r"\w+ hit an exception",
 )
-LAUNCH_LINE_RX = re.compile(r"\] (?:" + "|".join(_LAUNCH_MESSAGE_STARTS) + ")")
+# ASCII, so the str pattern (`LogAnalyzer.interesting`) matches what the bytes one (the scan) does.
+LAUNCH_LINE_RX = re.compile(r"\] (?:" + "|".join(_LAUNCH_MESSAGE_STARTS) + ")", re.ASCII)
 LAUNCH_SCAN = re.compile(LAUNCH_LINE_RX.pattern.encode())
 LAUNCH_NEEDLES: tuple[str, ...] = (
     "Traceback (most recent call last)",
@@ -346,12 +359,16 @@ LAUNCH_NEEDLES: tuple[str, ...] = (
     "Fatal Python error",
     "ERROR:    [Errno",
 )
-# After "ready": only what can end a running server.
+# After "ready": only what can end a running server. Long needles make `bytes.find` skip
+# further. The warmup request installs the running-phase SIGQUIT handler before "ready", so a
+# SIGQUIT after it is logged as "SIGQUIT received. signum=..." (srt/managers/tokenizer_manager.py
+# :2508 in 0.5.9, :4074 in 0.5.23); 0.5.23's subprocess watchdog line ("Subprocess ... crashed
+# with exit code ... Triggering SIGQUIT", srt/utils/watchdog.py:217) comes just before it and is
+# read back from the context lines.
 SERVING_NEEDLES: tuple[str, ...] = (
     "Traceback (most recent call last)",
     "Fatal Python error",
-    "SIGQUIT",
-    "sigquit",
+    "SIGQUIT received",
 )
 # Lines kept before each crash signal, for what a C++ abort printed just before it.
 CONTEXT_LINES = 24

@@ -138,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=commands.status_command)
 
     p = sub.add_parser(
+        "diagnose",
+        help="read a server log: the launch phase, loading progress and failures",
+        description="Phase, progress and failure findings (one per failure, whatever the "
+        "number of ranks printing it) from an SGLang server log.",
+    )
+    p.add_argument("--log", required=True, metavar="FILE", help="the server's log file")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_diagnose)
+
+    p = sub.add_parser(
         "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
     )
     p.add_argument(
@@ -146,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=commands.undo_command)
     return parser
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from eaglebug.diagnose_cmd import diagnose_command  # no libcst or git for a log read
+
+    return diagnose_command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

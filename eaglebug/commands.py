@@ -12,7 +12,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from eaglebug.checks.audit import audit, find_class
-from eaglebug.checks.delegation import plan_patches
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding, has_errors
 from eaglebug.checks.index import TreeIndex
@@ -20,11 +19,8 @@ from eaglebug.checks.launch import env_and_argv, split_words
 from eaglebug.checks.modelconfig import architecture, read_config
 from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.tree import SglangTree, locate
-from eaglebug.fixing import Applied, apply_patch, undo
 from eaglebug.interpreter import sglang_of
-from eaglebug.nvml import smallest_gpu_memory
-from eaglebug.report import audit_json, print_audit, print_patches, print_preflight
-from eaglebug.server import Server
+from eaglebug.report import audit_json, print_audit, print_preflight
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -88,6 +84,8 @@ def _gpu(args: argparse.Namespace) -> GpuMemory | None:
         if args.gpu_mem_gib <= 0:
             raise InputError(f"--gpu-mem-gib {args.gpu_mem_gib:g}: must be positive")
         return GpuMemory(int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib")
+    from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
+
     found = smallest_gpu_memory()
     return GpuMemory(*found) if found is not None else None
 
@@ -110,6 +108,11 @@ def preflight_command(args: argparse.Namespace) -> int:
 
 
 def fix_command(args: argparse.Namespace) -> int:
+    # libcst and GitPython load only for the commands that use them.
+    from eaglebug.checks.delegation import plan_patches
+    from eaglebug.fixing import Applied, apply_patch
+    from eaglebug.report import print_patches
+
     words = _launch_words(args)
     if not words and not (args.model_class or args.model_path):
         raise InputError(
@@ -162,6 +165,8 @@ def fix_command(args: argparse.Namespace) -> int:
 
 
 def undo_command(args: argparse.Namespace) -> int:
+    from eaglebug.fixing import undo
+
     done = undo(Path(args.repo))
     if args.json:
         _write_json({"reverted": done.reverted, "commit": done.commit, "summary": done.summary})
@@ -173,6 +178,8 @@ def undo_command(args: argparse.Namespace) -> int:
 
 
 def launch_command(args: argparse.Namespace) -> int:
+    from eaglebug.server import Server
+
     words = _launch_words(args)
     if not words:
         raise InputError(
@@ -191,6 +198,8 @@ def launch_command(args: argparse.Namespace) -> int:
 
 
 def stop_command(args: argparse.Namespace) -> int:
+    from eaglebug.server import Server
+
     server = Server(Path.cwd())
     record = server.attached()
     if record is None:
@@ -211,6 +220,8 @@ def stop_command(args: argparse.Namespace) -> int:
 
 
 def status_command(args: argparse.Namespace) -> int:
+    from eaglebug.server import Server
+
     server = Server(Path.cwd())
     state = server.state()
     rows = [{**asdict(record), "alive": server.is_running(record)} for record in state.launches]

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from eaglebug.checks.delegation import Patch
     from eaglebug.fixing import Applied
 
 from eaglebug.checks.audit import AuditResult, ClassReport
-from eaglebug.checks.delegation import Patch
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
 from eaglebug.checks.preflight import PreflightResult
 

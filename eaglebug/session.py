@@ -48,6 +48,10 @@ class SessionConfig:
     log_path: Path | None = None  # watch an existing log instead of a launch's own
     readonly: bool = False
     demo_label: str | None = None  # "demo: ..." when this is the embedded default
+    # What actually runs, when it is not the checked command itself (the demo's stand-in
+    # server is checked as `python -m sglang.launch_server ...` but runs as itself).
+    run_argv: list[str] = field(default_factory=list)
+    run_env: dict[str, str] = field(default_factory=dict)
 
 
 class Session:
@@ -193,7 +197,11 @@ class Session:
             stopped = self.server.stop(running)
             pids = {*stopped.terminated, *stopped.killed, running.pid}
             holding = wait_gpu_released(pids, self._gpu_holders, timeout_s=wait_gpu_s)
-        env, argv = env_and_argv(words)
+        if self.config.run_argv:
+            env, argv = dict(self.config.run_env), list(self.config.run_argv)
+            env.update(env_and_argv(words)[0])
+        else:
+            env, argv = env_and_argv(words)
         record = self.server.launch(argv, env)
         return stopped, holding, record
 

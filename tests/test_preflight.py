@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import eaglebug.cli
-import eaglebug.commands
+import eaglebug.nvml
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
@@ -131,7 +131,7 @@ def cli(
     NVML reports no GPU (as on a host without a driver) unless a test patches it otherwise;
     main()'s gc tuning for short-lived processes is undone afterwards.
     """
-    monkeypatch.setattr(eaglebug.commands, "smallest_gpu_memory", lambda: None)
+    monkeypatch.setattr(eaglebug.nvml, "smallest_gpu_memory", lambda: None)
     monkeypatch.delenv(ENV_VAR, raising=False)
     thresholds = gc.get_threshold()
 
@@ -693,7 +693,7 @@ def test_memory_through_the_cli(
     assert only_json(out, "config.memory")["severity"] == "info"
 
     monkeypatch.setattr(
-        eaglebug.commands, "smallest_gpu_memory", lambda: (141 * GIB, "NVML (NVIDIA H200)")
+        eaglebug.nvml, "smallest_gpu_memory", lambda: (141 * GIB, "NVML (NVIDIA H200)")
     )
     code, out, err = cli(*base, *launch)
     assert code == 0, err

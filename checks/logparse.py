@@ -1,0 +1,504 @@
+"""SGLang log text -> the launch phase, weight-loading progress and `log.<category>` findings.
+
+`LogAnalyzer` takes one complete line at a time (`feed`), so a live follower can drive it; its
+memory stays bounded (tracebacks are kept with a cap on their lines, findings are deduplicated
+by category and normalised message, and eight ranks printing one traceback are one finding that
+lists the ranks). `analyze_text` and `analyze_file` are the one-shot helpers; `analyze_file` reads
+big chunks and only feeds the lines near what the pattern tables can match (`logscan.py`).
+
+Phases: launching -> loading (weights, with n/N shards) -> kv_cache -> cuda_graph -> ready, or
+crashed. Each rank moves through them on its own; the phase shown is the slowest rank's, so eight
+ranks logging the same milestone a few seconds apart do not make it flicker, and a draft model
+that starts loading after the target's CUDA graphs moves it back to loading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks import logpatterns as lp
+from eaglebug.checks.findings import Finding, Severity
+from eaglebug.checks.logfindings import (
+    Evidence,
+    FindingBook,
+    Where,
+    finding_json,
+    rank_summary,
+    sort_ranks,
+)
+from eaglebug.checks.logtraceback import Block, Result, classify, describe, normalize, rule_match
+
+__all__ = [
+    "LogAnalyzer",
+    "MilestoneEvent",
+    "Progress",
+    "analyze_file",
+    "analyze_text",
+    "finding_json",
+    "rank_summary",
+    "sort_ranks",
+]
+
+MAX_MILESTONES = 512
+MAX_IMPORT_ERRORS = 8
+MAX_OPEN_BLOCKS = 64
+SUSPEND_LIMIT = 200  # lines an unfinished traceback waits for the rest of its lines
+LINE_CHARS = 64 * 1024  # characters of one line looked at
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The newest weight-loading bar: `done` of `total` shards."""
+
+    done: int
+    total: int
+    percent: int
+    label: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "total": self.total,
+            "percent": self.percent,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class MilestoneEvent:
+    phase: str
+    label: str
+    rank: str | None
+    time: str | None
+    line: int | None
+    offset: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class _At:
+    """The line being read: its rank, position and time."""
+
+    rank: str | None
+    line: int | None
+    offset: int | None
+    time: str | None
+
+
+_NO_PREFIX = object()  # "the previous line had no SGLang prefix"
+
+
+class LogAnalyzer:
+    """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (a new launch, or a truncated log)."""
+        self.lines = 0
+        self._rank_phase: dict[str, str] = {}
+        self._ready = False
+        self._crashed_during: str | None = None
+        self._progress: Progress | None = None
+        self._milestones: list[MilestoneEvent] = []
+        self._book = FindingBook()
+        self._blocks: dict[str | None, Block] = {}  # unfinished tracebacks, by rank
+        self._current: Block | None = None
+        self._prev_rank: object = _NO_PREFIX  # str | None | _NO_PREFIX
+        self._prev_lead_in = False  # the previous line could introduce a traceback
+        self._last_time: str | None = None
+        self._ring: deque[str] = deque(maxlen=lp.CONTEXT_LINES)
+
+    # --- what it knows ------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        if self._crashed_during is not None or self._open_fatal() is not None:
+            return "crashed"
+        if self._ready:
+            return "ready"
+        if not self._rank_phase:
+            return "loading" if self._progress else "launching"
+        slowest = min(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        return "loading" if slowest == "launching" and self._progress else slowest
+
+    @property
+    def crashed_during(self) -> str | None:
+        """The phase the launch was in when it crashed."""
+        if self._crashed_during is not None:
+            return self._crashed_during
+        block = self._open_fatal()
+        return block.phase if block is not None else None
+
+    @property
+    def progress(self) -> Progress | None:
+        return self._progress
+
+    @property
+    def milestones(self) -> tuple[MilestoneEvent, ...]:
+        return tuple(self._milestones)
+
+    @property
+    def ready(self) -> bool:
+        """The server said it is ready: from here on only crash lines matter."""
+        return self._ready
+
+    @property
+    def busy(self) -> bool:
+        """A traceback is still open: the lines that follow belong to it."""
+        return self._current is not None or bool(self._blocks)
+
+    def interesting(self, line: str) -> bool:
+        """Would `feed` act on this line beyond keeping it as context? (The scan's contract.)"""
+        if self._ready:
+            return any(n in line for n in lp.SERVING_NEEDLES)
+        return any(n in line for n in lp.LAUNCH_NEEDLES) or bool(lp.LAUNCH_LINE_RX.search(line))
+
+    # --- input --------------------------------------------------------------------------------
+
+    def feed(self, line: str, offset: int | None = None) -> None:
+        """One complete line (its newline may be there or not); `offset` where it starts."""
+        self.lines += 1
+        self._feed(line, offset, self.lines)
+
+    def feed_at(self, line: str, offset: int) -> None:
+        """One line at byte `offset`, when lines in between were skipped (no line numbers)."""
+        self._feed(line, offset, None)
+
+    def note_progress(self, text: str) -> None:
+        """The latest state of a tqdm bar still being drawn (no newline yet): progress only.
+
+        SGLang 0.5.23's bar has no newline until it closes, so a live follower reports its states
+        separately (`logfollow.LogProgress`); they are not lines and change nothing else.
+        """
+        if not self._ready and lp.PROGRESS_MARK in text:
+            bars = list(lp.PROGRESS_RX.finditer(text))
+            if bars:
+                self._progress = _progress(bars[-1])
+
+    def finish(self) -> None:
+        """The log ended: tracebacks still open are complete or cut off."""
+        if self._current is not None:
+            self._close(self._current)
+        for block in list(self._blocks.values()):
+            self._close(block)
+
+    def _feed(self, line: str, offset: int | None, line_no: int | None) -> None:
+        line = line[:LINE_CHARS].rstrip("\n")
+        if "\x1b" in line:
+            line = lp.ANSI_RX.sub("", line)
+        if "\r" in line or lp.PROGRESS_MARK in line:
+            line = self._progress_line(line)
+        line = line.rstrip("\r")
+        self._age()
+        m = lp.PREFIX_RX.match(line)
+        if m is None:
+            took = self._unprefixed(line, offset, line_no)
+        else:
+            self._prefixed(m, line, offset, line_no)
+            took = False
+        self._ring.append("" if took else line)
+
+    def _progress_line(self, line: str) -> str:
+        """tqdm joins its updates with `\\r`: keep the newest bar, return what follows it."""
+        if self._ready:
+            return line.rsplit("\r", 1)[-1] if "\r" in line else line
+        bars = list(lp.PROGRESS_RX.finditer(line))
+        if not bars:
+            return line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line
+        last = bars[-1]
+        self._progress = _progress(last)
+        rest = line[last.end() :]
+        at = rest.find("[20")  # a log line glued after the bar
+        return rest[at:] if at >= 0 and lp.PREFIX_RX.match(rest[at:]) else ""
+
+    def _unprefixed(self, line: str, offset: int | None, line_no: int | None) -> bool:
+        """A line without an SGLang prefix; True when a traceback took it."""
+        prev_rank, self._prev_rank = self._prev_rank, _NO_PREFIX
+        prev_lead_in, self._prev_lead_in = self._prev_lead_in, False
+        if self._current is not None:
+            if self._current.add(line):
+                return True
+            self._close(self._current)
+        elif self._blocks and lp.TRACEBACK not in line:
+            block = next(reversed(self._blocks.values()))  # lines of interleaved tracebacks
+            if block.add(line):
+                return True
+            self._close(block)
+        if not line or not self.interesting(line):
+            return False
+        if lp.TRACEBACK in line:
+            # `logger.exception(msg)` prints the traceback on the lines after its message.
+            rank = prev_rank if isinstance(prev_rank, str) and prev_lead_in else None
+            wrapper = line[: line.index(lp.TRACEBACK)]
+            self._open(_At(rank, line_no, offset, self._last_time), None, wrapper)
+            return True
+        at = _At(None, line_no, offset, self._last_time)
+        self._signals(line, at)
+        if "ERROR:" in line:
+            self._single_line(line, at)
+        return False
+
+    def _prefixed(
+        self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
+    ) -> None:
+        rank = m["ranks"].strip() or None
+        time = m["ts"]
+        self._last_time = time
+        self._prev_rank = rank
+        self._prev_lead_in = bool(lp.LEAD_IN_RX.search(line, m.end()))
+        if self._current is not None:
+            if self._current.complete:
+                self._close(self._current)
+            self._current = None  # unfinished: waits in self._blocks for its other lines
+        if not self.interesting(line):
+            return
+        message = line[m.end() :]
+        at = _At(rank, line_no, offset, time)
+        if lp.TRACEBACK in message:
+            hit = lp.HIT_EXCEPTION_RX.search(message)
+            self._open(at, hit[1] if hit else None, m["wrap"])
+        if not self._ready:
+            for milestone in lp.MILESTONES:
+                if milestone.rx.match(message):
+                    self._milestone(milestone, at, message)
+                    break
+            allowed = lp.ALLOWED_CONTEXT_RX.match(message)
+            if allowed:
+                self._allowed_context(allowed, at)
+            imported = lp.IMPORT_ERROR_RX.match(message)
+            errors = self._book.import_errors
+            if imported and len(errors) < MAX_IMPORT_ERRORS:
+                errors.append(f"{imported['module']}: {imported['error'][:300]}")
+        self._signals(message, at)
+        if message.startswith("ERROR:"):
+            self._single_line(message, at)
+
+    # --- milestones ---------------------------------------------------------------------------
+
+    def _milestone(self, milestone: lp.Milestone, at: _At, message: str) -> None:
+        if milestone.phase == "ready":
+            self._ready = True
+        else:
+            self._rank_phase[at.rank or ""] = milestone.phase
+        if len(self._milestones) < MAX_MILESTONES:
+            event = MilestoneEvent(
+                milestone.phase,
+                milestone.label,
+                at.rank,
+                at.time,
+                at.line,
+                at.offset,
+                message[:300],
+            )
+            self._milestones.append(event)
+
+    # --- tracebacks ---------------------------------------------------------------------------
+
+    def _open(self, at: _At, process: str | None, wrapper: str) -> None:
+        old = self._blocks.pop(at.rank, None)
+        if old is not None:
+            self._close(old)
+        if len(self._blocks) >= MAX_OPEN_BLOCKS:
+            self._close(next(iter(self._blocks.values())))
+        block = Block(at.rank, at.line, at.offset, at.time, process, wrapper, self._phase_now())
+        self._blocks[at.rank] = block
+        self._current = block
+
+    def _age(self) -> None:
+        for block in list(self._blocks.values()):
+            if block is self._current:
+                continue
+            block.idle += 1
+            if block.idle > SUSPEND_LIMIT:
+                self._close(block)
+
+    def _close(self, block: Block) -> None:
+        if self._blocks.get(block.rank) is block:
+            del self._blocks[block.rank]
+        if self._current is block:
+            self._current = None
+        result = classify(block)
+        where = _where(block)
+        if result.interrupt:
+            self._book.add(result, "info", where)
+        elif result.generic:
+            kind, details = "cut_off" if result.key == ("cut_off",) else "exception", {}
+            for signal in lp.CRASH_SIGNALS:
+                said = signal.rx.search(result.exception)
+                if said is not None:
+                    kind = signal.kind
+                    details = {k: v for k, v in said.groupdict().items() if v is not None}
+                    break
+            hint = result.exception.find("If exit code is -9")
+            if hint >= 0:
+                details["sglang_hint"] = result.exception[hint:].strip()
+            self._book.evidence(Evidence(kind, result.exception or result.message, where, details))
+            self._crash(block.phase)
+        else:
+            severity = _severity(block, result)
+            self._book.add(result, severity, where)
+            if severity == "error":
+                self._crash(block.phase)
+
+    def _open_fatal(self) -> Block | None:
+        """An open traceback that already shows its exception and will end the launch."""
+        block = self._current
+        return block if block is not None and block.complete and _fatal(block) else None
+
+    def _phase_now(self) -> str:
+        """The launch phase, or the one it crashed in."""
+        return self.crashed_during or self.phase
+
+    def _crash(self, phase: str) -> None:
+        if self._crashed_during is None:
+            self._crashed_during = phase
+
+    # --- single lines -------------------------------------------------------------------------
+
+    def _signals(self, text: str, at: _At) -> None:
+        for signal in lp.CRASH_SIGNALS:
+            m = signal.rx.search(text)
+            if m is None:
+                continue
+            phase = self._phase_now()
+            if signal.kind == "fatal_python_error" and self._aborted_because(m, at, phase):
+                return
+            if signal.kind == "sigquit":
+                self._crashed_child_before(phase)
+            details = {k: v for k, v in m.groupdict().items() if v is not None}
+            hint = text.find("If exit code is -9")
+            if hint >= 0:
+                details["sglang_hint"] = text[hint:].strip()
+            where = Where(at.rank, at.line, at.offset, at.time, phase)
+            self._book.evidence(Evidence(signal.kind, text.strip()[:400], where, details))
+            self._crash(phase)
+            return
+
+    def _crashed_child_before(self, phase: str) -> None:
+        """The watchdog line that made SGLang send itself SIGQUIT (0.5.23), if it is just above."""
+        crashed = lp.SUBPROCESS_CRASHED
+        for previous in reversed(self._ring):
+            m = crashed.rx.search(previous)
+            if m is None:
+                continue
+            prefix = lp.PREFIX_RX.match(previous)
+            text = previous[prefix.end() if prefix else 0 :].strip()[:400]
+            where = Where(None, None, None, self._last_time, phase)
+            self._book.evidence(Evidence(crashed.kind, text, where, m.groupdict()))
+            return
+
+    def _aborted_because(self, m: re.Match[str], at: _At, phase: str) -> bool:
+        """A C++ abort: what the lines just before `Fatal Python error` said, if anything."""
+        for previous in reversed(self._ring):
+            if not previous or lp.PREFIX_RX.match(previous):
+                continue  # the C++ runtime prints without SGLang's prefix
+            what = lp.CPP_WHAT_RX.search(previous)
+            found = rule_match(previous)
+            if found is None and what is None:
+                continue
+            text = what["what"] if what else previous
+            if found is not None:
+                result = describe(found[0], found[1], text.strip(), phase, None)
+            else:
+                key = ("other", normalize(text))
+                result = Result("other", key, f"a process aborted: {text[:160]}", text[:400])
+            result.details = {**result.details, "aborted": m["what"].strip()}
+            self._book.add(result, "error", Where(at.rank, at.line, at.offset, at.time, phase))
+            self._crash(phase)
+            return True
+        return False
+
+    def _single_line(self, text: str, at: _At) -> None:
+        """A one-line error (uvicorn's `ERROR:    [Errno 98] ... address already in use`)."""
+        found = rule_match(text)
+        if found is None:
+            return
+        phase = self._phase_now()
+        result = describe(found[0], found[1], text.strip(), phase, None)
+        self._book.add(result, "error", Where(at.rank, at.line, at.offset, at.time, phase))
+        if not self._ready:
+            self._crash(phase)
+
+    def _allowed_context(self, m: re.Match[str], at: _At) -> None:
+        """SGLang warned and went on: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN was set."""
+        found = lp.CONTEXT_RULE.rx.search(m.string)
+        if found is None:
+            return
+        result = describe("context_length", found, m.string, self.phase, None)
+        who = "the draft runs" if m["reason"] == "Target model's" else "the model runs"
+        result.message = (
+            f"context length {m['asked']} is longer than the derived {m['derived']}; "
+            f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set, so {who} past its trained positions"
+        )
+        result.fix = None
+        result.key = (*result.key, "allowed")
+        self._book.add(result, "warning", Where(at.rank, at.line, at.offset, at.time, self.phase))
+
+    # --- findings -----------------------------------------------------------------------------
+
+    def findings(self) -> list[Finding]:
+        """A snapshot, in the order the problems first appeared; open tracebacks included."""
+        pending: list[tuple[Result, Severity, Where]] = []
+        for block in list(self._blocks.values()):
+            if not block.complete:
+                continue
+            result = classify(block)
+            if not (result.generic or result.interrupt):
+                pending.append((result, _severity(block, result), _where(block)))
+        return self._book.snapshot(pending, self.crashed_during)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"phase", "progress", "findings"}` as the CLI prints it (plus `crashed_during`)."""
+        return {
+            "phase": self.phase,
+            "crashed_during": self.crashed_during,
+            "progress": self._progress.to_json() if self._progress else None,
+            "findings": [finding_json(f) for f in self.findings()],
+        }
+
+
+def _progress(bar: re.Match[str]) -> Progress:
+    return Progress(int(bar["done"]), int(bar["total"]), int(bar["pct"]), bar["desc"].strip())
+
+
+def _fatal(block: Block) -> bool:
+    """A scheduler's exception ends the server; any traceback before "ready" ends the launch."""
+    return block.process is not None or block.phase != "ready"
+
+
+def _severity(block: Block, result: Result) -> Severity:
+    fatal = _fatal(block)
+    result.details = {**result.details, "fatal": fatal}
+    return "error" if fatal else "warning"
+
+
+def _where(block: Block) -> Where:
+    return Where(block.rank, block.line, block.offset, block.ts, block.phase, block.process)
+
+
+def analyze_text(text: str) -> LogAnalyzer:
+    """Every line of `text` through a fresh analyzer (lines split on `\\n` only)."""
+    analyzer = LogAnalyzer()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        analyzer.feed(line)
+    analyzer.finish()
+    return analyzer
+
+
+def analyze_file(path: str | Path) -> LogAnalyzer:
+    """A whole log file through the fast byte-level scan (`logscan.scan_file`)."""
+    from eaglebug.checks.logscan import scan_file
+
+    analyzer = LogAnalyzer()
+    scan_file(Path(path), analyzer)
+    analyzer.finish()
+    return analyzer

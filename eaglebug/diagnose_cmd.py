@@ -1,0 +1,155 @@
+"""`eaglebug diagnose --log FILE [--json]`: what an SGLang log says about its launch.
+
+Prints the launch phase, the weight-loading progress and the log findings (one per problem,
+with the ranks that reported it). Exit 0 when nothing is at error severity, 1 otherwise; a file
+that is missing or not a text log is an `InputError` (the CLI's exit 2).
+
+This module imports only the log parser, so the command starts fast; Rich is imported when the
+human summary is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.findings import Finding, has_errors
+from eaglebug.checks.logparse import LogAnalyzer, analyze_file, rank_summary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+_SNIFF_BYTES = 64 * 1024
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x0c\x08\x1b")
+
+
+def ensure_text_log(path: Path) -> None:
+    """Raise `InputError` unless `path` is a readable file that looks like text."""
+    if not path.exists():
+        raise InputError(
+            f"{path}: no such file", "pass the server's log file, e.g. --log server.log"
+        )
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a log file", "pass one log file")
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(_SNIFF_BYTES)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")):
+        raise InputError(
+            f"{path} is not a text log (it is compressed)",
+            f"decompress it first, e.g. zcat {path} > server.log",
+        )
+    controls = sum(1 for byte in head if byte < 0x20 and byte not in _TEXT_CONTROLS)
+    if b"\x00" in head or controls > len(head) // 100:
+        raise InputError(
+            f"{path} is not a text log",
+            "pass the file SGLang's output was written to (python -m sglang.launch_server ... "
+            "> server.log 2>&1)",
+        )
+
+
+def diagnose_command(args: argparse.Namespace) -> int:
+    path = Path(args.log)
+    ensure_text_log(path)
+    analyzer = analyze_file(path)
+    findings = analyzer.findings()
+    if args.json:
+        sys.stdout.write(json.dumps(analyzer.to_json(), indent=2) + "\n")
+    else:
+        print_diagnosis(path, analyzer, findings)
+    return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _where(f: Finding) -> str:
+    d = f.details
+    parts = []
+    ranks = list(d.get("ranks") or [])
+    if ranks:
+        parts.append(f"ranks {rank_summary(ranks)}" if len(ranks) > 1 else f"rank {ranks[0]}")
+    if d.get("count", 1) > 1 and len(ranks) != d.get("count"):
+        parts.append(f"{d['count']} times")
+    if d.get("time"):
+        parts.append(str(d["time"]))
+    if d.get("line") is not None:
+        parts.append(f"line {d['line']}")
+    elif d.get("offset") is not None:
+        parts.append(f"byte {d['offset']:,}")
+    return " · ".join(parts)
+
+
+def _print_finding(console: Console, f: Finding) -> None:
+    style = _STYLE[f.severity]
+    console.print(f"  [{style}]{f.severity:<7}[/] [bold]{_escape(f.id)}[/]  {_escape(f.message)}")
+    where = _where(f)
+    if where:
+        console.print(f"          [dim]{_escape(where)}[/]")
+    for site in f.call_sites:
+        console.print(f"          [cyan]{_escape(site.file)}:{site.line}[/]  {_escape(site.code)}")
+    exception = str(f.details.get("exception") or "")
+    if exception and exception[:60] not in f.message:
+        shown = exception if len(exception) <= 240 else exception[:239] + "…"
+        console.print(f"          [dim]{_escape(shown)}[/]")
+    for item in f.details.get("evidence", [])[:4]:
+        console.print(f"          [dim]log: {_escape(str(item['text'])[:200])}[/]")
+    if f.details.get("sglang_hint"):
+        console.print(f"          [dim]SGLang says: {_escape(str(f.details['sglang_hint']))}[/]")
+    for error in f.details.get("import_errors", [])[:3]:
+        console.print(f"          [dim]import error: {_escape(str(error))}[/]")
+    if f.details.get("see") == "interface.missing":
+        audit = f.details.get("audit", "eaglebug audit")
+        console.print(
+            f"          see: interface.missing ([green]{_escape(str(audit))}[/] lists them all)"
+        )
+    options = f.details.get("options")
+    if f.severity != "info" and isinstance(options, dict):
+        console.print("          fix, either:")
+        for option, tradeoff in options.items():
+            console.print(f"            [green]{_escape(option)}[/]  [dim]{_escape(tradeoff)}[/]")
+    elif f.fix:
+        console.print(f"          fix: [green]{_escape(f.fix)}[/]")
+
+
+def print_diagnosis(
+    path: Path, analyzer: LogAnalyzer, findings: list[Finding], console: Console | None = None
+) -> None:
+    console = console or _console()
+    console.print(f"[dim]eaglebug diagnose · {_escape(str(path))}[/]")
+    phase = analyzer.phase
+    line = f"phase: [bold]{phase}[/]"
+    if phase == "crashed" and analyzer.crashed_during:
+        during = "serving" if analyzer.crashed_during == "ready" else analyzer.crashed_during
+        line += f" (during {during})"
+    progress = analyzer.progress
+    if progress is not None:
+        line += f" · weights {progress.done}/{progress.total} shards ({progress.percent}%)"
+    console.print(line)
+    console.print()
+    if not findings:
+        console.print("  [green]ok[/]  no failure in the log")
+    for f in findings:
+        _print_finding(console, f)
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    summary = ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items())
+    console.print()
+    console.print(f"[bold]{summary}[/]" if counts["error"] else summary)

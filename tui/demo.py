@@ -1,0 +1,58 @@
+"""`eaglebug demo`: the embedded default, wired to the app.
+
+A scratch SGLang-shaped tree in a git repository, 8 simulated GPUs whose memory follows what
+the stand-in server reports, and the stand-in server itself, which imports that tree and fails
+the way a real SGLang does until the fixes are applied. The header says it is a demo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eaglebug.demo.memfile import memory_curve, memory_path
+from eaglebug.demo.scenario import DemoScenario
+from eaglebug.gpu.simulated import SimulatedSource
+from eaglebug.session import Session, SessionConfig
+from eaglebug.tui.app import EaglebugApp, build_app
+
+
+def demo_session(scenario: DemoScenario, readonly: bool = False) -> Session:
+    config = SessionConfig(
+        workdir=scenario.workdir,
+        sglang=str(scenario.sglang_root),
+        launch_words=scenario.preflight_words,
+        readonly=readonly,
+        demo_label="DEMO · simulated GPUs · stand-in server",
+        run_argv=scenario.launch_argv,
+        run_env=scenario.env,
+    )
+    return Session(config)
+
+
+def demo_gpus(session: Session, scenario: DemoScenario) -> SimulatedSource:
+    def current_report() -> Path | None:
+        log = session.log_path()
+        return memory_path(log) if log else None
+
+    return SimulatedSource(
+        gpus=scenario.tp,
+        total_bytes=scenario.gpu_bytes,
+        curve=memory_curve(current_report),
+        processes=False,
+        label="demo",
+    )
+
+
+def demo_app(
+    scenario: DemoScenario, readonly: bool = False, interval_s: float = 1.0
+) -> EaglebugApp:
+    session = demo_session(scenario, readonly)
+    return build_app(session, demo_gpus(session, scenario), sample_interval_s=interval_s)
+
+
+def run_demo(fast: bool = False, interval_s: float = 1.0, readonly: bool = False) -> int:
+    scenario = DemoScenario.prepare(fast=fast)
+    app = demo_app(scenario, readonly, interval_s)
+    app.run()
+    print(f"demo files: {scenario.root}\n{scenario.describe()}")
+    return 0

@@ -1,0 +1,125 @@
+"""The `eaglebug` command: the TUI modes, and everything else handed to the headless CLI.
+
+eaglebug                       re-attach to the server launched from this folder
+eaglebug -- LAUNCH COMMAND     preflight it, launch it when nothing blocks, watch it
+eaglebug launch --tui -- ...   the same
+eaglebug watch --log FILE      watch a log (and this host's GPUs) of a server started elsewhere
+eaglebug demo                  the embedded default: the whole story, no GPU, no network
+eaglebug guide                 guided mode over the launch recorded here
+eaglebug audit|preflight|fix|undo|launch|stop|status|diagnose ...   headless (see --help)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from eaglebug import cli
+from eaglebug.checks.errors import InputError
+from eaglebug.gpu.nvml_source import NvmlSource
+from eaglebug.gpu.simulated import SimulatedSource
+from eaglebug.gpu.source import GpuSource
+from eaglebug.session import Session, SessionConfig
+from eaglebug.state import load_state
+
+TUI_MODES = {"demo", "watch", "guide"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="eaglebug",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("mode", nargs="?", choices=sorted(TUI_MODES), help=argparse.SUPPRESS)
+    p.add_argument("--log", metavar="FILE", help="watch: the log file to follow")
+    p.add_argument("--sglang", metavar="PATH", help="the SGLang tree the server runs")
+    p.add_argument("--readonly", action="store_true", help="no patch, undo, relaunch or stop")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="GPU sampling interval (floor 0.25 s)",
+    )
+    p.add_argument(
+        "--simulate-gpus", type=int, metavar="N", help="show N simulated GPUs instead of NVML"
+    )
+    p.add_argument("--fast", action="store_true", help="demo: a launch takes seconds, not minutes")
+    return p
+
+
+def _gpu_source(simulate: int | None) -> GpuSource:
+    return SimulatedSource(gpus=simulate, label="--simulate-gpus") if simulate else NvmlSource()
+
+
+def run_tui(
+    config: SessionConfig,
+    source: GpuSource,
+    interval_s: float,
+    open_guide: bool = False,
+    launch_when_clear: bool = False,
+) -> int:
+    from eaglebug.tui.app import build_app
+
+    app = build_app(
+        Session(config),
+        source,
+        sample_interval_s=interval_s,
+        open_guide=open_guide,
+        launch_when_clear=launch_when_clear,
+    )
+    app.run()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    split = words.index("--") if "--" in words else len(words)
+    options, launch_words = words[:split], words[split + 1 :]
+    first = options[0] if options else None
+    if first == "launch" and "--tui" in options:
+        options = [w for w in options[1:] if w != "--tui"]
+    elif first == "--version" or (
+        first is not None and first not in TUI_MODES and not first.startswith("-")
+    ):
+        return cli.main(words)  # the headless commands
+    args = _parser().parse_args(options)
+    try:
+        return _run_mode(args, launch_words)
+    except InputError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {exc.hint}\n")
+        return cli.EXIT_USAGE
+
+
+def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
+    workdir = Path.cwd()
+    if args.mode == "demo":
+        from eaglebug.tui.demo import run_demo
+
+        return run_demo(fast=args.fast, interval_s=args.interval, readonly=args.readonly)
+    if args.mode == "watch":
+        if not args.log:
+            raise InputError("watch needs --log FILE", "eaglebug watch --log /path/to/server.log")
+        log = Path(args.log)
+        if not log.exists():
+            raise InputError(f"{log}: no such file", "pass the log file the server writes to")
+        config = SessionConfig(workdir, args.sglang, [], log, readonly=True)
+        return run_tui(config, _gpu_source(args.simulate_gpus), args.interval)
+    if not launch_words and load_state(workdir).latest is None:
+        raise InputError(
+            "no launch recorded in this folder (.eaglebug/state.json)",
+            "eaglebug -- LAUNCH COMMAND, eaglebug watch --log FILE, or eaglebug demo",
+        )
+    config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
+    return run_tui(
+        config,
+        _gpu_source(args.simulate_gpus),
+        args.interval,
+        open_guide=args.mode == "guide",
+        launch_when_clear=bool(launch_words),
+    )
