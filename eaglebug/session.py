@@ -7,6 +7,7 @@ imports Textual. Blocking calls (preflight, git, process control) are plain meth
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from eaglebug.state import LaunchRecord, PatchRecord, load_state, save_state
 
 # The env-var fix of config.context_length, accepted for the next launch.
 CONTEXT_FINDING = "config.context_length"
+CONTEXT_FINDINGS = frozenset({CONTEXT_FINDING, "log.context_length"})
 
 
 @dataclass
@@ -117,14 +119,27 @@ class Session:
         return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}")
 
     def patch_for(self, finding: Finding) -> Patch | None:
-        if self.last is None:
+        """The patch that fixes a finding; a log's AttributeError maps to its interface fix."""
+        if self.last is None or not finding.attribute:
             return None
+        wanted = finding.class_ or ""
         for patch in self.last.patches:
-            if patch.class_name == finding.class_ and finding.attribute in (
-                *patch.methods,
-                *patch.refused,
-            ):
+            same_class = (
+                patch.class_name == wanted or patch.short_class == wanted.rsplit(".", 1)[-1]
+            )
+            if same_class and finding.attribute in (*patch.methods, *patch.refused):
                 return patch
+        return None
+
+    def committed_fix(self, finding: Finding) -> PatchRecord | None:
+        """An eaglebug commit that already added what a (log) finding says is missing."""
+        short = (finding.class_ or "").rsplit(".", 1)[-1]
+        for record in reversed(load_state(self.config.workdir).patches):
+            if (
+                record.class_name.rsplit(".", 1)[-1] == short
+                and finding.attribute in record.methods
+            ):
+                return record
         return None
 
     # -- fixes ----------------------------------------------------------------------------
@@ -170,9 +185,17 @@ class Session:
 
     def env_fix(self, finding: Finding) -> tuple[str, str] | None:
         """The env var a finding's fix sets for the next launch (the context-length override)."""
-        if finding.id != CONTEXT_FINDING or finding.severity != "error":
+        if finding.id not in CONTEXT_FINDINGS or finding.severity != "error":
             return None
         name = finding.details.get("env_var")
+        if not name and self.last is not None:  # the log's refusal: the checked rule names it
+            name = next(
+                (f.details.get("env_var") for f in self.last.findings if f.id == CONTEXT_FINDING),
+                None,
+            )
+        if not name:
+            found = re.search(r"\b(SGLANG_\w*CONTEXT\w*)=1", f"{finding.fix} {finding.message}")
+            name = found.group(1) if found else None
         return (str(name), "1") if name else None
 
     def accept_env(self, name: str, value: str) -> None:

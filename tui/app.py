@@ -46,8 +46,12 @@ MUTATING = frozenset({"patch", "undo", "relaunch"})
 class MainScreen(Screen[None]):
     """The one main screen: header, GPUs, log, checks. Modals stack above it."""
 
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.clock = clock
+
     def compose(self) -> ComposeResult:
-        yield PhaseHeader(id="header")
+        yield PhaseHeader(id="header", clock=self.clock)
         with Horizontal(id="main"):
             yield GpuPanel(id="gpus")
             yield LogPanel(id="log")
@@ -129,6 +133,7 @@ class EaglebugApp(App[None]):
         run_checks: bool = True,
         open_guide: bool = False,
         launch_when_clear: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
         self.session = session
@@ -144,7 +149,7 @@ class EaglebugApp(App[None]):
         self.guide_step = 0
         self._stopping = threading.Event()
         self._busy = ""
-        self.main = MainScreen()
+        self.main = MainScreen(clock)
 
     # -- layout -----------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[None]:
@@ -218,11 +223,11 @@ class EaglebugApp(App[None]):
                     analyzer.feed(event.text, event.offset)
                 elif isinstance(event, LogProgress):
                     live = event.text
-                    analyzer.feed(event.text, event.offset)
+                    analyzer.note_progress(event.text)
                 elif isinstance(event, LogRestarted):
                     restarted = event.reason
                     if event.reason in {"truncated", "replaced"}:
-                        analyzer = LogAnalyzer()
+                        analyzer.reset()
             if lines or restarted or live:
                 progress = analyzer.progress
                 phase = analyzer.phase
@@ -323,7 +328,12 @@ class EaglebugApp(App[None]):
         findings = list(self.check_result.findings if self.check_result else []) + self.log_findings
         if not state and self.check_result is not None:
             state = self.check_result.error or f"checked in {self.check_result.took_s:.1f} s"
-        self.main.query_one(ChecksPanel).show(findings, self.session.pending_env(), state)
+        fixed = frozenset(
+            (p.class_name.rsplit(".", 1)[-1], m)
+            for p in self.session.server.state().patches
+            for m in p.methods
+        )
+        self.main.query_one(ChecksPanel).show(findings, self.session.pending_env(), state, fixed)
 
     @on(ChecksPanel.Selected)
     def _open_evidence(self, message: ChecksPanel.Selected) -> None:
@@ -366,6 +376,11 @@ class EaglebugApp(App[None]):
             )
             return
         patch = self.session.patch_for(finding)
+        done = self.session.committed_fix(finding) if patch is None else None
+        if done is not None:
+            sha = (done.commit or "")[:10]
+            self.notify(f"already fixed in commit {sha}; r relaunches to try it", title="fixed")
+            return
         if patch is None or not patch.methods:
             reason = patch.refused.get(finding.attribute or "") if patch else None
             self.notify(
@@ -432,7 +447,7 @@ class EaglebugApp(App[None]):
                 f"Stop launch {running.number} (pid {running.pid}) and its whole process tree, "
             )
             body.append("wait until its GPU memory is released, then ")
-        body.append("launch again")
+        body.append("launch again" if record else "Launch now")
         if pending:
             body.append(" with " + " ".join(f"{k}={v}" for k, v in pending.items()), style="bold")
         body.append("?")
@@ -530,7 +545,3 @@ def _bindings(items: Iterable[object]) -> list[Binding]:
 def build_app(session: Session, gpu_source: GpuSource, **options: object) -> EaglebugApp:
     """The one way the CLI, the demo and the tests make the app."""
     return EaglebugApp(session, gpu_source, **options)  # type: ignore[arg-type]
-
-
-def elapsed_since(started: float | None) -> float:
-    return time.time() - started if started else 0.0

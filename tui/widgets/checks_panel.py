@@ -42,7 +42,13 @@ class ChecksPanel(Vertical):
         yield Static("running the checks…", id="checks-state")
         yield OptionList(id="checks-list")
 
-    def show(self, findings: list[Finding], pending: dict[str, str], state: str) -> None:
+    def show(
+        self,
+        findings: list[Finding],
+        pending: dict[str, str],
+        state: str,
+        fixed: frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
         self.pending = pending
         order = sorted(
             findings,
@@ -61,8 +67,13 @@ class ChecksPanel(Vertical):
             icon, style = _ICON[finding.severity]
             text = Text(f"{icon} ", style=style) + Text(label(finding))
             env = finding.details.get("env_var")
-            if finding.id == "config.context_length" and env in pending:
+            if finding.id in {"config.context_length", "log.context_length"} and (
+                env in pending or (env is None and pending)
+            ):
                 text += Text("  pending: next launch", style="italic cyan")
+            short = (finding.class_ or "").rsplit(".", 1)[-1]
+            if finding.id.startswith("log.") and (short, finding.attribute or "") in fixed:
+                text += Text("  fixed: relaunch", style="italic green")
             listing.add_option(Option(text))
         if order:
             listing.highlighted = min(highlighted or 0, len(order) - 1)

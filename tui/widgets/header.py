@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -34,9 +35,10 @@ class PhaseHeader(Static):
     last_ready_s: reactive[float | None] = reactive(None)
     badge: reactive[str] = reactive("")
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, clock: Callable[[], float] = time.time) -> None:
         super().__init__(id=id)
-        self._progress_seen: list[tuple[float, int]] = []  # (monotonic, shards done) for the ETA
+        self.clock = clock  # wall clock for "elapsed" (tests pin it)
+        self._progress_seen: list[tuple[float, int]] = []  # (clock, shards done) for the ETA
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
@@ -45,7 +47,7 @@ class PhaseHeader(Static):
         if progress is None:
             self._progress_seen.clear()
         elif not self._progress_seen or self._progress_seen[-1][1] != progress[0]:
-            self._progress_seen.append((time.monotonic(), progress[0]))
+            self._progress_seen.append((self.clock(), progress[0]))
 
     def eta_s(self) -> float | None:
         """Time left while loading, from the pace at which shards finished so far."""
@@ -71,7 +73,7 @@ class PhaseHeader(Static):
         if self.launch_number is not None:
             text.append(f"  │ launch {self.launch_number}")
         if self.started_at is not None:
-            text.append(f"  │ {_clock(time.time() - self.started_at)} elapsed")
+            text.append(f"  │ {_clock(self.clock() - self.started_at)} elapsed")
         if self.last_ready_s is not None:
             text.append(f"  │ last ready in {_clock(self.last_ready_s)}", style="green")
         if self.badge:
