@@ -30,12 +30,12 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from audit_vs_grep import Run, run_child
 
 REPO = Path(__file__).resolve().parent.parent
 RATIO_GOAL = 2.0
@@ -45,34 +45,6 @@ RANKS = 8
 
 class DiagnoseFailed(Exception):
     """diagnose exited 2, printed JSON that does not parse, or missed the crash."""
-
-
-@dataclass(frozen=True)
-class Run:
-    seconds: float
-    exit_code: int
-    max_rss_mb: float
-    stdout: bytes
-    stderr: bytes
-
-
-def _rss_mb(ru_maxrss: int) -> float:
-    return ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else ru_maxrss / 1024
-
-
-def run_child(argv: list[str], env: dict[str, str] | None = None, capture: bool = True) -> Run:
-    """One process to completion: wall seconds, exit code, its own peak RSS, its output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        target_out = out if capture else subprocess.DEVNULL
-        target_err = err if capture else subprocess.DEVNULL
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=target_out, stderr=target_err, env=env, cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Run(seconds, proc.returncode, _rss_mb(usage.ru_maxrss), out.read(), err.read())
 
 
 # --- the log ------------------------------------------------------------------------------------
