@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +72,17 @@ class Server:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # ours, to reap
+        # One read-modify-write of the state file at a time (the TUI writes from several
+        # workers: the log follower records phases while a relaunch appends a launch).
+        self.state_lock = threading.RLock()
+
+    @contextmanager
+    def editing(self) -> Iterator[State]:
+        """The state, saved when the block ends, with no other edit in between."""
+        with self.state_lock:
+            state = load_state(self.workdir)
+            yield state
+            save_state(self.workdir, state)
 
     def state(self) -> State:
         return load_state(self.workdir)
@@ -93,7 +106,10 @@ class Server:
                 f"launch {running.number} (pid {running.pid}) is still running",
                 "stop it first (eaglebug stop), or relaunch from the TUI",
             )
-        state = self.state()
+        with self.editing() as state:
+            return self._launch(state, argv, env_additions)
+
+    def _launch(self, state: State, argv: list[str], env_additions: dict[str, str]) -> LaunchRecord:
         number = (state.latest.number + 1) if state.latest else 1
         logs = state_dir(self.workdir) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -135,17 +151,15 @@ class Server:
         )
         state.launches.append(record)
         state.pending_env = {}
-        save_state(self.workdir, state)
         return record
 
     def update(self, number: int, **changes: object) -> None:
         """Record what was learned about a launch (phase, time to ready, outcome)."""
-        state = self.state()
-        for record in state.launches:
-            if record.number == number:
-                for key, value in changes.items():
-                    setattr(record, key, value)
-        save_state(self.workdir, state)
+        with self.editing() as state:
+            for record in state.launches:
+                if record.number == number:
+                    for key, value in changes.items():
+                        setattr(record, key, value)
 
     def stop(self, record: LaunchRecord, grace_s: float = TERM_GRACE_S) -> StopResult:
         """SIGTERM the whole tree, wait, SIGKILL survivors, reap."""

@@ -23,7 +23,7 @@ from eaglebug.checks.tree import SglangTree, locate
 from eaglebug.fixing import Applied, Undone, apply_patch, undo
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server import Server, StopResult, wait_gpu_released
-from eaglebug.state import LaunchRecord, PatchRecord, load_state, save_state
+from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 # The env-var fix of config.context_length, accepted for the next launch.
 CONTEXT_FINDING = "config.context_length"
@@ -170,13 +170,12 @@ class Session:
             return audit(TreeIndex(self.tree()), target, algorithm, draft).findings
 
         applied = apply_patch(patch, commit=True, reaudit=reaudit)
-        state = load_state(self.config.workdir)
-        state.patches.append(
-            PatchRecord(
-                patch.file, patch.class_name, list(patch.methods), applied.commit, time.time()
+        with self.server.editing() as state:
+            state.patches.append(
+                PatchRecord(
+                    patch.file, patch.class_name, list(patch.methods), applied.commit, time.time()
+                )
             )
-        )
-        save_state(self.config.workdir, state)
         return applied
 
     def undo_last(self) -> Undone:
@@ -200,9 +199,8 @@ class Session:
 
     def accept_env(self, name: str, value: str) -> None:
         self._refuse_if_readonly("changing the next launch")
-        state = load_state(self.config.workdir)
-        state.pending_env[name] = value
-        save_state(self.config.workdir, state)
+        with self.server.editing() as state:
+            state.pending_env[name] = value
 
     # -- the server -------------------------------------------------------------------------
     def relaunch(
