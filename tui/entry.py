@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
         "--simulate-gpus", type=int, metavar="N", help="show N simulated GPUs instead of NVML"
     )
     p.add_argument("--fast", action="store_true", help="demo: a launch takes seconds, not minutes")
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="demo: narrate the story on stdout instead of the TUI (the default without a terminal)",
+    )
     return p
 
 
@@ -99,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
     workdir = Path.cwd()
     if args.mode == "demo":
+        if args.headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            from eaglebug.demo.story import run_story
+
+            return run_story(fast=args.fast or not args.headless)
         from eaglebug.tui.demo import run_demo
 
         return run_demo(fast=args.fast, interval_s=args.interval, readonly=args.readonly)
