@@ -733,14 +733,12 @@ class TreeIndex:
                 if not present:
                     continue
                 self._sources[rel] = data
-                facts = self._ensure_parsed(rel).facts
-                parsed = self._parse(rel)
-                if facts is None or parsed is None:
+                parsed = self._parse(rel)  # the syntax tree only: no class facts are needed
+                if parsed is None:
                     continue
                 tree, text = parsed
-                flags = scan_flags(
-                    tree, facts.module, facts.imports, facts.functions, text, present
-                )
+                module, _ = self._module_of(rel)
+                flags = scan_flags(tree, module, {}, set(), text, present)
                 for name, conds in flags.items():
                     found[name].extend(conds)
             table.update(found)
