@@ -102,7 +102,11 @@ class Session:
             self.last = result
             return result
         index = TreeIndex(self.tree())
-        environ = {**os.environ, **self.pending_env()}
+        # What the next launch will see: this environment, what the current launch was given
+        # (its env fixes were consumed from `pending_env` when it started), and what is pending.
+        record = self.current_launch()
+        launched = record.env_additions if record is not None else {}
+        environ = {**os.environ, **launched, **self.pending_env()}
         flight = preflight(index, words, environ, self._gpu_memory())
         patches = plan_patches(index, flight.reports)
         result = CheckResult(
@@ -218,11 +222,16 @@ class Session:
             stopped = self.server.stop(running)
             pids = {*stopped.terminated, *stopped.killed, running.pid}
             holding = wait_gpu_released(pids, self._gpu_holders, timeout_s=wait_gpu_s)
+        previous = self.current_launch()
+        # Env fixes accepted for an earlier launch stay part of the launch from then on.
+        env = dict(previous.env_additions) if previous is not None else {}
         if self.config.run_argv:
-            env, argv = dict(self.config.run_env), list(self.config.run_argv)
+            env.update(self.config.run_env)
             env.update(env_and_argv(words)[0])
+            argv = list(self.config.run_argv)
         else:
-            env, argv = env_and_argv(words)
+            words_env, argv = env_and_argv(words)
+            env.update(words_env)
         record = self.server.launch(argv, env)
         return stopped, holding, record
 

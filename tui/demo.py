@@ -54,5 +54,9 @@ def run_demo(fast: bool = False, interval_s: float = 1.0, readonly: bool = False
     scenario = DemoScenario.prepare(fast=fast)
     app = demo_app(scenario, readonly, interval_s)
     app.run()
+    # A real server outlives eaglebug; the demo's stand-in is a toy, so it ends with the demo.
+    running = app.session.server.attached()
+    if running is not None:
+        app.session.server.stop(running, grace_s=5.0)
     print(f"demo files: {scenario.root}\n{scenario.describe()}")
     return 0
