@@ -165,10 +165,16 @@ class EaglebugApp(App[None]):
         self.sampler.start()
         self.follow_log()
         if self.run_checks_on_start:
-            self.recheck()
+            self.call_after_refresh(self.recheck)  # after the first frame: it is CPU-heavy
         else:
             self._refresh_checks("")
         self.main.query_one("#checks-list").focus()
+
+    @property
+    def _winding_down(self) -> bool:
+        """Shutdown has begun: the main screen's widgets may already be gone, so messages
+        still arriving from the feeds and workers have nothing to update."""
+        return not self.is_running or self._stopping.is_set()
 
     def on_unmount(self) -> None:
         self._stopping.set()
@@ -183,6 +189,8 @@ class EaglebugApp(App[None]):
 
     @on(GpuSampled)
     def _show_gpus(self, message: GpuSampled) -> None:
+        if self._winding_down:
+            return
         self.session.latest_gpus = message.snapshot
         histories = {
             g.index: [float(v) for v in self.sampler.history(g.index)]
@@ -251,15 +259,23 @@ class EaglebugApp(App[None]):
 
     @on(LogRead)
     def _show_log(self, message: LogRead) -> None:
+        if self._winding_down:
+            return
         self.main.query_one(LogPanel).add(message.lines, message.restarted, message.live_progress)
         header = self.main.query_one(PhaseHeader)
+        news = message.restarted is not None or message.phase != header.phase
         header.phase = message.phase
         header.progress = message.progress
-        self.log_findings = message.findings
-        self._show_launch()
-        self._refresh_checks(self._busy)
+        # Most reads are just more lines: rebuild the checks (and reread the state file) only
+        # when the launch or its findings changed, so a busy log costs no relayout per read.
+        if news or message.findings != self.log_findings:
+            self.log_findings = message.findings
+            self._show_launch()
+            self._refresh_checks(self._busy)
 
     def _show_launch(self) -> None:
+        if self._winding_down:
+            return
         header = self.main.query_one(PhaseHeader)
         record = self.session.current_launch()
         header.launch_number = record.number if record else None
@@ -273,6 +289,8 @@ class EaglebugApp(App[None]):
 
     # -- checks -----------------------------------------------------------------------------
     def recheck(self) -> None:
+        if self._winding_down:
+            return
         self._busy = "running the checks…"
         self._refresh_checks(self._busy)
         self._run_checks()
@@ -289,6 +307,8 @@ class EaglebugApp(App[None]):
 
     @on(ChecksDone)
     def _checks_done(self, message: ChecksDone) -> None:
+        if self._winding_down:
+            return
         self.check_result = message.result
         self._busy = ""
         state = message.result.error or f"checked in {message.result.took_s:.1f} s"

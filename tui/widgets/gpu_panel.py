@@ -12,6 +12,7 @@ from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
 
 GIB = 1024**3
 _BAR = 10
+_WAITING = "waiting for the first sample…"
 
 
 def _bar(fraction: float) -> Text:
@@ -38,13 +39,17 @@ class GpuRow(Horizontal):
     def __init__(self, index: int) -> None:
         super().__init__(classes="gpu-row")
         self.index = index
+        self._shown: Text | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(classes="gpu-text")
         yield Sparkline([0.0], classes="gpu-spark")
 
     def show(self, gpu: GpuSnapshot, history: list[float]) -> None:
-        self.query_one(".gpu-text", Static).update(gpu_line(gpu))
+        line = gpu_line(gpu)
+        if line != self._shown:  # one line of a fixed width: never a relayout
+            self._shown = line
+            self.query_one(".gpu-text", Static).update(line, layout=False)
         self.query_one(Sparkline).data = history or [0.0]
         self.set_class(gpu.state == "lost", "lost")
 
@@ -56,20 +61,25 @@ class GpuPanel(Vertical):
         super().__init__(id=id)
         self.border_title = "GPUs"
         self._rows: dict[int, GpuRow] = {}
+        self._procs: Text | None = None
+        self._unavailable: str | None = _WAITING
 
     def compose(self) -> ComposeResult:
-        yield Static("waiting for the first sample…", id="gpu-state")
+        yield Static(_WAITING, id="gpu-state")
         yield Vertical(id="gpu-rows")
         yield Static(id="gpu-procs")
 
     def show(self, snapshot: BoxSnapshot, histories: dict[int, list[float]], source: str) -> None:
-        self.border_subtitle = source
-        state = self.query_one("#gpu-state", Static)
-        if snapshot.unavailable:
-            state.update(Text(snapshot.unavailable, style="bold yellow"))
-            state.display = True
-        else:
-            state.display = False
+        # Each sample comes every second: change only what changed (setting a border subtitle
+        # repaints the whole panel, updating an auto-height Static relayouts the screen).
+        if self.border_subtitle != source:
+            self.border_subtitle = source
+        if snapshot.unavailable != self._unavailable:
+            self._unavailable = snapshot.unavailable
+            state = self.query_one("#gpu-state", Static)
+            if snapshot.unavailable:
+                state.update(Text(snapshot.unavailable, style="bold yellow"))
+            state.display = bool(snapshot.unavailable)
         rows = self.query_one("#gpu-rows", Vertical)
         for gpu in snapshot.gpus:
             row = self._rows.get(gpu.index)
@@ -90,4 +100,6 @@ class GpuPanel(Vertical):
             procs.append(
                 f"{proc.gpu_index} {proc.pid:>7} {used} {who}\n", style="dim" if proc.hidden else ""
             )
-        self.query_one("#gpu-procs", Static).update(procs)
+        if procs != self._procs:
+            self._procs = procs
+            self.query_one("#gpu-procs", Static).update(procs)

@@ -1,17 +1,29 @@
 """The log: follows the launch's log, highlights milestones and errors, filters, and stops
-following while the user reads further up (End resumes)."""
+following while the user reads further up (End resumes).
+
+The view keeps plain strings and renders only the lines on screen, so a log growing by
+thousands of lines a second costs a deque append per line, not a Rich render per line.
+"""
 
 from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widgets import Input, RichLog
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input
 
 # Presentation only: what to colour. What a line *means* is checks.logparse's job.
 _MILESTONE = re.compile(
@@ -21,15 +33,95 @@ _MILESTONE = re.compile(
 _ERROR = re.compile(
     r"Traceback|Error\b|Exception|error:|hit an exception|sigquit|Killed", re.IGNORECASE
 )
+DIVIDER = "──── log "  # how a "log restarted" divider line starts
 KEEP_LINES = 5000
 
 
 def styled(line: str) -> Text:
+    if line.startswith(DIVIDER):
+        return Text(line, style="bold magenta")
     if _ERROR.search(line):
         return Text(line, style="bold red")
     if _MILESTONE.search(line):
         return Text(line, style="bold green")
     return Text(line)
+
+
+class LogView(ScrollView, can_focus=True):
+    """The lines on show, rendered when they come on screen (a Line API widget).
+
+    Following is a state: it stops when the view leaves the end (a key, the mouse, `e`) and
+    resumes when it is back there (End). While stopped, new lines do not move the text.
+    """
+
+    def __init__(self, max_lines: int = KEEP_LINES, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: deque[str] = deque(maxlen=max_lines)
+        self.following = True
+        self._dropped = 0  # lines ever pushed out at the front: keeps cache keys stable
+        self._widest = 0  # in cells
+        self._strips: LRUCache[int, Strip] = LRUCache(1024)
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        """Add lines at the end; scroll to them while following."""
+        maxlen = self.lines.maxlen or 0
+        new = list(lines)[-maxlen:] if maxlen else list(lines)
+        if not new:
+            return
+        dropped = max(len(self.lines) + len(new) - maxlen, 0) if maxlen else 0
+        self.lines.extend(new)
+        self._dropped += dropped
+        self._widest = max(self._widest, max(cell_len(line) for line in new))
+        self.virtual_size = Size(self._widest, len(self.lines))
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
+        elif dropped:
+            # Keep the text the user is reading where it is while the front drops away.
+            self.scroll_to(y=max(self.scroll_y - dropped, 0), animate=False, force=True)
+        self.refresh()
+
+    def clear(self) -> None:
+        self.lines.clear()
+        self._strips.clear()
+        self._dropped = 0
+        self._widest = 0
+        self.virtual_size = Size(0, 0)
+        self.refresh()
+
+    def follow(self) -> None:
+        self.following = True
+        self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.following = round(new_value) >= self.max_scroll_y
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        if index >= len(self.lines):
+            return Strip.blank(width, self.rich_style)
+        key = self._dropped + index
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._strip(self.lines[index])
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(
+            self.rich_style
+        )
+
+    def _strip(self, line: str) -> Strip:
+        console = self.app.console
+        text = styled(line)
+        options = console.options.update(
+            overflow="ignore", no_wrap=True, width=max(text.cell_len, 1)
+        )
+        segments = list(Segment.split_lines(console.render(text, options)))
+        return Strip(segments[0] if segments else [], text.cell_len)
 
 
 class LogPanel(Vertical):
@@ -58,48 +150,50 @@ class LogPanel(Vertical):
         self.border_title = "log"
         self.lines: deque[str] = deque(maxlen=KEEP_LINES)
         self.progress_line: str | None = None
+        self._subtitle = ""
 
     def compose(self) -> ComposeResult:
-        yield RichLog(max_lines=KEEP_LINES, wrap=False, auto_scroll=False, id="log-view")
+        yield LogView(KEEP_LINES, id="log-view")
         filter_input = Input(placeholder="filter: show only lines containing…", id="log-filter")
         filter_input.display = False
         yield filter_input
 
+    def on_mount(self) -> None:
+        # Whatever scrolled the view (End, Home, the mouse, e), the subtitle says whether the
+        # log is following (the view's own watcher has updated `following` by then).
+        self.watch(self.view, "scroll_y", lambda: self._show_following(), init=False)
+
     @property
-    def view(self) -> RichLog:
-        return self.query_one("#log-view", RichLog)
+    def view(self) -> LogView:
+        return self.query_one("#log-view", LogView)
 
     @property
     def following(self) -> bool:
-        view = self.view
-        return view.max_scroll_y == 0 or view.is_vertical_scroll_end
+        return self.view.following
 
     def add(self, lines: list[str], restarted: str | None, live: str | None) -> None:
-        follow = self.following
         view = self.view
         if restarted:
-            divider = f"──── log {restarted} ────"
+            divider = f"{DIVIDER}{restarted} ────"
             self.lines.append(divider)
-            view.write(Text(divider, style="bold magenta"), scroll_end=follow)
-        for line in lines:
-            self.lines.append(line)
-            if self._matches(line):
-                view.write(styled(line), scroll_end=follow)
+            view.write_lines([divider])
+        self.lines.extend(lines)
+        view.write_lines(lines if not self.filter_text else filter(self._matches, lines))
         self.progress_line = live
-        self.border_subtitle = (
-            (live or "") + ("" if follow else "  [paused — End follows]")
-        ).strip()
+        self._show_following()
 
     def _matches(self, line: str) -> bool:
-        return not self.filter_text or self.filter_text.lower() in line.lower()
+        return (
+            not self.filter_text
+            or self.filter_text.lower() in line.lower()
+            or line.startswith(DIVIDER)
+        )
 
     def watch_filter_text(self, text: str) -> None:
         view = self.view
         view.clear()
-        for line in self.lines:
-            if self._matches(line):
-                view.write(styled(line))
-        view.scroll_end(animate=False)
+        view.write_lines(filter(self._matches, self.lines))
+        view.follow()
         self.border_title = f"log — filter: {text}" if text else "log"
 
     def open_filter(self) -> None:
@@ -117,15 +211,22 @@ class LogPanel(Vertical):
         self.query_one("#log-filter", Input).display = False
         self.filter_text = ""
 
+    def _show_following(self) -> None:
+        paused = "" if self.view.following else "  [paused — End follows]"
+        subtitle = ((self.progress_line or "") + paused).strip()
+        if subtitle != self._subtitle:  # setting it repaints the whole panel, even unchanged
+            self._subtitle = subtitle
+            self.border_subtitle = subtitle
+
     def action_follow(self) -> None:
-        self.view.scroll_end(animate=False)
-        self.border_subtitle = self.progress_line or ""
+        self.view.follow()
+        self._show_following()
 
     def jump_to_first_error(self) -> bool:
-        shown = [line for line in self.lines if self._matches(line)]
-        for index, line in enumerate(shown):
+        """Scroll the first error line on show near the top; following stops there."""
+        for index, line in enumerate(self.view.lines):
             if _ERROR.search(line):
                 self.view.scroll_to(y=max(index - 2, 0), animate=False)
-                self.border_subtitle = "[paused — End follows]"
+                self._show_following()
                 return True
         return False
