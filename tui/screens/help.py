@@ -11,6 +11,25 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+_KEY_NAMES = {
+    "escape": "Esc",
+    "enter": "Enter",
+    "question_mark": "?",
+    "slash": "/",
+    "right": "→",
+    "left": "←",
+    "space": "Space",
+    "tab": "Tab",
+    "end": "End",
+}
+
+
+def key_text(binding: Binding) -> str:
+    """`escape,q,g` -> `Esc q g`: every key a binding answers to, as a person types it."""
+    if binding.key_display:
+        return binding.key_display
+    return " ".join(_KEY_NAMES.get(k.strip(), k.strip()) for k in binding.key.split(","))
+
 
 def key_table(groups: Iterable[tuple[str, Iterable[Binding]]]) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 2))
@@ -19,8 +38,7 @@ def key_table(groups: Iterable[tuple[str, Iterable[Binding]]]) -> Table:
     for title, bindings in groups:
         table.add_row(f"[underline]{title}[/]", "")
         for binding in bindings:
-            key = binding.key_display or binding.key
-            table.add_row(key, binding.tooltip or binding.description)
+            table.add_row(key_text(binding), binding.tooltip or binding.description)
     return table
 
 

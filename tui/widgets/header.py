@@ -39,9 +39,17 @@ class PhaseHeader(Static):
         super().__init__(id=id)
         self.clock = clock  # wall clock for "elapsed" (tests pin it)
         self._progress_seen: list[tuple[float, int]] = []  # (clock, shards done) for the ETA
+        self.ended_at: float | None = None
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
+
+    def watch_phase(self, phase: str) -> None:
+        # A launch that crashed or is ready has stopped starting: its clock stops too.
+        self.ended_at = self.clock() if phase in {"crashed", "ready"} else None
+
+    def watch_started_at(self, started_at: float | None) -> None:
+        self.ended_at = None
 
     def watch_progress(self, progress: tuple[int, int, int | None] | None) -> None:
         if progress is None:
@@ -73,7 +81,9 @@ class PhaseHeader(Static):
         if self.launch_number is not None:
             text.append(f"  │ launch {self.launch_number}")
         if self.started_at is not None:
-            text.append(f"  │ {_clock(self.clock() - self.started_at)} elapsed")
+            end = self.ended_at if self.ended_at is not None else self.clock()
+            verb = "took" if self.ended_at is not None else "elapsed"
+            text.append(f"  │ {_clock(end - self.started_at)} {verb}")
         if self.last_ready_s is not None:
             text.append(f"  │ last ready in {_clock(self.last_ready_s)}", style="green")
         if self.badge:
