@@ -81,9 +81,10 @@ class PhaseHeader(Static):
         if self.launch_number is not None:
             text.append(f"  │ launch {self.launch_number}")
         if self.started_at is not None:
-            end = self.ended_at if self.ended_at is not None else self.clock()
-            verb = "took" if self.ended_at is not None else "elapsed"
-            text.append(f"  │ {_clock(end - self.started_at)} {verb}")
+            if self.ended_at is not None:
+                text.append(f"  │ took {_clock(self.ended_at - self.started_at)}")
+            else:
+                text.append(f"  │ {_clock(self.clock() - self.started_at)} elapsed")
         if self.last_ready_s is not None:
             text.append(f"  │ last ready in {_clock(self.last_ready_s)}", style="green")
         if self.badge:
