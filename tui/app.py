@@ -268,7 +268,7 @@ class EaglebugApp(App[None]):
         header.progress = message.progress
         # Most reads are just more lines: rebuild the checks (and reread the state file) only
         # when the launch or its findings changed, so a busy log costs no relayout per read.
-        if news or message.findings != self.log_findings:
+        if news or not _same_findings(message.findings, self.log_findings):
             self.log_findings = message.findings
             self._show_launch()
             self._refresh_checks(self._busy)
@@ -556,6 +556,11 @@ class EaglebugApp(App[None]):
             yield SystemCommand(
                 "server: relaunch", "Stop, wait for GPU memory, launch again", self.action_relaunch
             )
+
+
+def _same_findings(new: list[Finding], old: list[Finding]) -> bool:
+    """Equal, details included (Finding's own == leaves them out; the ranks live there)."""
+    return new == old and [f.details for f in new] == [f.details for f in old]
 
 
 def _bindings(items: Iterable[object]) -> list[Binding]:
