@@ -11,19 +11,22 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eaglebug.checks.audit import ClassReport
-from eaglebug.checks.delegation import Patch, plan_patches
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import env_and_argv
 from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.tree import SglangTree, locate
-from eaglebug.fixing import Applied, Undone, apply_patch, undo
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server import Server, StopResult, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
+
+if TYPE_CHECKING:  # libcst and GitPython load only when a patch is planned or applied
+    from eaglebug.checks.delegation import Patch
+    from eaglebug.fixing import Applied, Undone
 
 # The env-var fix of config.context_length, accepted for the next launch.
 CONTEXT_FINDING = "config.context_length"
@@ -108,6 +111,8 @@ class Session:
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
         flight = preflight(index, words, environ, self._gpu_memory())
+        from eaglebug.checks.delegation import plan_patches
+
         patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
@@ -173,6 +178,8 @@ class Session:
 
             return audit(TreeIndex(self.tree()), target, algorithm, draft).findings
 
+        from eaglebug.fixing import apply_patch
+
         applied = apply_patch(patch, commit=True, reaudit=reaudit)
         with self.server.editing() as state:
             state.patches.append(
@@ -184,6 +191,8 @@ class Session:
 
     def undo_last(self) -> Undone:
         self._refuse_if_readonly("undo")
+        from eaglebug.fixing import undo
+
         return undo(self.tree().root)
 
     def env_fix(self, finding: Finding) -> tuple[str, str] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,7 +12,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from eaglebug.checks.delegation import Patch
+if TYPE_CHECKING:
+    from eaglebug.checks.delegation import Patch
 
 
 class DiffModal(ModalScreen[bool]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
@@ -11,8 +13,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks.delegation import Patch
 from eaglebug.checks.findings import Finding
+
+if TYPE_CHECKING:
+    from eaglebug.checks.delegation import Patch
 
 
 def evidence(finding: Finding, patch: Patch | None) -> Group:

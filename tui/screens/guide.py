@@ -8,6 +8,7 @@ reached is kept by the app, so `g` resumes where they left off.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -18,8 +19,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks.delegation import Patch
 from eaglebug.session import CheckResult
+
+if TYPE_CHECKING:
+    from eaglebug.checks.delegation import Patch
 
 
 def _needs(result: CheckResult) -> RenderableType:
