@@ -13,19 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.audit import ClassReport
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import env_and_argv
-from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
-from eaglebug.checks.tree import SglangTree, locate
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server import Server, StopResult, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
-if TYPE_CHECKING:  # libcst and GitPython load only when a patch is planned or applied
+if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
+    from eaglebug.checks.audit import ClassReport
     from eaglebug.checks.delegation import Patch
+    from eaglebug.checks.preflight import GpuMemory, PreflightResult
+    from eaglebug.checks.tree import SglangTree
     from eaglebug.fixing import Applied, Undone
 
 # The env-var fix of config.context_length, accepted for the next launch.
@@ -79,6 +78,8 @@ class Session:
         return [f"{k}={v}" for k, v in record.env_additions.items()] + list(record.argv)
 
     def tree(self) -> SglangTree:
+        from eaglebug.checks.tree import locate
+
         if self._tree is None:
             self._tree = locate(self.config.sglang)
         return self._tree
@@ -104,6 +105,10 @@ class Session:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
+        from eaglebug.checks.delegation import plan_patches
+        from eaglebug.checks.index import TreeIndex
+        from eaglebug.checks.preflight import preflight
+
         index = TreeIndex(self.tree())
         # What the next launch will see: this environment, what the current launch was given
         # (its env fixes were consumed from `pending_env` when it started), and what is pending.
@@ -111,8 +116,6 @@ class Session:
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
         flight = preflight(index, words, environ, self._gpu_memory())
-        from eaglebug.checks.delegation import plan_patches
-
         patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
@@ -121,6 +124,8 @@ class Session:
         return result
 
     def _gpu_memory(self) -> GpuMemory | None:
+        from eaglebug.checks.preflight import GpuMemory
+
         snapshot = self.latest_gpus
         if snapshot is None or not snapshot.gpus:
             return None
@@ -175,6 +180,7 @@ class Session:
             if algorithm is None:
                 return []
             from eaglebug.checks.audit import audit
+            from eaglebug.checks.index import TreeIndex
 
             return audit(TreeIndex(self.tree()), target, algorithm, draft).findings
 

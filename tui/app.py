@@ -22,7 +22,6 @@ from textual.worker import get_current_worker
 
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
-from eaglebug.checks.logparse import LogAnalyzer
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.source import GpuSource
 from eaglebug.logfollow import LogFollower, LogLine, LogProgress, LogRestarted
@@ -201,6 +200,8 @@ class EaglebugApp(App[None]):
     @work(thread=True, exclusive=True, group="log")
     def follow_log(self) -> None:
         """Read the current launch's log as it grows; switch to the new one on a relaunch."""
+        from eaglebug.checks.logparse import LogAnalyzer  # after the first frame
+
         worker = get_current_worker()
         follower: LogFollower | None = None
         analyzer = LogAnalyzer()

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from eaglebug import cli
 from eaglebug.checks.errors import InputError
-from eaglebug.gpu.nvml_source import NvmlSource
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.gpu.source import GpuSource
 from eaglebug.session import Session, SessionConfig
@@ -57,7 +56,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _gpu_source(simulate: int | None) -> GpuSource:
-    return SimulatedSource(gpus=simulate, label="--simulate-gpus") if simulate else NvmlSource()
+    if simulate:
+        return SimulatedSource(gpus=simulate, label="--simulate-gpus")
+    from eaglebug.gpu.nvml_source import NvmlSource
+
+    return NvmlSource()
 
 
 def run_tui(

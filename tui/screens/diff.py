@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.delegation import Patch
@@ -48,7 +49,7 @@ class DiffModal(ModalScreen[bool]):
             if notes:
                 yield Static(Text("\n".join(notes), style="yellow"), classes="dialog-body")
             with VerticalScroll(classes="diff-scroll"):
-                yield Static(Syntax(patch.diff(), "diff", theme="ansi_dark", word_wrap=False))
+                yield Static(syntax(patch.diff(), "diff", theme="ansi_dark", word_wrap=False))
             yield Static(
                 Text(f"y: write {patch.file} and commit it (one commit, undo with u)", style="dim"),
                 classes="dialog-body",

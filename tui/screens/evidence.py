@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group
-from rich.syntax import Syntax
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,13 +13,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from eaglebug.checks.findings import Finding
+from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.delegation import Patch
 
 
 def evidence(finding: Finding, patch: Patch | None) -> Group:
-    parts: list[Text | Syntax] = []
+    parts: list[RenderableType] = []
     head = Text(
         f"{finding.severity}  {finding.id}",
         style="bold red" if finding.severity == "error" else "bold",
@@ -68,7 +68,7 @@ def evidence(finding: Finding, patch: Patch | None) -> Group:
     elif finding.fix:
         parts.append(Text("\nfix", style="bold underline"))
         parts.append(
-            Syntax(finding.fix, "python", theme="ansi_dark")
+            syntax(finding.fix, "python", theme="ansi_dark")
             if "\n" in finding.fix
             else Text(finding.fix, style="green")
         )

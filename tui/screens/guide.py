@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from eaglebug.session import CheckResult
+from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.delegation import Patch
@@ -109,7 +109,7 @@ class GuideScreen(ModalScreen[int]):
         why = "\n".join(f"• {f.attribute}: {f.message}" for f in reasons)
         parts: list[RenderableType] = [
             Text(f"Why: {why}\n"),
-            Syntax(patch.diff(), "diff", theme="ansi_dark"),
+            syntax(patch.diff(), "diff", theme="ansi_dark"),
             Text(
                 "\nOn the main screen, select the finding and press p to preview and apply this as one commit.",
                 style="dim",
