@@ -33,6 +33,7 @@ from eaglebug.demo.memfile import DRIVER_IDLE_BYTES, MemoryBoard
 from eaglebug.server import Server
 from eaglebug.state import LaunchRecord, load_state, save_state
 from tests import gitrepo
+from tests.live import hermetic_demo_env, session_pids
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 MISSING_SET_EAGLE3 = (
@@ -59,27 +60,9 @@ def log_text(record: LaunchRecord) -> str:
     return Path(record.log).read_text(encoding="utf-8", errors="replace")
 
 
-def session_pids(sid: int) -> set[int]:
-    pids = set()
-    for proc in psutil.process_iter():
-        try:
-            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
-                pids.add(proc.pid)
-        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
-            continue
-    return pids
-
-
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No developer git config, no context-length override and no demo knobs from outside."""
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in (*gitrepo.FOREIGN_ENV, ENV_VAR, scenario_module.TREE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    for name in list(os.environ):
-        if name.startswith("EAGLEBUG_DEMO_"):
-            monkeypatch.delenv(name)
+    hermetic_demo_env(monkeypatch)
 
 
 @pytest.fixture

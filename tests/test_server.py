@@ -17,6 +17,7 @@ import pytest
 from eaglebug.checks.errors import InputError
 from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, load_state, save_state
+from tests.live import session_pids
 
 STANDIN = Path(__file__).with_name("standin_server.py")
 
@@ -32,17 +33,6 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
 
 def log_text(record: LaunchRecord) -> str:
     return Path(record.log).read_text(errors="replace")
-
-
-def session_pids(sid: int) -> set[int]:
-    pids = set()
-    for proc in psutil.process_iter():
-        try:
-            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
-                pids.add(proc.pid)
-        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
-            continue
-    return pids
 
 
 def standin(*extra: str) -> list[str]:

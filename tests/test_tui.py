@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ from textual.widgets import Footer, Input, OptionList, Static  # noqa: TID251 (a
 
 from eaglebug.checks.findings import Finding
 from eaglebug.demo import DemoScenario
-from eaglebug.demo import scenario as scenario_module
 from eaglebug.gpu.nvml_source import NvmlSource
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.session import Session, SessionConfig
@@ -40,7 +38,8 @@ from eaglebug.tui.widgets.checks_panel import ChecksPanel
 from eaglebug.tui.widgets.gpu_panel import GpuPanel
 from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import KEEP_LINES, LogPanel, LogView
-from tests import fake_nvml, gitrepo
+from tests import fake_nvml
+from tests.live import hermetic_demo_env, session_pids
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 KIMI = Path("python/sglang/srt/models/kimi_k25.py")
@@ -53,27 +52,9 @@ DEADLINE_S = 30.0
 # -- fixtures -------------------------------------------------------------------------------
 
 
-def session_pids(sid: int) -> set[int]:
-    pids = set()
-    for proc in psutil.process_iter():
-        try:
-            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
-                pids.add(proc.pid)
-        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
-            continue
-    return pids
-
-
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No developer git config, no context-length override and no demo knobs from outside."""
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in (*gitrepo.FOREIGN_ENV, ENV_VAR, scenario_module.TREE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    for name in list(os.environ):
-        if name.startswith("EAGLEBUG_DEMO_"):
-            monkeypatch.delenv(name)
+    hermetic_demo_env(monkeypatch)
 
 
 @pytest.fixture
