@@ -80,7 +80,9 @@ def find_class(index: TreeIndex, name: str) -> ClassRef:
         raise InputError(
             f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint
         )
-    exported = {r.qualname for r in index.exporters_of(short)}
+    if len(candidates) == 1:
+        return candidates[0]
+    exported = {r.qualname for r in index.exporters_of(short)}  # registered wins a tie
     candidates.sort(key=lambda r: (r.qualname not in exported, "/models/" not in r.file, r.file))
     return candidates[0]
 

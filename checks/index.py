@@ -40,9 +40,10 @@ from eaglebug.checks.tree import SglangTree
 _CLASS_NAME_RE = re.compile(rb"class\s+(\w+)")
 _RUNTIME = "sglang/srt/"
 # Files worth parsing for consumers: `<...>runner[...].model`, or a ModelRunner class.
-_CONSUMER_RE = re.compile(
-    rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b|class \w*ModelRunner\b|class \w+\([^)]*ModelRunner\b"
-)
+# (Two patterns, each starting with a literal, so `re` can scan for it instead of trying an
+# alternation at every byte.)
+_RUNNER_MODEL_RE = re.compile(rb"runner\w*(?:\[[^\]\n]*\]|\([^)\n]*\))?\.model\b")
+_RUNNER_CLASS_RE = re.compile(rb"class \w*ModelRunner\b|class \w+\([^)]*ModelRunner\b")
 # Parsed trees kept in memory at once (they are ~10x their source's size).
 _AST_CACHE_SIZE = 12
 # How many calls deep a model reference is followed into helper functions.
@@ -239,8 +240,8 @@ class TreeIndex:
             self.warnings.append(f"{rel}: skipped, cannot read ({exc.strerror})")
             return FileEntry(size, mtime_ns, False, False, (), error=str(exc), parsed=True)
         candidate = (
-            (b"runner" in data and b".model" in data) or b"ModelRunner" in data
-        ) and _CONSUMER_RE.search(data) is not None
+            b"runner" in data and b".model" in data and _RUNNER_MODEL_RE.search(data) is not None
+        ) or (b"ModelRunner" in data and _RUNNER_CLASS_RE.search(data) is not None)
         if candidate:
             self._sources[rel] = data
         names = _class_names(data)
