@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached facts changes; older caches are then ignored.
-SCHEMA = 5
+SCHEMA = 6
 
 
 def cache_dir() -> Path:

@@ -296,14 +296,15 @@ class _Scanner:
             self.bind(stmt)  # aliases take effect in statement order
 
     def flag_assignment(self, targets: list[ast.expr], value: ast.expr, stack: Stack) -> None:
-        """Remember where attributes become truthy, to evaluate flags used as guards."""
-        if self.only is not None and self.flag_names is None:
+        """Remember where the wanted attributes become truthy (for `scan_flags` only: flags
+        are looked up tree-wide on demand, so the consumer scan records none)."""
+        if self.flag_names is None:
             return
         if isinstance(value, ast.Constant) and not value.value:
             return
-        attrs = [t.attr for t in targets if isinstance(t, ast.Attribute)]
-        if self.flag_names is not None:
-            attrs = [a for a in attrs if a in self.flag_names]
+        attrs = [
+            t.attr for t in targets if isinstance(t, ast.Attribute) and t.attr in self.flag_names
+        ]
         if attrs:
             conds = tuple(("not", self.cond(n)) if neg else self.cond(n) for n, neg in stack)
             for attr in attrs:
