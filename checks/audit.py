@@ -71,6 +71,13 @@ def find_class(index: TreeIndex, name: str) -> ClassRef:
         short = name
     candidates = index.classes_named(short)
     if not candidates:
+        broken = index.unparsed_files_defining(short)
+        if broken:
+            rel, why = broken[0]
+            raise InputError(
+                f"{rel}: {why}; class {short!r} is defined there, so it cannot be audited",
+                f"fix the file (python -m py_compile {index.tree.root / rel} shows where)",
+            )
         close = difflib.get_close_matches(short, sorted(index.all_class_names()), n=3, cutoff=0.6)
         hint = (
             f"did you mean {', '.join(close)}?"

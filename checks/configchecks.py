@@ -8,15 +8,16 @@ the audited tree, so the advice follows the release.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.modelconfig import json_file
 
 GIB = 1024**3
 # SGLang's EnvBool spellings of true (environ.py: lower-cased, not stripped; anything else,
@@ -214,12 +215,9 @@ def _has_token_map(draft_dir: Path | None) -> bool | None:
     if draft_dir is None:
         return None
     index_file = draft_dir / "model.safetensors.index.json"
-    if index_file.exists():
-        try:
-            weight_map = json.loads(index_file.read_text()).get("weight_map", {})
-        except (OSError, ValueError, AttributeError):
-            return None
-        return any(k.endswith(("d2t", "t2d")) for k in weight_map)
+    index = json_file(index_file)
+    if isinstance(index, dict) and isinstance(index.get("weight_map"), dict):
+        return any(k.endswith(("d2t", "t2d")) for k in index["weight_map"])
     return None
 
 
@@ -367,14 +365,12 @@ def weights_bytes(model_dir: Path | None) -> tuple[int | None, str]:
     if model_dir is None:
         return None, "model not available"
     index_file = model_dir / "model.safetensors.index.json"
-    if index_file.exists():
-        try:
-            total = json.loads(index_file.read_text()).get("metadata", {}).get("total_size")
-        except (OSError, ValueError, AttributeError):
-            total = None
-        if isinstance(total, int) and total > 0:
-            return total, "model.safetensors.index.json metadata.total_size"
-    files = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES and p.is_file()]
+    index = json_file(index_file)
+    metadata = index.get("metadata") if isinstance(index, dict) else None
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+        return total, "model.safetensors.index.json metadata.total_size"
+    files = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES and regular_file(p)]
     if files:
         return sum(p.stat().st_size for p in files), f"sizes of {len(files)} weight files"
     return None, "no weight files"

@@ -14,3 +14,11 @@ class InputError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and other control characters escaped (a path may hold a
+    newline; the `error:` line must stay one line)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)

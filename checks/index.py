@@ -186,7 +186,11 @@ class TreeIndex:
                             if entry.name != "__pycache__" and not entry.name.startswith("."):
                                 stack.append(entry.path)
                         elif entry.name.endswith(".py"):
-                            yield entry
+                            if entry.is_file():  # a FIFO or device named *.py never ends
+                                yield entry
+                            elif not entry.is_dir():
+                                rel = os.path.relpath(entry.path, self.tree.root)
+                                self.warnings.append(f"{rel}: skipped, not a regular file")
             except OSError as exc:
                 self.warnings.append(f"{folder}: cannot list ({exc.strerror})")
 
@@ -251,6 +255,23 @@ class TreeIndex:
         if self.use_cache and self._dirty:
             cache.save(self.tree.root, self.entries, self.signature, self.memo)
             self._dirty = False
+
+    # -- warnings that a memoised answer must repeat ---------------------------------------
+    def _warning_mark(self) -> int:
+        return len(self.warnings)
+
+    def _remember_warnings(self, key: str, mark: int) -> None:
+        """The warnings computing memo[key] gave, so a warm run that reuses it says them too."""
+        table = self.memo.setdefault("warnings", {})
+        assert isinstance(table, dict)
+        table[key] = list(dict.fromkeys(self.warnings[mark:]))
+
+    def _replay_warnings(self, key: str) -> None:
+        table = self.memo.get("warnings")
+        if isinstance(table, dict):
+            for warning in table.get(key, ()):
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
 
     # -- parsing on demand ----------------------------------------------------------------
     def _source(self, rel: str) -> bytes | None:
@@ -384,6 +405,14 @@ class TreeIndex:
                     found.append(ref)
         return found
 
+    def unparsed_files_defining(self, name: str) -> list[tuple[str, str]]:
+        """(file, why) for each file that would define class `name` but does not parse."""
+        return [
+            (rel, entry.error)
+            for rel, entry in self.entries.items()
+            if name in entry.class_names and entry.error is not None
+        ]
+
     def all_class_names(self) -> set[str]:
         return {name for entry in self.entries.values() for name in entry.class_names}
 
@@ -407,9 +436,12 @@ class TreeIndex:
         known = self.memo.setdefault("exporters", {})
         assert isinstance(known, dict)
         if name in known:
+            self._replay_warnings(f"exporters:{name}")
             return [r for r in (self.cls(q) for q in known[name]) if r is not None]
+        mark = self._warning_mark()
         found = self._exporters_of(name)
         known[name] = [r.qualname for r in found]
+        self._remember_warnings(f"exporters:{name}", mark)
         self._dirty = True
         return found
 
@@ -572,7 +604,9 @@ class TreeIndex:
         cached = self.memo.get("consumers")
         if isinstance(cached, list):
             self._consumers = cached
+            self._replay_warnings("consumers")
             return cached
+        mark = self._warning_mark()
         resolved: list[ResolvedUse] = []
         queue: list[_Pending] = []
         for rel, entry in list(self.entries.items()):
@@ -636,6 +670,7 @@ class TreeIndex:
                     )
         self._consumers = resolved
         self.memo["consumers"] = resolved
+        self._remember_warnings("consumers", mark)
         self._dirty = True
         return resolved
 
@@ -717,7 +752,11 @@ class TreeIndex:
         table = self.memo.setdefault("flags", {})
         assert isinstance(table, dict)
         wanted = frozenset(n for n in names if n not in table and n.isidentifier())
+        for name in names:
+            if name in table:
+                self._replay_warnings(f"flags:{name}")
         if wanted:
+            mark = self._warning_mark()
             found: dict[str, list[tuple[Cond, ...]]] = {n: [] for n in wanted}
             alternatives = b"|".join(sorted(n.encode() for n in wanted))
             assigned = re.compile(rb"\.(" + alternatives + rb")\s*=[^=]")
@@ -743,6 +782,8 @@ class TreeIndex:
                 for name, conds in flags.items():
                     found[name].extend(conds)
             table.update(found)
+            for name in wanted:
+                self._remember_warnings(f"flags:{name}", mark)
             self._dirty = True
         return {n: table[n] for n in names if n in table}
 

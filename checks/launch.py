@@ -8,6 +8,7 @@ prefixes (`--tp` for `--tp-size`), since SGLang's parser allows them.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import shlex
@@ -138,17 +139,29 @@ def _serve_words(words: list[str], serve: ServeFrontEnd) -> list[str]:
     return words
 
 
+# Larger than any count or size a launch flag takes; past it, values overflow C code and floats.
+_FLAG_INT_LIMIT = 2**63
+
+
 def _check_type(option: str, value: str, value_type: str | None) -> None:
-    """argparse's `type=int` / `type=float` conversions, as SGLang would apply them."""
+    """argparse's `type=int` / `type=float` conversions, as SGLang would apply them, plus the
+    values argparse lets through that no launch can use (`nan`, `inf`, a 400-digit --tp)."""
     if value_type is None:
         return
+    shown = value if len(value) <= 24 else f"{value[:20]}..."
+    article = "an integer" if value_type == "int" else "a number"
     try:
-        int(value) if value_type == "int" else float(value)
+        number = int(value) if value_type == "int" else float(value)
     except ValueError:
-        article = "an integer" if value_type == "int" else "a number"
         raise InputError(
-            f"{option} {value}: expected {article}", f"fix {option} in the launch command"
+            f"{option} {shown}: expected {article}", f"fix {option} in the launch command"
         ) from None
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(
+            f"{option} {shown}: expected a finite number", f"fix {option} in the launch command"
+        )
+    if abs(number) >= _FLAG_INT_LIMIT:
+        raise InputError(f"{option} {shown}: too large", f"fix {option} in the launch command")
 
 
 def _is_flag(word: str) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.files import regular_file
 
 _HINT = (
     "point --sglang at an SGLang repository root, its python/ folder, or the sglang package folder"
@@ -28,6 +29,8 @@ class SglangTree:
     def version(self) -> str | None:
         """The release: an installed wheel's METADATA first (its version.py may say dev)."""
         for meta in sorted(self.root.glob("sglang-*.dist-info/METADATA")):
+            if not regular_file(meta):
+                continue
             try:
                 with meta.open(encoding="utf-8", errors="replace") as handle:
                     for line in handle:
@@ -39,6 +42,8 @@ class SglangTree:
                 continue
         for name in ("version.py", "_version.py"):
             path = self.package_dir / name
+            if not regular_file(path):
+                continue
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:

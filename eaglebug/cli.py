@@ -13,17 +13,25 @@ import sys
 from collections.abc import Sequence
 
 from eaglebug import __version__, commands
-from eaglebug.checks.errors import InputError
+from eaglebug.checks.errors import InputError, one_line
+from eaglebug.numbers import number
 
 EXIT_USAGE = 2
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, but its usage errors follow the `error:` / `hint:` convention, exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message}\nhint: run `{self.prog} --help` for usage\n")
+        write_error(InputError(message, f"run `{self.prog} --help` for usage"))
         raise SystemExit(EXIT_USAGE)
+
+
+def write_error(exc: InputError) -> None:
+    """The `error:` line and the `hint:` line, each one line whatever the message holds."""
+    sys.stderr.write(f"error: {one_line(exc.message)}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
 
 
 def _tree_flag(p: argparse.ArgumentParser) -> None:
@@ -61,12 +69,12 @@ def _class_flags(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="eaglebug",
         description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
     )
     parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser(
         "audit",
@@ -89,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tree_flag(p)
     p.add_argument(
         "--gpu-mem-gib",
-        type=float,
+        type=number(above=0, maximum=1e6),
         metavar="N",
         help="memory per GPU in GiB, when NVML cannot tell",
     )
@@ -128,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stop", help="stop the server launched here: the whole process tree")
     p.add_argument(
-        "--grace", type=float, default=10.0, metavar="S", help="seconds from SIGTERM to SIGKILL"
+        "--grace",
+        type=number(minimum=0, maximum=86400),
+        default=10.0,
+        metavar="S",
+        help="seconds from SIGTERM to SIGKILL",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=commands.stop_command)
@@ -186,9 +198,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.run(args)
     except InputError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
+        write_error(exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -196,7 +206,7 @@ def _run(args: argparse.Namespace) -> int:
         # A bug in eaglebug, not in the input: exit 2 rather than 1 ("errors found").
         if os.environ.get("EAGLEBUG_DEBUG"):
             raise
-        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
         sys.stderr.write("hint: rerun with EAGLEBUG_DEBUG=1 for the traceback, and report it\n")
         return EXIT_USAGE
     return code

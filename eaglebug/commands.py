@@ -80,9 +80,7 @@ def audit_command(args: argparse.Namespace) -> int:
 
 
 def _gpu(args: argparse.Namespace) -> GpuMemory | None:
-    if args.gpu_mem_gib is not None:
-        if args.gpu_mem_gib <= 0:
-            raise InputError(f"--gpu-mem-gib {args.gpu_mem_gib:g}: must be positive")
+    if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
         return GpuMemory(int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib")
     from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
 
@@ -153,7 +151,12 @@ def fix_command(args: argparse.Namespace) -> int:
             {
                 "patches": [p.to_json() for p in patches],
                 "applied": [
-                    {"class": a.patch.class_name, "file": a.patch.file, "commit": a.commit}
+                    {
+                        "class": a.patch.class_name,
+                        "file": a.patch.file,
+                        "commit": a.commit,
+                        "written": str(a.written or a.patch.path),
+                    }
                     for a in applied
                 ],
             }
@@ -224,7 +227,17 @@ def status_command(args: argparse.Namespace) -> int:
 
     server = Server(Path.cwd())
     state = server.state()
-    rows = [{**asdict(record), "alive": server.is_running(record)} for record in state.launches]
+    rows = []
+    for record in state.launches:
+        left = server.processes(record)
+        rows.append(
+            {
+                **asdict(record),
+                "alive": bool(left),
+                "root_alive": server.root_alive(record),
+                "processes": left,
+            }
+        )
     if args.json:
         _write_json({"launches": rows, "pending_env": state.pending_env})
         return EXIT_OK
@@ -232,7 +245,16 @@ def status_command(args: argparse.Namespace) -> int:
         sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")
         return EXIT_OK
     for row in rows:
-        alive = "running" if row["alive"] else row["outcome"]
+        if row["root_alive"]:
+            alive = "running"
+        elif row["alive"]:
+            count = len(row["processes"])
+            alive = (
+                f"{row['outcome']}, but {count} of its processes still run "
+                "(`eaglebug stop` stops them)"
+            )
+        else:
+            alive = row["outcome"]
         ready = (
             f", ready after {row['ready_after_s']:.0f} s"
             if row["ready_after_s"] is not None

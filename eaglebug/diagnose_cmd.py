@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding, has_errors
 from eaglebug.checks.logparse import LogAnalyzer, analyze_file, rank_summary
 
@@ -37,11 +38,18 @@ def ensure_text_log(path: Path) -> None:
         )
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a log file", "pass one log file")
+    if not regular_file(path):
+        raise InputError(
+            f"{path} is not a regular file (a pipe or a device never ends)",
+            f"save the output to a file first (cat {path} > server.log), then pass that",
+        )
     try:
         with path.open("rb") as stream:
             head = stream.read(_SNIFF_BYTES)
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise InputError(
+            f"cannot read {path}: {exc.strerror or exc}", "check the file's permissions"
+        ) from None
     if head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")):
         raise InputError(
             f"{path} is not a text log (it is compressed)",

@@ -1,18 +1,22 @@
 """Applying delegation patches safely: one atomic write and one git commit per class.
 
 Never loses a user's work: a target file with uncommitted changes, a merge or rebase in
-progress, a read-only file, or a file that changed since the preview is refused before anything
-is written; a patched file that does not parse, compile, or clear its findings on a fresh audit
-is restored byte for byte. Undo is `git revert` of eaglebug's newest commit, never a reset.
+progress, a read-only file, a file that is not a regular file, a repository git cannot commit
+in, or a file that changed since the preview is refused before anything is written. The write,
+the verification (parse, compile, a fresh audit) and the commit run as one transaction under
+the repository's eaglebug lock (`eaglebug.gitops`): on any failure the file, the index and HEAD
+are exactly as they were. A tracked symlink is patched through the link (the file it points at
+is written and committed; the link stays a link). Undo reverts eaglebug's newest commit with a
+new commit that touches only that commit's files, never a reset.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import stat
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,7 @@ import git
 from eaglebug.checks.delegation import TRAILER, Patch
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
+from eaglebug.gitops import GitRepo, write_atomically
 
 _IN_PROGRESS = {
     "MERGE_HEAD": "a merge",
@@ -30,100 +35,109 @@ _IN_PROGRESS = {
     "REVERT_HEAD": "a revert",
     "BISECT_LOG": "a bisect",
 }
+_REVERT_MARKER = "This reverts commit "
 
 
 @dataclass(frozen=True)
 class Applied:
     patch: Patch
     commit: str | None  # the commit's sha, or None with --no-commit
+    written: Path | None = None  # the file written, when the patch went through a symlink
 
 
 def find_repo(path: Path) -> git.Repo | None:
-    try:
-        return git.Repo(path if path.is_dir() else path.parent, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
+    found = GitRepo.find(path)
+    return found.repo if found else None
 
 
-def _first_line(exc: git.GitCommandError) -> str:
-    """Git's own reason, on one line (its stderr often runs to several)."""
-    text = str(exc.stderr or "").strip() or str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = next(
-        (line for line in lines if line.lower().startswith(("error", "fatal", "hint"))), ""
-    )
-    return (reason or (lines[0] if lines else "unknown error")).removeprefix("stderr: ").strip("'")
-
-
-def _operation_in_progress(repo: git.Repo) -> str | None:
-    git_dir = Path(repo.git_dir)
+def _operation_in_progress(repo: GitRepo) -> str | None:
     for name, what in _IN_PROGRESS.items():
-        if (git_dir / name).exists():
+        if (repo.git_dir / name).exists():
             return what
     return None
 
 
-def _relative(repo: git.Repo, path: Path) -> str:
-    assert repo.working_tree_dir is not None
-    return os.path.relpath(path.resolve(), Path(repo.working_tree_dir).resolve())
+def _refuse_in_progress(repo: GitRepo) -> None:
+    what = _operation_in_progress(repo)
+    if what:
+        raise InputError(
+            f"{what} is in progress in {repo.work_tree}",
+            "finish or abort it (git status says how), then rerun",
+        )
 
 
-def check_can_apply(patch: Patch, commit: bool) -> git.Repo | None:
-    """Every refusal, before a single byte is written."""
-    path = patch.path
+def real_target(path: Path) -> Path:
+    """The regular file a patch writes: `path` itself, or what its symlink(s) point at."""
+    real = Path(os.path.realpath(path))
     try:
-        current = path.read_bytes()
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file (a dangling symlink?)") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            f"{path}: not a regular file", "eaglebug patches only regular Python source files"
+        )
+    return real
+
+
+def _writable(path: Path) -> bool:
+    """What the README promises: a read-only file or folder is refused, root or not."""
+    for item in (path, path.parent):
+        mode = item.stat().st_mode
+        if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(item, os.W_OK):
+            return False
+    return True
+
+
+def _check_file(patch: Patch, real: Path) -> None:
+    try:
+        current = real.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{patch.path}: cannot read ({exc.strerror})") from None
     if current != patch.original:
+        if current == patch.patched:
+            raise InputError(
+                f"{patch.file} already holds this patch (another eaglebug applied it)",
+                "nothing to do; `git log -1` shows the commit",
+            )
         raise InputError(
             f"{patch.file} changed on disk since the preview",
             "run the fix again to preview the patch against the current file",
         )
-    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
-        raise InputError(f"{path}: read-only", "make the file and its folder writable, then rerun")
-    repo = find_repo(path)
-    if repo is None:
-        if commit:
-            raise InputError(
-                f"{path.parent} is not in a git repository, so the fix cannot be a commit",
-                "pass --no-commit to write the file without one (undo is then up to you)",
-            )
-        return None
-    what = _operation_in_progress(repo)
-    if what:
-        raise InputError(
-            f"{what} is in progress in {repo.working_tree_dir}",
-            "finish or abort it (git status says how), then rerun",
-        )
-    rel = _relative(repo, path)
-    if repo.ignored(rel):
+    if not _writable(real):
+        raise InputError(f"{real}: read-only", "make the file and its folder writable, then rerun")
+
+
+def _check_repo(patch: Patch, repo: GitRepo, real: Path, commit: bool) -> str:
+    """Refusals that need git; the file's path relative to the work tree."""
+    _refuse_in_progress(repo)
+    rel = repo.relative(real)
+    if repo.succeeds("git check-ignore", "check-ignore", "-q", "--", rel):
         raise InputError(
             f"{patch.file} is ignored by git (.gitignore), so the fix cannot be committed",
             "pass --no-commit to write it without a commit, or stop ignoring the file",
         )
-    status = repo.git.status("--porcelain", "--", rel)
+    status = repo.run("git status", "status", "--porcelain", "--", rel)
     if status.strip():
         state = "untracked" if status.startswith("??") else "has uncommitted changes"
         raise InputError(
             f"{patch.file} {state}; eaglebug never writes over work that is not committed",
-            f"commit or stash it first (git -C {repo.working_tree_dir} stash), then rerun",
+            f"commit or stash it first (git -C {repo.work_tree} stash), then rerun",
         )
-    return repo
+    if commit:
+        repo.check_can_commit()
+    return rel
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".eaglebug", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+@contextlib.contextmanager
+def _maybe_locked(repo: GitRepo | None) -> Iterator[None]:
+    if repo is None:
+        yield
+        return
+    with repo.locked():
+        yield
 
 
 def apply_patch(
@@ -131,38 +145,47 @@ def apply_patch(
     commit: bool,
     reaudit: Callable[[], list[Finding]],
 ) -> Applied:
-    """Write, verify (parse, compile, re-audit), commit; restore the original on any failure."""
-    repo = check_can_apply(patch, commit)
-    _write_atomically(patch.path, patch.patched)
-    try:
-        _verify(patch, reaudit)
-    except Exception as exc:
-        _write_atomically(patch.path, patch.original)
-        if isinstance(exc, InputError):
-            raise
+    """Check, write, verify (parse, compile, re-audit), commit: all of it or none of it."""
+    real = real_target(patch.path)
+    repo = GitRepo.find(real)
+    if repo is None and commit:
         raise InputError(
-            f"{patch.file}: the patch did not verify ({exc}); the file was restored"
-        ) from None
-    sha = None
-    if commit and repo is not None:
-        rel = _relative(repo, patch.path)
-        try:
-            repo.git.add("--", rel)
-            repo.git.commit("--only", "-m", patch.commit_message(), "--", rel)
-        except git.GitCommandError as exc:
-            _write_atomically(patch.path, patch.original)
-            raise InputError(
-                f"git commit failed ({_first_line(exc)}); {patch.file} was restored",
-                "check `git status` and your git identity (user.name, user.email)",
-            ) from None
-        sha = repo.head.commit.hexsha
-    return Applied(patch, sha)
+            f"{real.parent} is not in a git repository, so the fix cannot be a commit",
+            "pass --no-commit to write the file without one (undo is then up to you)",
+        )
+    with _maybe_locked(repo):
+        _check_file(patch, real)  # under the lock: another writer may have just finished
+        rel = _check_repo(patch, repo, real, commit) if repo is not None else None
+        with _transaction(repo, real):
+            write_atomically(real, patch.patched)
+            _verify(patch, real, reaudit)
+            sha = None
+            if commit and repo is not None and rel is not None:
+                repo.run("git add", "add", "--", rel)
+                repo.run("git commit", "commit", "--only", "-m", patch.commit_message(), "--", rel)
+                sha = repo.head()
+    return Applied(patch, sha, real if real != patch.path else None)
 
 
-def _verify(patch: Patch, reaudit: Callable[[], list[Finding]]) -> None:
-    source = patch.path.read_bytes()
+@contextlib.contextmanager
+def _transaction(repo: GitRepo | None, real: Path) -> Iterator[None]:
+    """The repository's transaction; outside git, the file alone is put back."""
+    if repo is not None:
+        with repo.transaction([real]):
+            yield
+        return
+    original = real.read_bytes()
     try:
-        compile(ast.parse(source, filename=str(patch.path)), str(patch.path), "exec")
+        yield
+    except BaseException:
+        write_atomically(real, original)
+        raise
+
+
+def _verify(patch: Patch, real: Path, reaudit: Callable[[], list[Finding]]) -> None:
+    source = real.read_bytes()
+    try:
+        compile(ast.parse(source, filename=str(real)), str(real), "exec")
     except SyntaxError as exc:
         raise InputError(
             f"{patch.file}: the patched file does not parse ({exc.msg}); the file was restored"
@@ -185,51 +208,84 @@ class Undone:
     summary: str
 
 
-def _reverted_shas(repo: git.Repo, limit: int) -> set[str]:
-    reverted = set()
-    for commit in repo.iter_commits(max_count=limit):
-        message = str(commit.message)
-        marker = "This reverts commit "
-        if marker in message:
-            reverted.add(message.split(marker, 1)[1][:40])
-    return reverted
+def _history(repo: GitRepo, limit: int) -> list[tuple[str, str]]:
+    """(sha, message) of the newest `limit` commits."""
+    if repo.head() is None:
+        return []
+    out = repo.run("git log", "log", f"--max-count={limit}", "--format=%H%x1f%B%x1e")
+    commits = []
+    for record in out.split("\x1e"):
+        sha, sep, message = record.strip("\n").partition("\x1f")
+        if sep:
+            commits.append((sha, message))
+    return commits
+
+
+def _newest_fix(repo: GitRepo, limit: int) -> tuple[str, str]:
+    history = _history(repo, limit)
+    reverted = {
+        message.split(_REVERT_MARKER, 1)[1][:40]
+        for _, message in history
+        if _REVERT_MARKER in message
+    }
+    for sha, message in history:
+        if f"\n{TRAILER}: " in message and sha not in reverted:
+            return sha, message
+    raise InputError(
+        f"no eaglebug fix to undo in {repo.work_tree}", "`git log` shows what is there"
+    )
 
 
 def undo(path: Path, limit: int = 500) -> Undone:
-    repo = find_repo(path)
+    """Revert eaglebug's newest fix with a commit of its own files only.
+
+    Unrelated staged or unstaged work elsewhere in the repository is left as it is (git's own
+    `revert` would refuse it, or mix it in); a later commit that changed the same lines is a
+    refusal with nothing changed.
+    """
+    repo = GitRepo.find(path)
     if repo is None:
         raise InputError(
             f"{path}: not in a git repository", "pass --repo with the repository eaglebug patched"
         )
-    what = _operation_in_progress(repo)
-    if what:
-        raise InputError(
-            f"{what} is in progress in {repo.working_tree_dir}", "finish or abort it, then rerun"
+    with repo.locked():
+        _refuse_in_progress(repo)
+        target, message = _newest_fix(repo, limit)
+        summary = message.split("\n", 1)[0]
+        changes = repo.run(
+            "git diff-tree", "diff-tree", "--no-commit-id", "--name-status", "-r", target
         )
-    reverted = _reverted_shas(repo, limit)
-    target = None
-    for commit in repo.iter_commits(max_count=limit):
-        if f"\n{TRAILER}: " in str(commit.message) and commit.hexsha not in reverted:
-            target = commit
-            break
-    if target is None:
-        raise InputError(
-            f"no eaglebug fix to undo in {repo.working_tree_dir}", "`git log` shows what is there"
+        files = []
+        for row in changes.splitlines():
+            kind, _, name = row.partition("\t")
+            if kind != "M":
+                raise InputError(
+                    f"eaglebug's commit {target[:10]} does not only modify files ({row})",
+                    f"revert it by hand: git revert {target[:10]}",
+                )
+            files.append(name)
+        dirty = [f for f in files if repo.run("git status", "status", "--porcelain", "--", f)]
+        if dirty:
+            raise InputError(
+                f"{', '.join(dirty)} has uncommitted changes; undo would mix them with the revert",
+                "commit or stash them first, then rerun",
+            )
+        repo.check_can_commit()
+        diff = repo.run_bytes(
+            "git diff", "diff", "--binary", "--full-index", f"{target}^", target, "--", *files
         )
-    files = list(target.stats.files)
-    dirty = [f for f in files if repo.git.status("--porcelain", "--", str(f)).strip()]
-    if dirty:
-        raise InputError(
-            f"{', '.join(map(str, dirty))} has uncommitted changes; undo would mix them with the revert",
-            "commit or stash them first, then rerun",
-        )
-    try:
-        repo.git.revert("--no-edit", target.hexsha)
-    except git.GitCommandError as exc:
-        if (Path(repo.git_dir) / "REVERT_HEAD").exists():
-            repo.git.revert("--abort")
-        raise InputError(
-            f"git revert {target.hexsha[:10]} failed ({_first_line(exc)}); nothing changed",
-            "later commits touch the same lines; revert by hand",
-        ) from None
-    return Undone(target.hexsha, repo.head.commit.hexsha, str(target.summary))
+        paths = [repo.work_tree / f for f in files]
+        with repo.transaction(paths):
+            try:
+                repo.run("git apply", "apply", "-R", "--whitespace=nowarn", "-", stdin=diff)
+            except InputError as exc:
+                raise InputError(
+                    f"git revert {target[:10]}: later commits changed the same lines of "
+                    f"{', '.join(files)}; nothing changed",
+                    f"revert by hand: git revert {target[:10]} (and resolve the conflict)",
+                ) from exc
+            revert_message = f'Revert "{summary}"\n\n{_REVERT_MARKER}{target}.\n'
+            repo.run("git commit", "commit", "--only", "-m", revert_message, "--", *files)
+            sha = repo.head()
+    assert sha is not None
+    return Undone(target, sha, summary)

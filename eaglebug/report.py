@@ -209,6 +209,7 @@ def print_patches(
         console.print("[green]nothing to fix[/]: no missing attribute with a delegate")
         return
     commits = {a.patch.class_name: a.commit for a in applied}
+    through = {a.patch.class_name: a.written for a in applied if a.written is not None}
     for patch in patches:
         console.print(f"[bold]{escape(patch.short_class)}[/] [dim]{escape(patch.file)}[/]")
         if patch.methods and not apply:
@@ -228,5 +229,9 @@ def print_patches(
             console.print(
                 f"  [green]{where}[/]: delegate {escape(methods)} to self.{escape(patch.delegate)}"
             )
+            if patch.class_name in through:
+                console.print(
+                    f"  [dim]{escape(patch.file)} is a symlink: wrote {escape(str(through[patch.class_name]))}[/]"
+                )
     if not apply and any(p.methods for p in patches):
         console.print("[dim]hint: rerun with --apply to write and commit each class's patch[/]")

@@ -2,68 +2,52 @@
 
 A launch runs from an argv list (never a shell string) in its own session, so closing eaglebug
 or losing the SSH connection leaves it running; its output goes to a new log file per launch
-under `.eaglebug/logs/`. Stopping sends SIGTERM to every process of the tree (SGLang starts one
-scheduler per rank plus a detokenizer), waits, SIGKILLs the survivors and reaps them.
+under `.eaglebug/logs/`. Every process of a launch carries its tag in the environment, so
+`eaglebug.proctree` finds all of them, also those that left the session or whose root exited;
+stopping walks them again after every signal (SGLang starts one scheduler per rank plus a
+detokenizer), SIGKILLs what is left and reaps it. A launch is recorded in the state file before
+anyone could need to find it: a server whose record cannot be written is stopped at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from eaglebug.checks.errors import InputError
-from eaglebug.state import LaunchRecord, State, load_state, save_state, state_dir
+from eaglebug.proctree import (
+    LAUNCH_ENV,
+    LaunchId,
+    StopResult,
+    is_alive,
+    members,
+    root_process,
+    stop_tree,
+)
+from eaglebug.state import (
+    LaunchRecord,
+    State,
+    check_writable,
+    load_state,
+    save_state,
+    state_dir,
+)
 
 # Seconds a process may take over its own clean shutdown before SIGKILL.
 TERM_GRACE_S = 10.0
 
 
-@dataclass(frozen=True)
-class StopResult:
-    terminated: tuple[int, ...]  # exited on SIGTERM
-    killed: tuple[int, ...]  # needed SIGKILL
-    survivors: tuple[int, ...]  # still there after SIGKILL (should be empty)
-
-
-def _process(record: LaunchRecord) -> psutil.Process | None:
-    """The launch's process if it is still the same one (pid and create time match)."""
-    try:
-        proc = psutil.Process(record.pid)
-        if abs(proc.create_time() - record.create_time) > 0.01:
-            return None  # the pid was reused by another process
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
-def _is_zombie(proc: psutil.Process) -> bool:
-    try:
-        return bool(proc.status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return True
-
-
-def _session_members(sid: int) -> list[psutil.Process]:
-    """Every process in the launch's session: children that lost their parent are still there."""
-    members = []
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
-                members.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return members
+def launch_id(record: LaunchRecord) -> LaunchId:
+    return LaunchId(record.pid, record.create_time, record.tag)
 
 
 class Server:
@@ -88,54 +72,67 @@ class Server:
         return load_state(self.workdir)
 
     def attached(self) -> LaunchRecord | None:
-        """The newest launch whose process is still running (a reused pid does not count)."""
+        """The newest launch of which anything still runs: its root, or children the root left
+        behind when it exited (they hold GPU memory all the same). A reused pid does not count.
+        """
         record = self.state().latest
-        if record is not None and record.outcome in {"running", "ready"} and _process(record):
+        if record is not None and self.is_running(record):
             return record
         return None
 
     def is_running(self, record: LaunchRecord) -> bool:
-        return _process(record) is not None
+        return is_alive(launch_id(record))
+
+    def root_alive(self, record: LaunchRecord) -> bool:
+        return root_process(launch_id(record)) is not None
+
+    def processes(self, record: LaunchRecord) -> list[int]:
+        """The pids of everything of the launch that still runs."""
+        return sorted(members(launch_id(record)))
 
     def launch(self, argv: list[str], env_additions: dict[str, str]) -> LaunchRecord:
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
         running = self.attached()
         if running is not None:
+            what = "is still running" if self.root_alive(running) else "left processes running"
             raise InputError(
-                f"launch {running.number} (pid {running.pid}) is still running",
+                f"launch {running.number} (pid {running.pid}) {what}",
                 "stop it first (eaglebug stop), or relaunch from the TUI",
             )
         with self.editing() as state:
             return self._launch(state, argv, env_additions)
 
     def _launch(self, state: State, argv: list[str], env_additions: dict[str, str]) -> LaunchRecord:
+        """Start the server only once the state can be written, and record it at once; a
+        server that cannot be recorded is stopped again (nothing runs that `stop` cannot find).
+        """
         number = (state.latest.number + 1) if state.latest else 1
         logs = state_dir(self.workdir) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        made = [d for d in (logs.parent, logs) if not d.exists()]
+        check_writable(self.workdir)  # before a start, not after
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"{logs}: cannot create the log folder ({exc.strerror})",
+                "run eaglebug from a folder you can write to",
+            ) from None
         stamp = time.strftime("%Y%m%d-%H%M%S")
         log_path = logs / f"launch-{number:03d}-{stamp}.log"
+        tag = f"{os.getpid()}-{number}-{uuid.uuid4().hex}"
         env = dict(os.environ)
         env.update(state.pending_env)
         env.update(env_additions)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        with open(log_path, "wb") as log:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=self.workdir,
-                    start_new_session=True,  # survives eaglebug and the SSH session
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise InputError(
-                    f"cannot start {argv[0]}: {exc.strerror}", "check the command's first word"
-                ) from None
-        self._children[proc.pid] = proc
+        env[LAUNCH_ENV] = tag
+        try:
+            proc = self._start(argv, env, log_path)
+        except InputError:
+            for folder in reversed(made):  # nothing ran: leave no trace of it
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
         try:
             create_time = psutil.Process(proc.pid).create_time()
         except psutil.NoSuchProcess:
@@ -148,10 +145,43 @@ class Server:
             pid=proc.pid,
             create_time=create_time,
             started_at=time.time(),
+            tag=tag,
         )
+        pending = dict(state.pending_env)
         state.launches.append(record)
         state.pending_env = {}
+        try:
+            save_state(self.workdir, state)
+        except BaseException:
+            state.launches.pop()
+            state.pending_env = pending
+            stop_tree(launch_id(record), grace_s=0.0, reap=self._reap)
+            raise
         return record
+
+    def _start(
+        self, argv: list[str], env: dict[str, str], log_path: Path
+    ) -> subprocess.Popen[bytes]:
+        try:
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=self.workdir,
+                    start_new_session=True,  # survives eaglebug and the SSH session
+                    close_fds=True,
+                )
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                log_path.unlink()  # nothing ran: no empty log left behind
+            raise InputError(
+                f"cannot start {argv[0]}: {exc.strerror}", "check the command's first word"
+            ) from None
+        self._children[proc.pid] = proc
+        return proc
 
     def update(self, number: int, **changes: object) -> None:
         """Record what was learned about a launch (phase, time to ready, outcome)."""
@@ -162,43 +192,20 @@ class Server:
                         setattr(record, key, value)
 
     def stop(self, record: LaunchRecord, grace_s: float = TERM_GRACE_S) -> StopResult:
-        """SIGTERM the whole tree, wait, SIGKILL survivors, reap."""
-        root = _process(record)
-        members: dict[int, psutil.Process] = {}
-        if root is not None:
-            try:
-                for proc in [root, *root.children(recursive=True)]:
-                    members[proc.pid] = proc
-            except psutil.NoSuchProcess:
-                pass
-        for proc in _session_members(record.pid):
-            members.setdefault(proc.pid, proc)
-        procs = list(members.values())
-        for proc in procs:
-            try:
-                proc.send_signal(signal.SIGTERM)
-            except psutil.NoSuchProcess:
-                continue
-        gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                continue
-        killed_gone, still = psutil.wait_procs(alive, timeout=grace_s)
-        # A killed process whose parent died too may linger as a zombie until init reaps it
-        # (some container inits never do); it holds no memory and runs nothing: it is gone.
-        zombies = [p for p in still if _is_zombie(p)]
-        killed_gone = [*killed_gone, *zombies]
-        still = [p for p in still if p not in zombies]
-        self._reap()
-        outcome = "stopped" if root is not None else record.outcome
-        self.update(record.number, outcome=outcome if outcome != "running" else "exited")
-        return StopResult(
-            tuple(sorted(p.pid for p in gone)),
-            tuple(sorted(p.pid for p in killed_gone)),
-            tuple(sorted(p.pid for p in still)),
+        """SIGTERM the whole launch (walked again after every signal), SIGKILL what is left."""
+        root_was_alive = self.root_alive(record)
+        result = stop_tree(
+            launch_id(record), grace_s, kill_wait_s=max(grace_s, 5.0), reap=self._reap
         )
+        if not result.survivors:
+            if root_was_alive:
+                outcome = "stopped"
+            elif record.outcome in {"running", "ready"}:
+                outcome = "exited"  # the root had ended on its own; its leftovers were stopped
+            else:
+                outcome = record.outcome
+            self.update(record.number, outcome=outcome)
+        return result
 
     def _reap(self) -> None:
         for pid, child in list(self._children.items()):

@@ -17,7 +17,8 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.launch import env_and_argv
 from eaglebug.gpu.snapshot import BoxSnapshot
-from eaglebug.server import Server, StopResult, wait_gpu_released
+from eaglebug.proctree import StopResult
+from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint

@@ -97,12 +97,16 @@ def test_reattach_checks_pid_and_create_time(server: Server, tmp_path: Path) -> 
     again = Server(tmp_path)  # a new eaglebug process reading the same state
     attached = again.attached()
     assert attached is not None and attached.pid == record.pid
-    # The same pid with another create time is another process: not ours to attach to.
+    # The same pid with another create time (and another launch's tag) is another process:
+    # not ours to attach to, nor any process of its session.
     state = load_state(tmp_path)
+    tag = state.launches[-1].tag
     state.launches[-1].create_time -= 1000
+    state.launches[-1].tag = "another-launch"
     save_state(tmp_path, state)
     assert Server(tmp_path).attached() is None
     state.launches[-1].create_time += 1000
+    state.launches[-1].tag = tag
     save_state(tmp_path, state)
     server.stop(record, grace_s=1.0)
 

@@ -49,6 +49,7 @@ GPUS = 8
 SAMPLES = 6  # GPU samples in the sparklines
 WIDE = (130, 40)
 NARROW = (80, 24)
+NO_SUCH_PID = 4_194_304  # Linux's largest pid_max: no process ever has it
 WAIT_S = 30.0  # upper bound on any one wait; each test takes about 1.5 s
 
 
@@ -95,7 +96,7 @@ def pinned_app(scenario: DemoScenario, *, crashed_log: Path | None = None) -> Ea
             argv=scenario.launch_argv,
             env_additions={},
             log=str(log),
-            pid=0,
+            pid=NO_SUCH_PID,
             create_time=0.0,
             started_at=FIXED_S - LAUNCH_AGO_S,
             phase="crashed",

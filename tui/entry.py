@@ -20,6 +20,7 @@ from eaglebug import cli
 from eaglebug.checks.errors import InputError
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.gpu.source import GpuSource
+from eaglebug.numbers import count, number
 from eaglebug.session import Session, SessionConfig
 from eaglebug.state import load_state
 
@@ -27,7 +28,7 @@ TUI_MODES = {"demo", "watch", "guide"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = cli.Parser(
         prog="eaglebug",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -38,13 +39,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--readonly", action="store_true", help="no patch, undo, relaunch or stop")
     p.add_argument(
         "--interval",
-        type=float,
+        type=number(above=0, maximum=3600),
         default=1.0,
         metavar="S",
         help="GPU sampling interval (floor 0.25 s)",
     )
     p.add_argument(
-        "--simulate-gpus", type=int, metavar="N", help="show N simulated GPUs instead of NVML"
+        "--simulate-gpus",
+        type=count(1, 4096),
+        metavar="N",
+        help="show N simulated GPUs instead of NVML",
     )
     p.add_argument("--fast", action="store_true", help="demo: a launch takes seconds, not minutes")
     p.add_argument(
@@ -98,9 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run_mode(args, launch_words)
     except InputError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
+        cli.write_error(exc)
         return cli.EXIT_USAGE
 
 
@@ -117,9 +119,10 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
     if args.mode == "watch":
         if not args.log:
             raise InputError("watch needs --log FILE", "eaglebug watch --log /path/to/server.log")
+        from eaglebug.diagnose_cmd import ensure_text_log
+
         log = Path(args.log)
-        if not log.exists():
-            raise InputError(f"{log}: no such file", "pass the log file the server writes to")
+        ensure_text_log(log)
         config = SessionConfig(workdir, args.sglang, [], log, readonly=True)
         return run_tui(config, _gpu_source(args.simulate_gpus), args.interval)
     if not launch_words and load_state(workdir).latest is None:

@@ -16,6 +16,7 @@ ENV_SECONDS = "EAGLEBUG_DEMO_SECONDS"  # about how long a launch takes to reach 
 ENV_FAST = "EAGLEBUG_DEMO_FAST"  # "1": about FAST_SECONDS to ready, for tests
 ENV_GPU_BYTES = "EAGLEBUG_DEMO_GPU_BYTES"  # each simulated GPU's memory
 ENV_MEM_FILE = "EAGLEBUG_DEMO_MEM_FILE"  # where the memory file goes (default: <log>.mem.json)
+ENV_PARENT = "EAGLEBUG_DEMO_PARENT"  # "pid:create_time" of the demo; the stand-in ends with it
 
 DEFAULT_SECONDS = 30.0
 FAST_SECONDS = 1.2
@@ -48,6 +49,7 @@ class Settings:
     total_s: float  # about how long a launch takes to reach ready
     gpu_bytes: int
     mem_file: Path | None
+    parent: tuple[int, float] | None = None  # the demo process this stand-in belongs to
 
     def seconds(self, step: str) -> float:
         return SHARES[step] * self.total_s
@@ -67,7 +69,34 @@ class Settings:
             total_s = _positive(environ, ENV_SECONDS, DEFAULT_SECONDS)
         gpu_bytes = int(_positive(environ, ENV_GPU_BYTES, DEFAULT_GPU_BYTES))
         mem = environ.get(ENV_MEM_FILE, "").strip()
-        return cls(python_dir, total_s, gpu_bytes, Path(mem) if mem else _stdout_memory_file())
+        return cls(
+            python_dir,
+            total_s,
+            gpu_bytes,
+            Path(mem) if mem else _stdout_memory_file(),
+            _parent(environ),
+        )
+
+
+def parent_value() -> str:
+    """What the demo puts in ENV_PARENT: this process, by pid and create time."""
+    import psutil
+
+    return f"{os.getpid()}:{psutil.Process().create_time()!r}"
+
+
+def _parent(environ: Mapping[str, str]) -> tuple[int, float] | None:
+    raw = environ.get(ENV_PARENT, "").strip()
+    if not raw:
+        return None
+    pid, _, created = raw.partition(":")
+    try:
+        value = (int(pid), float(created))
+    except ValueError:
+        raise UsageError(f"{ENV_PARENT}={raw!r}: expected PID:CREATE_TIME") from None
+    if value[0] <= 0:
+        raise UsageError(f"{ENV_PARENT}={raw!r}: the pid must be positive")
+    return value
 
 
 def _positive(environ: Mapping[str, str], name: str, default: float) -> float:

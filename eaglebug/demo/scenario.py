@@ -160,6 +160,9 @@ class DemoScenario:
         env = {
             knobs.ENV_SGLANG: str(self.sglang_python),
             knobs.ENV_GPU_BYTES: str(self.gpu_bytes),
+            # The stand-in is the demo's toy: it ends when this process does, however it ends
+            # (q, a killed tmux pane, a dropped SSH connection).
+            knobs.ENV_PARENT: knobs.parent_value(),
         }
         if self.fast:
             env[knobs.ENV_FAST] = "1"

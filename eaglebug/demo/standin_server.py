@@ -35,6 +35,8 @@ Environment:
     EAGLEBUG_DEMO_GPU_BYTES each simulated GPU's memory (default 141 GiB, an H200)
     EAGLEBUG_DEMO_MEM_FILE  where to write the memory file (default: the file stdout goes to,
                             plus `.mem.json`; none when stdout is not a regular file)
+    EAGLEBUG_DEMO_PARENT    PID:CREATE_TIME of the demo; the stand-in exits (as on SIGTERM)
+                            within half a second of that process ending
 Exit status: -9 (SIGKILL) after a scheduler failed; 2 for bad flags or settings (argparse's
 usage error, or `error: ...` / `hint: ...` on stderr); killed by the signal when stopped.
 """
@@ -161,12 +163,33 @@ def _install_stop(board: MemoryBoard | None, log: SglangLog) -> None:
     signal.signal(signal.SIGINT, stop)
 
 
+def _watch_parent(parent: tuple[int, float], interval_s: float = 0.5) -> None:
+    """End this stand-in (as SIGTERM would) once the demo that started it is gone."""
+    import psutil
+
+    def alive() -> bool:
+        try:
+            return abs(psutil.Process(parent[0]).create_time() - parent[1]) < 0.01
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
+    def watch() -> None:
+        stop = threading.Event()
+        while alive():
+            stop.wait(interval_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="demo-parent", daemon=True).start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     log = SglangLog()
     _install_stop(None, log)
     try:
         settings = Settings.from_env(os.environ)
+        if settings.parent is not None:
+            _watch_parent(settings.parent)
         tree = import_tree(settings.python_dir)
     except UsageError as exc:
         sys.stderr.write(f"error: {exc}\n")
