@@ -37,7 +37,7 @@ LOCK_WAIT_S = 30.0  # how long a writer waits for another eaglebug to finish in 
 # Sequencer state a failed revert or cherry-pick may leave; removed on rollback if it was new.
 _SEQUENCER = ("REVERT_HEAD", "CHERRY_PICK_HEAD", "MERGE_MSG", "AUTO_MERGE", "sequencer")
 _HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg")
-_SAFE_DIRECTORY = re.compile(r"git config --global --add safe\.directory \S+")
+_SAFE_DIRECTORY = re.compile(r"git config --global --add safe\.directory [^\s']+")
 # git's reason (lower case) -> what to do about it. `{repo}` is the work tree.
 _HINTS: tuple[tuple[str, str], ...] = (
     ("dubious ownership", "git config --global --add safe.directory {repo}"),

@@ -15,7 +15,14 @@ from pathlib import Path
 # What a test process sets too (see `hermetic`), so GitPython inside eaglebug sees the same.
 HERMETIC_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 # Variables that would point git at some other repository than the one a test names.
-FOREIGN_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+# (and git's test switch that makes every repository look owned by someone else).
+FOREIGN_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_TEST_ASSUME_DIFFERENT_OWNER",
+)
 LOCAL_CONFIG = {
     "user.name": "Eaglebug Test",
     "user.email": "eaglebug-test@example.invalid",
@@ -99,3 +106,14 @@ def sha256(path: Path) -> str:
 def state(repo: Path, path: Path) -> tuple[str, str, str]:
     """What a refusal must leave exactly as it was: the file's bytes, the status and HEAD."""
     return sha256(path), status(repo), head(repo)
+
+
+def index(repo: Path) -> str:
+    """The index as git sees it: every entry's mode, blob and stage, and what is staged."""
+    return git(repo, "ls-files", "--stage") + "\n--cached--\n" + git(repo, "diff", "--cached")
+
+
+def everything(repo: Path, path: Path) -> tuple[str, ...]:
+    """`state` plus the index and the file's type (a symlink must stay a symlink)."""
+    kind = "symlink" if path.is_symlink() else "file"
+    return (*state(repo, path), index(repo), kind, str(count(repo)))
