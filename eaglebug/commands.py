@@ -253,6 +253,8 @@ def status_command(args: argparse.Namespace) -> int:
                 f"{row['outcome']}, but {count} of its processes still run "
                 "(`eaglebug stop` stops them)"
             )
+        elif row["outcome"] in {"running", "ready"}:
+            alive = "exited"  # it ended while no eaglebug was watching
         else:
             alive = row["outcome"]
         ready = (

@@ -1,0 +1,356 @@
+"""Bad input of every kind ends in one `error:` line, one `hint:` line and exit 2.
+
+Never `internal error: <Exception>` (a traceback in disguise), never a hang, never a half-written
+file. The cases are those a battery of hostile inputs found (issue 9): configs nested 100,000
+deep or with a head count of 0, a 400-digit --tp, `nan` for a size, a state file that is not
+UTF-8 or holds a pid of "abc", -1 or 12.5, FIFOs where files belong, a tree file that does not
+parse (warned about on every audit, cached or not), paths with a newline in them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eaglebug.cli import main
+from tests.configs import eagle3, llama, write_model
+
+REPO = Path(__file__).resolve().parent.parent
+MINI = REPO / "examples" / "sglang-mini"
+KIMI = "KimiK25ForConditionalGeneration"
+LAUNCH = ["python", "-m", "sglang.launch_server"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
+def refused(run: Run, *needles: str) -> str:
+    """Exit 2, one `error:` line and one `hint:` line on stderr; the error line."""
+    assert run.code == 2, (run.code, run.out, run.err)
+    lines = run.err.splitlines()
+    assert len(lines) == 2, run.err
+    assert lines[0].startswith("error: ") and lines[1].startswith("hint: "), run.err
+    assert "internal error" not in run.err, run.err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    write_model(tmp_path / "target", llama())
+    write_model(tmp_path / "draft", eagle3())
+    return tmp_path
+
+
+def preflight(capsys: pytest.CaptureFixture[str], sglang: Path, *words: str) -> Run:
+    return cli(capsys, "preflight", "--sglang", str(sglang), "--", *LAUNCH, *words)
+
+
+def eagle(models: Path, draft: str = "draft") -> list[str]:
+    return [
+        "--model-path",
+        str(models / "target"),
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        str(models / draft),
+    ]
+
+
+# -- model configs ---------------------------------------------------------------------------
+
+
+def test_a_config_nested_100000_deep(
+    sglang_059: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    refused(cli(capsys, "audit", "--sglang", str(sglang_059), "--model-path", str(deep)), "nested")
+    refused(preflight(capsys, sglang_059, "--model-path", str(deep)), "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("num_key_value_heads", 0),
+        ("num_attention_heads", 0),
+        ("num_hidden_layers", -1),
+        ("hidden_size", "4096"),
+        ("vocab_size", True),
+    ],
+)
+def test_a_draft_with_an_impossible_size(
+    sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str], key: str, value: Any
+) -> None:
+    write_model(models / "bad", eagle3(**{key: value}))
+    line = refused(preflight(capsys, sglang_059, *eagle(models, "bad"), "--tp", "8"), key)
+    assert "bad/config.json" in line and "positive integer" in line
+
+
+def test_a_sub_config_with_an_impossible_size(
+    sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_model(models / "wrapped", llama(text_config={"num_key_value_heads": 0}))
+    run = preflight(capsys, sglang_059, "--model-path", str(models / "wrapped"))
+    refused(run, "text_config.num_key_value_heads is 0")
+
+
+def test_config_json_that_is_a_folder(
+    sglang_059: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "m" / "config.json").mkdir(parents=True)
+    run = cli(capsys, "audit", "--sglang", str(sglang_059), "--model-path", str(tmp_path / "m"))
+    refused(run, "is a folder")
+
+
+# -- numbers on the command line -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--tp", "9" * 400, "too large"),
+        ("--tp", "nan", "expected an integer"),
+        ("--mem-fraction-static", "nan", "expected a finite number"),
+        ("--mem-fraction-static", "inf", "expected a finite number"),
+    ],
+)
+def test_launch_flag_values_no_launch_can_use(
+    sglang_059: Path,
+    models: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+    says: str,
+) -> None:
+    run = preflight(capsys, sglang_059, "--model-path", str(models / "target"), flag, value)
+    line = refused(run, flag, says)
+    assert len(line) < 200, "the 400 digits are echoed back"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "0", "lots"])
+def test_gpu_mem_gib_must_be_a_positive_finite_number(
+    sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    run = cli(
+        capsys,
+        "preflight",
+        "--sglang",
+        str(sglang_059),
+        "--gpu-mem-gib",
+        value,
+        "--",
+        *LAUNCH,
+        "--model-path",
+        str(models / "target"),
+    )
+    refused(run, "--gpu-mem-gib")
+
+
+# -- the state file ----------------------------------------------------------------------------
+
+LAUNCH_ROW = {
+    "number": 1,
+    "argv": ["python", "-m", "sglang.launch_server"],
+    "env_additions": {},
+    "log": "launch-001.log",
+    "pid": 4_194_304,
+    "create_time": 1.0,
+    "started_at": 1.0,
+}
+BAD_STATES: dict[str, bytes] = {
+    "not UTF-8": b"\xff\xfe{}",
+    "not JSON": b"{not json",
+    "a list": b"[]",
+    "nested deep": b"[" * 100_000 + b"]" * 100_000,
+    **{
+        f"{key}={value!r}": json.dumps(
+            {"schema": 1, "launches": [{**LAUNCH_ROW, key: value}]}
+        ).encode()
+        for key, value in [
+            ("pid", "abc"),
+            ("pid", -1),
+            ("pid", 0),
+            ("pid", 12.5),
+            ("ready_after_s", "soon"),
+            ("create_time", None),
+            ("argv", "python"),
+            ("env_additions", {"A": 1}),
+        ]
+    },
+    "launches not a list": json.dumps({"schema": 1, "launches": {}}).encode(),
+    "missing pid": json.dumps(
+        {"schema": 1, "launches": [{k: v for k, v in LAUNCH_ROW.items() if k != "pid"}]}
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STATES))
+@pytest.mark.parametrize("command", ["status", "stop", "launch"])
+def test_a_bad_state_file_is_reported_not_crashed_on(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    command: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / ".eaglebug" / "state.json"
+    state.parent.mkdir()
+    state.write_bytes(BAD_STATES[case])
+    argv = [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
+    line = refused(cli(capsys, *argv), str(state))
+    assert "not a state file eaglebug can read" in line
+    assert state.read_bytes() == BAD_STATES[case], "the bad file was overwritten"
+    assert sorted(p.name for p in state.parent.iterdir()) == ["state.json"], "something started"
+
+
+def test_a_state_file_without_newer_fields_still_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / ".eaglebug" / "state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}))  # no "tag"
+    run = cli(capsys, "status")
+    assert run.code == 0, run.err
+    assert run.out.startswith("launch 1: exited, pid 4194304"), run.out
+
+
+@pytest.mark.parametrize("command", ["status", "stop", "launch"])
+def test_state_folder_that_is_a_file_or_a_file_that_is_a_folder(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    argv = [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    (tmp_path / "a" / ".eaglebug").write_text("not a folder\n")
+    refused(cli(capsys, *argv), ".eaglebug: is a file")
+    (tmp_path / "b" / ".eaglebug" / "state.json").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "b")
+    refused(cli(capsys, *argv), "state.json: is a folder")
+    assert list((tmp_path / "b" / ".eaglebug").iterdir()) == [
+        tmp_path / "b" / ".eaglebug" / "state.json"
+    ]
+
+
+# -- what eaglebug reads must be a regular file ------------------------------------------------
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Path:
+    """A private copy of the example tree (its python/ folder)."""
+    shutil.copytree(
+        MINI / "python", tmp_path / "python", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return tmp_path / "python"
+
+
+def test_a_fifo_in_the_tree_is_skipped_with_a_warning(mini: Path) -> None:
+    os.mkfifo(mini / "sglang" / "srt" / "models" / "pipe.py")
+    run = subprocess.run(
+        [sys.executable, "-m", "eaglebug", "audit", "--sglang", str(mini), "--model-class", KIMI],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 1, run.stderr  # the wrapper's findings, not a hang or a crash
+    assert "warning: sglang/srt/models/pipe.py: skipped, not a regular file" in run.stderr
+
+
+@pytest.mark.parametrize("mode", ["diagnose", "watch"])
+def test_a_fifo_as_the_log_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    argv = ["diagnose", "--log", str(fifo)] if mode == "diagnose" else ["watch", "--log", str(fifo)]
+    run = subprocess.run(
+        [sys.executable, "-m", "eaglebug", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    refused(Run(run.returncode, run.stdout, run.stderr), "not a regular file")
+
+
+def test_an_unreadable_log_has_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-01 00:00:00] Load weight begin.\n")
+    real_open = Path.open
+
+    def denied(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == log:
+            raise PermissionError(13, "Permission denied")  # what a non-root user meets
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", denied)
+    refused(cli(capsys, "diagnose", "--log", str(log)), "Permission denied")
+
+
+# -- the tree's own files --------------------------------------------------------------------
+
+
+def test_a_file_that_does_not_parse_is_warned_about_on_every_audit(
+    mini: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = mini / "sglang" / "srt" / "model_executor" / "cuda_graph_runner.py"
+    runner.write_text(runner.read_text() + "\ndef broken(:\n")
+    warning = "warning: sglang/srt/model_executor/cuda_graph_runner.py: skipped, syntax error"
+    for attempt in ("cold", "warm (cached)"):
+        run = cli(capsys, "audit", "--sglang", str(mini), "--model-class", KIMI)
+        assert run.code == 1, (attempt, run.err)
+        assert warning in run.err, attempt
+
+
+def test_a_syntax_error_in_the_class_file_names_the_file_and_line(
+    mini: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kimi = mini / "sglang" / "srt" / "models" / "kimi_k25.py"
+    lines = kimi.read_text().splitlines()
+    lines.insert(10, "def broken(:")
+    kimi.write_text("\n".join(lines) + "\n")
+    for _attempt in ("cold", "warm"):
+        line = refused(
+            cli(capsys, "audit", "--sglang", str(mini), "--model-class", KIMI),
+            "sglang/srt/models/kimi_k25.py: syntax error on line 11",
+        )
+        assert "did you mean" not in capsys.readouterr().err
+        assert KIMI in line
+
+
+def test_a_newline_in_a_path_stays_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    line = refused(cli(capsys, "audit", "--sglang", "/tmp/a\nb", "--model-class", KIMI))
+    assert "/tmp/a\\nb" in line
