@@ -130,26 +130,29 @@ def stop_tree(
         seen.update(current)
         return current
 
-    deadline = time.monotonic() + grace_s
-    current = walk()
-    while current:
-        fresh = {pid: p for pid, p in current.items() if pid not in termed}
-        _signal_all(fresh, signal.SIGTERM)
-        termed.update(fresh)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        psutil.wait_procs(list(current.values()), timeout=min(_ROUND_S, left))
-        current = walk()
-    deadline = time.monotonic() + kill_wait_s
-    while current:
-        _signal_all(current, signal.SIGKILL)
-        killed.update(current)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        psutil.wait_procs(list(current.values()), timeout=min(_ROUND_S, left))
-        current = walk()
+    def phase(
+        current: dict[int, psutil.Process],
+        signum: int,
+        signalled: set[int],
+        budget_s: float,
+        again: bool,
+    ) -> dict[int, psutil.Process]:
+        """Signal, wait a round, walk again, until nothing is left or the budget is spent.
+        `again`: signal every process each round (SIGKILL), else only the new ones (SIGTERM)."""
+        deadline = time.monotonic() + budget_s
+        while current:
+            targets = current if again else {p: c for p, c in current.items() if p not in signalled}
+            _signal_all(targets, signum)
+            signalled.update(targets)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            psutil.wait_procs(list(current.values()), timeout=min(_ROUND_S, left))
+            current = walk()
+        return current
+
+    current = phase(walk(), signal.SIGTERM, termed, grace_s, again=False)
+    phase(current, signal.SIGKILL, killed, kill_wait_s, again=True)
     reap()
     survivors = set(members(launch))
     return StopResult(

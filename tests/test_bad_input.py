@@ -9,7 +9,6 @@ parse (warned about on every audit, cached or not), paths with a newline in them
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -20,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from eaglebug.cli import main
+from tests import clirun
+from tests.clirun import Run, cli
 from tests.configs import eagle3, llama, write_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,33 +29,12 @@ KIMI = "KimiK25ForConditionalGeneration"
 LAUNCH = ["python", "-m", "sglang.launch_server"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse's usage errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return Run(code, captured.out, captured.err)
-
-
 def refused(run: Run, *needles: str) -> str:
-    """Exit 2, one `error:` line and one `hint:` line on stderr; the error line."""
-    assert run.code == 2, (run.code, run.out, run.err)
-    lines = run.err.splitlines()
-    assert len(lines) == 2, run.err
-    assert lines[0].startswith("error: ") and lines[1].startswith("hint: "), run.err
-    assert "internal error" not in run.err, run.err
+    """The CLI's refusal (`tests.clirun.refused`); its error line, which holds every needle."""
+    line = clirun.refused(run)[0]
     for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
+        assert needle in line, (needle, line)
+    return line
 
 
 @pytest.fixture

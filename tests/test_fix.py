@@ -32,9 +32,9 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.tree import locate
-from eaglebug.cli import main
 from eaglebug.fixing import apply_patch, find_repo
 from tests import gitrepo
+from tests.clirun import Run, cli
 from tests.synthetic import write_tree
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,20 +53,6 @@ def _hermetic_git(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
     for name in gitrepo.FOREIGN_ENV:
         monkeypatch.delenv(name, raising=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
-    capsys.readouterr()
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return Run(code, captured.out, captured.err)
 
 
 def fix(capsys: pytest.CaptureFixture[str], sglang: Path, *flags: str) -> Run:
