@@ -7,16 +7,19 @@ worker modules serve the algorithm (`algorithms.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
-from eaglebug.checks.classfacts import MethodFacts, Signature
 from eaglebug.checks.consumers import REQUIRED_KINDS, Cond
+from eaglebug.checks.delegation import DelegationPlanner
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.evidence import InterfaceEvidence, Site
 from eaglebug.checks.findings import CallSite, Finding, sort_findings
+from eaglebug.checks.fixes import PatchFix
 from eaglebug.checks.guards import GuardContext, possible
 from eaglebug.checks.index import ClassRef, Provider, ResolvedUse, TreeIndex
 from eaglebug.checks.workers import WorkerScopes
@@ -128,36 +131,14 @@ def _sites(uses: Iterable[ResolvedUse]) -> tuple[CallSite, ...]:
     return tuple(sorted(seen.values(), key=lambda s: (s.file, s.line)))
 
 
-def _site_details(uses: Iterable[ResolvedUse]) -> list[dict[str, object]]:
-    out: dict[tuple[str, int], dict[str, object]] = {}
+def _site_evidence(uses: Iterable[ResolvedUse]) -> tuple[Site, ...]:
+    out: dict[tuple[str, int], Site] = {}
     for u in uses:
         out.setdefault(
             (u.file, u.use.line),
-            {
-                "file": u.file,
-                "line": u.use.line,
-                "kind": u.use.kind,
-                "role": u.role,
-                "guards": list(u.guards),
-                "via": list(u.via),
-            },
+            Site(u.file, u.use.line, u.use.kind, u.role, tuple(u.guards), tuple(u.via)),
         )
-    return [out[k] for k in sorted(out)]
-
-
-def delegation_source(name: str, method: MethodFacts | None, inner: str) -> str:
-    """The delegation method a fix adds, mirroring the inner method's signature."""
-    if method is None or method.kind in {"property", "class attribute"}:
-        return f"@property\ndef {name}(self):\n    return self.{inner}.{name}"
-    sig: Signature = method.signature
-    args = list(sig.positional)
-    if sig.varargs:
-        args.append("*args")
-    args += [f"{k}={k}" for k in sig.kwonly]
-    if sig.varkw:
-        args.append("**kwargs")
-    params = sig.text if sig.text.startswith("self") else f"self, {sig.text}".rstrip(", ")
-    return f"def {name}({params}):\n    return self.{inner}.{name}({', '.join(args)})"
+    return tuple(out[k] for k in sorted(out))
 
 
 class _ClassAudit:
@@ -180,6 +161,7 @@ class _ClassAudit:
         self.flag_table: dict[str, list[tuple[Cond, ...]]] = {}
         _, self.externals, self.nn_module = index.mro(ref)
         self.report = ClassReport(ref, role, algorithm, external_bases=list(self.externals))
+        self.planner = DelegationPlanner(index, ref)
 
     def provider(self, attribute: str) -> Provider | None:
         if attribute not in self._lookups:
@@ -272,22 +254,23 @@ class _ClassAudit:
         return self.report
 
     # -- findings ---------------------------------------------------------------------------
-    def _base_details(self, uses: list[ResolvedUse]) -> dict[str, object]:
-        details: dict[str, object] = {"sites": _site_details(uses), "algorithm": self.algorithm}
-        if self.externals:
-            details["assumed"] = [
-                f"{e} is outside the SGLang tree; assumed to provide no SGLang names"
-                for e in self.externals
-            ]
-        return details
+    def _evidence(self, uses: list[ResolvedUse], **extra: Any) -> InterfaceEvidence:
+        assumed = tuple(
+            f"{e} is outside the SGLang tree; assumed to provide no SGLang names"
+            for e in self.externals
+        )
+        return InterfaceEvidence(self.algorithm, _site_evidence(uses), assumed, **extra)
+
+    def _delegation(self, attribute: str, delegate: Delegate) -> PatchFix:
+        return self.planner.plan(
+            attribute, delegate.attribute, delegate.classes[0], delegate.provider
+        )
 
     def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
         cls = self.ref.facts.name
         dynamic = self.index.dynamic_getattr(self.ref)
-        details = self._base_details(uses)
         delegate = self.find_delegate(attribute)
         if dynamic:
-            details["dynamic_getattr"] = dynamic
             self.report.findings.append(
                 Finding(
                     id="interface.missing",
@@ -301,7 +284,7 @@ class _ClassAudit:
                     attribute=attribute,
                     call_sites=_sites(uses),
                     delegate=delegate.attribute if delegate else None,
-                    details=details,
+                    evidence=self._evidence(uses, dynamic_getattr=dynamic),
                 )
             )
             return
@@ -309,18 +292,21 @@ class _ClassAudit:
             f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
         )
         fix = None
+        evidence = self._evidence(uses)
         if delegate is not None:
-            details["delegate_class"] = list(delegate.classes)
-            details["delegate_provider"] = delegate.provider.owner
-            if delegate.lacking:
-                details["delegate_lacking"] = list(delegate.lacking)
-                details["chosen_by"] = list(delegate.lacking_when)
+            evidence = self._evidence(
+                uses,
+                delegate_classes=delegate.classes,
+                delegate_provider=delegate.provider.owner,
+                delegate_lacking=delegate.lacking,
+                chosen_by=delegate.lacking_when if delegate.lacking else (),
+            )
             inner_names = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.classes)
             message += f"; self.{delegate.attribute} ({inner_names}) provides it"
             for lacking, when in zip(delegate.lacking, delegate.lacking_when, strict=True):
                 picked = f"when {when}" if when else "in some configurations"
                 message += f", but not {lacking.rsplit('.', 1)[-1]}, picked {picked}"
-            fix = delegation_source(attribute, delegate.provider.method, delegate.attribute)
+            fix = self._delegation(attribute, delegate)
         self.report.findings.append(
             Finding(
                 id="interface.missing",
@@ -332,7 +318,7 @@ class _ClassAudit:
                 call_sites=_sites(uses),
                 delegate=delegate.attribute if delegate else None,
                 fix=fix,
-                details=details,
+                evidence=evidence,
             )
         )
 
@@ -353,7 +339,7 @@ class _ClassAudit:
                 attribute=attribute,
                 call_sites=_sites(uses),
                 delegate=(d.attribute if (d := self.find_delegate(attribute)) else None),
-                details=self._base_details(uses),
+                evidence=self._evidence(uses),
             )
         )
 
@@ -362,9 +348,7 @@ class _ClassAudit:
         cls = self.ref.facts.name
         if method is None:
             return
-        details = self._base_details(uses)
-        details["provided_by"] = provider.owner
-        details["chain"] = list(provider.chain)
+        evidence = self._evidence(uses, provided_by=provider.owner, chain=provider.chain)
         if method.stub:
             self.report.findings.append(
                 Finding(
@@ -375,7 +359,7 @@ class _ClassAudit:
                     class_=self.ref.qualname,
                     attribute=attribute,
                     call_sites=_sites(uses),
-                    details=details,
+                    evidence=evidence,
                 )
             )
             return
@@ -386,7 +370,6 @@ class _ClassAudit:
                 c.qualname for c in inner_classes if self.index.lookup(c, inner_method) is None
             ]
             if lacking:
-                details["delegate_lacking"] = lacking
                 names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking)
                 self.report.findings.append(
                     Finding(
@@ -401,7 +384,7 @@ class _ClassAudit:
                         attribute=attribute,
                         call_sites=_sites(uses),
                         delegate=inner_attr,
-                        details=details,
+                        evidence=dataclasses.replace(evidence, delegate_lacking=tuple(lacking)),
                     )
                 )
         if method.kind in {"method", "classmethod", "staticmethod"}:
@@ -412,7 +395,7 @@ class _ClassAudit:
                 and not method.signature.accepts(u.use.n_args, u.use.keywords, u.use.star)
             ]
             if bad:
-                details["signature"] = f"{attribute}({method.signature.text})"
+                signature = f"{attribute}({method.signature.text})"
                 speculative = [u for u in bad if self.speculative(u)]
                 bad = speculative or bad
                 self.report.findings.append(
@@ -428,7 +411,7 @@ class _ClassAudit:
                         class_=self.ref.qualname,
                         attribute=attribute,
                         call_sites=_sites(bad),
-                        details=details,
+                        evidence=dataclasses.replace(evidence, signature=signature),
                     )
                 )
 
@@ -448,11 +431,12 @@ class _ClassAudit:
             reported.add(sibling)
             roles = sorted({u.role for u in sibling_uses})
             delegate = self.find_delegate(sibling)
-            details = self._base_details(sibling_uses)
-            details["family_of"] = attribute
-            if delegate is not None:
-                details["delegate_class"] = list(delegate.classes)
-                details["delegate_provider"] = delegate.provider.owner
+            evidence = self._evidence(
+                sibling_uses,
+                family_of=attribute,
+                delegate_classes=delegate.classes if delegate else (),
+                delegate_provider=delegate.provider.owner if delegate else None,
+            )
             self.report.findings.append(
                 Finding(
                     id="interface.missing",
@@ -467,12 +451,8 @@ class _ClassAudit:
                     attribute=sibling,
                     call_sites=_sites(sibling_uses),
                     delegate=delegate.attribute if delegate else None,
-                    fix=(
-                        delegation_source(sibling, delegate.provider.method, delegate.attribute)
-                        if delegate
-                        else None
-                    ),
-                    details=details,
+                    fix=self._delegation(sibling, delegate) if delegate else None,
+                    evidence=evidence,
                 )
             )
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import AdviceFix, Choice, EnvFix, FlagFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.modelconfig import json_file
 
@@ -148,8 +150,21 @@ def check_context_length(
                 ),
                 role="target",
                 attribute="context_length",
-                fix=None if allowed else f"--context-length {target_len}, or {env_fix} to force it",
-                details={"target_context_length": target_len, "requested": user_context},
+                fix=EnvFix(rules.env_var, "1", "set: SGLang allows the longer context")
+                if allowed
+                else Choice(
+                    (
+                        FlagFix(
+                            "--context-length",
+                            str(target_len),
+                            "stays within what the target was configured for",
+                        ),
+                        EnvFix(rules.env_var, "1", "forces the longer context on SGLang"),
+                    )
+                ),
+                evidence=ConfigEvidence.of(
+                    {"target_context_length": target_len, "requested": user_context}
+                ),
             )
         )
     if draft is None or effective is None:
@@ -164,26 +179,32 @@ def check_context_length(
             .replace("{context_length}", str(effective))
             .replace("{derived_context_len}", str(draft_len))
         )
-    options = {
-        env_fix: (
-            f"keeps the full {effective}-token context; the draft runs past the {draft_len} "
-            "positions it was trained on, so its acceptance rate (and the speed-up) drops on "
-            "long prompts; outputs stay correct because the target verifies every token"
-        ),
-        f"--context-length {draft_len}": (
-            f"keeps the draft inside its trained range; the server then rejects prompts "
-            f"longer than {draft_len} tokens"
-        ),
-    }
-    details: dict[str, Any] = {
-        "target_context_length": effective,
-        "draft_max_position_embeddings": draft_len,
-        "env_var": rules.env_var,
-        "options": options,
-        "read_from": rules.source,
-    }
-    if sglang_says:
-        details["sglang_message"] = sglang_says
+    choice = Choice(
+        (
+            EnvFix(
+                rules.env_var,
+                "1",
+                f"keeps the full {effective}-token context; the draft runs past the {draft_len} "
+                "positions it was trained on, so its acceptance rate (and the speed-up) drops on "
+                "long prompts; outputs stay correct because the target verifies every token",
+            ),
+            FlagFix(
+                "--context-length",
+                str(draft_len),
+                f"keeps the draft inside its trained range; the server then rejects prompts "
+                f"longer than {draft_len} tokens",
+            ),
+        )
+    )
+    evidence = ConfigEvidence.of(
+        {
+            "target_context_length": effective,
+            "draft_max_position_embeddings": draft_len,
+            "env_var": rules.env_var,
+        },
+        read_from=rules.source,
+        sglang=sglang_says,
+    )
     findings.append(
         Finding(
             id="config.context_length",
@@ -198,8 +219,8 @@ def check_context_length(
             ),
             role="draft",
             attribute="max_position_embeddings",
-            fix=None if allowed else f"{env_fix}   (or --context-length {draft_len})",
-            details=details,
+            fix=choice.env if allowed else choice,
+            evidence=evidence,
         )
     )
     return findings
@@ -238,8 +259,10 @@ def check_vocab(
                 ),
                 role="draft",
                 attribute="vocab_size",
-                fix="use a draft trained for this target (same tokenizer and vocabulary)",
-                details={"target": t_vocab, "draft": d_vocab},
+                fix=AdviceFix(
+                    "use a draft trained for this target (same tokenizer and vocabulary)"
+                ),
+                evidence=ConfigEvidence.of({"target": t_vocab, "draft": d_vocab}),
             )
         )
     reduced = _int(draft, "draft_vocab_size")
@@ -252,7 +275,7 @@ def check_vocab(
                     message=f"draft_vocab_size ({reduced}) is larger than the target's vocabulary ({t_vocab})",
                     role="draft",
                     attribute="draft_vocab_size",
-                    details={"target": t_vocab, "draft_vocab_size": reduced},
+                    evidence=ConfigEvidence.of({"target": t_vocab, "draft_vocab_size": reduced}),
                 )
             )
         elif reduced < t_vocab and _has_token_map(draft_dir) is False:
@@ -266,8 +289,8 @@ def check_vocab(
                     ),
                     role="draft",
                     attribute="draft_vocab_size",
-                    fix="use the draft checkpoint that ships its d2t map",
-                    details={"target": t_vocab, "draft_vocab_size": reduced},
+                    fix=AdviceFix("use the draft checkpoint that ships its d2t map"),
+                    evidence=ConfigEvidence.of({"target": t_vocab, "draft_vocab_size": reduced}),
                 )
             )
     return findings
@@ -294,8 +317,8 @@ def check_hidden_size(target: Mapping[str, Any], draft: Mapping[str, Any]) -> li
             ),
             role="draft",
             attribute="target_hidden_size" if declared is not None else "hidden_size",
-            fix="use a draft trained for this target",
-            details={"target": t_hidden, "draft": d_hidden},
+            fix=AdviceFix("use a draft trained for this target"),
+            evidence=ConfigEvidence.of({"target": t_hidden, "draft": d_hidden}),
         )
     ]
 
@@ -318,8 +341,8 @@ def check_aux_layers(target: Mapping[str, Any], draft: Mapping[str, Any]) -> lis
             ),
             role="draft",
             attribute="eagle_aux_hidden_state_layer_ids",
-            fix="use the layer ids the draft was trained with for this target",
-            details={"ids": ids, "target_layers": layers},
+            fix=AdviceFix("use the layer ids the draft was trained with for this target"),
+            evidence=ConfigEvidence.of({"ids": ids, "target_layers": layers}),
         )
     ]
 
@@ -336,8 +359,8 @@ def check_tp(config: Mapping[str, Any], tp: int, role: str) -> list[Finding]:
                 message=f"the {role}'s {heads} attention heads do not split over --tp {tp}",
                 role=role,
                 attribute="num_attention_heads",
-                fix=f"a --tp that divides {heads}",
-                details={"heads": heads, "tp": tp},
+                fix=AdviceFix(f"a --tp that divides {heads}"),
+                evidence=ConfigEvidence.of({"heads": heads, "tp": tp}),
             )
         )
     kv = _int(text, "num_key_value_heads")
@@ -353,8 +376,8 @@ def check_tp(config: Mapping[str, Any], tp: int, role: str) -> list[Finding]:
                 ),
                 role=role,
                 attribute="num_key_value_heads",
-                fix=f"a --tp that divides {kv} or is a multiple of it",
-                details={"kv_heads": kv, "tp": tp},
+                fix=AdviceFix(f"a --tp that divides {kv} or is a multiple of it"),
+                evidence=ConfigEvidence.of({"kv_heads": kv, "tp": tp}),
             )
         )
     return findings
@@ -411,8 +434,8 @@ def check_memory(
                 severity="error",
                 message=f"the weights do not fit: {numbers}",
                 attribute="mem_fraction_static",
-                fix="a larger --tp, a quantized checkpoint, or GPUs with more memory",
-                details=details,
+                fix=AdviceFix("a larger --tp, a quantized checkpoint, or GPUs with more memory"),
+                evidence=ConfigEvidence.of(details),
             )
         ]
     if left < max(_KV_WARN_BYTES, _KV_WARN_FRACTION * budget):
@@ -422,8 +445,8 @@ def check_memory(
                 severity="warning",
                 message=f"only {left / GIB:.1f} GiB per GPU left for the KV cache: {numbers}",
                 attribute="mem_fraction_static",
-                fix="raise --mem-fraction-static a little, or a larger --tp",
-                details=details,
+                fix=AdviceFix("raise --mem-fraction-static a little, or a larger --tp"),
+                evidence=ConfigEvidence.of(details),
             )
         ]
     return []

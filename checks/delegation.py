@@ -1,10 +1,13 @@
-"""Delegation patches: the methods a wrapper class lacks, generated with libcst.
+"""Delegation methods: the one generator of the code a fix adds, without libcst or a parse
+of anything but the two classes' own files.
 
-For each `interface.missing` finding that names a delegate, the wrapper gets a method with the
-inner method's signature that returns the inner call's result, appended at the end of its class
-body in the file's own indentation and quote style; nothing else in the file changes.
-Annotations are kept only where the patched module can resolve every name in them (typing
-names are imported when missing; others are dropped), so the file gains no undefined name.
+For an `interface.missing` finding whose attribute an inner object provides, the wrapper gets
+a method with the inner method's signature that returns the inner call's result. The text is
+planned here in the file's own indentation and quote style, exactly as `patching.py` inserts
+it, so what `audit`, `preflight`, the evidence screen and the diff show is what `--apply`
+writes. Annotations are kept only where the patched module can resolve every name in them
+(typing names are imported when missing; others are dropped), so the file gains no undefined
+name.
 
 A delegation that compiles but cannot work is refused with the reason: if the wrapper's
 `forward` computes logits itself instead of returning the inner model's result, EAGLE-3's aux
@@ -16,83 +19,18 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
-import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+import io
+import tokenize
+from dataclasses import dataclass
 
-import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
-
-from eaglebug.checks.audit import ClassReport
 from eaglebug.checks.consumers import find_function
-from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import PatchFix, PlannedMethod
 from eaglebug.checks.index import ClassRef, Provider, TreeIndex
 
-TRAILER = "Eaglebug-Fix"
 _TYPING = frozenset(
     "Any Callable Dict Iterable Iterator List Mapping Optional Sequence Set Tuple Type Union".split()
 )
-_AUX_CAPTURE = "set_eagle3_layers_to_capture"
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One class's delegations: the file before and after, and what was left out and why."""
-
-    path: Path
-    file: str  # relative to the tree root, as in call sites
-    class_name: str  # qualified
-    delegate: str
-    methods: tuple[str, ...]
-    fixes: tuple[Finding, ...]
-    original: bytes
-    patched: bytes
-    refused: dict[str, str] = field(default_factory=dict)  # method -> reason
-    notes: tuple[str, ...] = ()
-
-    @property
-    def original_sha(self) -> str:
-        return hashlib.sha256(self.original).hexdigest()
-
-    @property
-    def short_class(self) -> str:
-        return self.class_name.rsplit(".", 1)[-1]
-
-    def diff(self) -> str:
-        before = self.original.decode("utf-8", errors="replace").splitlines(keepends=True)
-        after = self.patched.decode("utf-8", errors="replace").splitlines(keepends=True)
-        return "".join(difflib.unified_diff(before, after, f"a/{self.file}", f"b/{self.file}"))
-
-    def commit_message(self) -> str:
-        methods = ", ".join(self.methods)
-        lines = [
-            f"{self.short_class}: delegate {methods} to self.{self.delegate}",
-            "",
-            f"SGLang's speculative workers call these on the model object; {self.short_class}",
-            f"holds its language model in self.{self.delegate}, which provides them.",
-        ]
-        for finding in self.fixes:
-            for site in finding.call_sites[:3]:
-                lines.append(f"  {finding.attribute}: {site.file}:{site.line}")
-        for method, reason in self.refused.items():
-            lines += ["", f"Not delegated: {method}: {reason}"]
-        lines += ["", f"{TRAILER}: {self.class_name}"]
-        return "\n".join(lines) + "\n"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "file": self.file,
-            "path": str(self.path),
-            "class": self.class_name,
-            "delegate": self.delegate,
-            "methods": list(self.methods),
-            "refused": self.refused,
-            "notes": list(self.notes),
-            "diff": self.diff(),
-        }
+AUX_CAPTURE = "set_eagle3_layers_to_capture"
 
 
 def _param_text(arg: ast.arg, default: ast.expr | None, keep: bool) -> str:
@@ -265,64 +203,6 @@ def _module_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _quote_style(module: cst.Module) -> str:
-    counts = {'"': 0, "'": 0}
-
-    class Count(cst.CSTVisitor):
-        def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            quote = node.quote[0]
-            if quote in counts:
-                counts[quote] += 1
-
-    module.visit(Count())
-    return "'" if counts["'"] > counts['"'] else '"'
-
-
-def _requote(node: cst.BaseStatement, quote: str) -> cst.BaseStatement:
-    """Rewrite simple string literals to the file's quote style where that is safe."""
-
-    class Requote(cst.CSTTransformer):
-        def leave_SimpleString(
-            self, original_node: cst.SimpleString, updated_node: cst.SimpleString
-        ) -> cst.SimpleString:
-            if len(updated_node.quote) != 1 or updated_node.quote == quote:
-                return updated_node
-            body = updated_node.value[len(updated_node.prefix) + 1 : -1]
-            if quote in body or "\\" in body:
-                return updated_node
-            return updated_node.with_changes(value=f"{updated_node.prefix}{quote}{body}{quote}")
-
-    visited = node.visit(Requote())
-    assert isinstance(visited, cst.BaseStatement)
-    return visited
-
-
-class _AppendToClass(cst.CSTTransformer):
-    def __init__(self, class_name: str, statements: list[cst.BaseStatement]) -> None:
-        self.class_name = class_name
-        self.statements = statements
-        self.depth = 0
-        self.done = False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.depth += 1
-        return True
-
-    def leave_ClassDef(
-        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
-    ) -> cst.ClassDef:
-        self.depth -= 1
-        if self.depth != 0 or updated_node.name.value != self.class_name or self.done:
-            return updated_node
-        self.done = True
-        body = updated_node.body
-        if not isinstance(body, cst.IndentedBlock):
-            raise _Unsupported("the class body is on one line")
-        return updated_node.with_changes(
-            body=body.with_changes(body=[*body.body, *self.statements])
-        )
-
-
 def _forward_problem(index: TreeIndex, ref: ClassRef, delegate: str) -> str | None:
     """Why delegating aux-hidden-state capture would not work, if the wrapper's forward says so."""
     provider = index.lookup(ref, "forward")
@@ -357,116 +237,146 @@ def _forward_problem(index: TreeIndex, ref: ClassRef, delegate: str) -> str | No
     )
 
 
-def plan_patches(index: TreeIndex, reports: Iterable[ClassReport]) -> list[Patch]:
-    """One patch per class whose missing attributes have a delegate."""
-    patches: list[Patch] = []
-    for report in reports:
-        fixable = [
-            f
-            for f in report.findings
-            if f.id == "interface.missing" and f.delegate and f.severity in {"error", "warning"}
-        ]
-        if not fixable:
-            continue
-        patch = _plan_class(index, report.ref, fixable)
-        if patch is not None:
-            patches.append(patch)
-    return patches
+@dataclass(frozen=True)
+class FileStyle:
+    """How the wrapper's file is written: its indent unit, the class body's indent, quotes."""
+
+    unit: str
+    body: str
+    quote: str
 
 
-def _plan_class(index: TreeIndex, ref: ClassRef, fixable: list[Finding]) -> Patch | None:
-    path = index.tree.root / ref.file
-    original = path.read_bytes()
-    text = original.decode("utf-8")
-    module = cst.parse_module(text)
-    tree = ast.parse(original)
-    available = _module_names(tree)
-    quote = _quote_style(module)
-    indent = module.default_indent
-    delegate = fixable[0].delegate or ""
-    refused: dict[str, str] = {}
-    notes: list[str] = []
-    statements: list[cst.BaseStatement] = []
-    imports: set[str] = set()
-    methods: list[str] = []
-    fixes: list[Finding] = []
-    problem = _forward_problem(index, ref, delegate)
-    seen: set[str] = set()
-    for finding in sorted(fixable, key=lambda f: f.attribute or ""):
-        name = finding.attribute or ""
-        if name in seen:
-            continue
-        seen.add(name)
-        if finding.delegate != delegate:
-            refused[name] = f"its delegate is self.{finding.delegate}, not self.{delegate}"
-            continue
-        if name == _AUX_CAPTURE and problem:
-            refused[name] = problem
-            continue
-        inner_names = finding.details.get("delegate_class") or []
-        inner = index.cls(str(inner_names[0])) if inner_names else None
-        provider = index.lookup(inner, name) if inner is not None else None
-        if provider is None:
-            refused[name] = f"self.{delegate}'s class does not provide it"
-            continue
+def file_style(text: str, cls: ast.ClassDef) -> FileStyle:
+    unit, counts = "    ", {'"': 0, "'": 0}
+    seen_indent = False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.INDENT and not seen_indent:
+                unit, seen_indent = tok.string, True
+            elif tok.type == tokenize.STRING:
+                quote = tok.string.lstrip("rRbBuUfF")[:1]
+                if quote in counts:
+                    counts[quote] += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    first = cls.body[0]
+    line = text.splitlines()[first.lineno - 1] if first.lineno <= text.count("\n") + 1 else ""
+    body = line[: len(line) - len(line.lstrip())] or unit
+    return FileStyle(unit, body, "'" if counts["'"] > counts['"'] else '"')
+
+
+def requote(text: str, quote: str) -> str:
+    """Simple string literals in `text` rewritten to the file's quote style where that is safe."""
+    other = "'" if quote == '"' else '"'
+    lines = text.split("\n")
+    edits: list[tuple[int, int, int, str]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type != tokenize.STRING or tok.start[0] != tok.end[0]:
+                continue
+            value = tok.string
+            prefix = value[: len(value) - len(value.lstrip("rRbBuU"))]
+            body = value[len(prefix) :]
+            if len(body) < 2 or body[0] != other or body[:3] == other * 3:
+                continue
+            inner = body[1:-1]
+            if quote in inner or "\\" in inner:
+                continue
+            edits.append(
+                (tok.start[0] - 1, tok.start[1], tok.end[1], f"{prefix}{quote}{inner}{quote}")
+            )
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    for row, start, end, new in reversed(edits):
+        lines[row] = lines[row][:start] + new + lines[row][end:]
+    return "\n".join(lines)
+
+
+def _class_node(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    """The top-level class `name` (a wrapper is one; nested classes are not audited)."""
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    return found[-1] if found else None  # the last definition wins, as at run time
+
+
+class DelegationPlanner:
+    """Plans the delegation methods of one wrapper class (its file is read once)."""
+
+    def __init__(self, index: TreeIndex, ref: ClassRef) -> None:
+        self.index = index
+        self.ref = ref
+        self._read = False
+        self._parsed: tuple[ast.Module, str] | None = None
+        self._forward: dict[str, str | None] = {}
+
+    def _wrapper(self) -> tuple[ast.Module, str] | None:
+        if not self._read:
+            self._read = True
+            self._parsed = self.index.parse_file(self.ref.file)
+        return self._parsed
+
+    def plan(self, attribute: str, delegate: str, inner_class: str, provider: Provider) -> PatchFix:
+        def refuse(reason: str) -> PatchFix:
+            return PatchFix(
+                self.ref.qualname,
+                attribute,
+                delegate,
+                inner_class,
+                provider.owner,
+                self.ref.file,
+                None,
+                reason,
+            )
+
+        parsed = self._wrapper()
+        cls = _class_node(parsed[0], self.ref.facts.name) if parsed else None
+        if parsed is None or cls is None:
+            return refuse(f"{self.ref.file} cannot be read back")
+        tree, text = parsed
+        if attribute == AUX_CAPTURE:
+            if delegate not in self._forward:
+                self._forward[delegate] = _forward_problem(self.index, self.ref, delegate)
+            problem = self._forward[delegate]
+            if problem:
+                return refuse(problem)
         inner_fn = None
         if provider.method is not None and provider.file is not None:
-            parsed = index.parse_file(provider.file)
-            found = (
-                find_function(parsed[0], f"{provider.owner.rsplit('.', 1)[-1]}.{name}")
-                if parsed
+            inner = self.index.parse_file(provider.file)
+            hit = (
+                find_function(inner[0], f"{provider.owner.rsplit('.', 1)[-1]}.{attribute}")
+                if inner
                 else None
             )
-            inner_fn = found[1] if found else None
+            inner_fn = hit[1] if hit else None
+        style = file_style(text, cls)
         try:
-            generated = _generate(name, provider, inner_fn, delegate, available, indent, quote)
-        except _Unsupported as exc:
-            refused[name] = str(exc)
-            continue
-        parsed_statement = cst.parse_statement(generated.source, config=module.config_for_parsing)
-        statement = _requote(parsed_statement, quote)
-        if isinstance(statement, cst.FunctionDef):
-            statement = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-        statements.append(statement)
-        imports |= generated.imports
-        notes += [f"{name}: annotation dropped for {d}" for d in generated.dropped]
-        methods.append(name)
-        fixes.append(finding)
-    if not statements:
-        if refused:
-            return Patch(
-                path,
-                ref.file,
-                ref.qualname,
+            generated = _generate(
+                attribute,
+                provider,
+                inner_fn,
                 delegate,
-                (),
-                (),
-                original,
-                original,
-                refused,
-                tuple(notes),
+                _module_names(tree),
+                style.unit,
+                style.quote,
             )
-        return None
-    transformer = _AppendToClass(ref.facts.name, statements)
-    patched_module = module.visit(transformer)
-    if not transformer.done:
-        return None
-    if imports:
-        context = CodemodContext()
-        for name in sorted(imports):
-            AddImportsVisitor.add_needed_import(context, "typing", name)
-        patched_module = AddImportsVisitor(context).transform_module(patched_module)
-        notes.append(f"imported from typing: {', '.join(sorted(imports))}")
-    patched = patched_module.code.encode("utf-8")
-    return Patch(
-        path,
-        ref.file,
-        ref.qualname,
-        delegate,
-        tuple(methods),
-        tuple(fixes),
-        original,
-        patched,
-        refused,
-        tuple(notes),
-    )
+        except _Unsupported as exc:
+            return refuse(str(exc))
+        source = requote(generated.source, style.quote)
+        indented = "".join(
+            (style.body + line if line.strip() else line)
+            for line in source.splitlines(keepends=True)
+        )
+        method = PlannedMethod(
+            attribute,
+            indented,
+            tuple(sorted(generated.imports)),
+            tuple(f"{attribute}: annotation dropped for {d}" for d in generated.dropped),
+        )
+        return PatchFix(
+            self.ref.qualname,
+            attribute,
+            delegate,
+            inner_class,
+            provider.owner,
+            self.ref.file,
+            method,
+        )

@@ -1,10 +1,20 @@
-"""The findings contract shared by every front end (DESIGN.md, "Findings")."""
+"""The findings contract shared by every front end (DESIGN.md, "Findings").
+
+A finding has a stable key (id, qualified class, attribute, role) by which every front end
+selects it, marks it pending or fixed and records what was applied; typed evidence
+(`evidence.py`) and a typed fix (`fixes.py`). `to_json` keeps the JSON contract: `fix` is the
+fix's text (exactly what `--apply` writes, for a patch), `fix_detail` the typed fix, `details`
+the evidence under the keys it has always had.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from eaglebug.checks.evidence import Evidence, InterfaceEvidence, LogEvidence
+from eaglebug.checks.fixes import Choice, Fix
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -19,6 +29,24 @@ class CallSite:
     code: str
 
 
+@dataclass(frozen=True, order=True)
+class FindingKey:
+    """What a finding is, whatever its message or evidence says this time."""
+
+    id: str
+    class_: str | None
+    attribute: str | None
+    role: str | None
+
+    def text(self) -> str:
+        return "|".join(part or "" for part in (self.id, self.class_, self.attribute, self.role))
+
+    @classmethod
+    def parse(cls, text: str) -> FindingKey:
+        id_, class_, attribute, role = ([*text.split("|"), "", "", "", ""])[:4]
+        return cls(id_, class_ or None, attribute or None, role or None)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem, its evidence and its fix; serialises to the JSON contract."""
@@ -31,13 +59,32 @@ class Finding:
     attribute: str | None = None
     call_sites: tuple[CallSite, ...] = ()
     delegate: str | None = None
-    fix: str | None = None
-    # Evidence beyond the contract's core fields (provided-by chains, assumptions, guards).
-    details: dict[str, Any] = field(default_factory=dict, compare=False)
+    fix: Fix | None = None
+    evidence: Evidence | None = field(default=None, hash=False)
+
+    @property
+    def key(self) -> FindingKey:
+        return FindingKey(self.id, self.class_, self.attribute, self.role)
+
+    @property
+    def interface(self) -> InterfaceEvidence | None:
+        return self.evidence if isinstance(self.evidence, InterfaceEvidence) else None
+
+    @property
+    def log(self) -> LogEvidence | None:
+        return self.evidence if isinstance(self.evidence, LogEvidence) else None
+
+    @property
+    def ranks(self) -> tuple[str, ...]:
+        return self.log.ranks if self.log else ()
 
     def to_json(self) -> dict[str, Any]:
+        details = self.evidence.to_json() if self.evidence is not None else {}
+        if isinstance(self.fix, Choice):  # the options' trade-offs, where they always were
+            details["options"] = {o.text(): o.tradeoff for o in self.fix.options}
         return {
             "id": self.id,
+            "key": self.key.text(),
             "severity": self.severity,
             "message": self.message,
             "role": self.role,
@@ -45,8 +92,9 @@ class Finding:
             "attribute": self.attribute,
             "call_sites": [dataclasses.asdict(site) for site in self.call_sites],
             "delegate": self.delegate,
-            "fix": self.fix,
-            "details": self.details,
+            "fix": self.fix.text() if self.fix is not None else None,
+            "fix_detail": self.fix.to_json() if self.fix is not None else None,
+            "details": details,
         }
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eaglebug.checks import logpatterns as lp
+from eaglebug.checks.evidence import LogEvidence, LogLine, captured_of
 from eaglebug.checks.findings import Finding, Severity
 from eaglebug.checks.logtraceback import Result
 
@@ -152,22 +153,28 @@ class FindingBook:
 
     def _finding(self, entry: _Entry) -> Finding:
         r, where = entry.result, entry.where
-        details: dict[str, Any] = dict(r.details)
-        details.update(
-            {
-                "ranks": sort_ranks(entry.ranks),
-                "count": entry.count,
-                "line": where.line,
-                "offset": where.offset,
-                "time": where.time,
-                "phase": where.phase or None,
-                "exception": r.exception or None,
-            }
+        extra = dict(r.details)
+        named = {key: extra.pop(key, None) for key in _NAMED}
+        evidence = LogEvidence(
+            ranks=tuple(sort_ranks(entry.ranks)),
+            count=entry.count,
+            line=where.line,
+            offset=where.offset,
+            time=where.time,
+            phase=where.phase or None,
+            exception=r.exception or None,
+            process=where.process,
+            import_errors=(
+                tuple(self.import_errors)
+                if r.category == "unsupported_architecture" and self.import_errors
+                else ()
+            ),
+            see=_text(named["see"]),
+            audit=_text(named["audit"]),
+            note=_text(named["note"]),
+            sglang_hint=_text(named["sglang_hint"]),
+            captured=captured_of(extra.items()),
         )
-        if where.process:
-            details["process"] = where.process
-        if r.category == "unsupported_architecture" and self.import_errors:
-            details["import_errors"] = list(self.import_errors)
         return Finding(
             id=f"log.{r.category}",
             severity=entry.severity,
@@ -178,7 +185,7 @@ class FindingBook:
             call_sites=r.call_sites,
             delegate=None,
             fix=r.fix,
-            details=details,
+            evidence=evidence,
         )
 
     def _other(self, crashed_during: str | None) -> Finding | None:
@@ -186,23 +193,36 @@ class FindingBook:
         if not self._evidence:
             return None
         main = min(self._evidence, key=lambda e: _EVIDENCE_PRIORITY.index(e.kind))
-        details: dict[str, Any] = {
-            "ranks": sort_ranks({e.where.rank for e in self._evidence if e.where.rank}),
-            "count": len(self._evidence),
-            "line": main.where.line,
-            "offset": main.where.offset,
-            "time": main.where.time,
-            "phase": crashed_during,
-            "evidence": [
-                {"kind": e.kind, "text": e.text, "line": e.where.line, "offset": e.where.offset}
-                for e in self._evidence[:8]
-            ],
-            "cause": "not in the log",
-        }
+        extra: dict[str, Any] = {}
         for e in self._evidence:
-            details.update({k: v for k, v in e.details.items() if k not in details})
+            extra.update({k: v for k, v in e.details.items() if k not in extra})
+        named = {key: extra.pop(key, None) for key in _NAMED}
+        evidence = LogEvidence(
+            ranks=tuple(sort_ranks({e.where.rank for e in self._evidence if e.where.rank})),
+            count=len(self._evidence),
+            line=main.where.line,
+            offset=main.where.offset,
+            time=main.where.time,
+            phase=crashed_during,
+            lines=tuple(
+                LogLine(e.kind, e.text, e.where.line, e.where.offset) for e in self._evidence[:8]
+            ),
+            cause="not in the log",
+            see=_text(named["see"]),
+            audit=_text(named["audit"]),
+            note=_text(named["note"]),
+            sglang_hint=_text(named["sglang_hint"]),
+            captured=captured_of(extra.items()),
+        )
         message = other_message(main, self._evidence)
-        return Finding(id="log.other", severity="error", message=message, details=details)
+        return Finding(id="log.other", severity="error", message=message, evidence=evidence)
+
+
+_NAMED = ("see", "audit", "note", "sglang_hint")
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def other_message(main: Evidence, evidence: list[Evidence]) -> str:
@@ -232,4 +252,4 @@ def other_message(main: Evidence, evidence: list[Evidence]) -> str:
 
 def finding_json(finding: Finding) -> dict[str, Any]:
     """`Finding.to_json()` plus the ranks at the top level, as `diagnose --json` prints it."""
-    return {**finding.to_json(), "ranks": list(finding.details.get("ranks", []))}
+    return {**finding.to_json(), "ranks": list(finding.ranks)}

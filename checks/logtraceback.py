@@ -16,6 +16,7 @@ from typing import Any
 
 from eaglebug.checks import logpatterns as lp
 from eaglebug.checks.findings import CallSite
+from eaglebug.checks.fixes import AdviceFix, Choice, EnvFix, Fix, FlagFix
 
 FRAMES_KEPT = 24  # innermost frames of each exception
 EXC_LINES_KEPT = 40  # lines of each exception message
@@ -145,7 +146,7 @@ class Result:
     attribute: str | None = None
     role: str | None = None
     call_sites: tuple[CallSite, ...] = ()
-    fix: str | None = None
+    fix: Fix | None = None
     details: dict[str, Any] = field(default_factory=dict)
     generic: bool = False  # only says another process failed
     interrupt: bool = False
@@ -239,7 +240,7 @@ def describe(
         result.class_, result.attribute = cls, attr
         result.role = _role(site.code) if site else None
         result.message = f"{cls} has no {attr}, which SGLang calls on the model object"
-        result.fix = f"eaglebug fix --model-class {cls} --apply"
+        result.fix = AdviceFix(f"eaglebug fix --model-class {cls} --apply")
         result.details = {
             "see": "interface.missing",
             "audit": f"eaglebug audit --model-class {cls}",
@@ -247,7 +248,7 @@ def describe(
         }
     elif category == "context_length":
         asked, derived = int(m["asked"]), int(m["derived"])
-        env_fix = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        env_var = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
         result.key = (category, m["reason"], str(asked), str(derived))
         result.attribute = "context_length"
         if m["reason"] == "Target model's":
@@ -256,34 +257,52 @@ def describe(
                 f"the draft's context length ({derived}) is shorter than the target's ({asked}); "
                 "SGLang refused to start"
             )
-            result.fix = f"{env_fix}   (or --context-length {derived})"
-            result.details = {
-                "options": {
-                    env_fix: f"keeps the full {asked}-token context; the draft runs past the "
-                    f"{derived} positions it was trained on, so acceptance drops on long prompts",
-                    f"--context-length {derived}": "keeps the draft inside its trained range; "
-                    f"prompts longer than {derived} tokens are rejected",
-                },
-                "see": "config.context_length",
-            }
+            result.fix = Choice(
+                (
+                    EnvFix(
+                        env_var,
+                        "1",
+                        f"keeps the full {asked}-token context; the draft runs past the "
+                        f"{derived} positions it was trained on, so acceptance drops on long "
+                        "prompts",
+                    ),
+                    FlagFix(
+                        "--context-length",
+                        str(derived),
+                        "keeps the draft inside its trained range; prompts longer than "
+                        f"{derived} tokens are rejected",
+                    ),
+                )
+            )
         else:
             result.role = "target"
             result.message = (
                 f"--context-length {asked} is longer than the model's derived context length "
                 f"{derived}; SGLang refused to start"
             )
-            result.fix = f"--context-length {derived}, or {env_fix} to force it"
-            result.details = {"see": "config.context_length"}
-        result.details.update({"requested": asked, "derived": derived, "env_var": env_fix[:-2]})
+            result.fix = Choice(
+                (
+                    FlagFix("--context-length", str(derived), "stays within the model's length"),
+                    EnvFix(env_var, "1", "forces the longer context on SGLang"),
+                )
+            )
+        result.details = {
+            "see": "config.context_length",
+            "requested": asked,
+            "derived": derived,
+            "env_var": env_var,
+        }
     elif category == "unsupported_architecture":
         archs = m["archs"]
         result.key = (category, archs, m["how"])
         if m["how"] == "failed to be inspected":
             result.message = f"SGLang could not import the model class for {archs}"
-            result.fix = "fix the import error of the model's module (details.import_errors)"
+            result.fix = AdviceFix(
+                "fix the import error of the model's module (details.import_errors)"
+            )
         else:
             result.message = f"this SGLang release does not support the architecture {archs}"
-            result.fix = (
+            result.fix = AdviceFix(
                 "use an SGLang release that registers it, or check architectures in config.json"
             )
         result.details = {"architectures": archs, "see": "config.unregistered_architecture"}
@@ -291,28 +310,30 @@ def describe(
         tried = re.search(r"Tried to allocate ([\d.]+ [KMGT]?i?B)", text)
         if "Not enough memory" in text:
             result.message = "no GPU memory left for the KV cache after loading the weights"
-            result.fix = (
+            result.fix = AdviceFix(
                 "increase --mem-fraction-static (SGLang's own hint), or use more GPUs (--tp)"
             )
         elif "unbalanced" in text:
             result.message = "GPU memory differs between ranks: other processes hold some GPUs"
-            result.fix = "free the GPUs other processes hold (nvidia-smi), or pick idle ones"
+            result.fix = AdviceFix(
+                "free the GPUs other processes hold (nvidia-smi), or pick idle ones"
+            )
         else:
             during = _DURING.get(phase, phase)
             result.message = f"CUDA out of memory during {during}" + (
                 f" (tried to allocate {tried.group(1)})" if tried else ""
             )
-            result.fix = OOM_FIX.get(phase, OOM_FIX_DEFAULT)
+            result.fix = AdviceFix(OOM_FIX.get(phase, OOM_FIX_DEFAULT))
         result.key = (category, result.message.split(" (")[0])
     elif category == "nccl":
         result.message = f"NCCL failed: {_excerpt(first, 160)}"
         if "NCCL_DEBUG=INFO" in text or "NCCL error" in text:
-            result.fix = "rerun with NCCL_DEBUG=INFO to see NCCL's reason"
+            result.fix = AdviceFix("rerun with NCCL_DEBUG=INFO to see NCCL's reason")
     elif category == "port_in_use":
         port = _port(text)
         result.key = (category, port or "")
         result.message = f"port {port} is already in use" if port else "a port is already in use"
-        result.fix = (
+        result.fix = AdviceFix(
             f"stop what holds port {port} (ss -ltnp | grep {port}), or pass another --port"
             if port
             else "stop the earlier server, or pass another --port"
@@ -321,13 +342,13 @@ def describe(
             result.details = {"port": int(port)}
     elif category == "config_mismatch":
         result.message = f"weight shapes do not match the model: {_excerpt(first, 160)}"
-        result.fix = (
+        result.fix = AdviceFix(
             "check that config.json matches the checkpoint, and that the draft was trained for "
             "this target (eaglebug preflight compares the configs)"
         )
     elif category == "weights_or_path":
         result.message = f"model files not found or not readable: {_excerpt(first, 160)}"
-        result.fix = (
+        result.fix = AdviceFix(
             "check --model-path / --speculative-draft-model-path: a folder with config.json and "
             "*.safetensors, or a Hub id (HF_TOKEN for gated repos)"
         )

@@ -15,7 +15,9 @@ from eaglebug.checks import configchecks
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, sort_findings
+from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.models import ModelSource, resolve_model
@@ -86,8 +88,10 @@ def _unavailable(source: ModelSource, role: str, skipped: str) -> Finding:
         severity="warning",
         message=f"{role} model {source.given} is not available offline ({source.how}); skipped: {skipped}",
         role=role,
-        fix=f"download it first (huggingface-cli download {source.given}) or pass a local folder",
-        details={"given": source.given, "how": source.how},
+        fix=AdviceFix(
+            f"download it first (huggingface-cli download {source.given}) or pass a local folder"
+        ),
+        evidence=ConfigEvidence.of({"given": source.given, "how": source.how}),
     )
 
 
@@ -116,12 +120,12 @@ def _architecture(
         ),
         role=role,
         class_=archs[0],
-        fix=(
+        fix=AdviceFix(
             f"closest registered: {', '.join(close)}"
             if close
             else "add the model to SGLang (EntryClass)"
         ),
-        details={"closest": close},
+        evidence=ConfigEvidence.of({"closest": close}),
     )
 
 
@@ -171,7 +175,7 @@ def preflight(
                 severity="error",
                 message=f"--speculative-algorithm {algorithm} needs --speculative-draft-model-path",
                 role="draft",
-                fix="add --speculative-draft-model-path DRAFT",
+                fix=AdviceFix("add --speculative-draft-model-path DRAFT"),
             )
         )
 

@@ -107,7 +107,7 @@ def preflight_command(args: argparse.Namespace) -> int:
 
 def fix_command(args: argparse.Namespace) -> int:
     # libcst and GitPython load only for the commands that use them.
-    from eaglebug.checks.delegation import plan_patches
+    from eaglebug.checks.patching import plan_patches
     from eaglebug.fixing import Applied, apply_patch
     from eaglebug.report import print_patches
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding, has_errors
-from eaglebug.checks.logparse import LogAnalyzer, analyze_file, rank_summary
+from eaglebug.checks.logparse import LogAnalyzer, analyze_file
+from eaglebug.findingview import finding_lines, markup
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,53 +89,11 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _where(f: Finding) -> str:
-    d = f.details
-    parts = []
-    ranks = list(d.get("ranks") or [])
-    if ranks:
-        parts.append(f"ranks {rank_summary(ranks)}" if len(ranks) > 1 else f"rank {ranks[0]}")
-    if d.get("count", 1) > 1 and len(ranks) != d.get("count"):
-        parts.append(f"{d['count']} times")
-    if d.get("time"):
-        parts.append(str(d["time"]))
-    if d.get("line") is not None:
-        parts.append(f"line {d['line']}")
-    elif d.get("offset") is not None:
-        parts.append(f"byte {d['offset']:,}")
-    return " · ".join(parts)
-
-
 def _print_finding(console: Console, f: Finding) -> None:
     style = _STYLE[f.severity]
     console.print(f"  [{style}]{f.severity:<7}[/] [bold]{_escape(f.id)}[/]  {_escape(f.message)}")
-    where = _where(f)
-    if where:
-        console.print(f"          [dim]{_escape(where)}[/]")
-    for site in f.call_sites:
-        console.print(f"          [cyan]{_escape(site.file)}:{site.line}[/]  {_escape(site.code)}")
-    exception = str(f.details.get("exception") or "")
-    if exception and exception[:60] not in f.message:
-        shown = exception if len(exception) <= 240 else exception[:239] + "…"
-        console.print(f"          [dim]{_escape(shown)}[/]")
-    for item in f.details.get("evidence", [])[:4]:
-        console.print(f"          [dim]log: {_escape(str(item['text'])[:200])}[/]")
-    if f.details.get("sglang_hint"):
-        console.print(f"          [dim]SGLang says: {_escape(str(f.details['sglang_hint']))}[/]")
-    for error in f.details.get("import_errors", [])[:3]:
-        console.print(f"          [dim]import error: {_escape(str(error))}[/]")
-    if f.details.get("see") == "interface.missing":
-        audit = f.details.get("audit", "eaglebug audit")
-        console.print(
-            f"          see: interface.missing ([green]{_escape(str(audit))}[/] lists them all)"
-        )
-    options = f.details.get("options")
-    if f.severity != "info" and isinstance(options, dict):
-        console.print("          fix, either:")
-        for option, tradeoff in options.items():
-            console.print(f"            [green]{_escape(option)}[/]  [dim]{_escape(tradeoff)}[/]")
-    elif f.fix:
-        console.print(f"          fix: [green]{_escape(f.fix)}[/]")
+    for text in markup(finding_lines(f)):
+        console.print(text)
 
 
 def print_diagnosis(

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import git
 
-from eaglebug.checks.delegation import TRAILER, Patch
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
+from eaglebug.checks.patching import TRAILER, Patch
 from eaglebug.gitops import GitRepo, write_atomically
 
 _IN_PROGRESS = {

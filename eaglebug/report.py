@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from eaglebug.checks.delegation import Patch
+    from eaglebug.checks.patching import Patch
     from eaglebug.fixing import Applied
 
 from eaglebug.checks.audit import AuditResult, ClassReport
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
 from eaglebug.checks.preflight import PreflightResult
+from eaglebug.findingview import finding_lines, markup
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -62,43 +63,8 @@ def _finding(console: Console, f: Finding, label: str | None = None) -> None:
     console.print(f"  [{style}]{f.severity:<7}[/] [bold]{escape(name)}[/]  {escape(f.message)}")
     if f.severity == "info":
         return
-    sites = f.details.get("sites", [])
-    guards_by_site = {(s["file"], s["line"]): s for s in sites} if isinstance(sites, list) else {}
-    for site in f.call_sites:
-        console.print(f"          [cyan]{escape(site.file)}:{site.line}[/]  {escape(site.code)}")
-        extra = guards_by_site.get((site.file, site.line))
-        if extra:
-            if extra.get("via"):
-                console.print(f"            [dim]reached via {escape(', '.join(extra['via']))}[/]")
-            if extra.get("guards"):
-                console.print(f"            [dim]when {escape(' and '.join(extra['guards']))}[/]")
-    if f.delegate:
-        inner = ", ".join(_short(c) for c in f.details.get("delegate_class", []))
-        owner = f.details.get("delegate_provider")
-        where = (
-            f" (defined in {_short(owner)})" if owner and inner and _short(owner) != inner else ""
-        )
-        console.print(
-            f"          delegate: [green]self.{escape(f.delegate)}[/] {escape(inner)}{escape(where)}"
-        )
-    for assumption in f.details.get("assumed", []):
-        console.print(f"          [dim]assumed: {escape(assumption)}[/]")
-    options = f.details.get("options")
-    if isinstance(options, dict):
-        console.print("          fix, either:")
-        for option, tradeoff in options.items():
-            console.print(f"            [green]{escape(option)}[/]  [dim]{escape(tradeoff)}[/]")
-        if f.details.get("sglang_message"):
-            console.print(
-                f"          [dim]SGLang says: {escape(str(f.details['sglang_message']))}[/]"
-            )
-        return
-    if f.fix and "\n" not in f.fix:
-        console.print(f"          fix: [green]{escape(f.fix)}[/]")
-    elif f.fix:
-        console.print("          fix:")
-        for line in f.fix.splitlines():
-            console.print(f"            [green]{escape(line)}[/]")
+    for text in markup(finding_lines(f)):
+        console.print(text)
 
 
 def _findings_of_class(console: Console, findings: list[Finding]) -> None:

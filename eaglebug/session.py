@@ -6,15 +6,17 @@ imports Textual. Blocking calls (preflight, git, process control) are plain meth
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import Finding
+from eaglebug.checks.findings import Finding, FindingKey
+from eaglebug.checks.fixes import EnvFix, PatchFix, env_of
 from eaglebug.checks.launch import env_and_argv
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.proctree import StopResult
@@ -23,14 +25,18 @@ from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
     from eaglebug.checks.audit import ClassReport
-    from eaglebug.checks.delegation import Patch
+    from eaglebug.checks.index import TreeIndex
+    from eaglebug.checks.patching import Patch
     from eaglebug.checks.preflight import GpuMemory, PreflightResult
     from eaglebug.checks.tree import SglangTree
     from eaglebug.fixing import Applied, Undone
 
-# The env-var fix of config.context_length, accepted for the next launch.
-CONTEXT_FINDING = "config.context_length"
-CONTEXT_FINDINGS = frozenset({CONTEXT_FINDING, "log.context_length"})
+# What a log finding is the runtime face of: its fix is the preflight finding's fix.
+SEE_ALSO = {
+    "log.missing_interface_method": "interface.missing",
+    "log.context_length": "config.context_length",
+}
+PENDING, FIXED = "pending: next launch", "fixed: relaunch"
 
 
 @dataclass
@@ -64,6 +70,8 @@ class Session:
         self.config = config
         self.server = Server(config.workdir)
         self._tree: SglangTree | None = None
+        self._index: TreeIndex | None = None  # the last checks' index, for class names
+        self._index_lock = threading.Lock()
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
 
@@ -106,18 +114,21 @@ class Session:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
-        from eaglebug.checks.delegation import plan_patches
         from eaglebug.checks.index import TreeIndex
+        from eaglebug.checks.patching import plan_patches
         from eaglebug.checks.preflight import preflight
 
         index = TreeIndex(self.tree())
+        with self._index_lock:
+            self._index = index
         # What the next launch will see: this environment, what the current launch was given
         # (its env fixes were consumed from `pending_env` when it started), and what is pending.
         record = self.current_launch()
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
-        flight = preflight(index, words, environ, self._gpu_memory())
-        patches = plan_patches(index, flight.reports)
+        with self._index_lock:
+            flight = preflight(index, words, environ, self._gpu_memory())
+            patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
         )
@@ -133,29 +144,76 @@ class Session:
         smallest = min(g.total_bytes for g in snapshot.gpus)
         return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}")
 
-    def patch_for(self, finding: Finding) -> Patch | None:
-        """The patch that fixes a finding; a log's AttributeError maps to its interface fix."""
-        if self.last is None or not finding.attribute:
-            return None
-        wanted = finding.class_ or ""
-        for patch in self.last.patches:
-            same_class = (
-                patch.class_name == wanted or patch.short_class == wanted.rsplit(".", 1)[-1]
+    # -- findings by key ---------------------------------------------------------------------
+    def resolve(self, log_findings: list[Finding]) -> list[Finding]:
+        """Log findings in the audited tree's terms: the class an AttributeError names as the
+        tree's qualified class, and the fix of the preflight finding it is the runtime face of
+        (the interface patch, the context-length choice with the tree's own env var)."""
+        return [self._resolve(f) for f in log_findings]
+
+    def _resolve(self, finding: Finding) -> Finding:
+        if finding.class_ and "." not in finding.class_:
+            qualified = self._qualified(finding.class_)
+            if qualified:
+                finding = dataclasses.replace(finding, class_=qualified)
+        see = SEE_ALSO.get(finding.id)
+        if see is None or self.last is None:
+            return finding
+        for checked in self.last.findings:
+            if checked.id != see or checked.fix is None:
+                continue
+            same = (
+                checked.class_ == finding.class_ and checked.attribute == finding.attribute
+                if see == "interface.missing"
+                else checked.role == finding.role
             )
-            if same_class and finding.attribute in (*patch.methods, *patch.refused):
+            if same:
+                return dataclasses.replace(finding, fix=checked.fix, delegate=checked.delegate)
+        return finding
+
+    def _qualified(self, short: str) -> str | None:
+        if self.last is not None:
+            for report in self.last.reports:
+                if report.ref.facts.name == short:
+                    return report.ref.qualname
+        with self._index_lock:
+            index = self._index
+            found = index.classes_named(short) if index is not None else []
+        return found[0].qualname if len(found) == 1 else None
+
+    def patch_for(self, finding: Finding) -> Patch | None:
+        """The patch that carries a finding's fix (the class and the method, both exact)."""
+        fix = finding.fix
+        if self.last is None or not isinstance(fix, PatchFix):
+            return None
+        for patch in self.last.patches:
+            if patch.class_name == fix.class_ and fix.attribute in (*patch.methods, *patch.refused):
                 return patch
         return None
 
     def committed_fix(self, finding: Finding) -> PatchRecord | None:
-        """An eaglebug commit that already added what a (log) finding says is missing."""
-        short = (finding.class_ or "").rsplit(".", 1)[-1]
+        """An eaglebug commit that already added what a finding says is missing."""
         for record in reversed(load_state(self.config.workdir).patches):
-            if (
-                record.class_name.rsplit(".", 1)[-1] == short
-                and finding.attribute in record.methods
+            if finding.key.text() in record.keys or (
+                record.class_name == finding.class_ and finding.attribute in record.methods
             ):
                 return record
         return None
+
+    def statuses(self, findings: list[Finding]) -> dict[FindingKey, str]:
+        """What has been done about each finding: an env fix pending, a patch committed."""
+        state = load_state(self.config.workdir)
+        out: dict[FindingKey, str] = {}
+        for finding in findings:
+            env = env_of(finding.fix)
+            if env is not None and state.pending_env.get(env.variable) == env.value:
+                out[finding.key] = PENDING
+            elif finding.id.startswith("log.") and any(
+                r.class_name == finding.class_ and finding.attribute in r.methods
+                for r in state.patches
+            ):
+                out[finding.key] = FIXED
+        return out
 
     # -- fixes ----------------------------------------------------------------------------
     def _refuse_if_readonly(self, what: str) -> None:
@@ -191,7 +249,12 @@ class Session:
         with self.server.editing() as state:
             state.patches.append(
                 PatchRecord(
-                    patch.file, patch.class_name, list(patch.methods), applied.commit, time.time()
+                    patch.file,
+                    patch.class_name,
+                    list(patch.methods),
+                    applied.commit,
+                    time.time(),
+                    [f.key.text() for f in patch.fixes],
                 )
             )
         return applied
@@ -202,20 +265,11 @@ class Session:
 
         return undo(self.tree().root)
 
-    def env_fix(self, finding: Finding) -> tuple[str, str] | None:
-        """The env var a finding's fix sets for the next launch (the context-length override)."""
-        if finding.id not in CONTEXT_FINDINGS or finding.severity != "error":
+    def env_fix(self, finding: Finding) -> EnvFix | None:
+        """The env var a finding's fix sets for the next launch (alone or as an option)."""
+        if finding.severity != "error":
             return None
-        name = finding.details.get("env_var")
-        if not name and self.last is not None:  # the log's refusal: the checked rule names it
-            name = next(
-                (f.details.get("env_var") for f in self.last.findings if f.id == CONTEXT_FINDING),
-                None,
-            )
-        if not name:
-            found = re.search(r"\b(SGLANG_\w*CONTEXT\w*)=1", f"{finding.fix} {finding.message}")
-            name = found.group(1) if found else None
-        return (str(name), "1") if name else None
+        return env_of(finding.fix)
 
     def accept_env(self, name: str, value: str) -> None:
         self._refuse_if_readonly("changing the next launch")

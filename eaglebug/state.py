@@ -46,10 +46,11 @@ class LaunchRecord:
 @dataclass
 class PatchRecord:
     file: str
-    class_name: str
+    class_name: str  # qualified
     methods: list[str]
     commit: str | None
     applied_at: float
+    keys: list[str] = field(default_factory=list)  # FindingKey.text() of what it fixed
 
 
 @dataclass

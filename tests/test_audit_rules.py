@@ -18,6 +18,7 @@ import pytest
 
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import PatchFix
 from tests.synthetic import (
     SPEC_INFO,
     audit_tree,
@@ -34,6 +35,15 @@ WORKER = "sglang/srt/speculative/eagle_worker.py"
 NGRAM_WORKER = "sglang/srt/speculative/ngram_worker.py"
 RUNNER = "sglang/srt/model_executor/model_runner.py"
 FOO = "sglang.srt.models.foo.FooForCausalLM"
+
+
+DOC = '        """Delegate to self.language_model (speculative decoding); added by eaglebug."""\n'
+
+
+def planned(finding: Finding) -> str:
+    """The method text a finding's patch fix plans (what `fix --apply` inserts)."""
+    assert isinstance(finding.fix, PatchFix) and finding.fix.method is not None, finding.fix
+    return finding.fix.method.text
 
 
 def _block(body: str, spaces: int) -> str:
@@ -135,7 +145,7 @@ def test_plain_read_is_required(tmp_path: Path) -> None:
     f = only(findings_for(audit_tree(root, "FooForCausalLM"), "hot_token_id"))
     assert (f.id, f.severity) == ("interface.missing", "error")
     assert f.call_sites == (site(root, WORKER, ".model.hot_token_id"),)
-    assert f.details["sites"][0]["kind"] == "read"
+    assert f.to_json()["details"]["sites"][0]["kind"] == "read"
 
 
 def test_getattr_without_default_is_required_with_default_optional(tmp_path: Path) -> None:
@@ -159,7 +169,7 @@ def test_getattr_without_default_is_required_with_default_optional(tmp_path: Pat
     f = only(findings_for(result, "get_embed_and_head"))
     assert (f.id, f.severity, f.role) == ("interface.missing", "error", "target")
     assert f.call_sites == (site(root, WORKER, 'getattr(model, "get_embed_and_head")'),)
-    assert f.details["sites"][0]["kind"] == "getattr"
+    assert f.to_json()["details"]["sites"][0]["kind"] == "getattr"
     assert findings_for(result, "hot_token_id") == []
     assert audit_tree(root, "BarForCausalLM").findings == []
 
@@ -202,7 +212,7 @@ def test_hasattr_then_raise_is_still_required(tmp_path: Path) -> None:
     f = only(findings_for(audit_tree(root, "FooForCausalLM"), "get_embed_and_head"))
     assert (f.id, f.severity, f.role) == ("interface.missing", "error", "target")
     assert f.call_sites == (site(root, WORKER, "if not hasattr(model"),)
-    assert f.details["sites"][0]["kind"] == "hasattr-raise"
+    assert f.to_json()["details"]["sites"][0]["kind"] == "hasattr-raise"
     assert audit_tree(root, "BarForCausalLM").findings == []
 
 
@@ -290,7 +300,7 @@ def test_inheritance_across_files_relative_and_absolute(tmp_path: Path) -> None:
         # what no class in the chain defines is still missing, and nothing was assumed
         f = only(findings_for(result, "set_eagle3_layers_to_capture"))
         assert (f.id, f.severity) == ("interface.missing", "error")
-        assert "assumed" not in f.details
+        assert "assumed" not in f.to_json()["details"]
 
 
 def test_torch_module_attributes(tmp_path: Path) -> None:
@@ -333,9 +343,9 @@ def test_external_base_is_assumed(tmp_path: Path) -> None:
     assert result.reports[0].external_bases == ["transformers.PreTrainedModel"]
     f = only(findings_for(result, "get_embed_and_head"))
     assert (f.id, f.severity) == ("interface.missing", "error")
-    assert len(f.details["assumed"]) == 1
-    assert "transformers.PreTrainedModel" in f.details["assumed"][0]
-    assert f.to_json()["details"]["assumed"] == f.details["assumed"]
+    assert len(f.to_json()["details"]["assumed"]) == 1
+    assert "transformers.PreTrainedModel" in f.to_json()["details"]["assumed"][0]
+    assert f.to_json()["details"]["assumed"] == f.to_json()["details"]["assumed"]
 
 
 # -- __getattr__ ------------------------------------------------------------------------------
@@ -422,7 +432,7 @@ def test_dynamic_getattr_is_a_warning(tmp_path: Path) -> None:
         result = audit_tree(root, name)
         f = only(findings_for(result, "get_embed_and_head"))
         assert (f.id, f.severity, f.class_) == ("interface.missing", "warning", qualname)
-        assert f.details["dynamic_getattr"] == FOO
+        assert f.to_json()["details"]["dynamic_getattr"] == FOO
         assert f.call_sites == (site(root, WORKER, "model.get_embed_and_head()"),)
         # what the class defines outright is not in doubt
         assert findings_for(result, "hot_token_id") == []
@@ -470,7 +480,7 @@ def test_not_implemented_stub_is_an_error(tmp_path: Path) -> None:
     result = audit_tree(root, "FooForCausalLM")
     f = only(findings_for(result, "get_embed_and_head"))
     assert (f.id, f.severity, f.class_) == ("interface.stub", "error", FOO)
-    assert f.details["provided_by"] == "sglang.srt.models.base.BaseForCausalLM"
+    assert f.to_json()["details"]["provided_by"] == "sglang.srt.models.base.BaseForCausalLM"
     assert f.call_sites == (site(root, WORKER, "model.get_embed_and_head()"),)
     # overridden by the subclass: not a stub; a conditional raise is not a stub either
     assert findings_for(result, "set_eagle3_layers_to_capture") == []
@@ -516,7 +526,7 @@ def test_hasattr_guarded_delegation_is_a_warning(tmp_path: Path) -> None:
         "set_eagle3_layers_to_capture",
     )
     assert f.delegate == "language_model"
-    assert f.details["delegate_lacking"] == ["sglang.srt.models.inner.PlainLM"]
+    assert f.to_json()["details"]["delegate_lacking"] == ["sglang.srt.models.inner.PlainLM"]
     assert f.call_sites == (site(root, WORKER, ".set_eagle3_layers_to_capture([1, 2])"),)
     assert audit_tree(root, "GoodForCausalLM").findings == []
 
@@ -570,7 +580,7 @@ def test_signature_mismatch_is_an_error(tmp_path: Path) -> None:
         "target",
     )
     assert f.call_sites == (site(root, WORKER, "model.get_embed_and_head(0)"),)
-    assert f.details["signature"] == "get_embed_and_head(self)"
+    assert f.to_json()["details"]["signature"] == "get_embed_and_head(self)"
 
 
 @pytest.mark.parametrize(
@@ -673,13 +683,13 @@ def test_model_passed_to_helper_in_another_module(tmp_path: Path) -> None:
     keyword = only(findings_for(result, "set_eagle3_layers_to_capture"))
     assert (keyword.id, keyword.severity) == ("interface.missing", "error")
     assert keyword.call_sites == (site(root, UTILS, "model.set_eagle3_layers_to_capture"),)
-    assert keyword.details["sites"][0]["via"] == [
+    assert keyword.to_json()["details"]["sites"][0]["via"] == [
         f"{RUNNER}:{line_of(root, RUNNER, 'capture_layers(model=self.model')}"
     ]
     positional = only(findings_for(result, "get_embed_and_head"))
     assert (positional.id, positional.severity) == ("interface.missing", "error")
     assert positional.call_sites == (site(root, UTILS, "target.get_embed_and_head()"),)
-    assert positional.details["sites"][0]["via"] == [
+    assert positional.to_json()["details"]["sites"][0]["via"] == [
         f"{RUNNER}:{line_of(root, RUNNER, 'share_lm_head(self.model)')}"
     ]
     # the caller's guard travels with the reference
@@ -827,7 +837,7 @@ def test_algorithm_guards_from_the_trees_enum(tmp_path: Path) -> None:
     assert attributes("NGRAM") == set()
     f = only(findings_for(audit_tree(root, "FooForCausalLM"), "set_eagle3_layers_to_capture"))
     assert f.call_sites == (site(root, RUNNER, "self.model.set_eagle3_layers_to_capture()"),)
-    assert f.details["sites"][0]["guards"] == ["self.spec_algorithm.is_eagle3()"]
+    assert f.to_json()["details"]["sites"][0]["guards"] == ["self.spec_algorithm.is_eagle3()"]
 
 
 def test_predicates_are_read_from_the_trees_own_enum(tmp_path: Path) -> None:
@@ -972,20 +982,23 @@ def test_missing_attribute_names_the_inner_delegate(tmp_path: Path) -> None:
     }
     f = only(findings_for(result, "set_eagle3_layers_to_capture"))
     assert (f.id, f.severity, f.delegate) == ("interface.missing", "error", "language_model")
-    assert f.details["delegate_class"] == [DEEPSEEK]
+    assert f.to_json()["details"]["delegate_class"] == [DEEPSEEK]
     assert "self.language_model (DeepseekV3ForCausalLM) provides it" in f.message
-    assert f.fix == (
-        "def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-        "    return self.language_model.set_eagle3_layers_to_capture(layer_ids)"
+    # The fix is the method exactly as `fix --apply` writes it into the class body.
+    assert planned(f) == (
+        "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
+        f"{DOC}"
+        "        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n"
     )
-    ast.parse(f.fix)
+    ast.parse(textwrap.dedent(planned(f)))
     g = only(findings_for(result, "get_embed_and_head"))
     assert g.delegate == "language_model"
-    assert (
-        g.fix
-        == "def get_embed_and_head(self):\n    return self.language_model.get_embed_and_head()"
+    assert planned(g) == (
+        "    def get_embed_and_head(self):\n"
+        f"{DOC}"
+        "        return self.language_model.get_embed_and_head()\n"
     )
-    assert "delegate_lacking" not in g.details
+    assert "delegate_lacking" not in g.to_json()["details"]
 
 
 @pytest.mark.parametrize("form", ["if/else", "conditional expression"])
@@ -1018,16 +1031,16 @@ def test_delegate_chosen_by_config(tmp_path: Path, form: str) -> None:
     result = audit_tree(root, "ChosenForConditionalGeneration")
     f = only(findings_for(result, "set_eagle3_layers_to_capture"))
     assert (f.id, f.severity, f.delegate) == ("interface.missing", "error", "language_model")
-    assert f.details["delegate_class"] == [DEEPSEEK]
-    assert f.details["delegate_lacking"] == [LLAMA]
+    assert f.to_json()["details"]["delegate_class"] == [DEEPSEEK]
+    assert f.to_json()["details"]["delegate_lacking"] == [LLAMA]
     # The condition that picks the lacking class, with its polarity (the else-branch).
-    assert f.details["chosen_by"] == ["not (config.use_mla)"]
+    assert f.to_json()["details"]["chosen_by"] == ["not (config.use_mla)"]
     assert "not LlamaForCausalLM, picked when not (config.use_mla)" in f.message
     # both choices provide get_embed_and_head: a plain delegation, nothing lacking
     g = only(findings_for(result, "get_embed_and_head"))
     assert g.delegate == "language_model"
-    assert g.details["delegate_class"] == [DEEPSEEK, LLAMA]
-    assert "delegate_lacking" not in g.details
+    assert g.to_json()["details"]["delegate_class"] == [DEEPSEEK, LLAMA]
+    assert "delegate_lacking" not in g.to_json()["details"]
 
 
 def test_inner_model_that_lacks_it_is_not_a_delegate(tmp_path: Path) -> None:
@@ -1050,7 +1063,7 @@ def test_inner_model_that_lacks_it_is_not_a_delegate(tmp_path: Path) -> None:
     }
     for f in result.findings:
         assert (f.id, f.severity, f.delegate, f.fix) == ("interface.missing", "error", None, None)
-        assert "delegate_class" not in f.details
+        assert "delegate_class" not in f.to_json()["details"]
 
 
 # -- the get_/set_ family ---------------------------------------------------------------------
@@ -1097,14 +1110,15 @@ class HalfForCausalLM(nn.Module):
     assert (missing.id, missing.severity, missing.role) == ("interface.missing", "error", "target")
     family = only(findings_for(result, "set_embed_and_head"))
     assert (family.id, family.severity, family.role) == ("interface.missing", "warning", "target")
-    assert family.details["family_of"] == "get_embed_and_head"
+    assert family.to_json()["details"]["family_of"] == "get_embed_and_head"
     assert family.call_sites == (
         site(root, WORKER, "self.draft_model_runner.model.set_embed_and_head"),
     )
     assert family.delegate == "language_model"
-    assert family.fix == (
-        "def set_embed_and_head(self, embed, head):\n"
-        "    return self.language_model.set_embed_and_head(embed, head)"
+    assert planned(family) == (
+        "    def set_embed_and_head(self, embed, head):\n"
+        f"{DOC}"
+        "        return self.language_model.set_embed_and_head(embed, head)\n"
     )
     # the sibling is there: only the missing getter is reported
     half = audit_tree(root, "HalfForCausalLM")

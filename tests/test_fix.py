@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.audit import audit
-from eaglebug.checks.delegation import Patch, plan_patches
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.patching import Patch, plan_patches
 from eaglebug.checks.tree import locate
 from eaglebug.fixing import apply_patch, find_repo
 from tests import gitrepo
@@ -199,6 +199,14 @@ def test_fix_on_059_previews_applies_once_and_matches_the_0510_fix(
     kimi = repo_059 / KIMI_FILE
     original = kimi.read_bytes()
     start = gitrepo.head(repo_059)
+    # What `audit --json` tells the user the fix is, method by method.
+    shown = cli(capsys, "audit", "--sglang", str(repo_059), "--model-class", KIMI, "--json")
+    told = {
+        f["attribute"]: f["fix"]
+        for f in json.loads(shown.out)["findings"]
+        if f["fix_detail"] and f["fix_detail"]["kind"] == "patch"
+    }
+    assert sorted(told) == sorted(THREE)
 
     preview = fix(capsys, repo_059)
     assert preview.code == 1, preview.err
@@ -226,6 +234,9 @@ def test_fix_on_059_previews_applies_once_and_matches_the_0510_fix(
     patched = kimi.read_bytes()
     [block] = inserted_only(original, patched)
     assert all(f"def {name}(" in block for name in THREE)
+    # ... and exactly what the audit said the fix was: one generator for both.
+    for name, text in told.items():
+        assert text in block, (name, text, block)
 
     # A fresh audit of the patched tree has nothing left to say about the interface.
     fresh = audit(TreeIndex(locate(str(repo_059)), use_cache=False), KIMI)

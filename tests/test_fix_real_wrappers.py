@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from eaglebug.checks.audit import audit
-from eaglebug.checks.delegation import plan_patches
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.patching import plan_patches
 from eaglebug.checks.tree import locate
 from eaglebug.cli import main
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from eaglebug.checks.audit import audit
-from eaglebug.checks.delegation import plan_patches
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.patching import plan_patches
 from eaglebug.checks.tree import locate
 from eaglebug.fixing import apply_patch
 from tests import clirun, gitrepo

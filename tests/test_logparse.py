@@ -213,14 +213,18 @@ def test_eight_ranks_printing_one_traceback_are_one_finding_with_the_class_and_a
     assert finding.severity == "error"
     assert finding.class_ == "KimiK25ForConditionalGeneration"
     assert finding.attribute == "set_eagle3_layers_to_capture"
-    assert finding.details["ranks"] == TP8
-    assert finding.details["count"] == 8
-    assert finding.details["see"] == "interface.missing"
-    assert finding.details["process"] == "Scheduler"
+    assert finding.to_json()["details"]["ranks"] == TP8
+    assert finding.to_json()["details"]["count"] == 8
+    assert finding.to_json()["details"]["see"] == "interface.missing"
+    assert finding.to_json()["details"]["process"] == "Scheduler"
     (site,) = finding.call_sites
     assert (site.file, site.line) == ("sglang/srt/model_executor/cuda_graph_runner.py", 365)
     assert site.code == "self.model_runner.model.set_eagle3_layers_to_capture()"
-    assert finding.fix == "eaglebug fix --model-class KimiK25ForConditionalGeneration --apply"
+    assert (
+        finding.fix is not None
+        and finding.fix.text()
+        == "eaglebug fix --model-class KimiK25ForConditionalGeneration --apply"
+    )
 
 
 def test_context_length_refusal_names_the_draft_and_the_fix() -> None:
@@ -230,10 +234,15 @@ def test_context_length_refusal_names_the_draft_and_the_fix() -> None:
         "draft",
         "context_length",
     )
-    assert finding.details["ranks"] == TP8
-    assert (finding.details["requested"], finding.details["derived"]) == (262144, 131072)
-    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in (finding.fix or "")
-    assert "--context-length 131072" in (finding.fix or "")
+    assert finding.to_json()["details"]["ranks"] == TP8
+    assert (finding.to_json()["details"]["requested"], finding.to_json()["details"]["derived"]) == (
+        262144,
+        131072,
+    )
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in (
+        finding.fix.text() if finding.fix else ""
+    )
+    assert "--context-length 131072" in (finding.fix.text() if finding.fix else "")
 
 
 def test_context_length_allowed_by_the_env_var_is_a_warning_and_the_server_gets_ready() -> None:
@@ -246,16 +255,16 @@ def test_context_length_allowed_by_the_env_var_is_a_warning_and_the_server_gets_
 def test_oom_with_per_rank_numbers_is_one_finding_during_cuda_graph_capture() -> None:
     finding = _only(analyze_file(LOGS / "oom_cuda_graph.log"))
     assert finding.id == "log.oom"
-    assert finding.details["ranks"] == TP8
-    assert finding.details["phase"] == "cuda_graph"
+    assert finding.to_json()["details"]["ranks"] == TP8
+    assert finding.to_json()["details"]["phase"] == "cuda_graph"
     assert "1.50 GiB" in finding.message
-    assert "--mem-fraction-static" in (finding.fix or "")
+    assert "--mem-fraction-static" in (finding.fix.text() if finding.fix else "")
 
 
 def test_nccl_error_during_init() -> None:
     finding = _only(analyze_file(LOGS / "nccl_init.log"))
-    assert (finding.id, finding.details["ranks"]) == ("log.nccl", ["TP0", "TP1"])
-    assert "NCCL_DEBUG=INFO" in (finding.fix or "")
+    assert (finding.id, finding.to_json()["details"]["ranks"]) == ("log.nccl", ["TP0", "TP1"])
+    assert "NCCL_DEBUG=INFO" in (finding.fix.text() if finding.fix else "")
     assert finding.call_sites[0].file.endswith("pynccl_wrapper.py")
 
 
@@ -264,15 +273,15 @@ def test_nccl_watchdog_timeout_is_read_from_the_lines_before_the_abort() -> None
     finding = _only(analyzer)
     assert finding.id == "log.nccl"
     assert "Watchdog caught collective operation timeout" in finding.message
-    assert finding.details["aborted"] == "Aborted"
+    assert finding.to_json()["details"]["aborted"] == "Aborted"
     assert (analyzer.phase, analyzer.crashed_during) == ("crashed", "ready")
 
 
 def test_unsupported_architecture_with_the_import_error_sglang_logged() -> None:
     finding = _only(analyze_file(LOGS / "unsupported_architecture.log"))
     assert finding.id == "log.unsupported_architecture"
-    assert finding.details["architectures"] == "['FooForCausalLM']"
-    assert finding.details["import_errors"] == [
+    assert finding.to_json()["details"]["architectures"] == "['FooForCausalLM']"
+    assert finding.to_json()["details"]["import_errors"] == [
         "sglang.srt.models.foo: No module named 'foo_kernels'"
     ]
 
@@ -281,7 +290,7 @@ def test_shape_mismatch_while_loading_is_a_config_mismatch() -> None:
     analyzer = analyze_file(LOGS / "shape_mismatch.log")
     finding = _only(analyzer)
     assert finding.id == "log.config_mismatch"
-    assert finding.details["ranks"] == ["TP0", "TP1", "TP2", "TP3"]
+    assert finding.to_json()["details"]["ranks"] == ["TP0", "TP1", "TP2", "TP3"]
     assert finding.call_sites[0].file == "sglang/srt/model_loader/weight_utils.py"
     assert analyzer.crashed_during == "loading"
 
@@ -300,22 +309,22 @@ def test_bare_shape_assertion_in_a_weight_loader_is_a_config_mismatch() -> None:
     )
     finding = _only(analyze_text(text))
     assert finding.id == "log.config_mismatch"
-    assert finding.details["while_loading_weights"] is True
+    assert finding.to_json()["details"]["while_loading_weights"] is True
 
 
 def test_bad_model_path_in_the_main_process() -> None:
     analyzer = analyze_file(LOGS / "weights_path.log")
     finding = _only(analyzer)
     assert finding.id == "log.weights_or_path"
-    assert finding.details["ranks"] == []  # the launcher itself, before any scheduler
+    assert finding.to_json()["details"]["ranks"] == []  # the launcher itself, before any scheduler
     assert analyzer.phase == "crashed"
 
 
 def test_port_in_use_from_uvicorn() -> None:
     finding = _only(analyze_file(LOGS / "port_in_use.log"))
     assert finding.id == "log.port_in_use"
-    assert finding.details["port"] == 30000
-    assert "--port" in (finding.fix or "")
+    assert finding.to_json()["details"]["port"] == 30000
+    assert "--port" in (finding.fix.text() if finding.fix else "")
 
 
 @pytest.mark.parametrize(
@@ -346,7 +355,7 @@ def test_port_in_use_from_zmq_tcpstore_and_sglangs_own_check(exception: str, por
         ]
     )
     finding = _only(analyze_text(text))
-    assert (finding.id, finding.details["port"]) == ("log.port_in_use", port)
+    assert (finding.id, finding.to_json()["details"]["port"]) == ("log.port_in_use", port)
 
 
 def test_only_a_dead_child_is_log_other_without_a_guessed_cause() -> None:
@@ -354,7 +363,7 @@ def test_only_a_dead_child_is_log_other_without_a_guessed_cause() -> None:
     finding = _only(analyzer)
     assert (finding.id, finding.severity) == ("log.other", "error")
     assert finding.fix is None
-    assert finding.details["cause"] == "not in the log"
+    assert finding.to_json()["details"]["cause"] == "not in the log"
     assert "SIGQUIT" in finding.message
     for guess in ("memory", "OOM", "NCCL", "port"):
         assert guess not in finding.message
@@ -366,8 +375,8 @@ def test_scheduler_died_says_what_sglang_says_and_no_more() -> None:
     assert finding.id == "log.other"
     assert finding.message.startswith("rank 5's scheduler died during initialization")
     assert "exit code -9 = SIGKILL" in finding.message
-    assert finding.details["sglang_hint"].startswith("If exit code is -9 (SIGKILL)")
-    assert finding.details["ranks"] == []  # the main process said it; no rank prefix
+    assert finding.to_json()["details"]["sglang_hint"].startswith("If exit code is -9 (SIGKILL)")
+    assert finding.to_json()["details"]["ranks"] == []  # the main process said it; no rank prefix
 
 
 def test_059_dead_scheduler_with_its_exit_code(tmp_path: Path) -> None:
@@ -417,7 +426,7 @@ def test_a_specific_cause_replaces_the_generic_sigquit() -> None:
 def test_serving_crash_after_ready() -> None:
     analyzer = analyze_file(LOGS / "serving_crash.log")
     finding = _only(analyzer)
-    assert (finding.id, finding.details["ranks"]) == ("log.oom", ["TP6"])
+    assert (finding.id, finding.to_json()["details"]["ranks"]) == ("log.oom", ["TP6"])
     assert "serving" in finding.message
     assert (analyzer.phase, analyzer.crashed_during) == ("crashed", "ready")
 
@@ -442,7 +451,7 @@ def test_a_request_error_after_ready_is_a_warning_and_the_server_stays_ready() -
 def test_lines_wrapped_by_another_logger_and_dp_attention_ranks() -> None:
     finding = _only(analyze_file(LOGS / "wrapped_dp_attention.log"))
     assert finding.id == "log.missing_interface_method"
-    assert finding.details["ranks"] == [f"DP{i} TP{i} EP{i}" for i in range(4)]
+    assert finding.to_json()["details"]["ranks"] == [f"DP{i} TP{i} EP{i}" for i in range(4)]
     assert finding.call_sites[0].line == 365
 
 
@@ -461,7 +470,9 @@ def test_a_finding_shows_as_soon_as_the_exception_line_arrives() -> None:
     analyzer.feed(lines[exception])
     assert [f.id for f in analyzer.findings()] == ["log.missing_interface_method"]
     assert analyzer.phase == "crashed"
-    assert analyzer.findings()[0].details["ranks"] == ["TP3"]  # the first rank to report
+    assert analyzer.findings()[0].to_json()["details"]["ranks"] == [
+        "TP3"
+    ]  # the first rank to report
 
 
 def test_memory_stays_bounded_on_huge_tracebacks_and_many_distinct_errors() -> None:
@@ -557,8 +568,8 @@ def test_fast_scan_finds_a_failure_after_megabytes_of_decode_lines(tmp_path: Pat
     analyzer = analyze_file(path)
     finding = _only(analyzer)
     assert finding.id == "log.missing_interface_method"
-    assert finding.details["ranks"] == TP8
-    assert finding.details["offset"] > len(head) + len(body) - 1
+    assert finding.to_json()["details"]["ranks"] == TP8
+    assert finding.to_json()["details"]["offset"] > len(head) + len(body) - 1
     assert analyzer.crashed_during == "ready"
 
 

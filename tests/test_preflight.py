@@ -12,6 +12,7 @@ import ast
 import gc
 import json
 import os
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 import eaglebug.cli
 import eaglebug.nvml
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
@@ -173,7 +175,8 @@ def assert_delegation_fix(finding: Mapping[str, Any], method: str) -> None:
     assert finding["delegate"] == "language_model"
     assert finding["call_sites"], finding
     fix = finding["fix"]
-    tree = ast.parse(fix)  # the generated method is valid Python
+    assert finding["fix_detail"]["kind"] == "patch" and finding["fix_detail"]["method"] == fix
+    tree = ast.parse(textwrap.dedent(fix))  # the method as the patch writes it, valid Python
     function = tree.body[0]
     assert isinstance(function, ast.FunctionDef) and function.name == method
     assert function.args.args[0].arg == "self"
@@ -346,9 +349,11 @@ def test_context_length_draft_against_target(
         return
     finding = only(found)
     assert finding.severity == "error" and finding.role == "draft"
-    assert finding.details["draft_max_position_embeddings"] == draft_len
-    assert finding.details["target_context_length"] == int(context or 8192)
-    assert ENV_VAR in (finding.fix or "") and f"--context-length {draft_len}" in (finding.fix or "")
+    assert finding.to_json()["details"]["draft_max_position_embeddings"] == draft_len
+    assert finding.to_json()["details"]["target_context_length"] == int(context or 8192)
+    assert ENV_VAR in (
+        finding.fix.text() if finding.fix else ""
+    ) and f"--context-length {draft_len}" in (finding.fix.text() if finding.fix else "")
 
 
 @pytest.mark.parametrize(("context", "blocked"), [("8192", False), ("16384", True)])
@@ -363,8 +368,9 @@ def test_context_length_longer_than_the_targets_own_is_an_error(
         return
     finding = only(found)
     assert finding.severity == "error" and finding.role == "target"
-    assert finding.details == {"target_context_length": 8192, "requested": 16384}
-    assert "--context-length 8192" in (finding.fix or "")
+    assert isinstance(finding.evidence, ConfigEvidence)
+    assert finding.evidence.to_json() == {"target_context_length": 8192, "requested": 16384}
+    assert "--context-length 8192" in (finding.fix.text() if finding.fix else "")
     allowed = run(
         index_059, *spec_pair(target, draft, "--context-length", context), environ={ENV_VAR: "1"}
     )
@@ -389,7 +395,7 @@ def test_context_length_follows_sglangs_rope_scaling_rule(
     if target_len == 8192:
         assert found == []
     else:
-        assert only(found).details["target_context_length"] == target_len
+        assert only(found).to_json()["details"]["target_context_length"] == target_len
 
 
 @pytest.mark.parametrize(
@@ -487,7 +493,7 @@ def test_hidden_size(
         return
     finding = only(found)
     assert (finding.severity, finding.attribute) == ("error", attribute)
-    assert finding.details["target"] == 4096
+    assert finding.to_json()["details"]["target"] == 4096
 
 
 # aux layers
@@ -508,7 +514,7 @@ def test_aux_layer_ids_inside_the_targets_layers(
         return
     finding = only(found)
     assert finding.severity == "error"
-    assert finding.details == {"ids": ids, "target_layers": 32}
+    assert finding.to_json()["details"] == {"ids": ids, "target_layers": 32}
     assert str(outside) in finding.message
 
 
@@ -544,7 +550,7 @@ def test_tp_divisibility(
         return
     finding = only(found)
     assert (finding.severity, finding.role, finding.attribute) == ("error", "target", attribute)
-    assert finding.details["tp"] == tp
+    assert finding.to_json()["details"]["tp"] == tp
 
 
 def test_tp_divisibility_checks_the_draft_too(index_059: TreeIndex, tmp_path: Path) -> None:
@@ -566,8 +572,8 @@ def test_unregistered_target_architecture_names_the_closest(
         "target",
         "LlamaForCasualLM",
     )
-    assert "LlamaForCausalLM" in finding.details["closest"]
-    assert "LlamaForCausalLM" in (finding.fix or "")
+    assert "LlamaForCausalLM" in finding.to_json()["details"]["closest"]
+    assert "LlamaForCausalLM" in (finding.fix.text() if finding.fix else "")
 
 
 def test_unregistered_draft_architecture_is_an_error_and_registered_is_not(
@@ -577,7 +583,7 @@ def test_unregistered_draft_architecture_is_an_error_and_registered_is_not(
     result = run(index_059, *spec_pair(target, draft))
     finding = only(with_id(result, "config.unregistered_architecture"))
     assert (finding.role, finding.class_) == ("draft", "LlamaForCausalLMEagle33")
-    assert "LlamaForCausalLMEagle3" in finding.details["closest"]
+    assert "LlamaForCausalLMEagle3" in finding.to_json()["details"]["closest"]
     good_target, good_draft = pair(tmp_path / "good", llama(), eagle3())
     assert (
         with_id(
@@ -603,10 +609,10 @@ def test_memory_from_the_index_total_size(
         return
     finding = only(found)
     assert finding.severity == severity
-    assert finding.details["weights_per_gpu_bytes"] == per_gpu_gib * GIB
-    assert finding.details["mem_fraction_static"] == 0.85
-    assert finding.details["mem_fraction_assumed"] is True
-    assert finding.details["gpu_memory_from"] == "--gpu-mem-gib"
+    assert finding.to_json()["details"]["weights_per_gpu_bytes"] == per_gpu_gib * GIB
+    assert finding.to_json()["details"]["mem_fraction_static"] == 0.85
+    assert finding.to_json()["details"]["mem_fraction_assumed"] is True
+    assert finding.to_json()["details"]["gpu_memory_from"] == "--gpu-mem-gib"
 
 
 def test_memory_honours_mem_fraction_static(index_059: TreeIndex, tmp_path: Path) -> None:
@@ -618,7 +624,7 @@ def test_memory_honours_mem_fraction_static(index_059: TreeIndex, tmp_path: Path
     tighter = run(index_059, *flags, "--mem-fraction-static", "0.7", gpu=GPU_80)
     finding = only(with_id(tighter, "config.memory"))
     assert finding.severity == "error"
-    assert finding.details["mem_fraction_assumed"] is False
+    assert finding.to_json()["details"]["mem_fraction_assumed"] is False
 
 
 def test_memory_counts_the_draft(index_059: TreeIndex, tmp_path: Path) -> None:
@@ -632,7 +638,7 @@ def test_memory_counts_the_draft(index_059: TreeIndex, tmp_path: Path) -> None:
     result = run(index_059, *spec_pair(target, heavy, "--tp", "8"), gpu=GPU_80)
     finding = only(with_id(result, "config.memory"))
     assert finding.severity == "warning"
-    assert finding.details["weights_per_gpu_bytes"] == 62 * GIB
+    assert finding.to_json()["details"]["weights_per_gpu_bytes"] == 62 * GIB
 
 
 @pytest.mark.parametrize("with_index", [False, True])
@@ -654,7 +660,7 @@ def test_memory_falls_back_to_the_weight_files_sizes(
     result = run(index_059, "--model-path", str(target), "--tp", "8", gpu=GPU_80)
     finding = only(with_id(result, "config.memory"))
     assert finding.severity == "error"
-    assert finding.details["weights_per_gpu_bytes"] == 600 * GIB // 8
+    assert finding.to_json()["details"]["weights_per_gpu_bytes"] == 600 * GIB // 8
     fits = run(index_059, "--model-path", str(target), "--tp", "16", gpu=GPU_80)
     assert with_id(fits, "config.memory") == []
 
@@ -1039,7 +1045,7 @@ def test_missing_target_is_a_warning_that_names_what_was_skipped(
     assert (warning.severity, warning.role) == ("warning", "target")
     assert "not downloaded" in warning.message
     assert "skipped: the target's interface audit and every config check" in warning.message
-    assert REPO in (warning.fix or "")
+    assert REPO in (warning.fix.text() if warning.fix else "")
     assert errors(result) == []
 
 

@@ -45,12 +45,12 @@ def test_kimi_on_059_reports_the_two_launch_blockers(sglang_059: Path) -> None:
     assert "sglang/srt/model_executor/model_runner.py" in files
     assert "sglang/srt/model_executor/cuda_graph_runner.py" in files
     assert capture.delegate == "language_model"
-    assert capture.details["delegate_class"] == [
+    assert capture.to_json()["details"]["delegate_class"] == [
         "sglang.srt.models.deepseek_v2.DeepseekV3ForCausalLM"
     ]
     assert (
         capture.fix is not None
-        and "self.language_model.set_eagle3_layers_to_capture(layer_ids)" in capture.fix
+        and "self.language_model.set_eagle3_layers_to_capture(layer_ids)" in capture.fix.text()
     )
 
     head = errors["get_embed_and_head"]

@@ -195,7 +195,9 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
 
         await until(
             pilot,
-            lambda: (found := crash()) is not None and len(found.details["ranks"]) == 8,
+            lambda: (
+                (found := crash()) is not None and len(found.to_json()["details"]["ranks"]) == 8
+            ),
             "the log finding of all 8 ranks in the checks",
         )
         found = crash()

@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import Choice, PatchFix
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.source import GpuSource
 from eaglebug.logfollow import LogFollower, LogLine, LogProgress, LogRestarted
@@ -269,7 +270,7 @@ class EaglebugApp(App[None]):
         header.progress = message.progress
         # Most reads are just more lines: rebuild the checks (and reread the state file) only
         # when the launch or its findings changed, so a busy log costs no relayout per read.
-        if news or not _same_findings(message.findings, self.log_findings):
+        if news or message.findings != self.log_findings:
             self.log_findings = message.findings
             self._show_launch()
             self._refresh_checks(self._busy)
@@ -346,15 +347,13 @@ class EaglebugApp(App[None]):
         self.call_from_thread(self._show_launch)
 
     def _refresh_checks(self, state: str) -> None:
-        findings = list(self.check_result.findings if self.check_result else []) + self.log_findings
+        findings = list(self.check_result.findings if self.check_result else [])
+        findings += self.session.resolve(self.log_findings)
         if not state and self.check_result is not None:
             state = self.check_result.error or f"checked in {self.check_result.took_s:.1f} s"
-        fixed = frozenset(
-            (p.class_name.rsplit(".", 1)[-1], m)
-            for p in self.session.server.state().patches
-            for m in p.methods
+        self.main.query_one(ChecksPanel).show(
+            findings, self.session.pending_env(), state, self.session.statuses(findings)
         )
-        self.main.query_one(ChecksPanel).show(findings, self.session.pending_env(), state, fixed)
 
     @on(ChecksPanel.Selected)
     def _open_evidence(self, message: ChecksPanel.Selected) -> None:
@@ -384,16 +383,14 @@ class EaglebugApp(App[None]):
             return
         env = self.session.env_fix(finding)
         if env is not None:
-            name, value = env
-            body = Text(f"Set {name}={value} for the next launch (r relaunches).\n\n")
-            options = finding.details.get("options", {})
-            if isinstance(options, dict):
-                for option, tradeoff in options.items():
-                    body.append(f"{option}: ", style="bold")
-                    body.append(f"{tradeoff}\n", style="dim")
+            body = Text(f"Set {env.text()} for the next launch (r relaunches).\n\n")
+            options = finding.fix.options if isinstance(finding.fix, Choice) else (env,)
+            for option in options:
+                body.append(f"{option.text()}: ", style="bold")
+                body.append(f"{option.tradeoff}\n", style="dim")
             self.push_screen(
-                ConfirmModal(f"next launch: {name}={value}", body, yes="Use it (y)"),
-                self._when_yes(lambda: self._accept_env(name, value)),
+                ConfirmModal(f"next launch: {env.text()}", body, yes="Use it (y)"),
+                self._when_yes(lambda: self._accept_env(env.variable, env.value)),
             )
             return
         patch = self.session.patch_for(finding)
@@ -404,6 +401,8 @@ class EaglebugApp(App[None]):
             return
         if patch is None or not patch.methods:
             reason = patch.refused.get(finding.attribute or "") if patch else None
+            if reason is None and isinstance(finding.fix, PatchFix) and finding.fix.refused:
+                reason = f"no automatic fix: {finding.fix.refused}"
             self.notify(
                 reason or "no automatic fix for this check; Enter shows the evidence",
                 severity="warning",
@@ -557,11 +556,6 @@ class EaglebugApp(App[None]):
             yield SystemCommand(
                 "server: relaunch", "Stop, wait for GPU memory, launch again", self.action_relaunch
             )
-
-
-def _same_findings(new: list[Finding], old: list[Finding]) -> bool:
-    """Equal, details included (Finding's own == leaves them out; the ranks live there)."""
-    return new == old and [f.details for f in new] == [f.details for f in old]
 
 
 def _bindings(items: Iterable[object]) -> list[Binding]:

@@ -46,7 +46,7 @@ def _launch(session: Session, step: str, say: Callable[[str], None]) -> LogAnaly
     loaded = f", weights {progress.done}/{progress.total} shards" if progress else ""
     say(f"  phase: {analyzer.phase}{loaded}")
     for finding in analyzer.findings():
-        ranks = finding.details.get("ranks") or []
+        ranks = finding.ranks
         say(f"  {finding.severity} {finding.id} ({len(ranks)} ranks): {finding.message}")
     session.record_phase(analyzer.phase, analyzer.ready)
     return analyzer
@@ -87,8 +87,8 @@ def run_story(
         if context is not None:
             fix = session.env_fix(context)
             assert fix is not None
-            session.accept_env(*fix)
-            say(f"\naccepted for the next launch: {fix[0]}={fix[1]}")
+            session.accept_env(fix.variable, fix.value)
+            say(f"\naccepted for the next launch: {fix.text()}")
         final = _launch(session, "with every fix", say)
         record = session.current_launch()
         if final.ready and record is not None:

@@ -22,7 +22,7 @@ from eaglebug.session import CheckResult
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
-    from eaglebug.checks.delegation import Patch
+    from eaglebug.checks.patching import Patch
 
 
 def _needs(result: CheckResult) -> RenderableType:

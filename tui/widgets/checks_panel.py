@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from eaglebug.checks.findings import SEVERITY_ORDER, Finding
+from eaglebug.checks.findings import SEVERITY_ORDER, Finding, FindingKey
 
 _ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "dim")}
 
@@ -18,7 +18,7 @@ def label(finding: Finding) -> str:
     if finding.id.startswith("interface.") and finding.attribute:
         return finding.attribute
     if finding.id.startswith("log."):
-        ranks = finding.details.get("ranks") or []
+        ranks = finding.ranks
         where = f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
         return f"{finding.id}{where}"
     return finding.id
@@ -47,9 +47,12 @@ class ChecksPanel(Vertical):
         findings: list[Finding],
         pending: dict[str, str],
         state: str,
-        fixed: frozenset[tuple[str, str]] = frozenset(),
+        statuses: dict[FindingKey, str] | None = None,
     ) -> None:
+        """List the findings; the highlight stays on the same finding (by key), wherever
+        new findings land in the list."""
         self.pending = pending
+        statuses = statuses or {}
         order = sorted(
             findings,
             key=lambda f: (
@@ -59,24 +62,26 @@ class ChecksPanel(Vertical):
                 f.attribute or "",
             ),
         )
-        self.findings = order
         listing = self.query_one(OptionList)
-        highlighted = listing.highlighted
+        before = self.current
+        position = listing.highlighted
+        self.findings = order
         listing.clear_options()
         for finding in order:
             icon, style = _ICON[finding.severity]
             text = Text(f"{icon} ", style=style) + Text(label(finding))
-            env = finding.details.get("env_var")
-            if finding.id in {"config.context_length", "log.context_length"} and (
-                env in pending or (env is None and pending)
-            ):
-                text += Text("  pending: next launch", style="italic cyan")
-            short = (finding.class_ or "").rsplit(".", 1)[-1]
-            if finding.id.startswith("log.") and (short, finding.attribute or "") in fixed:
-                text += Text("  fixed: relaunch", style="italic green")
+            status = statuses.get(finding.key)
+            if status:
+                text += Text(
+                    f"  {status}", style="italic cyan" if "pending" in status else "italic green"
+                )
             listing.add_option(Option(text))
         if order:
-            listing.highlighted = min(highlighted or 0, len(order) - 1)
+            keys = [f.key for f in order]
+            if before is not None and before.key in keys:
+                listing.highlighted = keys.index(before.key)
+            else:
+                listing.highlighted = min(position or 0, len(order) - 1)
         counts = {s: sum(1 for f in order if f.severity == s) for s in ("error", "warning", "info")}
         words = {
             "error": ("error", "errors"),
