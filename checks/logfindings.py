@@ -98,9 +98,17 @@ class FindingBook:
         self._entries: dict[tuple[str, ...], _Entry] = {}
         self._evidence: list[Evidence] = []
         self._order = 0
+        self._tentative: set[tuple[str, ...]] = set()
         self.import_errors: list[str] = []  # "Ignore import error when loading ..." lines
 
-    def add(self, result: Result, severity: Severity, where: Where) -> None:
+    def add(
+        self, result: Result, severity: Severity, where: Where, tentative: bool = False
+    ) -> None:
+        """`tentative`: a failure's words inside another message, a warning unless the launch
+        dies with nothing better to say why (then the first of them is the error)."""
+        if tentative:  # one per category: the lines around one failure repeat its words
+            result.key = (result.category, "tentative")
+            self._tentative.add(result.key)
         self._merge(self._entries, result, severity, where, take_order=True)
 
     def _merge(
@@ -144,7 +152,19 @@ class FindingBook:
         entries = dict(self._entries)
         for result, severity, where in pending:
             self._merge(entries, result, severity, where, take_order=False)
-        found = [self._finding(e) for e in sorted(entries.values(), key=lambda e: e.order)]
+        ordered = sorted(entries.values(), key=lambda e: e.order)
+        firm = {e.result.category for e in ordered if e.result.key not in self._tentative}
+        ordered = [  # a failure read properly says it better than its words on other lines
+            e
+            for e in ordered
+            if e.result.key not in self._tentative or e.result.category not in firm
+        ]
+        crashed = crashed_during is not None
+        if crashed and not any(e.severity == "error" for e in ordered):
+            first = next((e for e in ordered if e.result.key in self._tentative), None)
+            if first is not None:  # the launch died, and this is all the log says about why
+                ordered = [replace(e, severity="error") if e is first else e for e in ordered]
+        found = [self._finding(e) for e in ordered]
         if not any(f.severity == "error" for f in found):
             other = self._other(crashed_during)
             if other is not None:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks import logpatterns as lp
+from eaglebug.checks.evidence import LogEvidence
 from eaglebug.checks.findings import Finding, Severity
+from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.logfindings import (
     Evidence,
     FindingBook,
@@ -112,7 +114,9 @@ class LogAnalyzer:
         self._prev_rank: object = _NO_PREFIX  # str | None | _NO_PREFIX
         self._prev_lead_in = False  # the previous line could introduce a traceback
         self._last_time: str | None = None
+        self._line_rank: str | None = None  # the rank a foreign prefix named (`[rank3]:`)
         self._ring: deque[str] = deque(maxlen=lp.CONTEXT_LINES)
+        self._warmup_failure: str | None = None  # what the failed warmup request said
 
     # --- what it knows ------------------------------------------------------------------------
 
@@ -136,6 +140,11 @@ class LogAnalyzer:
         return block.phase if block is not None else None
 
     @property
+    def last_time(self) -> str | None:
+        """The newest timestamp of a prefixed line (server local time)."""
+        return self._last_time
+
+    @property
     def progress(self) -> Progress | None:
         return self._progress
 
@@ -157,7 +166,7 @@ class LogAnalyzer:
         """Would `feed` act on this line beyond keeping it as context? (The scan's contract.)"""
         if self._ready:
             return any(n in line for n in lp.SERVING_NEEDLES)
-        return any(n in line for n in lp.LAUNCH_NEEDLES) or bool(lp.LAUNCH_LINE_RX.search(line))
+        return bool(lp.LAUNCH_LINE_RX.search(line)) or any(n in line for n in lp.LAUNCH_NEEDLES)
 
     # --- input --------------------------------------------------------------------------------
 
@@ -196,6 +205,7 @@ class LogAnalyzer:
             line = self._progress_line(line)
         line = line.rstrip("\r")
         self._age()
+        line, self._line_rank = lp.strip_foreign(line) if line else (line, None)
         m = lp.PREFIX_RX.match(line)
         if m is None:
             took = self._unprefixed(line, offset, line_no)
@@ -238,16 +248,15 @@ class LogAnalyzer:
             wrapper = line[: line.index(lp.TRACEBACK)]
             self._open(_At(rank, line_no, offset, self._last_time), None, wrapper)
             return True
-        at = _At(None, line_no, offset, self._last_time)
-        self._signals(line, at)
-        if "ERROR:" in line:
+        at = _At(self._line_rank, line_no, offset, self._last_time)
+        if not self._signals(line, at):
             self._single_line(line, at)
         return False
 
     def _prefixed(
         self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
     ) -> None:
-        rank = m["ranks"].strip() or None
+        rank = m["ranks"].strip() or self._line_rank
         time = m["ts"]
         self._last_time = time
         self._prev_rank = rank
@@ -260,9 +269,13 @@ class LogAnalyzer:
             return
         message = line[m.end() :]
         at = _At(rank, line_no, offset, time)
+        handled = False  # a line a specific reader took is not also a one-line failure
         if lp.TRACEBACK in message:
             hit = lp.HIT_EXCEPTION_RX.search(message)
-            self._open(at, hit[1] if hit else None, m["wrap"])
+            process = hit[1] if hit else None
+            if lp.WARMUP_FAILED_RX.search(message):
+                process = "warmup"
+            self._open(at, process, m["wrap"])
         if not self._ready:
             for milestone in lp.MILESTONES:
                 if milestone.rx.match(message):
@@ -271,13 +284,16 @@ class LogAnalyzer:
             allowed = lp.ALLOWED_CONTEXT_RX.match(message)
             if allowed:
                 self._allowed_context(allowed, at)
+                handled = True
             imported = lp.IMPORT_ERROR_RX.match(message)
             errors = self._book.import_errors
-            if imported and len(errors) < MAX_IMPORT_ERRORS:
-                errors.append(f"{imported['module']}: {imported['error'][:300]}")
-        self._signals(message, at)
-        if message.startswith("ERROR:"):
-            self._single_line(message, at)
+            if imported:
+                handled = True
+                if len(errors) < MAX_IMPORT_ERRORS:
+                    errors.append(f"{imported['module']}: {imported['error'][:300]}")
+        if self._signals(message, at) or handled or lp.TRACEBACK in message:
+            return
+        self._single_line(message, at)
 
     # --- milestones ---------------------------------------------------------------------------
 
@@ -325,6 +341,17 @@ class LogAnalyzer:
             self._current = None
         result = classify(block)
         where = _where(block)
+        if block.process == "warmup":  # the traceback SGLang logged for its warmup request
+            self._warmup_failure = (result.exception or result.message)[:400]
+            self._crash("warmup")
+            if result.category == "other" or result.generic:
+                return  # said by the log.warmup finding
+        if (
+            block.process in lp.TOKENIZER_PROCESSES
+            and result.category == "other"
+            and not (result.generic or result.interrupt)
+        ):
+            result = _as_tokenizer(result, block.process)
         if result.interrupt:
             self._book.add(result, "info", where)
         elif result.generic:
@@ -358,17 +385,26 @@ class LogAnalyzer:
     def _crash(self, phase: str) -> None:
         if self._crashed_during is None:
             self._crashed_during = phase
+            if phase == "warmup":
+                self._book.add(
+                    _warmup_result(), "error", Where(None, None, None, self._last_time, phase)
+                )
 
     # --- single lines -------------------------------------------------------------------------
 
-    def _signals(self, text: str, at: _At) -> None:
+    def _signals(self, text: str, at: _At) -> bool:
+        """A crash signal on this line (kept as evidence); True if there was one."""
         for signal in lp.CRASH_SIGNALS:
             m = signal.rx.search(text)
             if m is None:
                 continue
             phase = self._phase_now()
             if signal.kind == "fatal_python_error" and self._aborted_because(m, at, phase):
-                return
+                return True
+            warmup = lp.WARMUP_FAILED_RX.search(text)
+            if warmup is not None:
+                self._warmup_failure = warmup["what"].strip()[:400] or None
+                phase = "warmup"
             if signal.kind == "sigquit":
                 self._crashed_child_before(phase)
             details = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -378,7 +414,8 @@ class LogAnalyzer:
             where = Where(at.rank, at.line, at.offset, at.time, phase)
             self._book.evidence(Evidence(signal.kind, text.strip()[:400], where, details))
             self._crash(phase)
-            return
+            return True
+        return False
 
     def _crashed_child_before(self, phase: str) -> None:
         """The watchdog line that made SGLang send itself SIGQUIT (0.5.23), if it is just above."""
@@ -415,15 +452,33 @@ class LogAnalyzer:
         return False
 
     def _single_line(self, text: str, at: _At) -> None:
-        """A one-line error (uvicorn's `ERROR:    [Errno 98] ... address already in use`)."""
-        found = rule_match(text)
-        if found is None:
+        """A failure on one line: an exception printed without its traceback (a fragment, or
+        `RuntimeError: ...` from a logger), uvicorn's `ERROR:    [Errno 98] ...`, or a known
+        failure's words inside another message (`Failed to initialize lk_moe: CUDA out of
+        memory`). An exception line is a failure; words inside another message are a warning
+        until the launch dies without a better reason (`FindingBook.tentative`)."""
+        stripped = text.strip()
+        shaped = lp.BARE_EXCEPTION_RX.match(stripped)
+        found = rule_match(stripped)
+        if found is None and shaped is None:
+            return
+        if shaped is not None and shaped["type"].endswith("Warning"):
             return
         phase = self._phase_now()
-        result = describe(found[0], found[1], text.strip(), phase, None)
-        self._book.add(result, "error", Where(at.rank, at.line, at.offset, at.time, phase))
-        if not self._ready:
-            self._crash(phase)
+        if found is not None:
+            result = describe(found[0], found[1], stripped, phase, None)
+        else:
+            key = ("other", normalize(stripped))
+            result = Result("other", key, stripped[:160], stripped[:400])
+        where = Where(at.rank, at.line, at.offset, at.time, phase)
+        if shaped is None and not stripped.startswith("ERROR:"):
+            self._book.add(result, "warning", where, tentative=True)
+            return
+        if self._ready:
+            self._book.add(result, "warning", where)
+            return
+        self._book.add(result, "error", where)
+        self._crash(phase)
 
     def _allowed_context(self, m: re.Match[str], at: _At) -> None:
         """SGLang warned and went on: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN was set."""
@@ -451,7 +506,57 @@ class LogAnalyzer:
             result = classify(block)
             if not (result.generic or result.interrupt):
                 pending.append((result, _severity(block, result), _where(block)))
-        return self._book.snapshot(pending, self.crashed_during)
+        crashed = self.crashed_during
+        if crashed == "warmup" and self._warmup_failure:
+            pending.append((_warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
+        desync = self._desync() if crashed is not None else None
+        if desync is not None and crashed is not None:
+            pending.append((desync, "warning", _nowhere(crashed)))
+        return self._book.snapshot(pending, crashed)
+
+    def _desync(self) -> Result | None:
+        """Some ranks got further than others before the end: look at the ones behind."""
+        ranks = {r: p for r, p in self._rank_phase.items() if r}
+        if len(set(ranks.values())) < 2:
+            return None
+        furthest = max(ranks.values(), key=lp.PHASE_ORDER.__getitem__)
+        behind = sort_ranks({r for r, p in ranks.items() if p != furthest})
+        ahead = sort_ranks({r for r, p in ranks.items() if p == furthest})
+        phases = sorted({ranks[r] for r in behind}, key=lp.PHASE_ORDER.__getitem__)
+        message = (
+            f"{rank_summary(behind)} stopped in {' / '.join(phases)} while "
+            f"{rank_summary(ahead)} reached {furthest}: the failure is on the ranks behind"
+        )
+        result = Result("rank_desync", ("rank_desync", *behind), message, "")
+        result.fix = AdviceFix(
+            f"read the log lines (or the node) of {rank_summary(behind)}: their own error comes "
+            "first; a rank that waits for them is not the cause"
+        )
+        result.details = {"behind": behind, "ahead": ahead, "furthest": furthest}
+        return result
+
+    def stalled(self, silent_s: float, after_s: dict[str, float] | None = None) -> Finding | None:
+        """`log.stalled` if nothing new came for longer than the phase allows."""
+        limits = {**lp.STALL_AFTER_S, **(after_s or {})}
+        phase = self.phase
+        limit = limits.get(phase)
+        if limit is None or silent_s < limit:
+            return None
+        minutes = silent_s / 60
+        return Finding(
+            id="log.stalled",
+            severity="warning",
+            message=(
+                f"no new log line for {minutes:.0f} min in {phase} "
+                f"(more than the {limit / 60:.0f} min a {phase} step is given)"
+            ),
+            fix=AdviceFix(_STALL_FIX.get(phase, "look at the ranks' processes (py-spy dump)")),
+            evidence=LogEvidence(
+                time=self._last_time,
+                phase=phase,
+                captured=(("silent_s", round(silent_s)), ("limit_s", round(limit))),
+            ),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """`{"phase", "progress", "findings"}` as the CLI prints it (plus `crashed_during`)."""
@@ -461,6 +566,46 @@ class LogAnalyzer:
             "progress": self._progress.to_json() if self._progress else None,
             "findings": [finding_json(f) for f in self.findings()],
         }
+
+
+_STALL_FIX = {
+    "loading": "check the disk or network the weights come from (iostat, the HF cache); a rank "
+    "that waits in a collective is stuck behind another rank",
+    "cuda_graph": "py-spy dump the schedulers; lower --cuda-graph-max-bs, or --disable-cuda-graph "
+    "to confirm",
+    "launching": "a rank waits for the others (NCCL init): check every node started and "
+    "--dist-init-addr is reachable",
+}
+
+
+def _warmup_result(said: str | None = None) -> Result:
+    message = (
+        "the launch failed in SGLang's warmup request, after the weights, the KV cache and the "
+        "CUDA graphs were ready and the HTTP server was up"
+    )
+    if said:
+        message += f": {said.splitlines()[0][:160]}"
+    result = Result("warmup", ("warmup",), message, said or "")
+    result.fix = AdviceFix(
+        "the model loaded fine: the first request failed; read the error above it, and check "
+        "--host/--port, a proxy (no_proxy=127.0.0.1), and the generation settings"
+    )
+    return result
+
+
+def _as_tokenizer(result: Result, process: str) -> Result:
+    result.category = "tokenizer"
+    result.key = ("tokenizer", *result.key[1:])
+    result.message = f"{process} crashed: {result.message}"
+    result.fix = AdviceFix(
+        "check --tokenizer-path and the model folder's tokenizer files; --trust-remote-code "
+        "for custom tokenizers; --skip-tokenizer-init to confirm"
+    )
+    return result
+
+
+def _nowhere(phase: str) -> Where:
+    return Where(None, None, None, None, phase)
 
 
 def _progress(bar: re.Match[str]) -> Progress:

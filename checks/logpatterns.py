@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-PHASES = ("launching", "loading", "kv_cache", "cuda_graph", "ready", "crashed")
+PHASES = ("launching", "loading", "kv_cache", "cuda_graph", "warmup", "ready", "crashed")
 PHASE_ORDER: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
 
 # `[2026-01-30 10:36:11 DP0 TP4] message`, optionally after a wrapper that another logger or a
@@ -36,8 +36,40 @@ PREFIX_RX = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
 )
-RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
-RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
+RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank)(\d+)")
+RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "rank")
+
+# What other programs put in front of SGLang's lines when a user copies a log: a docker compose
+# service name (`sglang-1  | `), a kubectl/journal ISO timestamp (`2025-02-27T16:30:43.48Z `,
+# also in brackets), an srun task id (`0: `), torch.distributed's `[rank3]:`, a glog header
+# (`[E227 16:30:43.486750 12 ProcessGroupNCCL.cpp:1785] `), Python logging's default format
+# (`2025-03-08 02:04:48,693 - name - INFO - `). Each is stripped with exactly its separator,
+# so a traceback's indentation survives; a rank it names is kept.
+FOREIGN_PREFIX_RX = re.compile(
+    r"(?:(?P<svc>[A-Za-z0-9][\w.-]{0,80}?) +\| ?"
+    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "
+    r"|\d{1,5}: "
+    r"|\[(?P<rank>rank\d+)\]:"
+    r"|\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]+:\d+\] ?"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - )"
+)
+FOREIGN_PREFIXES_MAX = 4
+
+
+def strip_foreign(line: str) -> tuple[str, str | None]:
+    """`line` without the prefixes other programs added, and a rank one of them named."""
+    rank = None
+    for _ in range(FOREIGN_PREFIXES_MAX):
+        if line[:1] == "[" and PREFIX_RX.match(line):
+            break  # SGLang's own prefix: read by PREFIX_RX
+        m = FOREIGN_PREFIX_RX.match(line)
+        if m is None or not m.end():
+            break
+        rank = m["rank"] or rank
+        line = line[m.end() :]
+    return line, rank
+
+
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 TRACEBACK = "Traceback (most recent call last):"
@@ -122,6 +154,21 @@ MILESTONES: tuple[Milestone, ...] = (
         "srt/model_executor/model_runner.py:2161 (0.5.9), "
         "srt/model_executor/model_runner_components/cuda_graph_setup.py:788 (0.5.23)",
     ),
+    # The HTTP server is up; SGLang then sends its warmup request (srt/entrypoints/http_server.py
+    # `_execute_server_warmup`, :1667 in 0.5.9); a failure from here on is a warmup failure.
+    Milestone(
+        "warmup",
+        "HTTP server up",
+        re.compile(r"^INFO: +(?:Uvicorn running on|Application startup complete)"),
+        "uvicorn, started by srt/entrypoints/http_server.py:1336 (0.5.9)",
+    ),
+    # A log whose start was cut off: batches being served mean the server was ready.
+    Milestone(
+        "ready",
+        "serving requests",
+        re.compile(r"^(?:Prefill|Decode) batch[.,]"),
+        "srt/managers/scheduler_metrics_mixin.py (Prefill batch / Decode batch lines)",
+    ),
     Milestone(
         "ready",
         "server ready",
@@ -204,9 +251,15 @@ class CategoryRule:
     category: str
     rx: re.Pattern[str]
     why: str  # the wording it matches, and where it comes from
+    # Literal text every match contains, for the whole-file scan to look for anywhere in a line
+    # (one of them at least; matched as is, so a rule's case variants are listed).
+    needles: tuple[str, ...] = ()
 
 
 # Tried in order on the exception text of a traceback (its last exception first) or on one line.
+# A rule that is the *consequence* of another comes after it: a CUDA graph capture that failed
+# because the GPU ran out of memory is `oom`; an illegal memory access that NCCL's watchdog
+# reported is `cuda_error`, not `nccl`.
 CATEGORY_RULES: tuple[CategoryRule, ...] = (
     CategoryRule(
         "context_length",
@@ -215,6 +268,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"greater than the derived context_length \((?P<derived>\d+)\)"
         ),
         "srt/configs/model_config.py:367/383 (0.5.9), :1299/1315 (0.5.23)",
+        ("is greater than the derived context_length",),
     ),
     CategoryRule(
         "unsupported_architecture",
@@ -223,21 +277,47 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"(?P<how>are not supported for now|failed to be inspected)"
         ),
         "srt/models/registry.py:49 (0.5.9), :64 (0.5.23)",
+        ("are not supported for now", "failed to be inspected"),
     ),
     CategoryRule(
         "missing_interface_method",
         re.compile(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'"),
         "torch.nn.Module.__getattr__ / Python AttributeError",
+        ("object has no attribute",),
     ),
     CategoryRule(
         "oom",
         re.compile(
             r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"
             r"|Not enough memory\. Please try to increase --mem-fraction-static"
-            r"|The memory capacity is unbalanced"
+            r"|The memory capacity is unbalanced|out of memory"
         ),
         "torch; srt/model_executor/model_runner_kv_cache_mixin.py:417 (0.5.9), "
         "pool_configurator.py:96 (0.5.23); model_runner.py:842 (0.5.9)",
+        ("out of memory", "OutOfMemoryError", "Not enough memory", "memory capacity is unbalanced"),
+    ),
+    CategoryRule(
+        "cuda_error",
+        re.compile(
+            r"illegal memory access|device-side assert(?:ion)? triggered|unspecified launch failure"
+            r"|misaligned address|illegal instruction was encountered|an illegal instruction"
+            r"|CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|cudaErrorIllegalAddress"
+            r"|CUDA error: (?!out of memory)(?P<cuda>[^\n(]{3,120})"
+            r"|no kernel image is available for execution"
+        ),
+        "the CUDA runtime's messages, as torch raises them (also in NCCL's watchdog `what():`)",
+        (
+            "illegal memory access",
+            "device-side assert",
+            "unspecified launch failure",
+            "misaligned address",
+            "illegal instruction",
+            "CUBLAS_STATUS_",
+            "CUDNN_STATUS_",
+            "cudaErrorIllegalAddress",
+            "CUDA error: ",
+            "no kernel image",
+        ),
     ),
     CategoryRule(
         "nccl",
@@ -245,9 +325,28 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"NCCL [Ee]rror|ncclCommInitRank failed|nccl(?:UnhandledCuda|System|Internal|"
             r"InvalidUsage|InvalidArgument|Remote)Error|DistBackendError"
             r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|error)"
+            r"|NCCL WARN (?P<warn>.*(?:socketStartConnect|bootstrap|[Ff]ailed|[Tt]imeout|[Ee]rror).*)"
+            r"|Timeout at NCCL work|NCCL timeout|socketStartConnect: Connect to [^ ]+ failed"
         ),
         "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); "
-        "torch ProcessGroupNCCL",
+        "torch ProcessGroupNCCL; NCCL's own `NCCL WARN` lines",
+        (
+            "NCCL error",
+            "NCCL Error",
+            "ncclCommInitRank",
+            "ncclUnhandled",
+            "ncclSystem",
+            "ncclInternal",
+            "ncclInvalid",
+            "ncclRemote",
+            "DistBackendError",
+            "Watchdog caught",
+            "ProcessGroupNCCL",
+            "NCCL WARN",
+            "Timeout at NCCL work",
+            "NCCL timeout",
+            "socketStartConnect",
+        ),
     ),
     CategoryRule(
         "port_in_use",
@@ -256,6 +355,13 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"|errno: 98\b|Errno 98\]"
         ),
         "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:732 (0.5.9)",
+        (
+            "ddress already in use",
+            "Port is already in use",
+            "is not available in",
+            "rrno: 98",
+            "rrno 98]",
+        ),
     ),
     CategoryRule(
         "config_mismatch",
@@ -263,8 +369,19 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"Attempted to load weight \(|size mismatch for|[Ss]hape mismatch"
             r"|must match the size of tensor|is invalid for input of size"
             r"|shapes cannot be multiplied|[Dd]imension mismatch"
+            r"|Sizes of tensors must match except in dimension"
         ),
         "srt/model_loader/weight_utils.py:1028 (0.5.9), :1583 (0.5.23); torch",
+        (
+            "Attempted to load weight",
+            "size mismatch",
+            "hape mismatch",
+            "must match the size",
+            "is invalid for input of size",
+            "shapes cannot be multiplied",
+            "imension mismatch",
+            "Sizes of tensors must match",
+        ),
     ),
     CategoryRule(
         "weights_or_path",
@@ -275,10 +392,119 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"|(?:Local)?EntryNotFoundError|Cannot find any model weights|No model weights found"
             r"|Could not find checkpoint files|SafetensorError|Incorrect path_or_model_id"
             r"|40[134] Client Error|We couldn't connect to|OfflineModeIsEnabled"
+            r"|Unrecognized model in|Should have a `model_type` key"
         ),
-        "srt/model_loader/loader.py:469/1586 (0.5.9), :581/2644 (0.5.23); huggingface_hub",
+        "srt/model_loader/loader.py:469/1586 (0.5.9), :581/2644 (0.5.23); huggingface_hub; "
+        "transformers' AutoConfig",
+        (
+            "FileNotFoundError",
+            "No such file or directory",
+            "does not appear to have a file",
+            "Can't load the configuration",
+            "is not a local folder",
+            "HFValidationError",
+            "Repo id must be",
+            "RepositoryNotFoundError",
+            "GatedRepoError",
+            "EntryNotFoundError",
+            "model weights",
+            "Could not find checkpoint files",
+            "SafetensorError",
+            "Incorrect path_or_model_id",
+            "Client Error",
+            "We couldn't connect to",
+            "OfflineModeIsEnabled",
+            "Unrecognized model in",
+            "model_type` key",
+        ),
+    ),
+    CategoryRule(
+        "backend_unsupported",
+        re.compile(
+            r"Only SM ?\d+(?:\.x)?(?:(?:,| and| or) SM ?\d+(?:\.x)?)* (?:are|is) supported"
+            r"|(?:is|are) not supported on (?:this |the current |your )?"
+            r"(?:GPU|device|hardware|architecture|platform|SM ?\d+|sm_?\d+|Blackwell|Hopper|Ampere"
+            r"|Volta|Turing|AMD|ROCm|HIP|NPU|XPU|intel_xpu|CPU)"
+            r"|does not support speculative (?:decoding|decode|inference)"
+            r"|(?:is|are) not supported (?:with|for|when using) (?:speculative|EAGLE|spec)"
+            r"|[Uu]nsupported (?:attention )?backend|attention backend [^\n]{0,80}?(?:is not supported|not supported|unsupported)"
+            r"|requires (?:SM ?|sm_?|compute capability )\d"
+            r"|(?:FlashAttention|FA3|fa3|flashinfer|FlashInfer|FlashMLA|cutlass|CUTLASS|DeepGEMM|"
+            r"deep_gemm|trtllm)[^\n]{0,60}?(?:only supports|is only supported|requires|not supported)"
+        ),
+        "SGLang's backend checks, e.g. srt/layers/attention/attention_registry.py:296 and "
+        "srt/layers/attention/vision.py:1331 (0.5.23); the kernels' own capability checks",
+        (
+            "Only SM",
+            "not supported on",
+            "does not support speculative",
+            "not supported with",
+            "not supported for",
+            "not supported when using",
+            "nsupported backend",
+            "nsupported attention backend",
+            "attention backend",
+            "requires SM",
+            "requires sm",
+            "requires compute capability",
+            "only supports",
+            "is only supported",
+        ),
+    ),
+    CategoryRule(
+        "tokenizer",
+        re.compile(
+            r"Can't load tokenizer|Couldn't instantiate the backend tokenizer|Tokenizer class "
+            r"\w+ does not exist|tokenizer\.json|tokenizer_config|PreTrainedTokenizer\w*\b.*Error"
+            r"|DetokenizerManager hit an exception|TokenizerManager hit an exception"
+            r"|(?:De)?[Tt]okeniz(?:er|ation) (?:error|failed)"
+        ),
+        "transformers' AutoTokenizer; srt/managers/detokenizer_manager.py and "
+        "tokenizer_manager.py (`... hit an exception`)",
+        (
+            "Can't load tokenizer",
+            "backend tokenizer",
+            "Tokenizer class",
+            "tokenizer.json",
+            "tokenizer_config",
+            "PreTrainedTokenizer",
+            "okenizerManager hit an exception",
+            "okenizer error",
+            "okenizer failed",
+            "okenization error",
+            "okenization failed",
+        ),
+    ),
+    CategoryRule(
+        "cuda_graph_capture",
+        re.compile(r"Capture (?:cuda|CUDA) graph failed"),
+        "srt/model_executor/cuda_graph_runner.py:373 + CUDA_GRAPH_CAPTURE_FAILED_MSG :935 (0.5.9), "
+        "runner/decode_cuda_graph_runner.py:603 + runner_backend_utils/__init__.py:14 (0.5.23)",
+        ("Capture cuda graph failed", "Capture CUDA graph failed"),
     ),
 )
+
+# SGLang prints its advice for a failed capture right after the failure (the
+# CUDA_GRAPH_CAPTURE_FAILED_MSG cited above): "Possible solutions:\n1. ...".
+SGLANG_ADVICE_RX = re.compile(r"Possible (?:solutions|suggestions):\s*(?P<advice>(?:.|\n)*)")
+# A warmup that failed after the HTTP server came up (srt/entrypoints/http_server.py:1687, 0.5.9).
+WARMUP_FAILED_RX = re.compile(r"Initialization failed\. warmup error: ?(?P<what>.*)")
+# An exception printed on its own line (a fragment, or a logger that prints no traceback).
+BARE_EXCEPTION_RX = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*(?P<type>[A-Z]\w*(?:Error|Exception|Failure)|Exception)"
+    r"(?::\s*(?P<msg>.*))?$"
+)
+# Processes whose crash is about the text, not the model (srt/managers/*_manager.py).
+TOKENIZER_PROCESSES = frozenset({"TokenizerManager", "DetokenizerManager"})
+
+# Lines that mean a launch stopped moving when nothing new arrives for this long, by phase.
+STALL_AFTER_S: dict[str, float] = {
+    "launching": 10 * 60,
+    "loading": 10 * 60,
+    "kv_cache": 5 * 60,
+    "cuda_graph": 5 * 60,
+    "warmup": 5 * 60,
+}
 
 CONTEXT_RULE = CATEGORY_RULES[0]
 assert CONTEXT_RULE.category == "context_length"
@@ -353,11 +579,20 @@ _LAUNCH_MESSAGE_STARTS = (
 # ASCII, so the str pattern (`LogAnalyzer.interesting`) matches what the bytes one (the scan) does.
 LAUNCH_LINE_RX = re.compile(r"\] (?:" + "|".join(_LAUNCH_MESSAGE_STARTS) + ")", re.ASCII)
 LAUNCH_SCAN = re.compile(LAUNCH_LINE_RX.pattern.encode())
-LAUNCH_NEEDLES: tuple[str, ...] = (
-    "Traceback (most recent call last)",
-    PROGRESS_MARK,
-    "Fatal Python error",
-    "ERROR:    [Errno",
+# An exception line with no traceback header, anywhere ("RuntimeError: ...", "CUDA error: ...").
+EXCEPTION_NEEDLES = ("rror: ", "Exception: ", "Exception (either")
+LAUNCH_NEEDLES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "Traceback (most recent call last)",
+            PROGRESS_MARK,
+            "Fatal Python error",
+            "ERROR:    [Errno",
+            "Initialization failed",
+            *EXCEPTION_NEEDLES,
+            *(n for rule in CATEGORY_RULES for n in rule.needles),
+        )
+    )
 )
 # After "ready": only what can end a running server. Long needles make `bytes.find` skip
 # further. The warmup request installs the running-phase SIGQUIT handler before "ready", so a
@@ -365,10 +600,15 @@ LAUNCH_NEEDLES: tuple[str, ...] = (
 # :2508 in 0.5.9, :4074 in 0.5.23); 0.5.23's subprocess watchdog line ("Subprocess ... crashed
 # with exit code ... Triggering SIGQUIT", srt/utils/watchdog.py:217) comes just before it and is
 # read back from the context lines.
+# Each needle is one more pass over a day of `Decode batch` lines, so after "ready" there are
+# few: a bare exception line while serving is "...Error: ..." (a CUDA error, an OOM, NCCL's
+# DistBackendError all reach the log as one), and a watchdog's abort ends in "Fatal Python error"
+# with its `what():` among the context lines.
 SERVING_NEEDLES: tuple[str, ...] = (
     "Traceback (most recent call last)",
     "Fatal Python error",
     "SIGQUIT received",
+    "Error: ",
 )
 # Lines kept before each crash signal, for what a C++ abort printed just before it.
 CONTEXT_LINES = 24
@@ -393,5 +633,11 @@ GREP_FAILURE_PATTERN = "|".join(
         r"object has no attribute",
         r"Attempted to load weight",
         r"size mismatch",
+        r"illegal memory access",
+        r"device-side assert",
+        r"Capture cuda graph failed",
+        r"NCCL WARN",
+        r"rror: ",
+        r"Exception: ",
     )
 )

@@ -217,6 +217,7 @@ _DURING = {
     "loading": "weight loading",
     "kv_cache": "KV cache allocation",
     "cuda_graph": "CUDA graph capture",
+    "warmup": "the warmup request",
     "ready": "serving",
 }
 OOM_FIX_DEFAULT = (
@@ -348,10 +349,48 @@ def describe(
         )
     elif category == "weights_or_path":
         result.message = f"model files not found or not readable: {_excerpt(first, 160)}"
+        if "Unrecognized model in" in text or "model_type` key" in text:
+            result.message = (
+                "the model folder is not a model transformers recognises (its config.json has "
+                f"no model_type): {_excerpt(first, 120)}"
+            )
         result.fix = AdviceFix(
             "check --model-path / --speculative-draft-model-path: a folder with config.json and "
             "*.safetensors, or a Hub id (HF_TOKEN for gated repos)"
         )
+    elif category == "cuda_error":
+        what = _excerpt(m.group(0), 120)
+        result.key = (category, normalize(m.group(0)))
+        result.message = f"a CUDA kernel failed ({what}) during {_DURING.get(phase, phase)}"
+        advice = (
+            "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try another "
+            "--attention-backend, --disable-cuda-graph, or an SGLang release that fixed it"
+        )
+        if "watchdog" in text.lower() or "ProcessGroupNCCL" in text:
+            advice += "; NCCL's watchdog only reported it: NCCL itself is not the cause"
+        result.fix = AdviceFix(advice)
+    elif category == "cuda_graph_capture":
+        result.message = f"CUDA graph capture failed: {_excerpt(first, 160)}"
+        result.fix = AdviceFix(
+            "lower --mem-fraction-static or --cuda-graph-max-bs (SGLang's own advice below), "
+            "or --disable-cuda-graph to confirm"
+        )
+    elif category == "backend_unsupported":
+        result.message = f"not supported on this GPU or with these options: {_excerpt(first, 160)}"
+        result.fix = AdviceFix(
+            "pick another --attention-backend (or --speculative-attention-mode / quantisation) "
+            "that supports this GPU and speculative decoding, as the message says"
+        )
+    elif category == "tokenizer":
+        result.message = f"the tokenizer failed: {_excerpt(first, 160)}"
+        result.fix = AdviceFix(
+            "check --tokenizer-path and that the model folder has its tokenizer files; "
+            "--trust-remote-code for custom tokenizers"
+        )
+    advice = lp.SGLANG_ADVICE_RX.search(text)
+    if advice is not None:
+        lines = [x.strip() for x in advice["advice"].splitlines() if x.strip()][:6]
+        result.details = {**result.details, "sglang_hint": " ".join(lines)}
     return result
 
 

@@ -68,6 +68,32 @@ def _class_flags(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
+def stall_flags(p: argparse.ArgumentParser) -> None:
+    """How long a launch may stay silent in one phase before it counts as stalled."""
+    p.add_argument(
+        "--stall-loading-min",
+        type=number(above=0, maximum=24 * 60),
+        metavar="MIN",
+        help="minutes without a new line while loading weights (default 10)",
+    )
+    p.add_argument(
+        "--stall-graph-min",
+        type=number(above=0, maximum=24 * 60),
+        metavar="MIN",
+        help="minutes without a new line while capturing CUDA graphs (default 5)",
+    )
+
+
+def stall_limits(args: argparse.Namespace) -> dict[str, float]:
+    """The stall limits the flags set, in seconds by phase."""
+    limits: dict[str, float] = {}
+    if getattr(args, "stall_loading_min", None):
+        limits["loading"] = args.stall_loading_min * 60
+    if getattr(args, "stall_graph_min", None):
+        limits["cuda_graph"] = args.stall_graph_min * 60
+    return limits
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="eaglebug",
@@ -157,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log", required=True, metavar="FILE", help="the server's log file")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    stall_flags(p)
     p.set_defaults(run=_diagnose)
 
     p = sub.add_parser(

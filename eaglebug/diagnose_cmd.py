@@ -13,19 +13,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding, has_errors
-from eaglebug.checks.logparse import LogAnalyzer, analyze_file
+from eaglebug.checks.logparse import LogAnalyzer, analyze_file, finding_json
 from eaglebug.findingview import finding_lines, markup
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
+SAME_CLOCK_S = 120.0  # a log's last timestamp this close to its mtime: the same clock, live
 _SNIFF_BYTES = 64 * 1024
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x0c\x08\x1b")
@@ -65,13 +67,38 @@ def ensure_text_log(path: Path) -> None:
         )
 
 
+def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> float | None:
+    """How long the log has been silent: since the file last changed, if its last timestamp
+    agrees with that (a copied log's mtime is the copy's, and then nobody can tell)."""
+    last = analyzer.last_time
+    if last is None:
+        return None
+    try:
+        mtime = path.stat().st_mtime
+        stamped = time.mktime(time.strptime(last[:19], "%Y-%m-%d %H:%M:%S"))
+    except (OSError, ValueError, OverflowError):
+        return None
+    if abs(mtime - stamped) > SAME_CLOCK_S:
+        return None
+    return max(0.0, (time.time() if now is None else now) - mtime)
+
+
 def diagnose_command(args: argparse.Namespace) -> int:
+    from eaglebug.cli import stall_limits
+
     path = Path(args.log)
     ensure_text_log(path)
     analyzer = analyze_file(path)
     findings = analyzer.findings()
+    silent = silence_s(path, analyzer)
+    stalled = analyzer.stalled(silent, stall_limits(args)) if silent is not None else None
+    if stalled is not None:
+        findings.append(stalled)
     if args.json:
-        sys.stdout.write(json.dumps(analyzer.to_json(), indent=2) + "\n")
+        data = analyzer.to_json()
+        data["findings"] = [finding_json(f) for f in findings]
+        data["silent_s"] = round(silent) if silent is not None else None
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         print_diagnosis(path, analyzer, findings)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
