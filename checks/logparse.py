@@ -115,8 +115,11 @@ class LogAnalyzer:
         self._prev_lead_in = False  # the previous line could introduce a traceback
         self._last_time: str | None = None
         self._line_rank: str | None = None  # the rank a foreign prefix named (`[rank3]:`)
+        self._line_level: str | None = None  # the log level a foreign prefix named (glog's E)
         self._ring: deque[str] = deque(maxlen=lp.CONTEXT_LINES)
         self._warmup_failure: str | None = None  # what the failed warmup request said
+        self._hints: list[str] = []  # phases the failures' frames and words point at
+        self._ranks_seen: set[str] = set()  # every rank a line named
 
     # --- what it knows ------------------------------------------------------------------------
 
@@ -133,11 +136,15 @@ class LogAnalyzer:
 
     @property
     def crashed_during(self) -> str | None:
-        """The phase the launch was in when it crashed."""
-        if self._crashed_during is not None:
-            return self._crashed_during
-        block = self._open_fatal()
-        return block.phase if block is not None else None
+        """The phase the launch was in when it crashed; for a log that never says where it
+        is (a fragment), the furthest phase its failures' frames and words point at."""
+        crashed = self._crashed_during
+        if crashed is None:
+            block = self._open_fatal()
+            crashed = block.phase if block is not None else None
+        if crashed == "launching" and self._hints and not self._seen_phase():
+            return max(self._hints, key=lp.PHASE_ORDER.__getitem__)
+        return crashed
 
     @property
     def last_time(self) -> str | None:
@@ -205,7 +212,9 @@ class LogAnalyzer:
             line = self._progress_line(line)
         line = line.rstrip("\r")
         self._age()
-        line, self._line_rank = lp.strip_foreign(line) if line else (line, None)
+        line, self._line_rank, self._line_level = (
+            lp.strip_foreign(line) if line else (line, None, None)
+        )
         m = lp.PREFIX_RX.match(line)
         if m is None:
             took = self._unprefixed(line, offset, line_no)
@@ -242,13 +251,27 @@ class LogAnalyzer:
             self._close(block)
         if not line or not self.interesting(line):
             return False
+        if (
+            not self._ready
+            and line.startswith(lp.FRAME_NEEDLE)
+            and self._current is None
+            and not self._blocks
+            and lp.FRAME_RX.match(line)
+        ):
+            # A traceback whose header the log does not have (it starts inside one).
+            self._open(_At(self._line_rank, line_no, offset, self._last_time), None, "")
+            assert self._current is not None
+            self._current.add(line)
+            return True
         if lp.TRACEBACK in line:
             # `logger.exception(msg)` prints the traceback on the lines after its message.
             rank = prev_rank if isinstance(prev_rank, str) and prev_lead_in else None
             wrapper = line[: line.index(lp.TRACEBACK)]
             self._open(_At(rank, line_no, offset, self._last_time), None, wrapper)
             return True
-        at = _At(self._line_rank, line_no, offset, self._last_time)
+        at = _At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
+        if at.rank:
+            self._ranks_seen.add(at.rank)
         if not self._signals(line, at):
             self._single_line(line, at)
         return False
@@ -256,7 +279,9 @@ class LogAnalyzer:
     def _prefixed(
         self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
     ) -> None:
-        rank = m["ranks"].strip() or self._line_rank
+        rank = m["ranks"].strip() or self._rank_label(self._line_rank)
+        if rank:
+            self._ranks_seen.add(rank)
         time = m["ts"]
         self._last_time = time
         self._prev_rank = rank
@@ -339,9 +364,12 @@ class LogAnalyzer:
             del self._blocks[block.rank]
         if self._current is block:
             self._current = None
+        block.phase = self._inferred(block)
         result = classify(block)
+        if block.process in lp.TOKENIZER_PROCESSES and result.key == ("cut_off",):
+            result = Result("other", ("other", block.process), "its traceback was cut off", "")
         where = _where(block)
-        if block.process == "warmup":  # the traceback SGLang logged for its warmup request
+        if "warmup" in (block.process, block.phase):  # the traceback of the warmup request
             self._warmup_failure = (result.exception or result.message)[:400]
             self._crash("warmup")
             if result.category == "other" or result.generic:
@@ -378,9 +406,52 @@ class LogAnalyzer:
         block = self._current
         return block if block is not None and block.complete and _fatal(block) else None
 
-    def _phase_now(self) -> str:
-        """The launch phase, or the one it crashed in."""
-        return self.crashed_during or self.phase
+    def _phase_now(self, rank: str | None = None) -> str:
+        """The launch phase, or the one it crashed in; a failure on a rank is in that rank's
+        phase, one that names no rank in the furthest phase any rank reached."""
+        if self.crashed_during is not None:
+            return self.crashed_during
+        phase = self.phase
+        if phase in {"ready", "crashed"} or not self._rank_phase:
+            return phase
+        furthest = max(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        if rank is not None and rank in self._rank_phase:
+            return self._rank_phase[rank]
+        if rank is not None and furthest != "launching":
+            # A rank that never said it got as far as the others is still in the step before.
+            return lp.PHASES[lp.PHASE_ORDER[furthest] - 1]
+        return furthest
+
+    def _rank_label(self, label: str | None) -> str | None:
+        """torch's `rankN` is SGLang's `TPN` when every rank the log names is a TP rank (one
+        node, no DP or PP); otherwise it stays `rankN`."""
+        if label is None or not label.startswith("rank"):
+            return label
+        named = self._ranks_seen | set(self._rank_phase)
+        if named and all(r.startswith("TP") and " " not in r for r in named if r):
+            return f"TP{label[4:]}"
+        return label
+
+    def _seen_phase(self) -> bool:
+        """Has the log said where the launch is (a milestone, a progress bar)?"""
+        return bool(self._rank_phase) or self._ready or self._progress is not None
+
+    def _inferred(self, block: Block) -> str:
+        """The phase a traceback happened in: the log's, else what its frames show."""
+        if block.phase != "launching" or self._seen_phase():
+            return block.phase
+        frames = [f.func for section in block.sections for f in section.frames]
+        for func in reversed(frames):  # innermost first
+            for phase, rx in lp.PHASE_FRAMES:
+                if rx.match(func):
+                    self._hints.append(phase)
+                    return phase
+        said = "\n".join(line for section in block.sections for line in section.exception)
+        for words, phase in lp.PHASE_WORDS:
+            if words in said:
+                self._hints.append(phase)
+                return phase
+        return block.phase
 
     def _crash(self, phase: str) -> None:
         if self._crashed_during is None:
@@ -458,27 +529,37 @@ class LogAnalyzer:
         memory`). An exception line is a failure; words inside another message are a warning
         until the launch dies without a better reason (`FindingBook.tentative`)."""
         stripped = text.strip()
-        shaped = lp.BARE_EXCEPTION_RX.match(stripped)
+        doomed = bool(lp.DOOMED_LINE_RX.search(stripped))
+        shaped = (
+            bool(lp.BARE_EXCEPTION_RX.match(stripped))
+            or bool(lp.FATAL_LINE_RX.search(stripped))
+            or doomed
+        )
         found = rule_match(stripped)
-        if found is None and shaped is None:
+        if found is None and not shaped:
             return
-        if shaped is not None and shaped["type"].endswith("Warning"):
-            return
-        phase = self._phase_now()
+        # An error-level line of another logger reports a failure but is not itself the end.
+        logged = not shaped and self._line_level in lp.ERROR_LEVELS
+        shaped = shaped or logged or stripped.startswith("ERROR:")
+        phase = self._phase_now(at.rank)
+        if phase == "launching" and not self._seen_phase():
+            phase = next((ph for words, ph in lp.PHASE_WORDS if words in stripped), phase)
+            self._hints.append(phase)
         if found is not None:
             result = describe(found[0], found[1], stripped, phase, None)
         else:
             key = ("other", normalize(stripped))
             result = Result("other", key, stripped[:160], stripped[:400])
         where = Where(at.rank, at.line, at.offset, at.time, phase)
-        if shaped is None and not stripped.startswith("ERROR:"):
+        if not shaped:
             self._book.add(result, "warning", where, tentative=True)
             return
         if self._ready:
             self._book.add(result, "warning", where)
             return
         self._book.add(result, "error", where)
-        self._crash(phase)
+        if not (doomed or logged):
+            self._crash(phase)
 
     def _allowed_context(self, m: re.Match[str], at: _At) -> None:
         """SGLang warned and went on: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN was set."""
@@ -516,16 +597,18 @@ class LogAnalyzer:
 
     def _desync(self) -> Result | None:
         """Some ranks got further than others before the end: look at the ones behind."""
-        ranks = {r: p for r, p in self._rank_phase.items() if r}
-        if len(set(ranks.values())) < 2:
+        known = {r: p for r, p in self._rank_phase.items() if r}
+        if not known:
             return None
-        furthest = max(ranks.values(), key=lp.PHASE_ORDER.__getitem__)
+        furthest = max(known.values(), key=lp.PHASE_ORDER.__getitem__)
+        ranks = {r: known.get(r, "") for r in self._ranks_seen | set(known) if r}
         behind = sort_ranks({r for r, p in ranks.items() if p != furthest})
         ahead = sort_ranks({r for r, p in ranks.items() if p == furthest})
-        phases = sorted({ranks[r] for r in behind}, key=lp.PHASE_ORDER.__getitem__)
+        if not behind or furthest == "launching":
+            return None
         message = (
-            f"{rank_summary(behind)} stopped in {' / '.join(phases)} while "
-            f"{rank_summary(ahead)} reached {furthest}: the failure is on the ranks behind"
+            f"{rank_summary(behind)} did not reach {furthest} while {rank_summary(ahead)} did: "
+            "the failure is on the ranks behind"
         )
         result = Result("rank_desync", ("rank_desync", *behind), message, "")
         result.fix = AdviceFix(
@@ -614,7 +697,11 @@ def _progress(bar: re.Match[str]) -> Progress:
 
 def _fatal(block: Block) -> bool:
     """A scheduler's exception ends the server; any traceback before "ready" ends the launch."""
-    return block.process is not None or block.phase != "ready"
+    if block.process is not None or block.phase != "ready":
+        return True
+    return any(
+        lp.SCHEDULER_FRAMES_RX.match(f.func) for section in block.sections for f in section.frames
+    )
 
 
 def _severity(block: Block, result: Result) -> Severity:

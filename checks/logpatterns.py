@@ -30,10 +30,11 @@ PHASE_ORDER: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
 
 # `[2026-01-30 10:36:11 DP0 TP4] message`, optionally after a wrapper that another logger or a
 # container runtime put in front (`2025-03-08 02:04:48,693 - __main__ - INFO - `, an ISO
-# timestamp and a tab). The wrapper holds no `[`, so the match never backtracks far.
+# timestamp and a tab). The wrapper holds no `[`, so the match never backtracks far. A copied
+# line that lost its `[` (a paste that began mid-line) still counts.
 PREFIX_RX = re.compile(
     r"^(?P<wrap>[^\[\n]{0,120}?)"
-    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"\[?(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
 )
 RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank)(\d+)")
@@ -46,28 +47,34 @@ RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "rank")
 # (`2025-03-08 02:04:48,693 - name - INFO - `). Each is stripped with exactly its separator,
 # so a traceback's indentation survives; a rank it names is kept.
 FOREIGN_PREFIX_RX = re.compile(
-    r"(?:(?P<svc>[A-Za-z0-9][\w.-]{0,80}?) +\| ?"
+    r"(?:(?P<quote>> ?)"  # a Markdown quote of a pasted log
     r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "
+    r"(?:(?:stdout|stderr) [FP] )?"  # kubectl / containerd's CRI format
+    r"|(?P<svc>[A-Za-z0-9][\w.-]{0,80}?) +\| ?"
     r"|\d{1,5}: "
     r"|\[(?P<rank>rank\d+)\]:"
-    r"|\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]+:\d+\] ?"
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - )"
+    r"|\[?(?P<glog>[IWEF])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [^\]\s]+:\d+\] ?"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - (?P<level>[A-Z]+) - "
+    r"|[\w.-]+:\d+:\d+ \[\d+\] (?=(?:[\w./]+:\d+ )?NCCL )"  # NCCL's own host:pid:tid [dev]
+    r")"
 )
 FOREIGN_PREFIXES_MAX = 4
 
 
-def strip_foreign(line: str) -> tuple[str, str | None]:
-    """`line` without the prefixes other programs added, and a rank one of them named."""
-    rank = None
+def strip_foreign(line: str) -> tuple[str, str | None, str | None]:
+    """`line` without the prefixes other programs added; a rank and a log level they named
+    (glog's E/F and logging's ERROR/CRITICAL mean the line reports a failure)."""
+    rank = level = None
     for _ in range(FOREIGN_PREFIXES_MAX):
-        if line[:1] == "[" and PREFIX_RX.match(line):
+        if PREFIX_RX.match(line) and not line.startswith(">"):
             break  # SGLang's own prefix: read by PREFIX_RX
         m = FOREIGN_PREFIX_RX.match(line)
         if m is None or not m.end():
             break
         rank = m["rank"] or rank
+        level = m["glog"] or m["level"] or level
         line = line[m.end() :]
-    return line, rank
+    return line, rank, level
 
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -275,9 +282,32 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         re.compile(
             r"Model architectures (?P<archs>\[[^\]]*\]) "
             r"(?P<how>are not supported for now|failed to be inspected)"
+            r"|Unsupported architectures: (?P<old>[\w, ]+)\. Supported list"
         ),
-        "srt/models/registry.py:49 (0.5.9), :64 (0.5.23)",
-        ("are not supported for now", "failed to be inspected"),
+        "srt/models/registry.py:49 (0.5.9), :64 (0.5.23); older releases' wording",
+        ("are not supported for now", "failed to be inspected", "Unsupported architectures: "),
+    ),
+    CategoryRule(
+        "context_length",
+        re.compile(
+            r"Input length \((?P<input>\d+) tokens\) exceeds the maximum allowed length "
+            r"\((?P<limit>\d+) tokens\)"
+            r"|The input \((?P<input2>\d+) tokens\) is longer than the model's context length "
+            r"\((?P<limit2>\d+) tokens\)"
+        ),
+        "srt/managers/tokenizer_manager.py (`_validate_one_request`), scheduler.py "
+        "(`Input length ... exceeds the maximum allowed length`)",
+        ("exceeds the maximum allowed length", "is longer than the model's context length"),
+    ),
+    CategoryRule(
+        "rank_desync",
+        re.compile(
+            r"TP rank \d+ could finish the model loading, but there"
+            r"|successfully reached monitoredBarrier, but received errors while waiting"
+            r"|Please check rank (?P<faulty>\d+) logs for faulty rank"
+        ),
+        "srt/model_executor/model_runner.py `load_model` (0.5.9); torch ProcessGroupGloo",
+        ("could finish the model loading", "reached monitoredBarrier", "logs for faulty rank"),
     ),
     CategoryRule(
         "missing_interface_method",
@@ -291,10 +321,33 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"
             r"|Not enough memory\. Please try to increase --mem-fraction-static"
             r"|The memory capacity is unbalanced|out of memory"
+            r"|is larger than the profiled value -\d+"
         ),
         "torch; srt/model_executor/model_runner_kv_cache_mixin.py:417 (0.5.9), "
         "pool_configurator.py:96 (0.5.23); model_runner.py:842 (0.5.9)",
-        ("out of memory", "OutOfMemoryError", "Not enough memory", "memory capacity is unbalanced"),
+        (
+            "out of memory",
+            "OutOfMemoryError",
+            "Not enough memory",
+            "memory capacity is unbalanced",
+            "than the profiled value -",
+        ),
+    ),
+    CategoryRule(
+        "cuda_graph_capture",
+        re.compile(
+            r"operation not permitted when stream is capturing|cudaErrorStreamCapture\w+"
+            r"|operation (?:is )?not permitted (?:when|while) (?:the )?stream is capturing"
+            r"|captures? underway"
+        ),
+        "the CUDA runtime's capture errors (an op that cannot run inside a CUDA graph)",
+        ("stream is capturing", "cudaErrorStreamCapture", "captures underway", "capture underway"),
+    ),
+    CategoryRule(
+        "backend_unsupported",
+        re.compile(r"no kernel image is available for execution on the device"),
+        "the CUDA runtime: a kernel not built for this GPU's architecture",
+        ("no kernel image",),
     ),
     CategoryRule(
         "cuda_error",
@@ -303,7 +356,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"|misaligned address|illegal instruction was encountered|an illegal instruction"
             r"|CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|cudaErrorIllegalAddress"
             r"|CUDA error: (?!out of memory)(?P<cuda>[^\n(]{3,120})"
-            r"|no kernel image is available for execution"
+            r"|\.cu:\d+: .{0,200}Assertion .{1,200} failed"
         ),
         "the CUDA runtime's messages, as torch raises them (also in NCCL's watchdog `what():`)",
         (
@@ -316,7 +369,22 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             "CUDNN_STATUS_",
             "cudaErrorIllegalAddress",
             "CUDA error: ",
-            "no kernel image",
+            "Assertion",
+        ),
+    ),
+    CategoryRule(
+        "port_in_use",
+        re.compile(
+            r"[Aa]ddress already in use|Port is already in use|is not available in \d+ seconds"
+            r"|errno: 98\b|Errno 98\]|EADDRINUSE"
+        ),
+        "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:732 (0.5.9)",
+        (
+            "ddress already in use",
+            "Port is already in use",
+            "is not available in",
+            "rrno: 98",
+            "rrno 98]",
         ),
     ),
     CategoryRule(
@@ -325,8 +393,11 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"NCCL [Ee]rror|ncclCommInitRank failed|nccl(?:UnhandledCuda|System|Internal|"
             r"InvalidUsage|InvalidArgument|Remote)Error|DistBackendError"
             r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|error)"
-            r"|NCCL WARN (?P<warn>.*(?:socketStartConnect|bootstrap|[Ff]ailed|[Tt]imeout|[Ee]rror).*)"
+            r"|NCCL WARN (?P<warn>.*(?:socket\w*Connect|Connect to|bootstrap|[Ff]ail|[Tt]imeout"
+            r"|[Ee]rror|refused|No route).*)"
             r"|Timeout at NCCL work|NCCL timeout|socketStartConnect: Connect to [^ ]+ failed"
+            r"|client socket has timed out after \d+ ?ms while trying to connect"
+            r"|TCP client failed to connect|DistNetworkError|TCPStore\S* .*(?:timed out|failed)"
         ),
         "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); "
         "torch ProcessGroupNCCL; NCCL's own `NCCL WARN` lines",
@@ -346,21 +417,10 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             "Timeout at NCCL work",
             "NCCL timeout",
             "socketStartConnect",
-        ),
-    ),
-    CategoryRule(
-        "port_in_use",
-        re.compile(
-            r"[Aa]ddress already in use|Port is already in use|is not available in \d+ seconds"
-            r"|errno: 98\b|Errno 98\]"
-        ),
-        "uvicorn / zmq / TCPStore; srt/server_args.py:5690, srt/utils/common.py:732 (0.5.9)",
-        (
-            "ddress already in use",
-            "Port is already in use",
-            "is not available in",
-            "rrno: 98",
-            "rrno 98]",
+            "client socket has timed out",
+            "TCP client failed",
+            "DistNetworkError",
+            "TCPStore",
         ),
     ),
     CategoryRule(
@@ -430,7 +490,9 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"|[Uu]nsupported (?:attention )?backend|attention backend [^\n]{0,80}?(?:is not supported|not supported|unsupported)"
             r"|requires (?:SM ?|sm_?|compute capability )\d"
             r"|(?:FlashAttention|FA3|fa3|flashinfer|FlashInfer|FlashMLA|cutlass|CUTLASS|DeepGEMM|"
-            r"deep_gemm|trtllm)[^\n]{0,60}?(?:only supports|is only supported|requires|not supported)"
+            r"deep_gemm|trtllm|TRTLLM)[^\n]{0,60}?(?:only supports|is only supported|requires"
+            r"|not supported)"
+            r"|is only supported on (?:\w+ )?(?:GPUs?|SM ?\d+|devices)"
         ),
         "SGLang's backend checks, e.g. srt/layers/attention/attention_registry.py:296 and "
         "srt/layers/attention/vision.py:1331 (0.5.23); the kernels' own capability checks",
@@ -494,6 +556,73 @@ BARE_EXCEPTION_RX = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*(?P<type>[A-Z]\w*(?:Error|Exception|Failure)|Exception)"
     r"(?::\s*(?P<msg>.*))?$"
 )
+# Lines that report a failure by their form, not their words: what a C++ runtime prints as it
+# aborts, a CUDA kernel's failed device-side assertion, SGLang's negative KV budget.
+FATAL_LINE_RX = re.compile(
+    r"^terminate called after throwing|what\(\):|thread terminated with exception"
+    r"|Watchdog caught collective operation timeout"
+    r"|^CUDA error\b|\.cu:\d+: .*Assertion .* failed"
+    r"|^Segmentation fault|^Aborted \(core dumped\)"
+)
+# Lines that doom the launch, though SGLang goes on for a moment: a negative KV budget
+# ("max_total_tokens=... is larger than the profiled value -561981. Use the profiled value").
+DOOMED_LINE_RX = re.compile(r"is larger than the profiled value -\d")
+ERROR_LEVELS = frozenset({"E", "F", "ERROR", "CRITICAL", "FATAL"})
+# The launch phase a traceback's frames show, innermost first, for a log that says no phase
+# (a fragment): SGLang's own function names along its start-up (srt/model_executor/
+# model_runner.py, cuda_graph_runner.py, srt/entrypoints/http_server.py, srt/managers/*).
+PHASE_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("warmup", re.compile(r"^(?:_wait_and_warmup|_execute_server_warmup|execute_warmups)$")),
+    ("cuda_graph", re.compile(r"^(?:capture\w*|init_device_graphs|init_cuda_graphs|init_graphs)$")),
+    ("kv_cache", re.compile(r"^(?:init_memory_pool|profile_max_num_token|init_kv_cache\w*)$")),
+    ("loading", re.compile(r"^(?:load_model|load_weights\w*|weight_loader\w*|_load_weights)$")),
+    (
+        "launching",
+        re.compile(
+            r"^(?:init_torch_distributed|init_distributed_environment|initialize_model_parallel"
+            r"|init_process_group|_new_process_group_helper)$"
+        ),
+    ),
+    (
+        "ready",
+        re.compile(
+            r"^(?:event_loop_normal|event_loop_overlap|event_loop_pp\w*|run_batch"
+            r"|forward_batch_generation|forward_batch_speculative_generation"
+            r"|process_input_requests|handle_generate_request|_handle_batch_output"
+            r"|handle_batch_token_id_out|generate_request|event_loop|merge_batch"
+            r"|prepare_for_decode)$"
+        ),
+    ),
+)
+# Frames of the scheduler's own loop: an exception there ends the server, as one that a
+# request handler catches (`generate_request` in http_server.py) does not.
+SCHEDULER_FRAMES_RX = re.compile(
+    r"^(?:event_loop_normal|event_loop_overlap|event_loop_pp\w*|run_batch|merge_batch"
+    r"|forward_batch_generation|forward_batch_speculative_generation|process_batch_result\w*)$"
+)
+
+# What a failure's own words say of when it happened, for a log that shows no phase.
+PHASE_WORDS: tuple[tuple[str, str], ...] = (
+    ("are not supported for now", "loading"),
+    ("Unsupported architectures", "loading"),
+    ("Capture cuda graph", "cuda_graph"),
+    ("Capture CUDA graph", "cuda_graph"),
+    ("stream is capturing", "cuda_graph"),
+    ("than the profiled value", "kv_cache"),
+    ("Not enough memory", "kv_cache"),
+    ("memory pool", "kv_cache"),
+    ("KV cache", "kv_cache"),
+    ("could finish the model loading", "loading"),
+    ("Load weight", "loading"),
+    ("Loading safetensors", "loading"),
+    ("warmup", "warmup"),
+    ("Input length", "ready"),
+    ("longer than the model's context length", "ready"),
+    ("okenizerManager", "ready"),
+)
+# A frame line of a traceback whose header is not in the log (a fragment that starts inside).
+FRAME_NEEDLE = '  File "'
+
 # Processes whose crash is about the text, not the model (srt/managers/*_manager.py).
 TOKENIZER_PROCESSES = frozenset({"TokenizerManager", "DetokenizerManager"})
 
@@ -589,6 +718,7 @@ LAUNCH_NEEDLES: tuple[str, ...] = tuple(
             "Fatal Python error",
             "ERROR:    [Errno",
             "Initialization failed",
+            FRAME_NEEDLE,
             *EXCEPTION_NEEDLES,
             *(n for rule in CATEGORY_RULES for n in rule.needles),
         )

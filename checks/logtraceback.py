@@ -247,6 +247,20 @@ def describe(
             "audit": f"eaglebug audit --model-class {cls}",
             "note": "the fix delegates every method the wrapper lacks, not only this one",
         }
+    elif category == "context_length" and "input" in m.re.groupindex:
+        given = int(m["input"] or m["input2"])
+        limit = int(m["limit"] or m["limit2"])
+        result.key = (category, "request", str(limit))
+        result.attribute = "context_length"
+        result.message = (
+            f"a request of {given} tokens is longer than the {limit} tokens this server "
+            "accepts; SGLang rejected it"
+        )
+        result.fix = AdviceFix(
+            "send shorter prompts, or relaunch with a larger --context-length (the draft's "
+            "trained length bounds it with speculative decoding); --allow-auto-truncate cuts them"
+        )
+        result.details = {"input_tokens": given, "limit_tokens": limit}
     elif category == "context_length":
         asked, derived = int(m["asked"]), int(m["derived"])
         env_var = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -294,8 +308,8 @@ def describe(
             "env_var": env_var,
         }
     elif category == "unsupported_architecture":
-        archs = m["archs"]
-        result.key = (category, archs, m["how"])
+        archs = m["archs"] or f"[{m['old']}]"
+        result.key = (category, archs, m["how"] or "are not supported for now")
         if m["how"] == "failed to be inspected":
             result.message = f"SGLang could not import the model class for {archs}"
             result.fix = AdviceFix(
@@ -358,6 +372,16 @@ def describe(
             "check --model-path / --speculative-draft-model-path: a folder with config.json and "
             "*.safetensors, or a Hub id (HF_TOKEN for gated repos)"
         )
+    elif category == "rank_desync":
+        result.key = (category, normalize(first))
+        result.message = f"ranks did not get equally far: {_excerpt(first, 200)}"
+        faulty = m.groupdict().get("faulty")
+        result.fix = AdviceFix(
+            f"read rank {faulty}'s own log lines: its error comes first"
+            if faulty
+            else "read the log of the ranks (or nodes) that did not finish: their error comes "
+            "first (often OOM or a slow disk)"
+        )
     elif category == "cuda_error":
         what = _excerpt(m.group(0), 120)
         result.key = (category, normalize(m.group(0)))
@@ -387,9 +411,9 @@ def describe(
             "check --tokenizer-path and that the model folder has its tokenizer files; "
             "--trust-remote-code for custom tokenizers"
         )
-    advice = lp.SGLANG_ADVICE_RX.search(text)
-    if advice is not None:
-        lines = [x.strip() for x in advice["advice"].splitlines() if x.strip()][:6]
+    said = lp.SGLANG_ADVICE_RX.search(text)
+    if said is not None:
+        lines = [x.strip() for x in said["advice"].splitlines() if x.strip()][:6]
         result.details = {**result.details, "sglang_hint": " ".join(lines)}
     return result
 

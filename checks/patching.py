@@ -153,6 +153,10 @@ def _plan_class(index: TreeIndex, ref: ClassRef, fixable: list[Finding]) -> Patc
             refused[fix.attribute] = fix.refused or "no method could be planned"
         else:
             planned.append((finding, fix))
+    # The audit may have read an older copy (another eaglebug patched the file meanwhile):
+    # what these bytes already define is done, not to be added twice.
+    have = _defined_in_class(cst.parse_module(original.decode("utf-8")), ref.facts.name)
+    planned = [(f, fix) for f, fix in planned if fix.attribute not in have]
     notes = [n for _, fix in planned if fix.method for n in fix.method.notes]
 
     def refusal() -> Patch:
@@ -192,6 +196,17 @@ def _plan_class(index: TreeIndex, ref: ClassRef, fixable: list[Finding]) -> Patc
         refused,
         tuple(notes),
     )
+
+
+def _defined_in_class(module: cst.Module, name: str) -> set[str]:
+    """The methods a top-level class defines in these very bytes."""
+    found: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == name:
+            body = statement.body
+            if isinstance(body, cst.IndentedBlock):
+                found = {s.name.value for s in body.body if isinstance(s, cst.FunctionDef)}
+    return found
 
 
 def _write_methods(original: bytes, ref: ClassRef, fixes: list[PatchFix]) -> bytes:

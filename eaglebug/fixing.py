@@ -106,8 +106,30 @@ def _check_file(patch: Patch, real: Path) -> None:
             f"{patch.file} changed on disk since the preview",
             "run the fix again to preview the patch against the current file",
         )
+    _refuse_duplicates(patch, current)
     if not _writable(real):
         raise InputError(f"{real}: read-only", "make the file and its folder writable, then rerun")
+
+
+def _refuse_duplicates(patch: Patch, current: bytes) -> None:
+    """Never add a method the class already has (a second writer that planned against an
+    older copy of the file)."""
+    try:
+        tree = ast.parse(current)
+    except SyntaxError:
+        return
+    short = patch.class_name.rsplit(".", 1)[-1]
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == short:
+            have = {
+                n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            twice = sorted(have & set(patch.methods))
+            if twice:
+                raise InputError(
+                    f"{patch.file} already defines {', '.join(twice)} in {short}",
+                    "nothing to do; `git log -1` shows who added them",
+                )
 
 
 def _check_repo(patch: Patch, repo: GitRepo, real: Path, commit: bool) -> str:

@@ -28,6 +28,7 @@ from eaglebug.checks.logparse import (
 )
 from eaglebug.checks.logscan import scan_file
 from eaglebug.diagnose_cmd import diagnose_command
+from tests.logjson import comparable
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 FIXTURES = sorted(p.name for p in LOGS.glob("*.log"))
@@ -49,23 +50,6 @@ def _phases(text: str) -> list[str]:
         if not seen or seen[-1] != analyzer.phase:
             seen.append(analyzer.phase)
     return seen
-
-
-def _comparable(data: dict[str, Any]) -> dict[str, Any]:
-    """JSON without positions: the fast path knows byte offsets, line-by-line feeding lines.
-
-    The time of a line without a prefix is the last prefixed line's: the fast path only knows the
-    lines it fed, so after more than `CONTEXT_LINES` unprefixed lines it may differ.
-    """
-    data = json.loads(json.dumps(data))
-    for f in data["findings"]:
-        f["details"].pop("line", None)
-        f["details"].pop("offset", None)
-        f["details"].pop("time", None)
-        for item in f["details"].get("evidence", []):
-            item.pop("line", None)
-            item.pop("offset", None)
-    return data
 
 
 def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], log: Path, as_json: bool) -> Any:
@@ -444,7 +428,9 @@ def test_a_request_error_after_ready_is_a_warning_and_the_server_stays_ready() -
     )
     analyzer = analyze_text(text)
     finding = _only(analyzer)
-    assert (finding.id, finding.severity) == ("log.other", "warning")
+    # A request SGLang rejected: the context length, read from its own wording; a warning.
+    assert (finding.id, finding.severity) == ("log.context_length", "warning")
+    assert "300001 tokens" in finding.message and "262144" in finding.message
     assert analyzer.phase == "ready"
 
 
@@ -501,7 +487,7 @@ def test_memory_stays_bounded_on_huge_tracebacks_and_many_distinct_errors() -> N
 @pytest.mark.parametrize("name", FIXTURES)
 def test_fast_scan_equals_feeding_every_line(name: str) -> None:
     path = LOGS / name
-    assert _comparable(analyze_file(path).to_json()) == _comparable(
+    assert comparable(analyze_file(path).to_json()) == comparable(
         analyze_text(path.read_text()).to_json()
     )
 
@@ -528,9 +514,9 @@ def test_a_line_longer_than_the_read_window_is_cut_like_feed_cuts_it(tmp_path: P
     text = "[2026-01-30 10:36:00] " + "x" * 300_000 + " Traceback (most recent call last)\n" + crash
     path = tmp_path / "long.log"
     path.write_text(text)
-    expected = _comparable(analyze_text(text).to_json())
+    expected = comparable(analyze_text(text).to_json())
     for chunk in (4096, 1 << 20):
-        assert _comparable(_scan(path, chunk).to_json()) == expected
+        assert comparable(_scan(path, chunk).to_json()) == expected
     assert [f["id"] for f in expected["findings"]] == ["log.nccl"]
 
 
@@ -552,7 +538,7 @@ def test_fast_scan_equals_feeding_every_line_on_mixed_fixture_pieces(tmp_path: P
         path = tmp_path / f"mix{trial}.log"
         path.write_text(text)
         fast = _scan(path, rng.choice([61, 97, 4096, 1 << 20])).to_json()
-        assert _comparable(fast) == _comparable(analyze_text(text).to_json()), trial
+        assert comparable(fast) == comparable(analyze_text(text).to_json()), trial
 
 
 def test_fast_scan_finds_a_failure_after_megabytes_of_decode_lines(tmp_path: Path) -> None:
