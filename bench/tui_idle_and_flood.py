@@ -307,7 +307,7 @@ def measure_flood(rate: int, presses: int, seconds: float, scratch: Path) -> Flo
     async def run() -> None:
         async with app.run_test(size=(COLUMNS, ROWS)) as pilot:
             listing = app.main.query_one("#checks-list", OptionList)
-            while app.check_result is None or listing.option_count < 2:
+            while app.main.check_result is None or listing.option_count < 2:
                 await pilot.pause(0.05)
             got.quiet = await key_rounds(app, presses)
             panel = app.main.query_one(LogPanel)

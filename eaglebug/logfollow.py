@@ -4,7 +4,7 @@ A :class:`LogFollower` keeps an open file descriptor, the byte offset it has rea
 most one unfinished line; it never keeps the lines it has handed out. Each :meth:`LogFollower.poll`
 ``stat()``s the path, reads what is new in fixed-size chunks (about a byte budget per call at
 most), and returns events in file order. Polling is the caller's: the follower never blocks,
-sleeps or starts a thread, and is meant to be polled from one thread (the TUI's reader worker).
+sleeps or starts a thread, and is meant to be polled from one thread (the launch watch's).
 
 ``LogLine``
     One complete line: decoded as UTF-8 (invalid bytes become U+FFFD), ANSI escape sequences
@@ -110,6 +110,11 @@ class LogRestarted:
 LogEvent = LogLine | LogProgress | LogRestarted
 
 
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI escape sequences (they never span a newline: many lines at once)."""
+    return _ANSI_TEXT.sub("", text) if "\x1b" in text else text
+
+
 def clean_line(raw: bytes) -> tuple[str, bool]:
     """Display text of one line (without its \\n) and whether it held \\r-rewrites."""
     text = raw.decode("utf-8", "replace")
@@ -203,6 +208,11 @@ class LogFollower:
     def offset(self) -> int:
         """Bytes of the current file read so far (0 while waiting for the file)."""
         return self._pos
+
+    def dup_file(self) -> int | None:
+        """A new descriptor of the file being read (the caller closes it), or None when none is
+        open: lines can be read back from it by offset even after the path is replaced."""
+        return os.dup(self._file.fileno()) if self._file is not None else None
 
     def close(self) -> None:
         """Release the open file; a later poll opens the path again from its start."""

@@ -1,7 +1,9 @@
 """One working session on the box: the checks, the fixes and the launches, without any UI.
 
-The TUI (and the demo) drive everything through this object from Textual workers; it never
-imports Textual. Blocking calls (preflight, git, process control) are plain methods here.
+The TUI (and the demo) drive everything through this object: its actions and checks from the
+controller's one worker (`eaglebug.controller`), its log from the launch watch's thread
+(`eaglebug.watch`); it never imports Textual. Blocking calls (preflight, git, process
+control) are plain methods here.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding, FindingKey
 from eaglebug.checks.fixes import EnvFix, PatchFix, env_of
-from eaglebug.checks.launch import env_and_argv
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.proctree import StopResult
 from eaglebug.server import Server, wait_gpu_released
@@ -176,9 +177,15 @@ class Session:
             for report in self.last.reports:
                 if report.ref.facts.name == short:
                     return report.ref.qualname
-        with self._index_lock:
+        # The launch watch resolves on its own thread: while the checks hold the index it does
+        # not wait for them (the short name stays until it republishes after the checks).
+        if not self._index_lock.acquire(blocking=False):
+            return None
+        try:
             index = self._index
             found = index.classes_named(short) if index is not None else []
+        finally:
+            self._index_lock.release()
         return found[0].qualname if len(found) == 1 else None
 
     def patch_for(self, finding: Finding) -> Patch | None:
@@ -292,6 +299,8 @@ class Session:
             stopped = self.server.stop(running)
             pids = {*stopped.terminated, *stopped.killed, running.pid}
             holding = wait_gpu_released(pids, self._gpu_holders, timeout_s=wait_gpu_s)
+        from eaglebug.checks.launch import env_and_argv  # the flag tables load when first used
+
         previous = self.current_launch()
         # Env fixes accepted for an earlier launch stay part of the launch from then on.
         env = dict(previous.env_additions) if previous is not None else {}

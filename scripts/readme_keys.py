@@ -18,12 +18,12 @@ from pathlib import Path
 from textual.binding import Binding  # noqa: TID251 (reads the Textual app's bindings)
 from textual.keys import format_key  # noqa: TID251 (the footer's own key names)
 
-from eaglebug.tui.app import MUTATING, EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from eaglebug.tui.screens.evidence import EvidenceScreen
 from eaglebug.tui.screens.guide import GuideScreen
 from eaglebug.tui.screens.help import HelpScreen
+from eaglebug.tui.screens.main import MUTATING, MainScreen
 from eaglebug.tui.widgets.log_panel import LogPanel
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -40,7 +40,7 @@ def key_groups() -> list[tuple[str, list[Binding]]]:
         return [b for b in items if isinstance(b, Binding)]
 
     return [
-        ("main screen", bindings(EaglebugApp.BINDINGS)),
+        ("main screen", bindings(MainScreen.BINDINGS)),
         ("log panel", bindings(LogPanel.BINDINGS)),
         ("check evidence", bindings(EvidenceScreen.BINDINGS)),
         ("patch preview", bindings(DiffModal.BINDINGS)),

@@ -81,7 +81,7 @@ class Story:
         return self.app.main.query_one(ChecksPanel)
 
     def checked(self) -> bool:
-        return self.app.check_result is not None and not self.app._busy
+        return self.app.main.check_result is not None and not self.app.main.checking
 
     def phase(self) -> str:
         return self.app.main.query_one(PhaseHeader).phase
@@ -115,7 +115,7 @@ class Story:
         app, main = self.app, self.app.main
         await self.until(self.checked, "the first checks")
         await self.until(lambda: self.app.session.latest_gpus is not None, "a GPU sample")
-        app.recheck()  # once the GPUs are known, so the memory check runs on them
+        main.recheck()  # once the GPUs are known, so the memory check runs on them
         await self.until(self.checked, "the checks")
         await self.shot("main")
 
@@ -176,7 +176,7 @@ class Story:
         await self.shot("ready")
 
     def _errors(self) -> list[tuple[str, str | None]]:
-        result = self.app.check_result
+        result = self.app.main.check_result
         findings = result.findings if result else []
         return [(f.id, f.attribute) for f in findings if f.severity == "error"]
 

@@ -81,14 +81,21 @@ def test_stop_kills_the_whole_tree_including_a_rank_that_ignores_sigterm(server:
 
 def test_relaunch_gets_a_new_log_and_refuses_while_running(server: Server) -> None:
     first = server.launch(standin("--ranks", "1"), {})
+    wait_for(lambda: f"pid={first.pid})" in log_text(first))
     with pytest.raises(InputError, match="still running"):
         server.launch(standin("--ranks", "1"), {})
     server.stop(first, grace_s=1.0)
+    kept = log_text(first)
     second = server.launch(standin("--ranks", "1"), {})
     assert second.number == first.number + 1
     assert second.log != first.log
     wait_for(lambda: "fired up" in log_text(second))
-    assert "fired up" in log_text(first) or Path(first.log).exists()
+    # Each launch wrote its own log: the first one's is as it was when it stopped, and none
+    # of it is in the second's.
+    assert log_text(first) == kept
+    assert f"pid={first.pid})" in kept and f"pid={second.pid})" not in kept
+    assert f"pid={second.pid})" in log_text(second)
+    assert f"pid={first.pid})" not in log_text(second)
     server.stop(second, grace_s=1.0)
 
 

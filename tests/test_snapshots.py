@@ -149,9 +149,11 @@ async def checked(pilot: Pilot[None]) -> None:
     for _ in range(SAMPLES - 1):
         app.sampler.step()  # the next beats, by hand: the sampler's thread sleeps for an hour
     await until(pilot, lambda: _gpus_shown(app, SAMPLES), f"{SAMPLES} GPU samples")
-    app.recheck()
-    await until(pilot, lambda: app.check_result is not None and not app._busy, "the checks")
-    assert app.check_result is not None and app.check_result.error is None
+    app.main.recheck()
+    await until(
+        pilot, lambda: app.main.check_result is not None and not app.main.checking, "the checks"
+    )
+    assert app.main.check_result is not None and app.main.check_result.error is None
 
 
 async def checked_with_crash(pilot: Pilot[None]) -> None:

@@ -27,6 +27,7 @@ from eaglebug.checks.findings import Finding
 from eaglebug.demo import DemoScenario
 from eaglebug.gpu.nvml_source import NvmlSource
 from eaglebug.gpu.simulated import SimulatedSource
+from eaglebug.logindex import TAIL_ROWS
 from eaglebug.session import Session, SessionConfig
 from eaglebug.state import load_state
 from eaglebug.tui.app import EaglebugApp, build_app
@@ -34,10 +35,12 @@ from eaglebug.tui.demo import demo_gpus, demo_session
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from eaglebug.tui.screens.help import HelpScreen, key_text
+from eaglebug.tui.screens.main import MainScreen
 from eaglebug.tui.widgets.checks_panel import ChecksPanel
 from eaglebug.tui.widgets.gpu_panel import GpuPanel
 from eaglebug.tui.widgets.header import PhaseHeader
-from eaglebug.tui.widgets.log_panel import KEEP_LINES, LogPanel, LogView
+from eaglebug.tui.widgets.log_panel import LogPanel
+from eaglebug.tui.widgets.log_view import LogView
 from tests import fake_nvml
 from tests.live import hermetic_demo_env, session_pids
 
@@ -129,7 +132,7 @@ def interface_errors(app: EaglebugApp) -> set[str]:
 
 
 def checks_settled(app: EaglebugApp) -> bool:
-    return app.check_result is not None and not app._busy
+    return app.main.check_result is not None and not app.main.checking
 
 
 def phase(app: EaglebugApp) -> str:
@@ -216,7 +219,7 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
             ),
             "the set_eagle3_layers_to_capture check",
         )
-        before = app.check_result
+        before = app.main.check_result
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, DiffModal), "the diff")
         diff = app.screen
@@ -226,7 +229,7 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
         await pilot.press("y")
         await until(
             pilot,
-            lambda: app.check_result is not before and checks_settled(app),
+            lambda: app.main.check_result is not before and checks_settled(app),
             "the checks after the patch",
         )
         commit = head(scenario)
@@ -390,9 +393,10 @@ def test_no_and_escape_change_nothing(scenario: DemoScenario, key: str) -> None:
         for action in ("r", "u"):
             await pilot.press(action)
             await answer(pilot, app, ConfirmModal, key)
-        # Give any (wrongly) started worker the time to show itself.
-        await pilot.pause(0.3)
+        # No answer handed anything to the controller, the one place that acts.
+        assert app.controller.submitted == []
         await until(pilot, lambda: checks_settled(app), "the checks")
+        assert app.controller.idle()
         assert kimi.read_bytes() == original
         assert head(scenario) == imported
         state = load_state(scenario.workdir)
@@ -430,7 +434,7 @@ def test_readonly_hides_and_ignores_patch_undo_and_relaunch(scenario: DemoScenar
         assert {"recheck", "first_error", "filter", "guide", "help", "quit"} <= shown_actions
         assert not {"patch", "undo", "relaunch"} & shown_actions
         for action in ("patch", "undo", "relaunch"):
-            assert app.check_action(action, ()) is False
+            assert app.main.check_action(action, ()) is False
 
         await select(
             pilot,
@@ -446,8 +450,10 @@ def test_readonly_hides_and_ignores_patch_undo_and_relaunch(scenario: DemoScenar
             pilot, app, lambda f: f.id == "config.context_length", "the context-length check"
         )
         await pilot.press("p")
-        await pilot.pause(0.3)  # time for a (wrongly) started worker to show itself
+        await pilot.pause()
+        # The key is disabled: no dialog, and nothing was handed to the controller to act on.
         assert app.screen is app.main
+        assert app.controller.submitted == []
         assert kimi.read_bytes() == original
         assert head(scenario) == imported
         state = load_state(scenario.workdir)
@@ -478,10 +484,12 @@ def test_no_driver_is_a_state_of_the_gpu_panel_and_the_app_keeps_working(
         # The rest of the app carries on: the checks ran, and run again on a.
         await until(pilot, lambda: checks_settled(app), "the first checks")
         assert interface_errors(app) == INTERFACE_ERRORS
-        first = app.check_result
+        first = app.main.check_result
         await pilot.press("a")
         await until(
-            pilot, lambda: app.check_result is not first and checks_settled(app), "the re-check"
+            pilot,
+            lambda: app.main.check_result is not first and checks_settled(app),
+            "the re-check",
         )
         assert interface_errors(app) == INTERFACE_ERRORS
         # The sampler goes on sampling (a state, not a dead thread), without hammering NVML.
@@ -559,7 +567,7 @@ def test_help_lists_every_binding_of_the_main_screen_with_its_tooltip(
         table = app.screen.query(Static).last()
         text = plain(table.content)
         lines = text.splitlines()
-        for binding in EaglebugApp.BINDINGS:
+        for binding in MainScreen.BINDINGS:
             assert binding.tooltip, binding
             key = key_text(binding)
             assert any(
@@ -622,17 +630,27 @@ def view_text(view: LogView) -> list[str]:
     return list(view.lines)
 
 
+def read_to(logs: LogPanel, text: str) -> bool:
+    """The panel's newest row is `text` (the log has been read that far)."""
+    return len(logs.lines) > 0 and logs.lines[-1] == text
+
+
+def watching(log: Path, tmp_path: Path) -> EaglebugApp:
+    """`eaglebug watch --log LOG`'s app: read-only, no checks, the log and two GPUs."""
+    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    return build_app(session, SimulatedSource(gpus=2), run_checks=False, **FAST)
+
+
 def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     append(log, range(120))
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
-    app = build_app(session, SimulatedSource(gpus=2), run_checks=False, **FAST)
+    app = watching(log, tmp_path)
     every = [log_line(i) for i in range(120)]
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         logs = app.main.query_one(LogPanel)
         view = logs.view
-        await until(pilot, lambda: every[-1] in logs.lines, "the log to be read")
+        await until(pilot, lambda: read_to(logs, every[-1]), "the log to be read")
         assert [line for line in logs.lines if not line.startswith("────")] == every
         # Following: the newest line is at the bottom.
         await until(pilot, lambda: view.is_vertical_scroll_end, "the view to follow")
@@ -644,13 +662,15 @@ def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path:
         field = logs.query_one("#log-filter", Input)
         await until(pilot, lambda: field.display and app.focused is field, "the filter input")
         await pilot.press(*"needle", "enter")
-        await until(pilot, lambda: logs.filter_text == "needle", "the filter")
+        await until(
+            pilot, lambda: logs.filter_text == "needle" and not logs.searching, "the filter"
+        )
         assert not field.display
         # (the "log restarted" divider stays, so a filtered view still shows where it began)
         divider = logs.lines[0]
         assert divider.startswith("──── log ")
         assert view_text(view) == [divider] + [line for line in every if "needle" in line]
-        assert "filter: needle" in str(logs.border_title)
+        assert str(logs.border_title) == "log — filter: needle"
         # Escape shows every line again.
         assert app.focused is view
         await pilot.press("escape")
@@ -659,7 +679,7 @@ def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path:
 
         # e jumps to the first error: it is on screen, near the top, and following stops.
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: not view.following, "e to scroll to the first error")
         shown_now = view_text(view)
         first_error = next(i for i, text in enumerate(shown_now) if "RuntimeError" in text)
         assert view.scroll_y <= first_error < view.scroll_y + view.scrollable_content_region.height
@@ -677,7 +697,7 @@ def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path:
         await until(pilot, lambda: not view.is_vertical_scroll_end, "the page up")
         reading = view.scroll_y
         append(log, range(120, 160))
-        await until(pilot, lambda: log_line(159) in logs.lines, "the new lines")
+        await until(pilot, lambda: read_to(logs, log_line(159)), "the new lines")
         await pilot.pause()
         assert view_text(view)[-1] == log_line(159)  # written, just not scrolled to
         assert view.scroll_y == reading
@@ -687,7 +707,7 @@ def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path:
         await pilot.press("end")
         await until(pilot, lambda: view.is_vertical_scroll_end, "End to scroll to the end")
         append(log, range(160, 200))
-        await until(pilot, lambda: log_line(199) in logs.lines, "more lines")
+        await until(pilot, lambda: read_to(logs, log_line(199)), "more lines")
         await until(pilot, lambda: view.is_vertical_scroll_end, "the view to follow again")
         assert view.scroll_y > reading
         assert "paused" not in str(logs.border_subtitle)
@@ -696,19 +716,19 @@ def test_log_panel_follows_filters_jumps_to_the_first_error_and_pauses(tmp_path:
 
 
 def test_log_panel_takes_a_burst_and_keeps_the_text_being_read_in_place(tmp_path: Path) -> None:
-    """20,000 lines at once: the view keeps the newest 5,000 and follows; paused, the text
-    under the reader stays put while lines drop off the front."""
+    """20,000 lines at once: every one stays reachable (Home shows the first, read back from
+    the file), the view follows; paused, the text under the reader stays put as lines come."""
     log = tmp_path / "server.log"
     append(log, range(20_000))
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
-    app = build_app(session, SimulatedSource(gpus=2), run_checks=False, **FAST)
+    app = watching(log, tmp_path)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         logs = app.main.query_one(LogPanel)
         view = logs.view
-        await until(pilot, lambda: log_line(19_999) in logs.lines, "the burst to be read")
+        await until(pilot, lambda: read_to(logs, log_line(19_999)), "the burst to be read")
         await until(pilot, lambda: view.is_vertical_scroll_end, "the view to follow")
-        assert len(view.lines) == KEEP_LINES
+        assert len(view.lines) == 1 + 20_000  # the divider and every line
+        assert logs.index.texts_held <= TAIL_ROWS  # the rest stay in the file
         assert view_text(view)[-1] == log_line(19_999)
         await pilot.press("tab")  # from the checks to the log
         assert app.focused is view
@@ -716,10 +736,113 @@ def test_log_panel_takes_a_burst_and_keeps_the_text_being_read_in_place(tmp_path
         await until(pilot, lambda: not view.following, "following to pause")
         top = view_text(view)[round(view.scroll_y)]
         append(log, range(20_000, 21_000))
-        await until(pilot, lambda: log_line(20_999) in logs.lines, "the next lines")
+        await until(pilot, lambda: read_to(logs, log_line(20_999)), "the next lines")
         await pilot.pause()
         assert view_text(view)[-1] == log_line(20_999)
         assert view_text(view)[round(view.scroll_y)] == top
         assert "paused" in str(logs.border_subtitle)
+        # Home: the first line, 21,000 lines up, is on screen, as it is in the file.
+        await pilot.press("home")
+        await until(pilot, lambda: view.scroll_y == 0, "Home")
+        assert shows(view, 1, log_line(0))
+
+    run(app, script)
+
+
+def rendered(view: LogView) -> list[str]:
+    """The view's rows as painted now (the strips the screen shows), blanks trimmed."""
+    return [
+        "".join(segment.text for segment in view.render_line(y)).rstrip()
+        for y in range(view.scrollable_content_region.height)
+    ]
+
+
+def shows(view: LogView, y: int, text: str) -> bool:
+    """Row `y` of the view is painted as `text` (cut at the view's width)."""
+    row = rendered(view)[y]
+    return len(row) >= min(len(text), 30) and text.startswith(row)
+
+
+TRACEBACK = [
+    "[2026-11-30 12:00:01 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "sglang/srt/managers/scheduler.py", line 2580, in run_scheduler_process',
+    "AttributeError: 'KimiK25ForConditionalGeneration' object has no attribute 'get_embed_and_head'",
+]
+
+
+def test_e_and_the_filter_reach_a_traceback_6000_lines_up(tmp_path: Path) -> None:
+    """A traceback, then 6,000 more lines (more than the old view's 5,000): `e` still jumps to
+    it and `/` still finds it, both read from the file; the memory held stays bounded."""
+    log = tmp_path / "server.log"
+    with log.open("w", encoding="utf-8") as out:
+        out.writelines(f"[2026-11-30 12:00:00 TP0] load step {i}\n" for i in range(10))
+        out.writelines(line + "\n" for line in TRACEBACK)
+        out.writelines(
+            f"[2026-11-30 12:00:02 TP0] Decode batch. #token: {i:06d}, gen throughput 9.9\n"
+            for i in range(6_000)
+        )
+    total = 10 + len(TRACEBACK) + 6_000
+    app = watching(log, tmp_path)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        logs = app.main.query_one(LogPanel)
+        view = logs.view
+        await until(pilot, lambda: len(logs.lines) == 1 + total, "the whole log")
+        assert logs.index.texts_held <= TAIL_ROWS < total
+        await pilot.press("e")
+        await until(pilot, lambda: not view.following, "e to jump")
+        assert not any(n.notification.message.startswith("no error") for n in notes)
+        at = 1 + 10  # the divider, ten lines, then the traceback
+        assert view.scroll_y == at - 2
+        assert shows(view, 2, TRACEBACK[0])
+        assert shows(view, 4, TRACEBACK[2])
+
+        # / get_embed_and_head: the one line, from 6,000 lines up.
+        await pilot.press("end", "slash", *"get_embed_and_head", "enter")
+        await until(pilot, lambda: logs.filter_text and not logs.searching, "the filter")
+        assert view_text(view) == [logs.lines[0], TRACEBACK[2]]
+        # A new match arriving while filtered joins the end.
+        with log.open("a", encoding="utf-8") as out:
+            out.write(TRACEBACK[2].replace("TP3", "TP5") + "\n")
+        await until(pilot, lambda: len(view.lines) == 3, "the new match")
+        assert view_text(view)[-1] == TRACEBACK[2].replace("TP3", "TP5")
+
+    run(app, script)
+
+
+def test_e_says_so_when_the_log_has_no_error(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"[2026-11-30 12:00:00 TP0] fine {i}\n" for i in range(50)))
+    app = watching(log, tmp_path)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        logs = app.main.query_one(LogPanel)
+        await until(pilot, lambda: len(logs.lines) == 51, "the log")
+        await pilot.press("e")
+        await until(
+            pilot,
+            lambda: any(n.notification.message == "no error in the log so far" for n in notes),
+            "the answer",
+        )
+        assert logs.view.following
+
+    run(app, script)
+
+
+def test_a_truncated_log_gets_a_divider_and_only_what_the_file_still_holds(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    append(log, range(30))
+    app = watching(log, tmp_path)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        logs = app.main.query_one(LogPanel)
+        await until(pilot, lambda: read_to(logs, log_line(29)), "the log")
+        log.write_text("[2026-11-30 12:01:00 TP0] a new start\n")
+        await until(pilot, lambda: read_to(logs, "[2026-11-30 12:01:00 TP0] a new start"), "it")
+        assert list(logs.lines) == [
+            "──── log truncated ────",
+            "[2026-11-30 12:01:00 TP0] a new start",
+        ]
+        assert view_text(logs.view) == list(logs.lines)
 
     run(app, script)

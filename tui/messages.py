@@ -1,51 +1,71 @@
-"""Every custom Message of the app, in one place (STYLE.md practice 4)."""
+"""Every custom Message of the app, in one place (STYLE.md practice 4).
+
+The feeds (`Sampler`, `LaunchWatch`, `Controller`) call back on their own threads; the app
+wraps what they hand over in one of these and posts it, so widgets only ever see frozen
+snapshots, on the UI thread.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 from textual.message import Message
 
 from eaglebug.checks.findings import Finding
+from eaglebug.controller import Event
 from eaglebug.gpu.snapshot import BoxSnapshot
-from eaglebug.session import CheckResult
+from eaglebug.problems import Problem
+from eaglebug.watch import WatchSnapshot
 
 
+@dataclass(eq=False)
 class GpuSampled(Message):
     """A new GPU snapshot from the sampler thread; a burst keeps only the newest."""
 
-    def __init__(self, snapshot: BoxSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
+    snapshot: BoxSnapshot
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, GpuSampled)
 
 
-class LogRead(Message):
-    """New log lines and what the analyzer now knows about the launch."""
+@dataclass(eq=False)
+class WatchUpdated(Message):
+    """The launch watch read more of the log: new lines by offset, phase, findings.
 
-    def __init__(
-        self,
-        lines: list[str],
-        restarted: str | None,
-        live_progress: str | None,
-        phase: str,
-        progress: tuple[int, int, int | None] | None,
-        findings: list[Finding],
-        path: str | None,
-    ) -> None:
-        super().__init__()
-        self.lines = lines
-        self.restarted = restarted
-        self.live_progress = live_progress
-        self.phase = phase
-        self.progress = progress  # (done, total, percent)
-        self.findings = findings
-        self.path = path
+    Never replaced by a newer one (it carries the lines that are new since the last): the
+    watch bounds a burst instead, reading at most about a MiB of log per snapshot."""
+
+    snapshot: WatchSnapshot
 
 
-class ChecksDone(Message):
-    """The checks ran (in a worker); the panel and the header refresh from the result."""
+@dataclass(eq=False)
+class ControllerReported(Message):
+    """The controller queued, ran or finished something (a note, checks, an action's end)."""
 
-    def __init__(self, result: CheckResult) -> None:
-        super().__init__()
-        self.result = result
+    event: Event
+
+
+@dataclass(eq=False)
+class ProblemReported(Message):
+    """Background work went wrong: shown as an error notification, the app carries on."""
+
+    problem: Problem
+
+
+@dataclass(eq=False)
+class FindingOpened(Message):
+    """The user opened a finding in the checks list (Enter)."""
+
+    finding: Finding
+
+
+@dataclass(eq=False)
+class LogSearched(Message):
+    """Rows a log search found (one batch) for the search of `generation`."""
+
+    kind: Literal["filter", "first_error"]
+    generation: int  # the panel's count of searches of this kind: older ones are stale
+    index_generation: int  # the index's generation the rows are numbered in
+    rows: list[int]
+    done: bool

@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding, FindingKey
+from eaglebug.tui.messages import FindingOpened
 
 _ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "dim")}
 
@@ -25,13 +25,6 @@ def label(finding: Finding) -> str:
 
 
 class ChecksPanel(Vertical):
-    class Selected(Message):
-        """The user opened a finding (Enter)."""
-
-        def __init__(self, finding: Finding) -> None:
-            super().__init__()
-            self.finding = finding
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "checks"
@@ -105,4 +98,4 @@ class ChecksPanel(Vertical):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if 0 <= event.option_index < len(self.findings):
-            self.post_message(self.Selected(self.findings[event.option_index]))
+            self.post_message(FindingOpened(self.findings[event.option_index]))

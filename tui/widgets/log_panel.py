@@ -1,127 +1,34 @@
 """The log: follows the launch's log, highlights milestones and errors, filters, and stops
 following while the user reads further up (End resumes).
 
-The view keeps plain strings and renders only the lines on screen, so a log growing by
-thousands of lines a second costs a deque append per line, not a Rich render per line.
+The panel keeps no lines: its `LogIndex` keeps where each line starts and reads lines back from
+the file, so `e` (the first error), `/` (the filter) and scrolling reach the whole log, whatever
+its size. `e` and `/` search the file in a thread worker; each search has a generation, and a
+result that a newer search (or rows removed from the index) made stale is dropped.
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
+from typing import Literal
 
-from rich.cells import cell_len
-from rich.segment import Segment
-from rich.text import Text
-from textual import events
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.containers import Vertical
-from textual.geometry import Size
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widgets import Input
+from textual.worker import get_current_worker
 
-# Presentation only: what to colour. What a line *means* is checks.logparse's job.
-_MILESTONE = re.compile(
-    r"Load weight (begin|end)|KV Cache is allocated|Memory pool end|Capture cuda graph (begin|end)"
-    r"|fired up and ready|Loading safetensors checkpoint shards"
-)
-_ERROR = re.compile(
-    r"Traceback|Error\b|Exception|error:|hit an exception|sigquit|Killed", re.IGNORECASE
-)
-DIVIDER = "──── log "  # how a "log restarted" divider line starts
-KEEP_LINES = 5000
+from eaglebug.logindex import IndexView, LogIndex, LogPart, divider_text, search
+from eaglebug.tui.messages import LogSearched
+from eaglebug.tui.runner import run_guarded
+from eaglebug.tui.widgets.log_view import ERROR, LogView, Matches
 
-
-def styled(line: str) -> Text:
-    if line.startswith(DIVIDER):
-        return Text(line, style="bold magenta")
-    if _ERROR.search(line):
-        return Text(line, style="bold red")
-    if _MILESTONE.search(line):
-        return Text(line, style="bold green")
-    return Text(line)
-
-
-class LogView(ScrollView, can_focus=True):
-    """The lines on show, rendered when they come on screen (a Line API widget).
-
-    Following is a state: it stops when the view leaves the end (a key, the mouse, `e`) and
-    resumes when it is back there (End). While stopped, new lines do not move the text.
-    """
-
-    def __init__(self, max_lines: int = KEEP_LINES, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.lines: deque[str] = deque(maxlen=max_lines)
-        self.following = True
-        self._dropped = 0  # lines ever pushed out at the front: keeps cache keys stable
-        self._widest = 0  # in cells
-        self._strips: LRUCache[int, Strip] = LRUCache(1024)
-
-    def write_lines(self, lines: Iterable[str]) -> None:
-        """Add lines at the end; scroll to them while following."""
-        maxlen = self.lines.maxlen or 0
-        new = list(lines)[-maxlen:] if maxlen else list(lines)
-        if not new:
-            return
-        dropped = max(len(self.lines) + len(new) - maxlen, 0) if maxlen else 0
-        self.lines.extend(new)
-        self._dropped += dropped
-        self._widest = max(self._widest, max(cell_len(line) for line in new))
-        self.virtual_size = Size(self._widest, len(self.lines))
-        if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-        elif dropped:
-            # Keep the text the user is reading where it is while the front drops away.
-            self.scroll_to(y=max(self.scroll_y - dropped, 0), animate=False, force=True)
-        self.refresh()
-
-    def clear(self) -> None:
-        self.lines.clear()
-        self._strips.clear()
-        self._dropped = 0
-        self._widest = 0
-        self.virtual_size = Size(0, 0)
-        self.refresh()
-
-    def follow(self) -> None:
-        self.following = True
-        self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        self.following = round(new_value) >= self.max_scroll_y
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
-        if index >= len(self.lines):
-            return Strip.blank(width, self.rich_style)
-        key = self._dropped + index
-        strip = self._strips.get(key)
-        if strip is None:
-            strip = self._strips[key] = self._strip(self.lines[index])
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(
-            self.rich_style
-        )
-
-    def _strip(self, line: str) -> Strip:
-        console = self.app.console
-        text = styled(line)
-        options = console.options.update(
-            overflow="ignore", no_wrap=True, width=max(text.cell_len, 1)
-        )
-        segments = list(Segment.split_lines(console.render(text, options)))
-        return Strip(segments[0] if segments else [], text.cell_len)
+POST_EVERY_S = 0.1  # a filter's matches reach the view at most this often while it searches
+Kind = Literal["filter", "first_error"]
 
 
 class LogPanel(Vertical):
@@ -144,16 +51,19 @@ class LogPanel(Vertical):
     ]
 
     filter_text: reactive[str] = reactive("")
+    searching: reactive[bool] = reactive(False)  # a filter's search is still reading the file
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "log"
-        self.lines: deque[str] = deque(maxlen=KEEP_LINES)
+        self.index = LogIndex()
         self.progress_line: str | None = None
         self._subtitle = ""
+        self._pattern: re.Pattern[str] | None = None
+        self._searches: dict[Kind, int] = {"filter": 0, "first_error": 0}
 
     def compose(self) -> ComposeResult:
-        yield LogView(KEEP_LINES, id="log-view")
+        yield LogView(self.index, id="log-view")
         filter_input = Input(placeholder="filter: show only lines containing…", id="log-filter")
         filter_input.display = False
         yield filter_input
@@ -168,33 +78,61 @@ class LogPanel(Vertical):
         return self.query_one("#log-view", LogView)
 
     @property
+    def lines(self) -> Sequence[str]:
+        """Every row of the log (dividers included), read back on access."""
+        return self.index
+
+    @property
     def following(self) -> bool:
         return self.view.following
 
-    def add(self, lines: list[str], restarted: str | None, live: str | None) -> None:
-        view = self.view
-        if restarted:
-            divider = f"{DIVIDER}{restarted} ────"
-            self.lines.append(divider)
-            view.write_lines([divider])
-        self.lines.extend(lines)
-        view.write_lines(lines if not self.filter_text else filter(self._matches, lines))
+    # -- new lines --------------------------------------------------------------------------
+    def add(self, parts: Sequence[LogPart], live: str | None) -> None:
+        view, index = self.view, self.index
+        generation = index.generation
+        removed = 0
+        texts: list[str] = []
+        dividers: list[int] = []  # positions in `texts`
+        for part in parts:
+            removed += index.add(part)
+            if part.restart is not None:
+                dividers.append(len(texts))
+                texts.append(divider_text(part.restart.label))
+            texts.extend([line.text for line in part.lines])
+        pattern = self._pattern
+        if pattern is not None and index.generation != generation:
+            self._start_filter()  # rows moved: the matches are searched again
+        elif pattern is not None and view.shown is not None:
+            first = len(index) - len(texts)
+            kept = set(dividers)
+            view.shown.newer.extend(
+                first + k for k, text in enumerate(texts) if k in kept or pattern.search(text)
+            )
+        view.grew(texts, removed)
         self.progress_line = live
         self._show_following()
 
-    def _matches(self, line: str) -> bool:
-        return (
-            not self.filter_text
-            or self.filter_text.lower() in line.lower()
-            or line.startswith(DIVIDER)
-        )
-
+    # -- the filter -------------------------------------------------------------------------
     def watch_filter_text(self, text: str) -> None:
-        view = self.view
-        view.clear()
-        view.write_lines(filter(self._matches, self.lines))
-        view.follow()
+        self._pattern = re.compile(re.escape(text), re.IGNORECASE) if text else None
         self.border_title = f"log — filter: {text}" if text else "log"
+        self._start_filter()
+
+    def _start_filter(self) -> None:
+        view = self.view
+        generation = self._next("filter")
+        if self._pattern is None:
+            self.searching = False
+            view.show(None)
+            return
+        view.show(Matches(split=len(self.index)))
+        self.searching = True
+        self._search("filter", generation, self.index.view(), self._pattern, None)
+
+    def watch_searching(self, searching: bool) -> None:
+        text = self.filter_text
+        if text:
+            self.border_title = f"log — filter: {text}" + (" (searching…)" if searching else "")
 
     def open_filter(self) -> None:
         field = self.query_one("#log-filter", Input)
@@ -211,6 +149,52 @@ class LogPanel(Vertical):
         self.query_one("#log-filter", Input).display = False
         self.filter_text = ""
 
+    # -- the first error --------------------------------------------------------------------
+    def jump_to_first_error(self) -> None:
+        """Scroll the first error line on show near the top (following stops there), or say
+        there is none; the whole log is searched, in a worker."""
+        generation = self._next("first_error")
+        self._search("first_error", generation, self.index.view(), ERROR, self.view.shown)
+
+    # -- searching --------------------------------------------------------------------------
+    def _next(self, kind: Kind) -> int:
+        self._searches[kind] += 1
+        return self._searches[kind]
+
+    def _search(
+        self,
+        kind: Kind,
+        generation: int,
+        view: IndexView,
+        pattern: re.Pattern[str],
+        shown: Matches | None,
+    ) -> None:
+        def work() -> None:
+            worker = get_current_worker()
+
+            def stale() -> bool:
+                return worker.is_cancelled or self._searches[kind] != generation
+
+            def post(rows: list[int], done: bool) -> None:
+                self.post_message(LogSearched(kind, generation, view.generation, rows, done))
+
+            batches = search(view, pattern, dividers=kind == "filter", cancelled=stale)
+            if kind == "first_error":
+                post(_first(batches, shown), True)
+                return
+            pending: list[int] = []
+            posted = time.monotonic()
+            for batch in batches:
+                pending += batch
+                if pending and time.monotonic() - posted > POST_EVERY_S:
+                    post(pending, False)
+                    pending, posted = [], time.monotonic()
+            if not stale():
+                post(pending, True)
+
+        run_guarded(self, work, "log", group=f"log-{kind}")
+
+    # -- following --------------------------------------------------------------------------
     def _show_following(self) -> None:
         paused = "" if self.view.following else "  [paused — End follows]"
         subtitle = ((self.progress_line or "") + paused).strip()
@@ -222,11 +206,38 @@ class LogPanel(Vertical):
         self.view.follow()
         self._show_following()
 
-    def jump_to_first_error(self) -> bool:
-        """Scroll the first error line on show near the top; following stops there."""
-        for index, line in enumerate(self.view.lines):
-            if _ERROR.search(line):
-                self.view.scroll_to(y=max(index - 2, 0), animate=False)
-                self._show_following()
-                return True
-        return False
+    # -- handlers -----------------------------------------------------------------------------
+    @on(LogSearched)
+    def _searched(self, message: LogSearched) -> None:
+        message.stop()
+        if message.generation != self._searches[message.kind]:
+            return  # a newer search of the same kind is under way
+        if message.index_generation != self.index.generation:
+            if message.kind == "filter":
+                self._start_filter()
+            else:
+                self.jump_to_first_error()
+            return
+        view = self.view
+        if message.kind == "filter":
+            if view.shown is not None:
+                view.shown.found.extend(message.rows)
+                view.grew([])
+            self.searching = not message.done
+            return
+        row = message.rows[0] if message.rows else None
+        at = None if row is None else (row if view.shown is None else view.shown.position(row))
+        if at is None:
+            self.notify("no error in the log so far")
+            return
+        view.jump(max(at - 2, 0))
+        self._show_following()
+
+
+def _first(batches: Iterable[list[int]], shown: Matches | None) -> list[int]:
+    """The first row found that is on show (every row is, without a filter)."""
+    for batch in batches:
+        for row in batch:
+            if shown is None or shown.position(row) is not None:
+                return [row]
+    return []

@@ -1,0 +1,146 @@
+"""The `eaglebug` command's routing: which mode builds which app (or tells which story).
+
+Each mode runs through the real entry point (`eaglebug.tui.entry.main`, or `python -m
+eaglebug` through runpy) and the real app factory; only `App.run` is replaced, by a stand-in
+that keeps the app it was called on, so the test reads what the user would get: the session's
+command and log, read-only or not, the guide, the launch policy.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from eaglebug.state import LaunchRecord, State, save_state
+from eaglebug.tui import entry
+from eaglebug.tui.app import EaglebugApp
+
+LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "/models/m", "--tp", "8"]
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[EaglebugApp]:
+    """The apps `run()` was called on (none actually runs); the working folder is tmp_path."""
+    apps: list[EaglebugApp] = []
+
+    def run(self: EaglebugApp, *args: object, **kwargs: object) -> None:
+        apps.append(self)
+
+    monkeypatch.setattr(EaglebugApp, "run", run)
+    monkeypatch.chdir(tmp_path)
+    return apps
+
+
+def record_a_launch(workdir: Path) -> None:
+    log = workdir / ".eaglebug" / "logs" / "launch-001.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("")
+    save_state(
+        workdir,
+        State(
+            launches=[
+                LaunchRecord(1, LAUNCH, {}, str(log), 4_194_304, 0.0, 1000.0),
+            ]
+        ),
+    )
+
+
+def test_watch_follows_the_given_log_read_only(built: list[EaglebugApp], tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:03 TP0] Init torch distributed begin.\n")
+    assert entry.main(["watch", "--log", str(log), "--simulate-gpus", "2"]) == 0
+    (app,) = built
+    config = app.session.config
+    assert config.log_path == log and config.readonly and config.launch_words == []
+    assert app.session.log_path() == log
+    assert not app.controller.launch_when_clear and not app.main.open_guide_on_start
+    assert app.gpu_source.describe() == "simulated (--simulate-gpus)"
+
+
+def test_watch_without_a_log_is_one_error_line(
+    built: list[EaglebugApp], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert entry.main(["watch"]) == 2
+    assert capsys.readouterr().err == (
+        "error: watch needs --log FILE\nhint: eaglebug watch --log /path/to/server.log\n"
+    )
+    assert entry.main(["watch", "--log", str(tmp_path / "nowhere.log")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert built == []
+
+
+@pytest.mark.parametrize("words", [["launch", "--tui", "--"], ["--"]])
+def test_a_launch_command_is_checked_then_launched_when_clear(
+    built: list[EaglebugApp], tmp_path: Path, words: list[str]
+) -> None:
+    assert entry.main([*words, *LAUNCH]) == 0
+    (app,) = built
+    config = app.session.config
+    assert config.launch_words == LAUNCH and config.log_path is None and not config.readonly
+    assert config.workdir == tmp_path
+    assert app.controller.launch_when_clear  # after the first checks, if nothing blocks
+    assert app.main.run_checks_on_start and not app.main.open_guide_on_start
+
+
+def test_readonly_with_a_launch_command(built: list[EaglebugApp]) -> None:
+    assert entry.main(["--readonly", "--", *LAUNCH]) == 0
+    assert built[0].session.config.readonly
+
+
+def test_guide_opens_over_the_launch_recorded_here(
+    built: list[EaglebugApp], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert entry.main(["guide"]) == 2  # nothing recorded yet
+    err = capsys.readouterr().err
+    assert err.startswith("error: no launch recorded in this folder")
+    assert "hint: eaglebug -- LAUNCH COMMAND" in err
+    record_a_launch(tmp_path)
+    assert entry.main(["guide"]) == 0
+    (app,) = built
+    assert app.main.open_guide_on_start and not app.controller.launch_when_clear
+    assert app.session.launch_words == LAUNCH  # the recorded launch is what it checks
+
+
+def test_no_arguments_reattaches_to_the_launch_recorded_here(
+    built: list[EaglebugApp], tmp_path: Path
+) -> None:
+    record_a_launch(tmp_path)
+    assert entry.main([]) == 0
+    (app,) = built
+    assert app.session.log_path() == tmp_path / ".eaglebug" / "logs" / "launch-001.log"
+    assert not app.controller.launch_when_clear and not app.main.open_guide_on_start
+
+
+def test_python_dash_m_eaglebug_demo_headless_tells_the_story(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    told: list[bool] = []
+
+    def story(fast: bool = True, **kwargs: object) -> int:
+        told.append(fast)
+        return 0
+
+    monkeypatch.setattr("eaglebug.demo.story.run_story", story)
+    for argv, fast in ((["demo", "--headless"], False), (["demo", "--headless", "--fast"], True)):
+        monkeypatch.setattr(sys, "argv", ["eaglebug", *argv])
+        with pytest.raises(SystemExit) as done:
+            runpy.run_module("eaglebug", run_name="__main__", alter_sys=True)
+        assert done.value.code == 0
+        assert told[-1] is fast
+
+
+def test_python_dash_m_eaglebug_watch_is_the_same_app(
+    built: list[EaglebugApp], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("x\n")
+    monkeypatch.setattr(
+        sys, "argv", ["eaglebug", "watch", "--log", str(log), "--simulate-gpus", "1"]
+    )
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("eaglebug", run_name="__main__", alter_sys=True)
+    assert done.value.code == 0
+    assert built[0].session.config.log_path == log and built[0].session.config.readonly

@@ -1,0 +1,96 @@
+"""What each mutating key asks before it acts, and the action a yes hands to the controller.
+
+`p` on a finding: an env fix is a yes/no with each option's trade-off, a patch is its diff, an
+already committed fix or one without an automatic fix is a sentence instead. `u` and `r` are a
+yes/no saying exactly what they will do. Nothing here acts: the screen submits the action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.notifications import SeverityLevel
+from textual.screen import ModalScreen
+
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import Choice, PatchFix
+from eaglebug.controller import AcceptEnv, Action, ApplyPatch, Relaunch, Stop, Undo
+from eaglebug.session import Session
+from eaglebug.tui.screens.confirm import ConfirmModal
+from eaglebug.tui.screens.diff import DiffModal
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A dialog; `action` runs when it is answered yes."""
+
+    screen: ModalScreen[bool]
+    action: Action
+
+
+@dataclass(frozen=True)
+class Say:
+    """No dialog: a sentence instead (nothing to do, or nothing automatic)."""
+
+    text: str
+    title: str = ""
+    severity: SeverityLevel = "warning"
+
+
+def fix(session: Session, finding: Finding | None) -> Ask | Say:
+    """What `p` does for the selected finding."""
+    if finding is None:
+        return Say("select a check first (arrow keys)")
+    env = session.env_fix(finding)
+    if env is not None:
+        body = Text(f"Set {env.text()} for the next launch (r relaunches).\n\n")
+        options = finding.fix.options if isinstance(finding.fix, Choice) else (env,)
+        for option in options:
+            body.append(f"{option.text()}: ", style="bold")
+            body.append(f"{option.tradeoff}\n", style="dim")
+        screen = ConfirmModal(f"next launch: {env.text()}", body, yes="Use it (y)")
+        return Ask(screen, AcceptEnv(env.variable, env.value))
+    patch = session.patch_for(finding)
+    done = session.committed_fix(finding) if patch is None else None
+    if done is not None:
+        sha = (done.commit or "")[:10]
+        return Say(f"already fixed in commit {sha}; r relaunches to try it", "fixed", "information")
+    if patch is None or not patch.methods:
+        reason = patch.refused.get(finding.attribute or "") if patch else None
+        if reason is None and isinstance(finding.fix, PatchFix) and finding.fix.refused:
+            reason = f"no automatic fix: {finding.fix.refused}"
+        return Say(reason or "no automatic fix for this check; Enter shows the evidence")
+    return Ask(DiffModal(patch), ApplyPatch(patch))
+
+
+def undo() -> Ask:
+    body = "Revert eaglebug's newest commit in the SGLang repository (git revert)?"
+    return Ask(ConfirmModal("undo", body), Undo())
+
+
+def relaunch(session: Session) -> Ask:
+    """`r`: stop what runs (saying which launch), wait for its GPU memory, launch again."""
+    record = session.current_launch()
+    running = session.server.attached()
+    pending = session.pending_env()
+    body = Text()
+    if running is not None:
+        body.append(
+            f"Stop launch {running.number} (pid {running.pid}) and its whole process tree, "
+        )
+        body.append("wait until its GPU memory is released, then ")
+    body.append("launch again" if record else "Launch now")
+    if pending:
+        body.append(" with " + " ".join(f"{k}={v}" for k, v in pending.items()), style="bold")
+    body.append("?")
+    return Ask(ConfirmModal("relaunch" if record else "launch", body), Relaunch())
+
+
+def stop(session: Session) -> Ask | Say:
+    """The palette's `server: stop`: which launch, and that its whole tree goes."""
+    running = session.server.attached()
+    if running is None:
+        return Say("no server is running", "stop", "information")
+    body = f"Stop launch {running.number} (pid {running.pid}) and its whole process tree?"
+    return Ask(ConfirmModal("stop", body), Stop())

@@ -1,0 +1,371 @@
+"""The main screen: header, GPUs, log, checks; its keys, and the handlers of every feed.
+
+It renders what the feeds publish (GPU snapshots, the launch watch's snapshots, the
+controller's events) and turns keys into dialogs (`tui.dialogs`) whose yes goes to the
+controller. It never acts itself and never blocks: what reads the session on this thread is
+`reported`, so a corrupt state file is a notification, not an exit. The evidence, guide and
+help screens load when first opened, not before the first frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from textual import events, on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from eaglebug.checks.findings import Finding
+from eaglebug.controller import ActionDone, ChecksFinished, ChecksRequested, Controller, Note
+from eaglebug.problems import Problem
+from eaglebug.session import CheckResult, Session
+from eaglebug.tui import dialogs
+from eaglebug.tui.messages import ControllerReported, FindingOpened, GpuSampled, WatchUpdated
+from eaglebug.tui.runner import reported, show_problem
+from eaglebug.tui.screens.confirm import ConfirmModal
+from eaglebug.tui.screens.diff import DiffModal
+from eaglebug.tui.widgets.checks_panel import ChecksPanel
+from eaglebug.tui.widgets.gpu_panel import GpuPanel
+from eaglebug.tui.widgets.header import PhaseHeader
+from eaglebug.tui.widgets.log_panel import LogPanel
+
+if TYPE_CHECKING:
+    from eaglebug.tui.app import EaglebugApp
+
+# Below this width the three panels stack instead of standing side by side.
+NARROW_COLUMNS = 110
+MUTATING = frozenset({"patch", "undo", "relaunch", "stop"})
+CHECKING = "running the checks…"
+
+
+class MainScreen(Screen[None]):
+    """The one main screen. Modals stack above it."""
+
+    BINDINGS = [
+        Binding(
+            "p",
+            "patch",
+            "Patch",
+            tooltip="Preview the selected check's fix; apply it on confirm (one commit)",
+            id="patch",
+        ),
+        Binding(
+            "u", "undo", "Undo", tooltip="Revert eaglebug's last commit (git revert)", id="undo"
+        ),
+        Binding(
+            "r",
+            "relaunch",
+            "Relaunch",
+            tooltip="Stop the server tree, wait for its GPU memory, launch again",
+            id="relaunch",
+        ),
+        Binding("a", "recheck", "Re-check", tooltip="Run the checks again", id="recheck"),
+        Binding(
+            "e",
+            "first_error",
+            "First error",
+            tooltip="Jump to the first error in the log",
+            id="first_error",
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            tooltip="Show only log lines containing a text",
+            id="filter",
+        ),
+        Binding(
+            "g",
+            "guide",
+            "Guide",
+            tooltip="Guided mode: what EAGLE-3 needs, each fix, the launch",
+            id="guide",
+        ),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="Every key", id="help"),
+        Binding(
+            "tab",
+            "focus_next",
+            "Next panel",
+            show=False,
+            tooltip="Move focus to the next panel",
+            id="focus_next",
+        ),
+        Binding("q", "quit", "Quit", tooltip="Quit; a launched server keeps running", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        *,
+        run_checks: bool = True,
+        open_guide: bool = False,
+    ) -> None:
+        super().__init__()
+        self.clock = clock
+        self.run_checks_on_start = run_checks
+        self.open_guide_on_start = open_guide
+        self.check_result: CheckResult | None = None  # the newest published result
+        self.check_generation = 0  # ... and its generation
+        self.log_findings: tuple[Finding, ...] = ()
+        self.milestones: tuple[str, ...] = ()
+        self.guide_step = 0
+
+    # -- what it renders ------------------------------------------------------------------------
+    @property
+    def eaglebug(self) -> EaglebugApp:
+        from eaglebug.tui.app import EaglebugApp
+
+        app = self.app
+        assert isinstance(app, EaglebugApp)
+        return app
+
+    @property
+    def session(self) -> Session:
+        return self.eaglebug.session
+
+    @property
+    def controller(self) -> Controller:
+        return self.eaglebug.controller
+
+    @property
+    def checking(self) -> bool:
+        """A run of the checks newer than the one shown is queued or running."""
+        return self.check_generation < self.controller.requested_generation
+
+    def compose(self) -> ComposeResult:
+        yield PhaseHeader(id="header", clock=self.clock)
+        with Horizontal(id="main"):
+            yield GpuPanel(id="gpus")
+            yield LogPanel(id="log")
+            yield ChecksPanel(id="checks")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        config = self.session.config
+        header = self.query_one(PhaseHeader)
+        header.badge = config.demo_label or ("read-only" if config.readonly else "")
+        self.eaglebug.start_feeds()
+        if self.run_checks_on_start:
+            self.call_after_refresh(self.recheck)  # after the first frame: it is CPU-heavy
+        else:
+            self.refresh_checks()
+        self.query_one("#checks-list").focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_COLUMNS, "narrow")
+
+    # -- the checks -----------------------------------------------------------------------------
+    def recheck(self) -> None:
+        if self.eaglebug.winding_down:
+            return
+        self.controller.request_checks()
+        self.refresh_checks()
+
+    def _checks_done(self, generation: int, result: CheckResult) -> None:
+        if generation != self.controller.requested_generation:
+            return  # superseded while it was on its way here: the newer one follows
+        self.check_result, self.check_generation = result, generation
+        self.refresh_checks()
+        self.eaglebug.launch_watch.republish()  # log findings resolve against this result
+        if result.error:
+            self.notify(result.error, title="checks", severity="warning")
+        if self.open_guide_on_start:
+            self.open_guide_on_start = False
+            self.action_guide()
+
+    @reported("checks")
+    def refresh_checks(self) -> None:
+        result = self.check_result
+        findings = list(result.findings if result else []) + list(self.log_findings)
+        if self.checking:
+            state = CHECKING
+        elif result is not None:
+            state = result.error or f"checked in {result.took_s:.1f} s"
+        else:
+            state = ""
+        session = self.session
+        self.query_one(ChecksPanel).show(
+            findings, session.pending_env(), state, session.statuses(findings)
+        )
+
+    # -- keys -----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.session.config.readonly and action in MUTATING)
+
+    def _ask(self, step: dialogs.Ask | dialogs.Say) -> None:
+        """Show the dialog; a yes hands its action to the controller."""
+        if isinstance(step, dialogs.Say):
+            self.notify(step.text, title=step.title, severity=step.severity)
+            return
+        action = step.action
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.controller.submit(action)
+
+        self.app.push_screen(step.screen, answered)
+
+    def action_recheck(self) -> None:
+        self.recheck()
+
+    @reported("patch")
+    def action_patch(self) -> None:
+        self._ask(dialogs.fix(self.session, self.query_one(ChecksPanel).current))
+
+    def action_undo(self) -> None:
+        self._ask(dialogs.undo())
+
+    @reported("relaunch")
+    def action_relaunch(self) -> None:
+        self._ask(dialogs.relaunch(self.session))
+
+    def action_first_error(self) -> None:
+        self.query_one(LogPanel).jump_to_first_error()
+
+    def action_filter(self) -> None:
+        self.query_one(LogPanel).open_filter()
+
+    def action_focus_next(self) -> None:
+        self.focus_next()
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_help(self) -> None:
+        from eaglebug.tui.screens.guide import GuideScreen
+        from eaglebug.tui.screens.help import HelpScreen
+
+        def bindings(items: Iterable[object]) -> list[Binding]:
+            return [b for b in items if isinstance(b, Binding)]
+
+        readonly = self.session.config.readonly
+        mine = [b for b in bindings(self.BINDINGS) if not (readonly and b.action in MUTATING)]
+        self.app.push_screen(
+            HelpScreen(
+                [
+                    ("main screen", mine),
+                    ("log panel", bindings(LogPanel.BINDINGS)),
+                    ("dialogs", bindings([*ConfirmModal.BINDINGS, *DiffModal.BINDINGS])),
+                    ("guide", bindings(GuideScreen.BINDINGS)),
+                ]
+            )
+        )
+
+    def action_guide(self) -> None:
+        from eaglebug.tui.screens.guide import GuideScreen
+
+        result = self.check_result
+        if result is None:
+            self.notify("the checks are still running; try again in a moment")
+            return
+
+        def remember(step: int | None) -> None:
+            self.guide_step = step or 0
+
+        screen = GuideScreen(result, lambda: list(self.milestones), self.guide_step)
+        self.app.push_screen(screen, remember)
+
+    # -- the command palette --------------------------------------------------------------------
+    @reported("command palette")
+    def commands(self) -> list[SystemCommand]:
+        """What the palette offers on top of Textual's own: only what applies now."""
+        out = [
+            SystemCommand("check: rerun", "Run the checks again", self.action_recheck),
+            SystemCommand(
+                "log: first error", "Jump to the first error in the log", self.action_first_error
+            ),
+            SystemCommand(
+                "log: filter", "Show only log lines containing a text", self.action_filter
+            ),
+            SystemCommand("guide: open", "Guided mode", self.action_guide),
+        ]
+        session = self.session
+        if session.config.readonly:
+            return out
+        finding = self.query_one(ChecksPanel).current
+        if finding is not None and (session.patch_for(finding) or session.env_fix(finding)):
+            label = f"Fix {finding.attribute or finding.id}"
+            out.append(SystemCommand("patch: apply", label, self.action_patch))
+        state = session.server.state()
+        if state.patches:
+            out.append(
+                SystemCommand("patch: undo", "Revert eaglebug's newest commit", self.action_undo)
+            )
+        if session.launch_words:
+            out.append(
+                SystemCommand(
+                    "server: relaunch",
+                    "Stop, wait for GPU memory, launch again",
+                    self.action_relaunch,
+                )
+            )
+        if state.latest is not None:
+            out.append(SystemCommand("server: stop", "Stop the server tree", self.action_stop))
+        return out
+
+    @reported("stop")
+    def action_stop(self) -> None:
+        self._ask(dialogs.stop(self.session))
+
+    # -- handlers: the feeds and the checks list ---------------------------------------------
+    @on(GpuSampled)
+    def _show_gpus(self, message: GpuSampled) -> None:
+        if self.eaglebug.winding_down:
+            return
+        app = self.eaglebug
+        self.session.latest_gpus = message.snapshot
+        histories = {
+            g.index: [float(v) for v in app.sampler.history(g.index)] for g in message.snapshot.gpus
+        }
+        self.query_one(GpuPanel).show(message.snapshot, histories, app.gpu_source.describe())
+
+    @on(WatchUpdated)
+    def _show_watch(self, message: WatchUpdated) -> None:
+        if self.eaglebug.winding_down:
+            return
+        snap = message.snapshot
+        self.query_one(LogPanel).add(snap.parts, snap.live)
+        header = self.query_one(PhaseHeader)
+        header.launch_number = snap.launch_number
+        header.started_at = snap.started_at  # before the phase: a new launch restarts the clock
+        header.last_ready_s = snap.last_ready_s
+        header.phase = snap.phase
+        header.progress = snap.progress
+        self.milestones = snap.milestones
+        restarted = any(part.restart is not None for part in snap.parts)
+        # Most snapshots are just more lines: rebuild the checks (and reread the state file)
+        # only when the launch or its findings changed, so a busy log costs no relayout.
+        if restarted or snap.findings != self.log_findings:
+            self.log_findings = snap.findings
+            self.refresh_checks()
+
+    @on(ControllerReported)
+    def _show_controller(self, message: ControllerReported) -> None:
+        if self.eaglebug.winding_down:
+            return
+        match message.event:
+            case Note(title=title, text=text, severity=severity):
+                self.notify(text, title=title, severity=severity)
+            case Problem() as problem:
+                show_problem(self.app, problem)
+            case ChecksRequested():
+                self.refresh_checks()
+            case ChecksFinished(generation=generation, result=result):
+                self._checks_done(generation, result)
+            case ActionDone():
+                self.refresh_checks()  # what is pending or fixed may have changed
+
+    @on(FindingOpened)
+    @reported("evidence")
+    def _open_evidence(self, message: FindingOpened) -> None:
+        from eaglebug.tui.screens.evidence import EvidenceScreen
+
+        self.app.push_screen(
+            EvidenceScreen(message.finding, self.session.patch_for(message.finding))
+        )
