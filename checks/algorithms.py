@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.classfacts import dotted, resolve_relative
+from eaglebug.checks.conditions import Tri, tri_and, tri_not, tri_or
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.index import TreeIndex
 
@@ -98,9 +99,9 @@ class _Evaluator:
         self.members = members
         self.methods = methods
         self.flags = flags or {}  # registry form: member -> its flags
-        self.memo: dict[tuple[str, str], bool | None] = {}
+        self.memo: dict[tuple[str, str], Tri] = {}
 
-    def predicate(self, name: str, member: str, depth: int = 0) -> bool | None:
+    def predicate(self, name: str, member: str, depth: int = 0) -> Tri:
         key = (name, member)
         if key not in self.memo:
             self.memo[key] = None  # recursion guard
@@ -109,19 +110,16 @@ class _Evaluator:
             self.memo[key] = self.value(expr, member, depth + 1) if expr is not None else None
         return self.memo[key]
 
-    def value(self, node: ast.expr, member: str, depth: int = 0) -> bool | None:
+    def value(self, node: ast.expr, member: str, depth: int = 0) -> Tri:
         if depth > 12:
             return None
         if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = self.value(node.operand, member, depth + 1)
-            return None if inner is None else not inner
+            return tri_not(self.value(node.operand, member, depth + 1))
         if isinstance(node, ast.BoolOp):
             values = [self.value(v, member, depth + 1) for v in node.values]
-            if isinstance(node.op, ast.And):
-                return False if False in values else (None if None in values else True)
-            return True if True in values else (None if None in values else False)
+            return tri_and(values) if isinstance(node.op, ast.And) else tri_or(values)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
             if dotted(node.func.value) == "self":
                 return self.predicate(node.func.attr, member, depth + 1)
@@ -189,13 +187,18 @@ def _dispatch(
 
 
 def algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
+    """The tree's algorithms (a tree answer: the enum's file is found without a walk)."""
+    return index.answer("algorithms", lambda: _algorithm_facts(index))
+
+
+def _algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
     for rel, entry in index.entries.items():
         if ENUM_NAME not in entry.class_names:
             continue
         facts = entry.derived.get("algorithms")
         if not isinstance(facts, AlgorithmFacts):
             parsed = index.parse_file(rel)
-            facts = _read(index, rel, parsed[0]) if parsed else None
+            facts = _read(index, rel, parsed.tree) if parsed else None
             if facts is None:
                 continue
             index.remember(rel, "algorithms", facts)

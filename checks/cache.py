@@ -1,21 +1,48 @@
-"""The parse cache: per-file facts keyed by path, size and mtime, one file per audited tree.
+"""The two cache files of an audited tree, written through a temporary file and a rename.
 
-Written through a temporary file and an atomic rename, so two audits running at once each
-see either the old cache or a complete new one; a cache that cannot be read is ignored.
+- facts: per-file facts keyed by path, size and mtime (`sourcefiles.py`): large, read only
+  when a question needs the files;
+- answers: tree-wide answers for one state of the tree, with its fingerprint (`answers.py`):
+  small, read first, and on a warm run the only file read.
+
+Two audits running at once each see either the old file or a complete new one; a file that
+cannot be read is ignored.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pickle
-import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached facts changes; older caches are then ignored.
-SCHEMA = 6
+SCHEMA = 7
+_code: list[str] = []  # the stamp of this eaglebug's own code, computed once
+
+
+def code_stamp() -> str:
+    """Which eaglebug wrote a cache: the size and mtime of every module of the engine and of
+    the CLI that renders its answers. Cached facts and answers are what this code computed,
+    so an upgrade, or an edit while developing eaglebug, makes them be computed afresh."""
+    if not _code:
+        import eaglebug
+        from eaglebug import checks
+
+        stamps = []
+        for folder in (*eaglebug.__path__, *checks.__path__):
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        if entry.name.endswith(".py"):
+                            st = entry.stat()
+                            stamps.append((entry.path, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stamps.append((folder, -1, -1))
+        _code.append(f"{zlib.crc32(repr(sorted(stamps)).encode()):08x}")
+    return _code[0]
 
 
 def cache_dir() -> Path:
@@ -23,14 +50,20 @@ def cache_dir() -> Path:
     return Path(base) / "eaglebug"
 
 
+def _digest(tree_root: Path) -> str:
+    """A short name for the tree's cache files (each file also says which tree it is for)."""
+    return f"{zlib.crc32(str(tree_root).encode()):08x}"
+
+
 def cache_path(tree_root: Path) -> Path:
-    digest = hashlib.sha1(str(tree_root).encode()).hexdigest()[:16]
-    return cache_dir() / f"facts-{digest}.pickle"
+    return cache_dir() / f"facts-{_digest(tree_root)}.pickle"
 
 
-def load(tree_root: Path) -> dict[str, Any]:
-    """The cached payload: {"entries": per-file facts, "signature": ..., "memo": tree-wide facts}."""
-    path = cache_path(tree_root)
+def answers_path(tree_root: Path) -> Path:
+    return cache_dir() / f"answers-{_digest(tree_root)}.pickle"
+
+
+def _read(path: Path, tree_root: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             payload = pickle.load(handle)
@@ -38,21 +71,18 @@ def load(tree_root: Path) -> dict[str, Any]:
         return {}
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
         return {}
-    if payload.get("tree") != str(tree_root) or not isinstance(payload.get("entries"), dict):
+    if payload.get("code") != code_stamp():
+        return {}
+    if payload.get("tree") != str(tree_root):
         return {}
     return payload
 
 
-def save(tree_root: Path, entries: dict[str, Any], signature: str, memo: dict[str, Any]) -> None:
+def _write(path: Path, tree_root: Path, payload: dict[str, Any]) -> None:
     """Best effort: a cache that cannot be written only costs speed next time."""
-    path = cache_path(tree_root)
-    payload = {
-        "schema": SCHEMA,
-        "tree": str(tree_root),
-        "entries": entries,
-        "signature": signature,
-        "memo": memo,
-    }
+    import tempfile  # only runs that learnt something write
+
+    payload = {"schema": SCHEMA, "code": code_stamp(), "tree": str(tree_root), **payload}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
@@ -65,3 +95,23 @@ def save(tree_root: Path, entries: dict[str, Any], signature: str, memo: dict[st
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def load(tree_root: Path) -> dict[str, Any]:
+    """The cached facts: {"entries": relative path -> FileEntry}, or {}."""
+    payload = _read(cache_path(tree_root), tree_root)
+    return payload if isinstance(payload.get("entries"), dict) else {}
+
+
+def save(tree_root: Path, entries: dict[str, Any]) -> None:
+    _write(cache_path(tree_root), tree_root, {"entries": entries})
+
+
+def load_answers(tree_root: Path) -> dict[str, Any]:
+    """The cached answers: {"fingerprint", "walk_warnings", "answers"}, or {}."""
+    payload = _read(answers_path(tree_root), tree_root)
+    return payload if isinstance(payload.get("answers"), dict) else {}
+
+
+def save_answers(tree_root: Path, payload: dict[str, Any]) -> None:
+    _write(answers_path(tree_root), tree_root, payload)

@@ -65,9 +65,11 @@ class ContextRules:
 
 
 def context_rules(index: TreeIndex) -> ContextRules:
-    cached = index.memo.get("context_rules")
-    if isinstance(cached, ContextRules):
-        return cached
+    """How this tree derives and guards the context length (a tree answer)."""
+    return index.answer("context_rules", lambda: _context_rules(index))
+
+
+def _context_rules(index: TreeIndex) -> ContextRules:
     keys: tuple[str, ...] = _DEFAULT_CONTEXT_KEYS
     env_var = _DEFAULT_CONTEXT_ENV
     message = None
@@ -104,9 +106,7 @@ def context_rules(index: TreeIndex) -> ContextRules:
             if wording:
                 more = re.findall(r'f?"([^"]*)"', wording.group(2))
                 message = wording.group(1) + "".join(more)
-    rules = ContextRules(keys, env_var, message, source)
-    index.memo["context_rules"] = rules
-    return rules
+    return ContextRules(keys, env_var, message, source)
 
 
 def derived_context_length(config: Mapping[str, Any], rules: ContextRules) -> int | None:

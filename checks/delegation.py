@@ -23,9 +23,11 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+from eaglebug.checks.classindex import ClassRef, Provider
 from eaglebug.checks.consumers import find_function
+from eaglebug.checks.filefacts import Parsed
 from eaglebug.checks.fixes import PatchFix, PlannedMethod
-from eaglebug.checks.index import ClassRef, Provider, TreeIndex
+from eaglebug.checks.index import TreeIndex
 
 _TYPING = frozenset(
     "Any Callable Dict Iterable Iterator List Mapping Optional Sequence Set Tuple Type Union".split()
@@ -205,13 +207,13 @@ def _module_names(tree: ast.Module) -> set[str]:
 
 def _forward_problem(index: TreeIndex, ref: ClassRef, delegate: str) -> str | None:
     """Why delegating aux-hidden-state capture would not work, if the wrapper's forward says so."""
-    provider = index.lookup(ref, "forward")
+    provider = index.classes.lookup(ref, "forward")
     if provider is None or provider.method is None or provider.file is None:
         return None
     parsed = index.parse_file(provider.file)
     if parsed is None:
         return None
-    found = find_function(parsed[0], f"{provider.owner.rsplit('.', 1)[-1]}.forward")
+    found = find_function(parsed.tree, f"{provider.owner.rsplit('.', 1)[-1]}.forward")
     if found is None:
         return None
     fn = found[1]
@@ -305,10 +307,10 @@ class DelegationPlanner:
         self.index = index
         self.ref = ref
         self._read = False
-        self._parsed: tuple[ast.Module, str] | None = None
+        self._parsed: Parsed | None = None
         self._forward: dict[str, str | None] = {}
 
-    def _wrapper(self) -> tuple[ast.Module, str] | None:
+    def _wrapper(self) -> Parsed | None:
         if not self._read:
             self._read = True
             self._parsed = self.index.parse_file(self.ref.file)
@@ -328,10 +330,10 @@ class DelegationPlanner:
             )
 
         parsed = self._wrapper()
-        cls = _class_node(parsed[0], self.ref.facts.name) if parsed else None
+        cls = _class_node(parsed.tree, self.ref.facts.name) if parsed else None
         if parsed is None or cls is None:
             return refuse(f"{self.ref.file} cannot be read back")
-        tree, text = parsed
+        tree, text = parsed.tree, parsed.text
         if attribute == AUX_CAPTURE:
             if delegate not in self._forward:
                 self._forward[delegate] = _forward_problem(self.index, self.ref, delegate)
@@ -342,7 +344,7 @@ class DelegationPlanner:
         if provider.method is not None and provider.file is not None:
             inner = self.index.parse_file(provider.file)
             hit = (
-                find_function(inner[0], f"{provider.owner.rsplit('.', 1)[-1]}.{attribute}")
+                find_function(inner.tree, f"{provider.owner.rsplit('.', 1)[-1]}.{attribute}")
                 if inner
                 else None
             )

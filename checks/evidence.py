@@ -183,8 +183,35 @@ class LogEvidence:
         return out
 
 
+@dataclass(frozen=True)
+class Cause:
+    """A likely cause of a runtime symptom, the check that looks for it, and what it found."""
+
+    text: str
+    check: str  # a finding id (config.aux_layers) or a launch flag (--enable-dp-attention)
+    flagged: bool | None  # None: that check did not run for this launch
+
+
+@dataclass(frozen=True)
+class RuntimeEvidence:
+    """What a running server reported, and what preflight says of the likely causes."""
+
+    reports: tuple[tuple[str, float, float | None], ...]  # (source, length, rate)
+    threshold: float
+    causes: tuple[Cause, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reports": [{"source": s, "length": n, "rate": r} for s, n, r in self.reports],
+            "threshold": self.threshold,
+            "causes": [
+                {"cause": c.text, "check": c.check, "flagged": c.flagged} for c in self.causes
+            ],
+        }
+
+
 def captured_of(values: Iterable[tuple[str, Any]]) -> tuple[tuple[str, JsonValue], ...]:
     return tuple((k, frozen_value(v)) for k, v in values)
 
 
-Evidence: TypeAlias = InterfaceEvidence | ConfigEvidence | LogEvidence
+Evidence: TypeAlias = InterfaceEvidence | ConfigEvidence | LogEvidence | RuntimeEvidence

@@ -8,9 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
-from eaglebug.checks.consumers import Cond, Origin
+from eaglebug.checks.conditions import (
+    And,
+    ClassIs,
+    Cond,
+    Flag,
+    HasAttr,
+    Not,
+    Or,
+    Origin,
+    Pred,
+    Tri,
+    tri_and,
+    tri_not,
+    tri_or,
+)
 
 _DRAFT_FLAG = "is_draft_worker"
 _MAX_FLAG_DEPTH = 3
@@ -27,35 +40,31 @@ class GuardContext:
     class_name: str | None = None
 
 
-def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> bool | None:
-    kind = cond[0]
-    if kind == "not":
-        inner = evaluate(cast(Cond, cond[1]), ctx, depth)
-        return None if inner is None else not inner
-    if kind in {"and", "or"}:
-        values = [evaluate(c, ctx, depth) for c in cast(tuple[Cond, ...], cond[1])]
-        if kind == "and":
-            return False if False in values else (None if None in values else True)
-        return True if True in values else (None if None in values else False)
-    if kind == "pred":
-        members = ctx.predicates.get(str(cond[1]))
-        return None if members is None else ctx.algorithm in members
-    if kind == "flag":
-        return _flag(str(cond[1]), ctx, depth)
-    if kind == "hasattr":
-        role = ctx.origin_role(cast(Origin, cond[1]))
-        if role in {ctx.role, "any"}:
-            return ctx.provides(str(cond[2]))
-        return None
-    if kind == "classname":
-        role = ctx.origin_role(cast(Origin, cond[1]))
-        if role in {ctx.role, "any"} and ctx.class_name is not None:
-            return ctx.class_name == cond[2]
-        return None
-    return None
+def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> Tri:
+    match cond:
+        case Not(inner):
+            return tri_not(evaluate(inner, ctx, depth))
+        case And(parts):
+            return tri_and([evaluate(c, ctx, depth) for c in parts])
+        case Or(parts):
+            return tri_or([evaluate(c, ctx, depth) for c in parts])
+        case Pred(name):
+            members = ctx.predicates.get(name)
+            return None if members is None else ctx.algorithm in members
+        case Flag(name):
+            return _flag(name, ctx, depth)
+        case HasAttr(origin, attribute):
+            if ctx.origin_role(origin) in {ctx.role, "any"}:
+                return ctx.provides(attribute)
+            return None
+        case ClassIs(origin, name):
+            if ctx.origin_role(origin) in {ctx.role, "any"} and ctx.class_name is not None:
+                return ctx.class_name == name
+            return None
+    return None  # Opaque: whatever the test, the code does not pin it down
 
 
-def _flag(name: str, ctx: GuardContext, depth: int) -> bool | None:
+def _flag(name: str, ctx: GuardContext, depth: int) -> Tri:
     if name == _DRAFT_FLAG:
         return ctx.role == "draft"
     assignments = ctx.flags.get(name)

@@ -20,9 +20,10 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from eaglebug.checks.audit import ClassReport
+from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import PatchFix
-from eaglebug.checks.index import ClassRef, TreeIndex
+from eaglebug.checks.index import TreeIndex
 
 TRAILER = "Eaglebug-Fix"
 

@@ -106,9 +106,9 @@ def _architecture(
             f'{source.path}/config.json: no "architectures" list naming the {role} model class',
             'add "architectures": ["YourModelClass"]',
         )
-    exported = index.exporters_of(archs[0])
+    exported = index.classes.exporter_names(archs[0])
     if exported:
-        return exported[0].qualname, None
+        return exported[0], None
     names = sorted(index.registry())
     close = difflib.get_close_matches(archs[0], names, n=3, cutoff=0.6)
     return None, Finding(

@@ -10,10 +10,16 @@ and a renamed one is never silently ignored.
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eaglebug.checks.classfacts import dotted
-from eaglebug.checks.index import TreeIndex
+
+if TYPE_CHECKING:  # parsing a launch (`launch.py`) needs the flag shapes, not the index
+    from eaglebug.checks.filefacts import Parsed
+    from eaglebug.checks.index import TreeIndex
 
 # argparse actions that take no value on the command line.
 _NO_VALUE_ACTIONS = frozenset(
@@ -42,6 +48,11 @@ class ServeFrontEnd:
 
 
 def serve_front_end(index: TreeIndex) -> ServeFrontEnd:
+    """What this tree's `sglang serve` takes for itself (a tree answer)."""
+    return index.answer("serve_front_end", lambda: _serve_front_end(index))
+
+
+def _serve_front_end(index: TreeIndex) -> ServeFrontEnd:
     rel = "sglang/cli/serve.py"
     if rel not in index.entries:
         return ServeFrontEnd(False, False)
@@ -121,10 +132,28 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
     return specs
 
 
+def _statements(tree: ast.Module) -> Iterator[ast.AST]:
+    """`ast.walk` (breadth first, in the same order) over statements only: classes are never
+    inside an expression, so their relative order is the same, found without visiting every
+    expression node."""
+    todo: deque[ast.AST] = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, list):
+                todo.extend(
+                    item
+                    for item in field
+                    if isinstance(item, (ast.stmt, ast.excepthandler, ast.match_case))
+                )
+        yield node
+
+
 def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
     """Class fields `name: A[T, "help"]` or `name: A[T, Arg(...)]` (sglang >= 0.5.2x)."""
     specs: list[FlagSpec] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in _statements(tree) if isinstance(n, ast.ClassDef)):
         for stmt in cls.body:
             if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
                 continue
@@ -179,17 +208,50 @@ def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
 
 
 def server_flags(index: TreeIndex) -> list[FlagSpec]:
-    """Every launch flag of the tree's `ServerArgs`, cached per source file."""
+    """Every launch flag of the tree's `ServerArgs` (a tree answer, and cached per file)."""
+    return index.answer("server_flags", lambda: _server_flags(index))
+
+
+def _server_flags(index: TreeIndex) -> list[FlagSpec]:
+    from eaglebug.checks.filefacts import parse
+    from eaglebug.checks.sourcefiles import read_file
+
+    files = index.files
+    rels = [rel for rel in files.entries if rel in _FLAG_FILES or rel.startswith(_FLAG_FOLDERS)]
+    todo = [rel for rel in rels if not isinstance(files.entries[rel].derived.get("flags"), list)]
+    root = str(index.tree.root)
+
+    def job(rel: str) -> list[FlagSpec] | str | None:
+        """The file's flags; or why it does not parse; None if it cannot be read here."""
+        kept = files.peek(rel)
+        if kept is not None:
+            return _flag_specs(kept, rel)
+        try:
+            data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
+        except OSError:
+            return None
+        parsed = parse(rel, data)
+        return parsed if isinstance(parsed, str) else _flag_specs(parsed, rel)
+
+    # 0.5.23 declares its flags over ~90 files: parsed together, through the index's mapper.
+    done = files.mapper(job, todo, [files.entries[rel].size for rel in todo])
+    for rel, result in zip(todo, done, strict=True):
+        if isinstance(result, str):
+            files.skip(rel, result)
+        elif result is None:  # unreadable: read (and warned about) here, as one by one
+            parsed = files.parse(rel)
+            if parsed is not None:
+                index.remember(rel, "flags", _flag_specs(parsed, rel))
+        else:
+            index.remember(rel, "flags", result)
     specs: list[FlagSpec] = []
-    for rel, entry in index.entries.items():
-        if rel not in _FLAG_FILES and not rel.startswith(_FLAG_FOLDERS):
-            continue
-        cached = entry.derived.get("flags")
-        if not isinstance(cached, list):
-            parsed = index.parse_file(rel)
-            if parsed is None:
-                continue
-            cached = _add_argument_calls(parsed[0], rel) + _annotated_fields(parsed[0], rel)
-            index.remember(rel, "flags", cached)
-        specs.extend(cached)
+    for rel in rels:
+        cached = files.entries[rel].derived.get("flags")
+        if isinstance(cached, list):
+            specs.extend(cached)
     return specs
+
+
+def _flag_specs(parsed: Parsed, rel: str) -> list[FlagSpec]:
+    add_argument = _add_argument_calls(parsed.tree, rel) if "add_argument" in parsed.text else []
+    return add_argument + _annotated_fields(parsed.tree, rel)

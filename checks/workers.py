@@ -13,8 +13,9 @@ import ast
 
 from eaglebug.checks.algorithms import AlgorithmFacts
 from eaglebug.checks.classfacts import dotted
+from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.consumers import find_function
-from eaglebug.checks.index import ClassRef, TreeIndex
+from eaglebug.checks.index import TreeIndex
 
 
 class WorkerScopes:
@@ -23,7 +24,7 @@ class WorkerScopes:
         self.own: dict[str, set[str]] = {}  # module -> algorithms of the workers it defines
         self.workers: dict[str, frozenset[str]] = {}
         for worker, served in algo.workers.items():
-            ref = index.cls(worker)
+            ref = index.classes.cls(worker)
             if ref is not None:
                 self.workers[ref.qualname] = served
                 self.own.setdefault(ref.module.module, set()).update(served)
@@ -33,12 +34,12 @@ class WorkerScopes:
             if facts is None:
                 continue
             for name in facts.classes:
-                ref = index.cls(f"{module}.{name}")
+                ref = index.classes.cls(f"{module}.{name}")
                 if ref is not None:
                     self.classes[ref.qualname] = ref
         self.subclasses: dict[str, list[str]] = {}
         for qualname, ref in self.classes.items():
-            inside, _, _ = index.bases(ref)
+            inside, _, _ = index.classes.bases(ref)
             for base in inside:
                 self.subclasses.setdefault(base.qualname, []).append(qualname)
         self._memo: dict[str, frozenset[str] | None] = {}
@@ -85,7 +86,7 @@ class WorkerScopes:
         parsed = self.index.parse_file(ref.file)
         if parsed is None:
             return True  # unknown: assume the base still runs
-        found = find_function(parsed[0], f"{ref.facts.name}.{method}")
+        found = find_function(parsed.tree, f"{ref.facts.name}.{method}")
         if found is None:
             return True
         for node in ast.walk(found[1]):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from eaglebug import __version__, commands
 from eaglebug.checks.errors import InputError, one_line
-from eaglebug.numbers import number
+from eaglebug.numbers import count, number
 
 EXIT_USAGE = 2
 
@@ -184,7 +184,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", required=True, metavar="FILE", help="the server's log file")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     stall_flags(p)
+    p.add_argument(
+        "--min-accept",
+        type=number(above=0, maximum=64),
+        metavar="LEN",
+        help="acceptance length below which speculative decoding counts as not working "
+        "(default 1.2)",
+    )
     p.set_defaults(run=_diagnose)
+
+    p = sub.add_parser(
+        "gpus",
+        help="one look at the GPUs: this host's (NVML) or every node's (Prometheus)",
+        description="The GPUs a launch runs on, headless: NVML on this host, every node's through "
+        "Prometheus (DCGM exporter or nvitop-exporter series), or simulated ones.",
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus that scrapes the nodes' GPU exporters (default: $EAGLEBUG_PROMETHEUS)",
+    )
+    p.add_argument(
+        "--simulate-gpus", type=count(1, 4096), metavar="N", help="N simulated GPUs instead"
+    )
+    p.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    p.set_defaults(run=_gpus)
+
+    p = sub.add_parser(
+        "probe",
+        help="a few fixed prompts to a running server: its acceptance length and speed",
+        description="Is speculative decoding working? Sends a few short fixed prompts to the "
+        "server (its native /generate), reads each answer's spec_accept_length and "
+        "spec_verify_ct, and the speculative settings in force from /server_info.",
+    )
+    p.add_argument("--url", metavar="URL", help="the server (default: the launch recorded here)")
+    p.add_argument(
+        "--requests", type=count(1, 3), default=3, metavar="N", help="prompts to send (1-3)"
+    )
+    p.add_argument(
+        "--max-new-tokens", type=count(1, 2048), default=64, metavar="N", help="per prompt"
+    )
+    p.add_argument(
+        "--timeout",
+        type=number(above=0, maximum=600),
+        default=30.0,
+        metavar="S",
+        help="per request",
+    )
+    p.add_argument(
+        "--min-accept",
+        type=number(above=0, maximum=64),
+        metavar="LEN",
+        help="acceptance length below which it counts as not working (default 1.2)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_probe)
 
     p = sub.add_parser(
         "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
@@ -197,10 +251,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _probe(args: argparse.Namespace) -> int:
+    from eaglebug.probe import probe_command  # HTTP only: no engine, libcst or git
+
+    return probe_command(args)
+
+
+def _gpus(args: argparse.Namespace) -> int:
+    from eaglebug.gpus_cmd import gpus_command  # no engine, libcst or git for a GPU look
+
+    return gpus_command(args)
+
+
 def _diagnose(args: argparse.Namespace) -> int:
     from eaglebug.diagnose_cmd import diagnose_command  # no libcst or git for a log read
 
     return diagnose_command(args)
+
+
+# Commands that read a tree and print: bounded work, nothing to clean up once the answer is out.
+_TREE_READERS = frozenset({"audit", "preflight"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,8 +279,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
-    # A short-lived process that builds many small objects: full collections only cost time.
-    # (Restored afterwards, for callers such as tests that run main() in-process.)
+    if args.command not in _TREE_READERS:
+        return _collected_rarely(args)
+    program = _is_the_program(list(sys.argv[1:] if argv is None else argv))
+    code = _uncollected(args, restore=not program)
+    if program:
+        _end_now(code)
+    return code
+
+
+def _collected_rarely(args: argparse.Namespace) -> int:
+    """A short-lived process that builds many small objects: full collections only cost time.
+    (Restored afterwards, for callers such as tests that run main() in-process.)"""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
@@ -219,6 +299,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _uncollected(args: argparse.Namespace, restore: bool) -> int:
+    """An audit builds millions of objects (syntax trees) and no garbage cycles worth the
+    collector's time: a third of parsing went to it. Memory is freed by reference counts.
+    The collector is turned back on for in-process callers (`restore`); a process that ends
+    right after never needs it (turned on, its first run would visit every object)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if enabled and restore:
+            gc.enable()
+
+
+def _is_the_program(words: list[str]) -> bool:
+    """Was this interpreter started to run eaglebug with exactly these words (`python -m
+    eaglebug ...` or the console script), rather than by a caller that imported the CLI (a
+    test, a batch of runs in one interpreter, a notebook)? Read from its own command line."""
+    started = sys.orig_argv
+    if "-m" in started[:-1]:
+        program = started[started.index("-m") + 1]
+    elif len(started) > 1:
+        program = os.path.basename(started[1])
+    else:
+        return False
+    return program == "eaglebug" and sys.argv[1:] == words
+
+
+def _end_now(code: int) -> None:
+    """End the process once the answer is out, without tearing the interpreter down: freeing
+    every object of a large audit one by one takes longer than a warm audit itself. Only for
+    `_TREE_READERS` (their caches are written, any helper process reaped, no git, no server);
+    if the output cannot be flushed, the normal exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -4,29 +4,33 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import importlib.util
 import json
 import os
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eaglebug.checks.audit import audit, find_class
+from eaglebug import replies
+from eaglebug.checks.answers import Answers
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import Finding, has_errors
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import env_and_argv, split_words
-from eaglebug.checks.modelconfig import architecture, read_config
-from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.tree import SglangTree, locate
-from eaglebug.interpreter import sglang_of
-from eaglebug.report import audit_json, print_audit, print_preflight
+
+if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
+    from collections.abc import Callable
+
+    from eaglebug.checks.findings import Finding
+    from eaglebug.checks.index import TreeIndex
+    from eaglebug.checks.models import ModelSource
+    from eaglebug.checks.walk import Listing
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
 
 def _write_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(_json_text(data))
 
 
 def _warn(warnings: list[str]) -> None:
@@ -43,17 +47,56 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
+        from eaglebug.checks.launch import split_words
+        from eaglebug.interpreter import sglang_of
+
         program = next((w for w in split_words(words) if "=" not in w), "")
         sglang = sglang_of(program)
     return locate(sglang)
 
 
-def _target_class(args: argparse.Namespace, index: TreeIndex) -> str:
-    """The class named by --model-class, or by --model-path's config.json through the registry."""
+def _index(
+    args: argparse.Namespace,
+    tree: SglangTree,
+    answers: Answers | None,
+    listing: Callable[[], Listing] | None = None,
+) -> TreeIndex:
+    from eaglebug.checks.index import TreeIndex
+    from eaglebug.forkmap import forked_map
+
+    return TreeIndex(
+        tree, use_cache=not args.no_cache, mapper=forked_map, answers=answers, listing=listing
+    )
+
+
+def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None:
+    """When the tree will be walked (its answers do not hold as they are: the index walks as
+    it is built, and takes this listing), the walk starts in a helper now, while this process
+    loads the engine."""
+    if answers.quick:
+        return None
+    from eaglebug.checks.walk import list_tree
+    from eaglebug.forkmap import in_background
+
+    return in_background(functools.partial(list_tree, str(tree.root), str(tree.package_dir)))
+
+
+def _architecture(args: argparse.Namespace) -> str | None:
+    """--model-path's config.json `architectures[0]` (None with --model-class)."""
     if not args.model_path:
-        return find_class(index, args.model_class).qualname  # fails early on a typo
+        return None
+    from eaglebug.checks.modelconfig import architecture, read_config
+
     config = read_config(args.model_path)
-    arch = architecture(config, f"{args.model_path}/config.json")
+    return architecture(config, f"{args.model_path}/config.json")
+
+
+def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) -> str:
+    """The class named by --model-class, or by --model-path's config.json through the registry."""
+    if arch is None:
+        from eaglebug.checks.audit import find_class
+
+        return find_class(index, args.model_class).qualname  # fails early on a typo
     exported = index.exporters_of(arch)
     if exported:
         return exported[0].qualname
@@ -68,24 +111,78 @@ def _target_class(args: argparse.Namespace, index: TreeIndex) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Answered:
+    """What a tree command computed: its JSON text (None when it printed the text report), its
+    exit code, and the folders outside the tree it read (None: some it cannot stamp)."""
+
+    warnings: tuple[str, ...]
+    json_text: str | None
+    code: int
+    folders: tuple[replies.FolderStamp, ...] | None = ()
+
+
+def _answer(
+    args: argparse.Namespace,
+    tree: SglangTree,
+    command: str,
+    parts: list[object],
+    compute: Callable[[TreeIndex], _Answered],
+) -> int:
+    """A tree command's answer: the reply kept for these `parts`, if there is one, printed
+    without loading the engine; else `compute` over an index (and its JSON reply kept)."""
+    answers = Answers(tree, use_cache=not args.no_cache)
+    key = replies.key(command, [str(tree.package_dir), tree.version, *parts])
+    keeps = args.json and not args.no_cache  # replies are kept for JSON only
+    if keeps and (reply := replies.kept(answers, key)):
+        return replies.say(reply)
+    index = _index(args, tree, answers, _listing(tree, answers))
+    if keeps and (reply := replies.kept(answers, key)):
+        return replies.say(reply)  # the walk found the files as the answers knew them
+    done = compute(index)
+    _warn(list(done.warnings))
+    if done.json_text is not None:
+        sys.stdout.write(done.json_text)
+        if keeps and done.folders is not None:
+            reply = replies.Reply(done.warnings, done.json_text, done.code, done.folders)
+            replies.keep(answers, key, reply)
+    return done.code
+
+
 def audit_command(args: argparse.Namespace) -> int:
-    index = TreeIndex(locate(args.sglang), use_cache=not args.no_cache)
-    result = audit(index, _target_class(args, index), args.algorithm, args.draft_class)
-    _warn(result.warnings)
-    if args.json:
-        _write_json(audit_json(result))
-    else:
-        print_audit(result)
-    return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+    tree = locate(args.sglang)
+    arch = _architecture(args)
+
+    def compute(index: TreeIndex) -> _Answered:
+        from eaglebug.checks.audit import audit
+        from eaglebug.checks.findings import has_errors
+        from eaglebug.report import audit_json, print_audit
+
+        target = _target_class(args, index, arch)
+        result = audit(index, target, args.algorithm, args.draft_class)
+        code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        text = _json_text(audit_json(result)) if args.json else None
+        if text is None:
+            _warn(result.warnings)  # before the report, as a JSON reply says them
+            print_audit(result)
+            return _Answered((), None, code)
+        return _Answered(tuple(result.warnings), text, code)
+
+    selection = [args.model_class, arch, args.algorithm, args.draft_class]
+    return _answer(args, tree, "audit", selection, compute)
 
 
-def _gpu(args: argparse.Namespace) -> GpuMemory | None:
+def _json_text(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _gpu(args: argparse.Namespace) -> tuple[int, str] | None:
+    """(bytes per GPU, where that figure came from), or None when no GPU is known."""
     if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
-        return GpuMemory(int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib")
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib"
     from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
 
-    found = smallest_gpu_memory()
-    return GpuMemory(*found) if found is not None else None
+    return smallest_gpu_memory()
 
 
 def preflight_command(args: argparse.Namespace) -> int:
@@ -95,19 +192,48 @@ def preflight_command(args: argparse.Namespace) -> int:
             "no launch command given",
             "eaglebug preflight -- python -m sglang.launch_server --model-path ...",
         )
-    index = TreeIndex(_tree(args, words), use_cache=not args.no_cache)
-    result = preflight(index, words, os.environ, _gpu(args))
-    _warn(result.warnings)
-    if args.json:
-        _write_json(result.to_json())
-    else:
-        print_preflight(result)
-    return EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+    tree = _tree(args, words)
+    gpu = _gpu(args)
+
+    def compute(index: TreeIndex) -> _Answered:
+        from eaglebug.checks.findings import has_errors
+        from eaglebug.checks.preflight import GpuMemory, preflight
+        from eaglebug.report import print_preflight
+
+        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None)
+        code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        if not args.json:
+            _warn(result.warnings)
+            print_preflight(result)
+            return _Answered((), None, code)
+        folders = _model_folders(result.target, result.draft)
+        return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
+
+    # Besides the tree, the answer depends on the launch, the environment and the GPU.
+    return _answer(args, tree, "preflight", [words, sorted(os.environ.items()), gpu], compute)
+
+
+def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:
+    """The model folders a preflight read, to check before its reply is reused; None when a
+    model came from (or was missed in) the Hugging Face cache, whose layout is not stamped."""
+    stamps = []
+    for source in sources:
+        if source is None:
+            continue
+        if source.path is not None and source.how == "local folder":
+            stamps.append(replies.folder_stamp(source.path))
+        elif source.how == "no such local folder":
+            stamps.append(replies.folder_stamp(Path(source.given).expanduser()))
+        else:
+            return None
+    return tuple(stamps)
 
 
 def fix_command(args: argparse.Namespace) -> int:
     # libcst and GitPython load only for the commands that use them.
+    from eaglebug.checks.audit import audit
     from eaglebug.checks.patching import plan_patches
+    from eaglebug.checks.preflight import preflight
     from eaglebug.fixing import Applied, apply_patch
     from eaglebug.report import print_patches
 
@@ -122,7 +248,7 @@ def fix_command(args: argparse.Namespace) -> int:
             "--no-commit only applies with --apply", "add --apply, or drop --no-commit"
         )
     tree = _tree(args, words)
-    index = TreeIndex(tree, use_cache=not args.no_cache)
+    index = _index(args, tree, None)
     if words:
         selection = preflight(index, words, os.environ, None)
         reports = selection.reports
@@ -130,7 +256,7 @@ def fix_command(args: argparse.Namespace) -> int:
         target = next((r.ref.qualname for r in reports if r.role == "target"), None)
         draft = next((r.ref.qualname for r in reports if r.role == "draft"), None)
     else:
-        target = _target_class(args, index)
+        target = _target_class(args, index, _architecture(args))
         algorithm, draft = args.algorithm, args.draft_class
         reports = audit(index, target, algorithm, draft).reports
     patches = plan_patches(index, reports)
@@ -138,6 +264,8 @@ def fix_command(args: argparse.Namespace) -> int:
     def reaudit() -> list[Finding]:
         if target is None and draft is None:
             return []
+        from eaglebug.checks.index import TreeIndex
+
         fresh = TreeIndex(tree, use_cache=not args.no_cache)
         return audit(fresh, target, algorithm, draft).findings
 
@@ -188,6 +316,8 @@ def launch_command(args: argparse.Namespace) -> int:
         raise InputError(
             "no launch command given", "eaglebug launch -- python -m sglang.launch_server ..."
         )
+    from eaglebug.checks.launch import env_and_argv
+
     env, argv = env_and_argv(words)
     record = Server(Path.cwd()).launch(argv, env)
     if args.json:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eaglebug.checks.acceptance import THRESHOLD, Report, low_acceptance, reports_in
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding, has_errors
@@ -67,6 +68,21 @@ def ensure_text_log(path: Path) -> None:
         )
 
 
+TAIL_BYTES = 8 * 1024 * 1024  # the decode lines that say how acceptance ends up
+
+
+def acceptance_reports(path: Path) -> list[Report]:
+    """The acceptance the log's last decode lines report (a day-long log: only its tail)."""
+    try:
+        with path.open("rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(max(0, size - TAIL_BYTES))
+            text = stream.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return reports_in(text)
+
+
 def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> float | None:
     """How long the log has been silent: since the file last changed, if its last timestamp
     agrees with that (a copied log's mtime is the copy's, and then nobody can tell)."""
@@ -90,6 +106,10 @@ def diagnose_command(args: argparse.Namespace) -> int:
     ensure_text_log(path)
     analyzer = analyze_file(path)
     findings = analyzer.findings()
+    acceptance = acceptance_reports(path)
+    low = low_acceptance(acceptance, threshold=getattr(args, "min_accept", None) or THRESHOLD)
+    if low is not None:
+        findings.append(low)
     silent = silence_s(path, analyzer)
     stalled = analyzer.stalled(silent, stall_limits(args)) if silent is not None else None
     if stalled is not None:
@@ -98,6 +118,9 @@ def diagnose_command(args: argparse.Namespace) -> int:
         data = analyzer.to_json()
         data["findings"] = [finding_json(f) for f in findings]
         data["silent_s"] = round(silent) if silent is not None else None
+        data["acceptance"] = (
+            {"reports": len(acceptance), "last": acceptance[-1].length} if acceptance else None
+        )
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         print_diagnosis(path, analyzer, findings)

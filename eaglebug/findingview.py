@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglebug.checks.evidence import ConfigEvidence, InterfaceEvidence, LogEvidence
+from eaglebug.checks.evidence import (
+    ConfigEvidence,
+    InterfaceEvidence,
+    LogEvidence,
+    RuntimeEvidence,
+)
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, PatchFix
 from eaglebug.checks.logfindings import rank_summary
@@ -66,6 +71,8 @@ def evidence_lines(f: Finding) -> list[Line]:
         lines += _interface_lines(f, interface)
     if isinstance(f.evidence, LogEvidence):
         lines += _log_lines(f, f.evidence)
+    if isinstance(f.evidence, RuntimeEvidence):
+        lines += _runtime_lines(f.evidence)
     if isinstance(f.evidence, ConfigEvidence) and f.evidence.sglang_message:
         lines.append(Line(f"SGLang says: {f.evidence.sglang_message}", "dim"))
     return lines
@@ -91,6 +98,26 @@ def _interface_lines(f: Finding, e: InterfaceEvidence) -> list[Line]:
         lines.append(Line(f"{_short(lacking)} does not provide it{picked}", "yellow", 1))
     for assumption in e.assumed:
         lines.append(Line(f"assumed: {assumption}", "dim"))
+    return lines
+
+
+_MARK = {
+    True: ("flagged", "bold red"),
+    False: ("checked, fine", "green"),
+    None: ("not checked", "dim"),
+}
+
+
+def _runtime_lines(e: RuntimeEvidence) -> list[Line]:
+    shown = ", ".join(f"{length:.2f}" for _, length, _ in e.reports)
+    lines = [Line(f"accept length, newest last: {shown} (threshold {e.threshold:g})", "dim")]
+    if e.causes:
+        lines.append(Line("likely causes:"))
+    for cause in e.causes:
+        word, style = _MARK[cause.flagged]
+        lines.append(
+            Line(f"{cause.text} ({cause.check})", "", 1, label=f"{word}: ", label_style=style)
+        )
     return lines
 
 

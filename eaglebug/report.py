@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 from eaglebug.checks.audit import AuditResult, ClassReport
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding
 from eaglebug.checks.preflight import PreflightResult
-from eaglebug.findingview import finding_lines, markup
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -63,6 +62,8 @@ def _finding(console: Console, f: Finding, label: str | None = None) -> None:
     console.print(f"  [{style}]{f.severity:<7}[/] [bold]{escape(name)}[/]  {escape(f.message)}")
     if f.severity == "info":
         return
+    from eaglebug.findingview import finding_lines, markup  # the text report only
+
     for text in markup(finding_lines(f)):
         console.print(text)
 

@@ -43,7 +43,7 @@ def test_cache_is_written_and_reused(mini: Path) -> None:
         Path(cache.cache_path(tree.root)).parent == Path(os.environ["XDG_CACHE_HOME"]) / "eaglebug"
     )
     warm = TreeIndex(tree)
-    assert "consumers" in warm.memo, "an unchanged tree should reuse the tree-wide facts"
+    assert warm.answers.has("consumers"), "an unchanged tree should reuse the tree-wide facts"
     assert errors(mini) == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
 
 
@@ -65,7 +65,7 @@ def test_a_changed_file_is_read_again(mini: Path) -> None:
     stat = kimi.stat()
     os.utime(kimi, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     index = TreeIndex(locate(str(mini)))
-    assert "consumers" not in index.memo, "tree-wide facts must not survive a changed file"
+    assert not index.answers.has("consumers"), "tree-wide facts must not survive a changed file"
     assert errors(mini) == {"set_eagle3_layers_to_capture"}
 
 
@@ -143,3 +143,143 @@ def test_cli_uses_the_importable_sglang_by_default(mini: Path, tmp_path: Path) -
 def test_sglang_path_forms(mini: Path, given: str) -> None:
     path = {"root": mini, "python": mini / "python", "package": mini / "python" / "sglang"}[given]
     assert locate(str(path)).package_dir == (mini / "python" / "sglang").resolve()
+
+
+# -- tree-wide answers and kept replies ------------------------------------------------------
+
+
+def test_an_unchanged_tree_is_answered_without_a_walk(mini: Path) -> None:
+    tree = locate(str(mini))
+    cold = audit(TreeIndex(tree), KIMI)
+    warm_index = TreeIndex(tree)
+    assert warm_index.answers.quick, "the fingerprint of an unchanged tree should hold"
+    warm = audit(warm_index, KIMI)
+    assert not warm_index.files.scanned, "a question answered before needs no walk"
+    assert [f.to_json() for f in warm.findings] == [f.to_json() for f in cold.findings]
+
+
+def test_a_new_folder_without_python_files_keeps_the_answers(mini: Path) -> None:
+    tree = locate(str(mini))
+    audit(TreeIndex(tree), KIMI)
+    (mini / "python/sglang/srt/__pycache__").mkdir()
+    (mini / "python/sglang/srt/notes").mkdir()  # a folder's mtime changes: the walk decides
+    index = TreeIndex(tree)
+    assert not index.answers.quick and index.files.scanned
+    assert index.answers.has("consumers"), "the same files: the answers still hold"
+
+
+def test_a_new_file_drops_the_answers(mini: Path) -> None:
+    tree = locate(str(mini))
+    assert "extra_attr" not in {f.attribute for f in audit(TreeIndex(tree), KIMI).findings}
+    (mini / "python/sglang/srt/extra_runner.py").write_text(
+        "def f(model_runner):\n    model_runner.model.extra_attr()\n"
+    )
+    index = TreeIndex(tree)
+    assert not index.answers.has("consumers")
+    assert "extra_attr" in {f.attribute for f in audit(index, KIMI).findings}
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m eaglebug ...`, and (on stderr's last line) whether the engine was loaded."""
+    probe = (
+        "import sys\nfrom eaglebug.tui.entry import main\ncode = main(sys.argv[1:])\n"
+        "print('engine loaded:', 'eaglebug.checks.index' in sys.modules, file=sys.stderr)\n"
+        "raise SystemExit(code)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_a_kept_reply_is_the_cold_one_without_loading_the_engine(mini: Path) -> None:
+    argv = ("audit", "--sglang", str(mini), "--model-class", KIMI, "--json")
+    cold, warm = _cli(*argv), _cli(*argv)
+    assert cold.stderr.endswith("engine loaded: True\n")
+    assert warm.stderr.endswith("engine loaded: False\n")
+    assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout) == (1, warm.stdout)
+    assert warm.stderr.splitlines()[:-1] == cold.stderr.splitlines()[:-1]
+
+
+def test_a_kept_reply_says_the_warnings_again(mini: Path) -> None:
+    os.mkfifo(mini / "python/sglang/srt/models/pipe.py")
+    argv = ("audit", "--sglang", str(mini), "--model-class", KIMI, "--json")
+    warning = "warning: sglang/srt/models/pipe.py: skipped, not a regular file"
+    for attempt in ("cold", "warm"):
+        run = _cli(*argv)
+        assert run.returncode == 1, (attempt, run.stderr)
+        assert warning in run.stderr.splitlines(), attempt
+
+
+def test_a_preflight_reply_is_not_kept_past_an_edited_config(mini: Path, tmp_path: Path) -> None:
+    from tests.configs import eagle3, llama, write_model
+
+    target = write_model(tmp_path / "target", llama(max_position_embeddings=8192))
+    draft = write_model(tmp_path / "draft", eagle3(max_position_embeddings=8192))
+    argv = (
+        "preflight", "--sglang", str(mini), "--json", "--gpu-mem-gib", "80", "--",
+        "python", "-m", "sglang.launch_server", "--model-path", str(target),
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft),
+    )  # fmt: skip
+
+    def context_findings() -> list[str]:
+        run = _cli(*argv)
+        assert run.returncode in (0, 1), run.stderr
+        found = json.loads(run.stdout)["findings"]
+        return [f["severity"] for f in found if f["id"] == "config.context_length"]
+
+    assert context_findings() == context_findings() == []
+    write_model(tmp_path / "draft", eagle3(max_position_embeddings=4096))
+    assert context_findings() == ["error"], "the draft's shorter context must be read afresh"
+    ok = _cli(*argv, env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"})
+    allowed = [f for f in json.loads(ok.stdout)["findings"] if f["id"] == "config.context_length"]
+    assert [f["severity"] for f in allowed] == ["info"], "a different environment, another reply"
+
+
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_in_process_audits_leave_no_helper_behind(
+    mini: Path, capsys: pytest.CaptureFixture[str], json_flag: tuple[str, ...]
+) -> None:
+    import psutil
+
+    from eaglebug.cli import main
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    for _attempt in ("cold", "warm"):
+        code = main(["audit", "--sglang", str(mini), "--model-class", KIMI, *json_flag])
+        assert code == 1, capsys.readouterr().err
+    left = [p for p in me.children(recursive=True) if p.pid not in before]
+    assert left == [], "every helper process is reaped before the command returns"
+
+
+def test_caches_of_another_eaglebug_are_ignored(
+    mini: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Facts and answers are what this code computed: an upgrade (or an edit of eaglebug
+    itself) must not be answered from what the older code wrote."""
+    tree = locate(str(mini))
+    audit(TreeIndex(tree), KIMI)
+    assert cache.load(tree.root) and cache.load_answers(tree.root)
+    monkeypatch.setattr(cache, "_code", ["another eaglebug"])
+    assert cache.load(tree.root) == {} and cache.load_answers(tree.root) == {}
+    assert not TreeIndex(tree).answers.quick
+
+
+def test_replies_kept_for_changing_environments_are_bounded(mini: Path, tmp_path: Path) -> None:
+    from eaglebug.checks.answers import Answers
+    from tests.configs import llama, write_model
+
+    target = write_model(tmp_path / "target", llama())
+    argv = (
+        "preflight", "--sglang", str(mini), "--json", "--gpu-mem-gib", "80", "--",
+        "python", "-m", "sglang.launch_server", "--model-path", str(target),
+    )  # fmt: skip
+    outputs = {_cli(*argv, env={"RUN_NUMBER": str(n)}).stdout for n in range(10)}
+    assert len(outputs) == 1, "the same answer, whatever the unrelated variable"
+    answers = Answers(locate(str(mini)), use_cache=True)
+    assert len(answers.keys("reply:preflight:")) == 8, "only the newest replies are kept"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-GpuState = Literal["ok", "lost"]
+GpuState = Literal["ok", "lost", "stale"]  # stale: its node stopped reporting (Prometheus)
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,13 @@ class GpuSnapshot:
     temperature_c: int | None = None  # core temperature, degrees Celsius
     power_mw: int | None = None  # board power draw, milliwatts
     state: GpuState = "ok"
+    host: str | None = None  # the node, when the source sees several (None: this host)
+    stale_s: float | None = None  # seconds since its node last reported, when stale
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Unique across nodes: GPU 0 of two hosts are two GPUs."""
+        return (self.host or "", self.index)
 
     @property
     def used_fraction(self) -> float:

@@ -1,0 +1,295 @@
+"""Classes of one tree: resolving names through imports, bases, and where an attribute comes from.
+
+Answers "does class C provide attribute X, and from where": its own methods, properties,
+class attributes and `self.x = ...` in `__init__`, then its bases in lookup order (following
+imports, absolute and relative, to the files that define them), then what every object and
+every `torch.nn.Module` has, then what a forwarding `__getattr__` reaches on an inner object.
+Also the model registry: which classes each `EntryClass` exports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglebug.checks.answers import Answers
+from eaglebug.checks.classfacts import ClassFacts, MethodFacts, ModuleFacts, resolve_relative
+from eaglebug.checks.filefacts import RUNTIME
+from eaglebug.checks.sourcefiles import SourceFiles
+
+# What every torch.nn.Module instance has (torch 2.x), so wrappers need not define it.
+NN_MODULE_ATTRS = frozenset(
+    """
+    T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
+    double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+    get_submodule half ipu load_state_dict modules mtia named_buffers named_children
+    named_modules named_parameters parameters register_backward_hook register_buffer
+    register_forward_hook register_forward_pre_hook register_full_backward_hook
+    register_full_backward_pre_hook register_load_state_dict_post_hook
+    register_load_state_dict_pre_hook register_module register_parameter
+    register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
+    set_submodule share_memory state_dict to to_empty train training type xpu zero_grad
+    __call__ __class__ __dict__ __init__ __setattr__ __getattr__ __delattr__ __dir__ __repr__
+    _modules _parameters _buffers _apply _load_from_state_dict _forward_hooks
+    _forward_pre_hooks _backward_hooks _get_name _named_members
+    """.split()
+)
+_NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+# Bases from these packages derive from torch.nn.Module (PreTrainedModel does).
+_MODULE_FAMILIES = ("torch.nn.", "transformers.")
+# What every Python object has (`__class__`, `__dict__`, ...).
+_OBJECT_ATTRS = frozenset(dir(object)) | {"__dict__", "__module__", "__weakref__"}
+# How deep a forwarding `__getattr__` is followed into inner objects.
+_MAX_FORWARD_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    qualname: str
+    file: str  # relative to the tree root
+    facts: ClassFacts
+    module: ModuleFacts
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Where a class gets an attribute from."""
+
+    attribute: str
+    owner: str
+    kind: str  # method | property | staticmethod | classmethod | class attribute | __init__ attribute | nn.Module | via __getattr__
+    file: str | None
+    line: int | None
+    chain: tuple[str, ...]  # from the audited class up to the owner
+    method: MethodFacts | None = None
+    via: str | None = None  # the inner attribute a __getattr__ forwards to
+
+
+class ClassIndex:
+    def __init__(self, files: SourceFiles, answers: Answers) -> None:
+        self.files = files
+        self.answers = answers
+
+    # -- names ------------------------------------------------------------------------------
+    def cls(self, qualified: str, _depth: int = 0) -> ClassRef | None:
+        """The class a qualified name refers to, following re-exports through imports."""
+        split = self.files.split_qualified(qualified)
+        if split is None or _depth > 8:
+            return None
+        module_name, name = split
+        facts = self.files.module(module_name)
+        if facts is None or "." in name:
+            return None
+        found = facts.classes.get(name)
+        if found is not None:
+            rel = self.files.module_files[module_name]
+            return ClassRef(f"{module_name}.{name}", rel, found, facts)
+        target = facts.imports.get(name)
+        if target and target != qualified:
+            return self.cls(target, _depth + 1)
+        return None
+
+    def resolve(self, module: ModuleFacts, dotted_name: str) -> str:
+        """A dotted name as written in `module`, made absolute through its imports."""
+        head, _, rest = dotted_name.partition(".")
+        if head in module.classes and not rest:
+            return f"{module.module}.{head}"
+        target = module.imports.get(head)
+        if target:
+            return f"{target}.{rest}" if rest else target
+        return f"{module.module}.{dotted_name}"
+
+    def resolve_class(self, ref: ClassRef, name: str) -> ClassRef | None:
+        """A class named inside `ref`'s `__init__`: its own imports first, then the module's."""
+        head, _, rest = name.partition(".")
+        target = ref.facts.local_imports.get(head)
+        if target is None and head in ref.facts.relative_imports:
+            level, module, imported = ref.facts.relative_imports[head]
+            base = resolve_relative(ref.module.module, ref.module.is_package, level, module)
+            target = f"{base}.{imported}"
+        if target is not None:
+            return self.cls(f"{target}.{rest}" if rest else target)
+        return self.cls(self.resolve(ref.module, name))
+
+    def classes_named(self, name: str) -> list[ClassRef]:
+        """Classes with this short name anywhere in the tree."""
+        found = []
+        for rel, entry in self.files.entries.items():
+            if name in entry.class_names:
+                module, _ = self.files.module_of(rel)
+                ref = self.cls(f"{module}.{name}")
+                if ref is not None:
+                    found.append(ref)
+        return found
+
+    def unparsed_files_defining(self, name: str) -> list[tuple[str, str]]:
+        """(file, why) for each file that would define class `name` but does not parse."""
+        return [
+            (rel, entry.error)
+            for rel, entry in self.files.entries.items()
+            if name in entry.class_names and entry.error is not None
+        ]
+
+    def all_class_names(self) -> set[str]:
+        return {name for entry in self.files.entries.values() for name in entry.class_names}
+
+    # -- the registry -----------------------------------------------------------------------
+    def registry(self) -> dict[str, list[ClassRef]]:
+        """Architecture name -> the classes exported through `EntryClass` by the model files."""
+        exported: dict[str, list[ClassRef]] = {}
+        for rel, entry in self.files.entries.items():
+            if not entry.has_entry_class or not rel.startswith(RUNTIME):
+                continue
+            facts = self.files.ensure_parsed(rel).facts
+            if facts is None:
+                continue
+            for name in facts.entry_classes:
+                ref = self.cls(self.resolve(facts, name))
+                if ref is not None:
+                    exported.setdefault(ref.facts.name, []).append(ref)
+        return exported
+
+    def exporter_names(self, name: str) -> list[str]:
+        """The qualified classes registered for one architecture (kept as a tree answer)."""
+        return self.answers.answer(
+            f"exporters:{name}",
+            self.files.warnings,
+            lambda: [r.qualname for r in self._exporters_of(name)],
+        )
+
+    def exporters_of(self, name: str) -> list[ClassRef]:
+        """Registry entries for one architecture, parsing only files that could name it."""
+        return [r for r in (self.cls(q) for q in self.exporter_names(name)) if r is not None]
+
+    def _exporters_of(self, name: str) -> list[ClassRef]:
+        needle = name.encode()
+        found: list[ClassRef] = []
+        for rel, entry in self.files.entries.items():
+            if not entry.has_entry_class or not rel.startswith(RUNTIME):
+                continue
+            data = self.files.source(rel)
+            if data is None or needle not in data:
+                continue
+            self.files.keep_source(rel, data)
+            facts = self.files.ensure_parsed(rel).facts
+            if facts is None:
+                continue
+            for entry_name in facts.entry_classes:
+                if entry_name.rsplit(".", 1)[-1] != name:
+                    continue
+                ref = self.cls(self.resolve(facts, entry_name))
+                if ref is not None:
+                    found.append(ref)
+        return found
+
+    # -- bases and lookup -------------------------------------------------------------------
+    def bases(self, ref: ClassRef) -> tuple[list[ClassRef], list[str], bool]:
+        """(bases inside the tree, bases outside it, derives from torch.nn.Module)."""
+        inside: list[ClassRef] = []
+        outside: list[str] = []
+        nn_module = False
+        for base in ref.facts.bases:
+            qualified = self.resolve(ref.module, base)
+            if qualified in _NN_MODULE:
+                nn_module = True
+                continue
+            if qualified.startswith(_MODULE_FAMILIES):
+                nn_module = True  # torch.nn layers and transformers' models are nn.Modules
+            found = self.cls(qualified)
+            if found is not None:
+                inside.append(found)
+            elif qualified not in {"object", f"{ref.module.module}.object"}:
+                outside.append(qualified)
+        return inside, outside, nn_module
+
+    def mro(self, ref: ClassRef) -> tuple[list[ClassRef], list[str], bool]:
+        """Depth-first, left to right: the classes whose members `ref` sees, in lookup order."""
+        order: list[ClassRef] = []
+        externals: list[str] = []
+        nn_module = False
+        seen: set[str] = set()
+
+        def visit(current: ClassRef) -> None:
+            nonlocal nn_module
+            if current.qualname in seen:
+                return
+            seen.add(current.qualname)
+            order.append(current)
+            inside, outside, is_nn = self.bases(current)
+            nn_module = nn_module or is_nn
+            externals.extend(o for o in outside if o not in externals)
+            for base in inside:
+                visit(base)
+
+        visit(ref)
+        return order, externals, nn_module
+
+    def lookup(self, ref: ClassRef, attribute: str, _depth: int = 0) -> Provider | None:
+        order, _, nn_module = self.mro(ref)
+        chain: list[str] = []
+        for current in order:
+            chain.append(current.qualname)
+            found = _own(current, attribute, tuple(chain))
+            if found is not None:
+                return found
+        if attribute in _OBJECT_ATTRS:
+            return Provider(attribute, "object", "object", None, None, (*chain, "object"))
+        if nn_module and attribute in NN_MODULE_ATTRS:
+            return Provider(
+                attribute, "torch.nn.Module", "nn.Module", None, None, (*chain, "torch.nn.Module")
+            )
+        if _depth < _MAX_FORWARD_DEPTH:
+            for current in order:
+                inner_attr = current.facts.getattr_forward
+                if not inner_attr:
+                    continue
+                for inner in self.inner_classes(current, inner_attr):
+                    found = self.lookup(inner, attribute, _depth + 1)
+                    if found is not None:
+                        return Provider(
+                            attribute,
+                            found.owner,
+                            "via __getattr__",
+                            found.file,
+                            found.line,
+                            (*chain, *found.chain),
+                            found.method,
+                            via=inner_attr,
+                        )
+        return None
+
+    def inner_classes(self, ref: ClassRef, attribute: str) -> list[ClassRef]:
+        """The classes `__init__` (of `ref` or a base) may assign to `self.<attribute>`."""
+        order, _, _ = self.mro(ref)
+        for current in order:
+            inner = current.facts.inner.get(attribute)
+            if inner is not None:
+                found = [self.resolve_class(current, name) for name in inner.classes]
+                return [f for f in found if f is not None]
+        return []
+
+    def dynamic_getattr(self, ref: ClassRef) -> str | None:
+        order, _, _ = self.mro(ref)
+        for current in order:
+            if current.facts.getattr_dynamic:
+                return current.qualname
+        return None
+
+
+def _own(current: ClassRef, attribute: str, chain: tuple[str, ...]) -> Provider | None:
+    """The attribute as `current` itself defines it: a method, a class attribute, or an
+    attribute its `__init__` assigns."""
+    facts = current.facts
+    method = facts.methods.get(attribute)
+    if method is not None:
+        return Provider(
+            attribute, current.qualname, method.kind, current.file, method.line, chain, method
+        )
+    if attribute in facts.class_attrs:
+        line = facts.class_attrs[attribute]
+        return Provider(attribute, current.qualname, "class attribute", current.file, line, chain)
+    if attribute in facts.init_attrs:
+        line = facts.init_attrs[attribute]
+        return Provider(
+            attribute, current.qualname, "__init__ attribute", current.file, line, chain
+        )
+    return None

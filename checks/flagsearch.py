@@ -1,0 +1,106 @@
+"""Where the runtime sets a flag to something truthy, and under what conditions.
+
+A use guarded by `if server_args.enable_x:` runs only if `enable_x` can be truthy for the
+launch at hand. Flags are often set far from where they guard a use (a config object built in
+one module, read as a parameter in another), so the search is tree-wide: a byte-level pass
+finds the runtime files that assign any wanted name (`.name = ...`), and only those are parsed
+and walked, statement by statement (expressions cannot assign).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from eaglebug.checks.conditions import Cond, negated
+from eaglebug.checks.consumers import function_nodes
+from eaglebug.checks.filefacts import Parsed, module_name, parse
+from eaglebug.checks.scanner import FunctionScanner, Stack, exits_early
+from eaglebug.checks.sourcefiles import SourceFiles, read_file
+from eaglebug.checks.uses import ConsumerFacts
+
+Assignments = dict[str, list[tuple[Cond, ...]]]  # flag -> the conditions of each assignment
+
+
+def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
+    """Every truthy assignment of these attribute names in the runtime, in walk order."""
+    found: Assignments = {n: [] for n in names}
+    alternatives = b"|".join(sorted(n.encode() for n in names))
+    assigned = re.compile(rb"\.(" + alternatives + rb")\s*=[^=]")
+    root = str(files.tree.root)
+    rels = files.runtime_files()
+
+    def job(rel: str) -> Assignments | str | None:
+        """The file's assignments; or why it does not parse; or None (no wanted name)."""
+        data = files.held(rel)
+        if data is None:
+            try:
+                data = read_file(os.path.join(root, rel), files.entries[rel].size)
+            except OSError:
+                return None
+        present = frozenset(m.decode() for m in assigned.findall(data))
+        if not present:
+            return None
+        parsed = files.peek(rel) or parse(rel, data)
+        if isinstance(parsed, str):
+            return parsed
+        return scan_flags(parsed, module_name(rel)[0], present)
+
+    results = files.mapper(job, rels, [files.entries[r].size for r in rels])
+    for rel, result in zip(rels, results, strict=True):
+        if isinstance(result, str):
+            files.skip(rel, result)
+        elif result is not None:
+            for name, conds in result.items():
+                found[name].extend(conds)
+    return found
+
+
+def scan_flags(parsed: Parsed, module: str, names: frozenset[str]) -> Assignments:
+    """Where in one module the attributes `names` are set to something truthy, and under what."""
+    out: Assignments = {}
+    lines = parsed.text.splitlines()
+    for cls_name, _cls, fn in function_nodes(parsed.tree):
+        scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
+        # The scanner only reads the tests here (`cond`); it records no uses.
+        reader = FunctionScanner(
+            module, {}, set(), lines, scope, cls_name, False, False, {}, {}, ConsumerFacts()
+        )
+        _assignments_under(reader, names, fn.body, (), out)
+    return out
+
+
+def _assignments_under(
+    reader: FunctionScanner,
+    names: frozenset[str],
+    body: list[ast.stmt],
+    stack: Stack,
+    out: Assignments,
+) -> None:
+    for stmt in body:
+        if isinstance(stmt, ast.Assign):
+            _assignment(reader, names, stmt, stack, out)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            _assignments_under(reader, names, stmt.body, (*stack, (stmt.test, False)), out)
+            _assignments_under(reader, names, stmt.orelse, (*stack, (stmt.test, True)), out)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
+                _assignments_under(reader, names, block, stack, out)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            _assignments_under(reader, names, stmt.body, stack, out)
+        if isinstance(stmt, ast.If) and not stmt.orelse and exits_early(stmt.body):
+            stack = (*stack, (stmt.test, True))
+
+
+def _assignment(
+    reader: FunctionScanner, names: frozenset[str], stmt: ast.Assign, stack: Stack, out: Assignments
+) -> None:
+    """Record the wanted attributes this assignment makes truthy, with the tests in force."""
+    if isinstance(stmt.value, ast.Constant) and not stmt.value.value:
+        return
+    attrs = [t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and t.attr in names]
+    if attrs:
+        conds = tuple(negated(reader.cond(node), negate) for node, negate in stack)
+        for attr in attrs:
+            out.setdefault(attr, []).append(conds)

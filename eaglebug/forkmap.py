@@ -1,0 +1,150 @@
+"""Work over many files, shared with one forked helper process (a `checks.sourcefiles.Mapper`).
+
+Why: the cold audit's biggest costs are per-file and independent (looking at ~2,000 runtime
+files as bytes, parsing the consumer candidates, the flag search), and a GPU box has cores to
+spare. `checks/` starts no process (its ruff rules forbid it), so the headless CLI hands this
+mapper to the index; the TUI and the tests keep the in-process default.
+
+How: the items' indexes, largest first, go into a pipe; `fork()` gives the helper the job and
+the items as they are (nothing else is sent to it). Both processes take the next index from the
+pipe until it is empty, so a few slow items (a large file to parse) do not leave one process
+idle while the other works. The helper writes its pickled results to a second pipe and leaves
+with `os._exit`, never running the parent's cleanup or flushing its buffers. If anything about
+the helper fails, the parent does whatever has no result: the results are the same either way,
+only slower. Only for a single-threaded process (forking a threaded one can deadlock the
+child), and only where `fork` exists.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Below this much work (bytes of source) a fork costs more than it saves.
+_MIN_WEIGHT = 400_000
+_INDEX = 4  # bytes per index in the pipe; reads of 4 bytes from a pipe are atomic
+_MAX_TOKENS = 15_000  # the whole queue must fit in one pipe buffer (64 KiB on Linux)
+
+
+class _Helper:
+    """A forked process that computes one value and sends it back pickled, then leaves."""
+
+    def __init__(self, pid: int, results: int) -> None:
+        self.pid = pid
+        self.results = results  # the pipe its pickled value comes through
+
+    @classmethod
+    def start(cls, compute: Callable[[], object]) -> _Helper | None:
+        """Fork one running `compute()`; None where a helper cannot be had (then the caller
+        does the work itself)."""
+        if not hasattr(os, "fork") or threading.active_count() > 1:
+            return None
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return None
+        sys.stdout.flush()  # nothing buffered is inherited twice (the helper never flushes)
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return None
+        if pid == 0:  # the helper: the value, to the pipe, and gone
+            status = 0
+            try:
+                os.close(read_fd)
+                data = pickle.dumps(compute(), pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write_fd, "wb") as out:
+                    out.write(data)
+            except BaseException:
+                status = 1
+            os._exit(status)
+        os.close(write_fd)
+        return cls(pid, read_fd)
+
+    def result(self) -> tuple[bool, object]:
+        """(True, the value), or (False, None) when the helper failed; reaps it either way."""
+        try:
+            chunks = []
+            while chunk := os.read(self.results, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(self.results)
+            status = os.waitpid(self.pid, 0)[1]
+        if os.waitstatus_to_exitcode(status) != 0:
+            return False, None
+        try:
+            return True, pickle.loads(b"".join(chunks))
+        except Exception:
+            return False, None
+
+
+def _take(
+    fd: int, job: Callable[[T], R], items: Sequence[T], batches: list[list[int]]
+) -> dict[int, R]:
+    """Do batches of items, as their numbers come out of the pipe, until it is empty."""
+    done: dict[int, R] = {}
+    while len(raw := os.read(fd, _INDEX)) == _INDEX:
+        for i in batches[int.from_bytes(raw, "little")]:
+            done[i] = job(items[i])
+    return done
+
+
+def forked_map(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]) -> list[R]:
+    """`job` over `items`, in order, with a forked helper doing about half the work."""
+    if len(items) < 2 or sum(weights) < _MIN_WEIGHT:
+        return [job(item) for item in items]
+    try:
+        queue_r, queue_w = os.pipe()
+    except OSError:
+        return [job(item) for item in items]
+    order = sorted(range(len(items)), key=lambda i: -weights[i])
+    size = -(-len(order) // _MAX_TOKENS)  # items per batch: 1 unless the tree is huge
+    batches = [order[k : k + size] for k in range(0, len(order), size)]
+    queued = b"".join(k.to_bytes(_INDEX, "little") for k in range(len(batches)))
+    while queued:
+        queued = queued[os.write(queue_w, queued) :]
+    os.close(queue_w)
+    helper = _Helper.start(lambda: _take(queue_r, job, items, batches))
+    try:
+        results = _take(queue_r, job, items, batches)
+    finally:
+        os.close(queue_r)
+        ok, helped = helper.result() if helper is not None else (False, None)
+    if ok and isinstance(helped, dict):
+        results.update(helped)
+    for i in range(len(items)):
+        if i not in results:  # the helper failed: its items are done here, with the same result
+            results[i] = job(items[i])
+    return [results[i] for i in range(len(items))]
+
+
+def in_background(compute: Callable[[], R]) -> Callable[[], R]:
+    """`compute()` made by a forked helper while this process goes on (loading the rest of
+    the engine, say); the function returned waits for the result, and must be called (the
+    helper waits to hand its result over). If the helper cannot be had or fails, the result
+    is computed here when asked for."""
+    helper = _Helper.start(compute)
+    done: list[R] = []
+
+    def waited() -> R:
+        nonlocal helper
+        if not done and helper is not None:
+            ok, value = helper.result()
+            helper = None
+            if ok:
+                done.append(cast(R, value))
+        if not done:
+            done.append(compute())
+        return done[0]
+
+    return waited

@@ -1,0 +1,100 @@
+"""The CLI's helper process (`eaglebug/forkmap.py`): the same results as doing it all here,
+in order, whoever did each item; and a helper that dies costs only time."""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+
+from eaglebug.forkmap import forked_map, in_background
+
+BIG = [200_000] * 40  # weights above the threshold below which nothing is forked
+
+
+def square_with_pid(n: int) -> tuple[int, int]:
+    return n * n, os.getpid()
+
+
+def _run_once() -> tuple[list[int], set[int]]:
+    parent = os.getpid()
+    took, told = os.pipe()  # the helper says it took an item; this process waits to hear it
+
+    def job(n: int) -> tuple[int, int]:
+        if os.getpid() != parent:
+            os.write(told, b".")
+        # The first item handed out (largest weight first): wait to hear that the helper took
+        # one (bounded: with no helper, nobody tells).
+        elif n == 39 and select.select([took], [], [], 10.0)[0]:
+            os.read(took, 1)
+        return square_with_pid(n)
+
+    items = list(range(40))
+    weights = [*BIG[:-1], BIG[-1] + 1]
+    try:
+        results = forked_map(job, items, weights)
+    finally:
+        os.close(took)
+        os.close(told)
+    return [r for r, _ in results], {pid for _, pid in results}
+
+
+def test_results_come_back_in_order_and_the_helper_did_some() -> None:
+    """In order every time; the helper's share reached the parent in at least one of three
+    runs (a helper that dies, on a loaded machine, costs only time: its items are redone)."""
+    assert threading.active_count() == 1, "another test left a thread running: no fork here"
+    seen = []
+    for _ in range(3):
+        values, pids = _run_once()
+        assert values == [n * n for n in range(40)]
+        seen.append(pids)
+        if os.getpid() in pids and len(pids) == 2:
+            return
+    raise AssertionError(f"the helper's results never reached the parent: {seen}")
+
+
+def test_small_work_is_done_here() -> None:
+    results = forked_map(square_with_pid, list(range(5)), [10] * 5)
+    assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_a_helper_that_dies_leaves_its_items_to_this_process() -> None:
+    parent = os.getpid()
+
+    def dies_in_the_helper(n: int) -> int:
+        if os.getpid() != parent:
+            os._exit(3)  # the helper vanishes mid-way, results unsent
+        return n + 1
+
+    items = list(range(40))
+    assert forked_map(dies_in_the_helper, items, BIG) == [n + 1 for n in items]
+
+
+def test_with_other_threads_running_nothing_is_forked() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        results = forked_map(square_with_pid, list(range(40)), BIG)
+    finally:
+        stop.set()
+        other.join()
+    assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_in_background_hands_the_helpers_result_back() -> None:
+    made = in_background(lambda: (os.getpid(), [1, 2, 3]))
+    pid, value = made()
+    assert value == [1, 2, 3] and pid != os.getpid()
+    assert made() == (pid, value), "asked again, the same result"
+
+
+def test_in_background_computes_here_when_the_helper_fails() -> None:
+    parent = os.getpid()
+
+    def compute() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("the helper fails")
+        return 7
+
+    assert in_background(compute)() == 7
