@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 
 import psutil
 import pytest
@@ -34,3 +36,15 @@ def hermetic_demo_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("EAGLEBUG_DEMO_"):
             monkeypatch.delenv(name)
+
+
+def wait_for(
+    condition: Callable[[], bool], what: str = "the condition", timeout_s: float = 60.0
+) -> None:
+    """Poll a condition until it holds, bounded (processes under test run on their own clocks:
+    a test waits for what they do, never for a time)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -13,8 +13,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import git
@@ -33,7 +32,7 @@ from eaglebug.demo.memfile import DRIVER_IDLE_BYTES, MemoryBoard
 from eaglebug.server import Server
 from eaglebug.state import LaunchRecord, load_state, save_state
 from tests import gitrepo
-from tests.live import hermetic_demo_env, session_pids
+from tests.live import hermetic_demo_env, session_pids, wait_for
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 MISSING_SET_EAGLE3 = (
@@ -46,14 +45,6 @@ CONTEXT_REFUSAL = (
 )
 READY = "The server is fired up and ready to roll!"
 SIGQUIT = "Received sigquit from a child process. It usually means the child failed."
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def log_text(record: LaunchRecord) -> str:

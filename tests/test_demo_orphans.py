@@ -20,8 +20,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -29,17 +27,9 @@ import pytest
 
 from eaglebug.state import load_state
 from tests import gitrepo
-from tests.live import session_pids
+from tests.live import session_pids, wait_for
 
 _ANSI = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|.)")
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Terminal:

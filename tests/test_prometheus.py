@@ -14,8 +14,7 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,17 +23,10 @@ import pytest
 
 from eaglebug.gpu.prometheus import MIB, PrometheusSource
 from tests.clirun import cli
+from tests.live import wait_for
 
 MODEL = "NVIDIA H100 80GB HBM3"
 TOTAL_MIB = 81559
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def free_port() -> int:

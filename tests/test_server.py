@@ -7,8 +7,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -17,18 +16,9 @@ import pytest
 from eaglebug.checks.errors import InputError
 from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, load_state, save_state
-from tests.live import session_pids
+from tests.live import session_pids, wait_for
 
 STANDIN = Path(__file__).with_name("standin_server.py")
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    """Poll a condition until it holds (the processes under test run on their own clocks)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def log_text(record: LaunchRecord) -> str:

@@ -25,8 +25,7 @@ from eaglebug.checks.errors import InputError
 from eaglebug.proctree import LAUNCH_ENV
 from eaglebug.server import Server
 from eaglebug.state import load_state
-from tests.live import session_pids
-from tests.test_server import wait_for
+from tests.live import session_pids, wait_for
 
 SHAPES = Path(__file__).with_name("process_shapes.py")
 
