@@ -618,8 +618,11 @@ class LogAnalyzer:
         result.details = {"behind": behind, "ahead": ahead, "furthest": furthest}
         return result
 
-    def stalled(self, silent_s: float, after_s: dict[str, float] | None = None) -> Finding | None:
-        """`log.stalled` if nothing new came for longer than the phase allows."""
+    def stalled(
+        self, silent_s: float, after_s: dict[str, float] | None = None, gpus_watched: bool = False
+    ) -> Finding | None:
+        """`log.stalled` if nothing new came for longer than the phase allows (`gpus_watched`:
+        the silence also counts GPU memory, which did not move either)."""
         limits = {**lp.STALL_AFTER_S, **(after_s or {})}
         phase = self.phase
         limit = limits.get(phase)
@@ -630,7 +633,8 @@ class LogAnalyzer:
             id="log.stalled",
             severity="warning",
             message=(
-                f"no new log line for {minutes:.0f} min in {phase} "
+                f"no new log line{' and no GPU-memory change' if gpus_watched else ''} "
+                f"for {minutes:.0f} min in {phase} "
                 f"(more than the {limit / 60:.0f} min a {phase} step is given)"
             ),
             fix=AdviceFix(_STALL_FIX.get(phase, "look at the ranks' processes (py-spy dump)")),

@@ -253,10 +253,47 @@ class LogIndex(Sequence[str]):
         segment, local = self.locate(row)
         return segment.text(local)
 
+    @property
+    def segments(self) -> Sequence[Segment]:
+        """The segments in order, oldest first (to read: only `add` changes them)."""
+        return self._segments
+
+    def segment_number(self, row: int) -> int:
+        """Where in `segments` the segment of a row is."""
+        return bisect_right(self._firsts, row) - 1
+
     def locate(self, row: int) -> tuple[Segment, int]:
         """The segment of a row and the row's line in it (-1: its divider)."""
-        segment = self._segments[bisect_right(self._firsts, row) - 1]
+        segment = self._segments[self.segment_number(row)]
         return segment, row - segment.first_row - (segment.divider is not None)
+
+    def row_at_offset(self, offset: int) -> int | None:
+        """The row of the line that holds byte `offset` of the file the newest rows come from
+        (a finding's offset is in the file the watch reads now), or None if no row does."""
+        newest = self._segments[-1].source if self._segments else None
+        for segment in reversed(self._segments):
+            if segment.source is not newest:
+                break
+            offsets = segment.offsets
+            if offsets and offsets[0] <= offset:
+                local = bisect_right(offsets, offset) - 1
+                return segment.first_row + (segment.divider is not None) + local
+        return None
+
+    def find(self, start: int, text: str, within: int) -> int | None:
+        """The first row from `start` (at most `within` rows on) that holds `text`."""
+        for row in range(max(start, 0), min(start + within, self._rows)):
+            if text in self[row]:
+                return row
+        return None
+
+    def row_of(self, key: tuple[int, int]) -> int | None:
+        """The row a `key` names now, or None once its segment is gone."""
+        serial, local = key
+        for segment in self._segments:
+            if segment.serial == serial:
+                return segment.first_row + (segment.divider is not None) + local
+        return None
 
     def is_divider(self, row: int) -> bool:
         return self.locate(row)[1] < 0

@@ -9,13 +9,23 @@ by offset (with a `LogSource` to read them back from, see `eaglebug.logindex`), 
 progress bar, the phase and progress, the log's findings resolved to the audited tree's
 classes (`Session.resolve`), the milestones, and the launch's number and times.
 
+Stalls. A launch can hang without a word (a rank waiting in a collective, a CUDA graph capture
+that never returns): each beat, the time since the log last moved (a line, a redrawn progress
+bar) and since the GPUs' memory last moved (`memory_moved_at`, the sampler's) is handed to
+`LogAnalyzer.stalled` with the phase's limit, and the `log.stalled` warning it gives joins the
+findings until either moves again. Both clocks are injected (`clock`, `wall_clock`), so the
+tests step through twenty minutes without waiting for them. A log that was already quiet when
+the watch started on it counts from the file's modification time.
+
 Nothing here blocks the UI or dies with it: a log that cannot be read, a corrupt state file or
 a bug become a `Problem` reported once (through `on_problem`), and the watch tries again.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +72,19 @@ class LaunchWatch:
         *,
         interval_s: float = 0.2,
         on_problem: Callable[[Problem], None] | None = None,
+        memory_moved_at: Callable[[], float | None] | None = None,
+        stall_limits: dict[str, float] | None = None,  # in seconds by phase, over the defaults
+        clock: Callable[[], float] = time.monotonic,  # the clock of `memory_moved_at`
+        wall_clock: Callable[[], float] = time.time,  # the clock of file times
     ) -> None:
         self.session = session
         self.interval_s = interval_s
+        self.stall_limits = dict(stall_limits or {})
         self._on_snapshot = on_snapshot
         self._on_problem = on_problem
+        self.memory_moved_at = memory_moved_at
+        self._clock = clock
+        self._wall_clock = wall_clock
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._republish = False
@@ -80,6 +98,10 @@ class LaunchWatch:
         self._analyzer: LogAnalyzer | None = None
         self._raw: list[Finding] = []
         self._findings: tuple[Finding, ...] = ()
+        self._stalled: Finding | None = None
+        self._moved_at = self._clock()  # when the log last moved (a line, a progress bar)
+        self._old_bytes = 0  # what the log held when the watch started on it
+        self._live_seen: str | None = None  # the progress bar as last drawn
         self._phase = "idle"
         self._launch: tuple[int | None, float | None, float | None] = (None, None, None)
         self._sequence = 0
@@ -170,6 +192,8 @@ class LaunchWatch:
                     analyzer.reset()
         if lines or restart is not None:
             parts.append(LogPart(restart, tuple(lines)))
+        if self._moved(parts, live):
+            self._moved_at = self._clock()
 
         news = bool(parts) or live is not None or republish
         if fed or parts or republish:
@@ -194,10 +218,42 @@ class LaunchWatch:
         if launch != self._launch:
             self._launch = launch
             news = True
+        stalled = self._stall(analyzer) if path is not None else None
+        previous = self._stalled
+        if stalled is not None and previous is not None and stalled.message == previous.message:
+            stalled = previous  # the same minute: nothing new to say
+        if stalled != self._stalled:
+            self._stalled = stalled
+            news = True
         if news:
             self._publish(path, parts, live, analyzer)
         self._problem = None  # a beat went through: the next problem is news again
         return self._follower is not None and self._follower.behind
+
+    def _moved(self, parts: list[LogPart], live: str | None) -> bool:
+        """Whether the launch wrote something: a line past what the file held when the watch
+        started on it (catching up on old lines is not news), a restart, a bar that moved."""
+        moved = False
+        for part in parts:
+            if part.restart is not None and part.restart.label in {"truncated", "replaced"}:
+                self._old_bytes, moved = 0, True
+            if part.lines and part.lines[-1].offset >= self._old_bytes:
+                moved = True
+        if live is not None:
+            moved = moved or (self._live_seen is not None and live != self._live_seen)
+            self._live_seen = live
+        return moved
+
+    def _stall(self, analyzer: LogAnalyzer) -> Finding | None:
+        """`log.stalled` when neither the log nor the GPUs' memory moved for longer than the
+        phase allows (None in a phase without a limit: ready, crashed)."""
+        moved = self._moved_at
+        memory = self.memory_moved_at() if self.memory_moved_at is not None else None
+        if memory is not None:
+            moved = max(moved, memory)
+        return analyzer.stalled(
+            max(self._clock() - moved, 0.0), self.stall_limits, gpus_watched=memory is not None
+        )
 
     def _switch(self, path: Path | None, parts: list[LogPart]) -> None:
         """Follow another log (a relaunch recorded a new one) from its start."""
@@ -210,8 +266,20 @@ class LaunchWatch:
         self._source = self._new_source()
         self._analyzer = LogAnalyzer()
         self._raw, self._findings, self._phase = [], (), "idle"
+        quiet_s, self._old_bytes = self._quiet_for(path)
+        self._stalled, self._moved_at, self._live_seen = None, self._clock() - quiet_s, None
         if path is not None:
             parts.append(LogPart(Restart(f"launch log {path.name}", self._source), ()))
+
+    def _quiet_for(self, path: Path | None) -> tuple[float, int]:
+        """How long the file has not changed, and its size (0, 0 for a log not written yet)."""
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:
+            info = None
+        if info is None:
+            return 0.0, 0
+        return max(self._wall_clock() - info.st_mtime, 0.0), info.st_size
 
     def _poll(self) -> list[LogLine | LogProgress | LogRestarted]:
         if self._follower is None:
@@ -246,7 +314,7 @@ class LaunchWatch:
             live=live,
             phase=self._phase if path is not None else "idle",
             progress=(progress.done, progress.total, progress.percent) if progress else None,
-            findings=self._findings,
+            findings=self._findings + ((self._stalled,) if self._stalled is not None else ()),
             milestones=tuple(m.label for m in analyzer.milestones),
             launch_number=self._launch[0],
             started_at=self._launch[1],

@@ -60,6 +60,18 @@ def test_watch_follows_the_given_log_read_only(built: list[EaglebugApp], tmp_pat
     assert app.gpu_source.describe() == "simulated (--simulate-gpus)"
 
 
+def test_the_stall_flags_reach_the_launch_watch(built: list[EaglebugApp], tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:03 TP0] Init torch distributed begin.\n")
+    argv = ["watch", "--log", str(log), "--simulate-gpus", "1", "--stall-graph-min", "2"]
+    assert entry.main(argv) == 0
+    assert entry.main([*argv[:-2], "--stall-loading-min", "30"]) == 0
+    watches = [app.launch_watch for app in built]
+    assert [w.stall_limits for w in watches] == [{"cuda_graph": 120.0}, {"loading": 1800.0}]
+    # Its GPU sampler is where the watch learns that memory moved.
+    assert watches[0].memory_moved_at == built[0].sampler.memory_moved_at
+
+
 def test_watch_without_a_log_is_one_error_line(
     built: list[EaglebugApp], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -242,6 +242,31 @@ def test_guide(snap_compare: Snap, scenario: DemoScenario) -> None:
     assert snap_compare(pinned_app(scenario), terminal_size=WIDE, run_before=run)
 
 
+def test_log_folded_at_120(snap_compare: Snap, scenario: DemoScenario) -> None:
+    """120 columns, the crashed launch's log from its first line: what all eight ranks printed
+    is one row each (`TP0-TP7 ... ×8`), long lines wrap, the crash line is pinned above."""
+
+    def at_top(app: EaglebugApp) -> bool:
+        view = app.main.query_one(LogPanel).view
+        return view.scroll_y == 0 and app.focused is view
+
+    run = then(checked_with_crash, ("tab", "home"), at_top)
+    app = pinned_app(scenario, crashed_log=CRASH_LOG)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run)
+
+
+def test_crash_line_at_120(snap_compare: Snap, scenario: DemoScenario) -> None:
+    """120 columns, `e`: the crash line near the top, whole (wrapped), and the pin gone."""
+
+    def gone(app: EaglebugApp) -> bool:
+        logs = app.main.query_one(LogPanel)
+        return not logs.view.following and not logs.pin.display
+
+    run = then(checked_with_crash, ("e",), gone)
+    app = pinned_app(scenario, crashed_log=CRASH_LOG)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run)
+
+
 def test_narrow_80x24(snap_compare: Snap, scenario: DemoScenario) -> None:
     """80x24, with a crashed launch: the panels stack and stay readable."""
     app = pinned_app(scenario, crashed_log=CRASH_LOG)

@@ -763,6 +763,11 @@ def shows(view: LogView, y: int, text: str) -> bool:
     return len(row) >= min(len(text), 30) and text.startswith(row)
 
 
+def painted(view: LogView, position: int) -> str:
+    """The screen lines of the row at `position`, joined (its wrapped lines, in order)."""
+    return "".join(text for at, text in view.screen_lines() if at == position)
+
+
 TRACEBACK = [
     "[2026-11-30 12:00:01 TP3] Scheduler hit an exception: Traceback (most recent call last):",
     '  File "sglang/srt/managers/scheduler.py", line 2580, in run_scheduler_process',
@@ -792,10 +797,11 @@ def test_e_and_the_filter_reach_a_traceback_6000_lines_up(tmp_path: Path) -> Non
         await pilot.press("e")
         await until(pilot, lambda: not view.following, "e to jump")
         assert not any(n.notification.message.startswith("no error") for n in notes)
-        at = 1 + 10  # the divider, ten lines, then the traceback
-        assert view.scroll_y == at - 2
-        assert shows(view, 2, TRACEBACK[0])
-        assert shows(view, 4, TRACEBACK[2])
+        # e goes to the crash line (the finding's exception line), two rows below the top.
+        crash = 1 + 10 + 2  # the divider, ten lines, the traceback's head and frame
+        assert view.top == crash - 2
+        assert painted(view, crash - 2) == TRACEBACK[0]  # wrapped: every character on screen
+        assert painted(view, crash) == TRACEBACK[2]
 
         # / get_embed_and_head: the one line, from 6,000 lines up.
         await pilot.press("end", "slash", *"get_embed_and_head", "enter")

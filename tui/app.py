@@ -45,13 +45,25 @@ class EaglebugApp(App[None]):
         open_guide: bool = False,
         launch_when_clear: bool = False,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        stall_limits: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
         self.session = session
         self.gpu_source = gpu_source
-        self.sampler = Sampler(gpu_source, interval_s=sample_interval_s, on_snapshot=self._sampled)
+        self.sampler = Sampler(
+            gpu_source, interval_s=sample_interval_s, on_snapshot=self._sampled, clock=monotonic
+        )
+        # The watch tells a stalled launch from a quiet log by the sampler's memory (same clock).
         self.launch_watch = LaunchWatch(
-            session, self._watched, interval_s=follow_interval_s, on_problem=self.report_problem
+            session,
+            self._watched,
+            interval_s=follow_interval_s,
+            on_problem=self.report_problem,
+            memory_moved_at=self.sampler.memory_moved_at,
+            stall_limits=stall_limits,
+            clock=monotonic,
+            wall_clock=clock,
         )
         self.controller = Controller(session, self._controlled, launch_when_clear=launch_when_clear)
         self.main = MainScreen(clock, run_checks=run_checks, open_guide=open_guide)

@@ -44,15 +44,28 @@ def demo_gpus(session: Session, scenario: DemoScenario) -> SimulatedSource:
 
 
 def demo_app(
-    scenario: DemoScenario, readonly: bool = False, interval_s: float = 1.0
+    scenario: DemoScenario,
+    readonly: bool = False,
+    interval_s: float = 1.0,
+    stall_limits: dict[str, float] | None = None,
 ) -> EaglebugApp:
     session = demo_session(scenario, readonly)
-    return build_app(session, demo_gpus(session, scenario), sample_interval_s=interval_s)
+    return build_app(
+        session,
+        demo_gpus(session, scenario),
+        sample_interval_s=interval_s,
+        stall_limits=stall_limits,
+    )
 
 
-def run_demo(fast: bool = False, interval_s: float = 1.0, readonly: bool = False) -> int:
+def run_demo(
+    fast: bool = False,
+    interval_s: float = 1.0,
+    readonly: bool = False,
+    stall_limits: dict[str, float] | None = None,
+) -> int:
     scenario = DemoScenario.prepare(fast=fast)
-    app = demo_app(scenario, readonly, interval_s)
+    app = demo_app(scenario, readonly, interval_s, stall_limits)
     app.run()
     # A real server outlives eaglebug; the demo's stand-in is a toy, so it ends with the demo.
     running = app.session.server.attached()

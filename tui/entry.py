@@ -15,14 +15,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eaglebug import cli
 from eaglebug.checks.errors import InputError
-from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.gpu.source import GpuSource
 from eaglebug.numbers import count, number
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import load_state
+
+if TYPE_CHECKING:  # the session and the GPU sources load only for a TUI mode, so a headless
+    # command (`eaglebug audit ...`) pays nothing for them at start-up
+    from eaglebug.gpu.source import GpuSource
+    from eaglebug.session import SessionConfig
 
 TUI_MODES = {"demo", "watch", "guide"}
 
@@ -56,15 +58,20 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="demo: narrate the story on stdout instead of the TUI (the default without a terminal)",
     )
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="every node's GPUs from this Prometheus (default: $EAGLEBUG_PROMETHEUS)",
+    )
+    cli.stall_flags(p)  # the same limits `diagnose` takes, for the log.stalled warning
     return p
 
 
-def _gpu_source(simulate: int | None) -> GpuSource:
-    if simulate:
-        return SimulatedSource(gpus=simulate, label="--simulate-gpus")
-    from eaglebug.gpu.nvml_source import NvmlSource
+def _gpu_source(args: argparse.Namespace) -> GpuSource:
+    """`eaglebug gpus`' rule: Prometheus (flag or env), simulated, else this host's NVML."""
+    from eaglebug.gpus_cmd import gpu_source
 
-    return NvmlSource()
+    return gpu_source(args.prometheus, args.simulate_gpus)
 
 
 def run_tui(
@@ -73,7 +80,9 @@ def run_tui(
     interval_s: float,
     open_guide: bool = False,
     launch_when_clear: bool = False,
+    stall_limits: dict[str, float] | None = None,
 ) -> int:
+    from eaglebug.session import Session
     from eaglebug.tui.app import build_app
 
     app = build_app(
@@ -82,6 +91,7 @@ def run_tui(
         sample_interval_s=interval_s,
         open_guide=open_guide,
         launch_when_clear=launch_when_clear,
+        stall_limits=stall_limits,
     )
     app.run()
     return 0
@@ -107,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
+    from eaglebug.session import SessionConfig
+    from eaglebug.state import load_state
+
     workdir = Path.cwd()
     if args.mode == "demo":
         if args.headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -115,7 +128,12 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             return run_story(fast=args.fast or not args.headless)
         from eaglebug.tui.demo import run_demo
 
-        return run_demo(fast=args.fast, interval_s=args.interval, readonly=args.readonly)
+        return run_demo(
+            fast=args.fast,
+            interval_s=args.interval,
+            readonly=args.readonly,
+            stall_limits=cli.stall_limits(args),
+        )
     if args.mode == "watch":
         if not args.log:
             raise InputError("watch needs --log FILE", "eaglebug watch --log /path/to/server.log")
@@ -124,7 +142,12 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
         log = Path(args.log)
         ensure_text_log(log)
         config = SessionConfig(workdir, args.sglang, [], log, readonly=True)
-        return run_tui(config, _gpu_source(args.simulate_gpus), args.interval)
+        return run_tui(
+            config,
+            _gpu_source(args),
+            args.interval,
+            stall_limits=cli.stall_limits(args),
+        )
     if not launch_words and load_state(workdir).latest is None:
         raise InputError(
             "no launch recorded in this folder (.eaglebug/state.json)",
@@ -133,8 +156,9 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
     config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
     return run_tui(
         config,
-        _gpu_source(args.simulate_gpus),
+        _gpu_source(args),
         args.interval,
         open_guide=args.mode == "guide",
         launch_when_clear=bool(launch_words),
+        stall_limits=cli.stall_limits(args),
     )

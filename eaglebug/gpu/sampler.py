@@ -20,6 +20,9 @@ from eaglebug.gpu.source import GpuSource
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S = 0.25  # faster than this, NVML's own counters do not move; lower is clamped
+# Less than this either way is not "memory moved": NVML's used bytes jitter by a few MiB
+# (allocator caches, the driver's own) on a GPU whose server is stuck.
+MOVED_BYTES = 64 * 1024**2
 
 
 class Sampler:
@@ -45,6 +48,8 @@ class Sampler:
         self._lock = threading.Lock()
         self._latest: BoxSnapshot | None = None
         self._history: dict[int, deque[int]] = {}
+        self._settled: dict[int, int] = {}  # per GPU: used bytes when it last moved
+        self._moved_at: float | None = None  # `clock` time of that
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -68,6 +73,13 @@ class Sampler:
         with self._lock:
             return tuple(self._history.get(gpu_index, ()))
 
+    def memory_moved_at(self) -> float | None:
+        """When (on `clock`) some GPU's used memory last moved by more than `MOVED_BYTES`;
+        None until it has. A launch that loads weights or captures CUDA graphs moves it, one
+        that hangs does not: the launch watch reads this to tell a stall from a quiet log."""
+        with self._lock:
+            return self._moved_at
+
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -84,6 +96,7 @@ class Sampler:
                 wall_time_s=self._wall_clock(),
                 unavailable=f"GPU source failed: {type(exc).__name__}: {exc}",
             )
+        now_s = self._clock()
         with self._lock:
             self._latest = snapshot
             for gpu in snapshot.gpus:
@@ -92,6 +105,10 @@ class Sampler:
                     if series is None:
                         series = self._history[gpu.index] = deque(maxlen=self._history_len)
                     series.append(gpu.used_bytes)
+                    settled = self._settled.setdefault(gpu.index, gpu.used_bytes)
+                    if abs(gpu.used_bytes - settled) > MOVED_BYTES:
+                        self._settled[gpu.index] = gpu.used_bytes
+                        self._moved_at = now_s
         if self._on_snapshot is not None:
             try:
                 self._on_snapshot(snapshot)

@@ -37,8 +37,10 @@ from eaglebug.tui.widgets.log_panel import LogPanel
 if TYPE_CHECKING:
     from eaglebug.tui.app import EaglebugApp
 
-# Below this width the three panels stack instead of standing side by side.
+# Below this width the three panels stack instead of standing side by side; from it up to
+# ROOMY_COLUMNS the GPUs and checks are narrow (no sparklines) so the log gets most of the width.
 NARROW_COLUMNS = 110
+ROOMY_COLUMNS = 200
 MUTATING = frozenset({"patch", "undo", "relaunch", "stop"})
 CHECKING = "running the checks…"
 
@@ -68,9 +70,24 @@ class MainScreen(Screen[None]):
         Binding(
             "e",
             "first_error",
-            "First error",
-            tooltip="Jump to the first error in the log",
+            "Crash line",
+            tooltip="Jump to the line the launch crashed on (else the first error in the log)",
             id="first_error",
+        ),
+        Binding(
+            "f",
+            "fold",
+            "Fold",
+            tooltip="Show every rank's copy of a line, or fold them into one row again (×8)",
+            id="fold",
+        ),
+        Binding(
+            "w",
+            "wrap",
+            "Wrap",
+            show=False,
+            tooltip="Wrap long log lines, or cut them at the edge and scroll sideways",
+            id="wrap",
         ),
         Binding(
             "slash",
@@ -159,6 +176,7 @@ class MainScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_COLUMNS, "narrow")
+        self.set_class(event.size.width >= ROOMY_COLUMNS, "roomy")
 
     # -- the checks -----------------------------------------------------------------------------
     def recheck(self) -> None:
@@ -226,7 +244,13 @@ class MainScreen(Screen[None]):
         self._ask(dialogs.relaunch(self.session))
 
     def action_first_error(self) -> None:
-        self.query_one(LogPanel).jump_to_first_error()
+        self.query_one(LogPanel).jump_to_error()
+
+    def action_fold(self) -> None:
+        self.query_one(LogPanel).toggle_fold()
+
+    def action_wrap(self) -> None:
+        self.query_one(LogPanel).toggle_wrap()
 
     def action_filter(self) -> None:
         self.query_one(LogPanel).open_filter()
@@ -278,8 +302,14 @@ class MainScreen(Screen[None]):
         out = [
             SystemCommand("check: rerun", "Run the checks again", self.action_recheck),
             SystemCommand(
-                "log: first error", "Jump to the first error in the log", self.action_first_error
+                "log: crash line",
+                "Jump to the line the launch crashed on (else the first error)",
+                self.action_first_error,
             ),
+            SystemCommand(
+                "log: fold ranks", "Fold or unfold the lines every rank printed", self.action_fold
+            ),
+            SystemCommand("log: wrap lines", "Wrap long lines or cut them", self.action_wrap),
             SystemCommand(
                 "log: filter", "Show only log lines containing a text", self.action_filter
             ),
@@ -330,7 +360,9 @@ class MainScreen(Screen[None]):
         if self.eaglebug.winding_down:
             return
         snap = message.snapshot
-        self.query_one(LogPanel).add(snap.parts, snap.live)
+        logs = self.query_one(LogPanel)
+        logs.add(snap.parts, snap.live)
+        logs.show_crash(snap.findings)
         header = self.query_one(PhaseHeader)
         header.launch_number = snap.launch_number
         header.started_at = snap.started_at  # before the phase: a new launch restarts the clock

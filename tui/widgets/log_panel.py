@@ -1,10 +1,13 @@
-"""The log: follows the launch's log, highlights milestones and errors, filters, and stops
-following while the user reads further up (End resumes).
+"""The log: follows the launch's log, highlights milestones and errors, folds what every
+rank printed into one row, wraps long lines, pins the crash line, filters, and stops following
+while the user reads further up (End resumes).
 
 The panel keeps no lines: its `LogIndex` keeps where each line starts and reads lines back from
-the file, so `e` (the first error), `/` (the filter) and scrolling reach the whole log, whatever
-its size. `e` and `/` search the file in a thread worker; each search has a generation, and a
-result that a newer search (or rows removed from the index) made stale is dropped.
+the file, so `e` (the crash line, else the first error), `/` (the filter) and scrolling reach
+the whole log, whatever its size. The first error and the filter are searched in the file in a
+thread worker; each search has a generation, and a result that a newer search (or rows removed
+from the index) made stale is dropped. The rows folded by rank (`eaglebug.logfold`) are kept
+as the lines arrive, by offset like the index, so `f` unfolds and folds at once.
 """
 
 from __future__ import annotations
@@ -14,20 +17,24 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from eaglebug.checks.findings import Finding
 from eaglebug.logindex import IndexView, LogIndex, LogPart, divider_text, search
 from eaglebug.tui.messages import LogSearched
 from eaglebug.tui.runner import run_guarded
+from eaglebug.tui.widgets.crash_pin import CrashPin
 from eaglebug.tui.widgets.log_view import ERROR, LogView, Matches
 
 POST_EVERY_S = 0.1  # a filter's matches reach the view at most this often while it searches
+SEEN_AFTER_S = 0.5  # on screen this long (not following), the crash line has been read
 Kind = Literal["filter", "first_error"]
 
 
@@ -48,6 +55,14 @@ class LogPanel(Vertical):
             tooltip="Show every line again",
             id="log.clear_filter",
         ),
+        Binding(
+            "enter",
+            "crash_line",
+            "Crash line",
+            show=False,
+            tooltip="Go to the crash line pinned above the log",
+            id="log.crash_line",
+        ),
     ]
 
     filter_text: reactive[str] = reactive("")
@@ -61,8 +76,10 @@ class LogPanel(Vertical):
         self._subtitle = ""
         self._pattern: re.Pattern[str] | None = None
         self._searches: dict[Kind, int] = {"filter": 0, "first_error": 0}
+        self._seen_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
+        yield CrashPin(id="log-pin")
         yield LogView(self.index, id="log-view")
         filter_input = Input(placeholder="filter: show only lines containing…", id="log-filter")
         filter_input.display = False
@@ -71,7 +88,7 @@ class LogPanel(Vertical):
     def on_mount(self) -> None:
         # Whatever scrolled the view (End, Home, the mouse, e), the subtitle says whether the
         # log is following (the view's own watcher has updated `following` by then).
-        self.watch(self.view, "scroll_y", lambda: self._show_following(), init=False)
+        self.watch(self.view, "scroll_y", lambda: self._scrolled(), init=False)
 
     @property
     def view(self) -> LogView:
@@ -86,6 +103,10 @@ class LogPanel(Vertical):
     def following(self) -> bool:
         return self.view.following
 
+    @property
+    def pin(self) -> CrashPin:
+        return self.query_one("#log-pin", CrashPin)
+
     # -- new lines --------------------------------------------------------------------------
     def add(self, parts: Sequence[LogPart], live: str | None) -> None:
         view, index = self.view, self.index
@@ -93,29 +114,115 @@ class LogPanel(Vertical):
         removed = 0
         texts: list[str] = []
         dividers: list[int] = []  # positions in `texts`
+        folds = view.folds
         for part in parts:
-            removed += index.add(part)
+            gone = index.add(part)
+            if gone:
+                folds.forget_removed()
+                removed += gone
             if part.restart is not None:
                 dividers.append(len(texts))
                 texts.append(divider_text(part.restart.label))
-            texts.extend([line.text for line in part.lines])
+            if part.lines:
+                lines = [line.text for line in part.lines]
+                folds.add(index.segments[-1], lines)
+                texts.extend(lines)
         pattern = self._pattern
         if pattern is not None and index.generation != generation:
             self._start_filter()  # rows moved: the matches are searched again
-        elif pattern is not None and view.shown is not None:
+        elif pattern is not None and view.matches is not None:
             first = len(index) - len(texts)
             kept = set(dividers)
-            view.shown.newer.extend(
+            view.matches.newer.extend(
                 first + k for k, text in enumerate(texts) if k in kept or pattern.search(text)
             )
         view.grew(texts, removed)
         self.progress_line = live
         self._show_following()
+        self._place_pin()
+
+    # -- the crash line -----------------------------------------------------------------------
+    def show_crash(self, findings: Sequence[Finding]) -> None:
+        """Pin the crash line of the newest failure among the watch's findings."""
+        if self.pin.track(findings, self.index):
+            self._place_pin()
+
+    def _place_pin(self) -> None:
+        pin, view = self.pin, self.view
+        crash = pin.crash
+        if crash is None or crash.seen:
+            pin.show_if(False)
+            return
+        row = pin.row(self.index)
+        at = view.position(row) if row is not None else None
+        visible = at is not None and view.on_screen(at)
+        if visible and not view.following and self._seen_timer is None:
+            # The user brought it on screen; read, once it stays there (Home flies past it).
+            self._seen_timer = self.set_timer(SEEN_AFTER_S, self._seen)
+        pin.show_if(not visible)
+
+    def _seen(self) -> None:
+        self._seen_timer = None
+        crash, view = self.pin.crash, self.view
+        row = self.pin.row(self.index)
+        at = view.position(row) if row is not None else None
+        if crash is not None and at is not None and view.on_screen(at) and not view.following:
+            crash.seen = True
+        self._place_pin()
+
+    def go_to_crash(self) -> bool:
+        """Scroll the crash line near the top; False when no failure has one."""
+        pin = self.pin
+        if pin.crash is None:
+            return False
+        row = pin.row(self.index)
+        if row is None:
+            self.notify("the crash line is no longer in the log")
+            return True
+        if self.view.matches is not None and self.view.matches.position(row) is None:
+            self.action_clear_filter()
+        at = self.view.position(row)
+        pin.crash.seen = True
+        self.view.jump(max((at or 0) - 2, 0))
+        self._show_following()
+        self._place_pin()
+        return True
+
+    def action_crash_line(self) -> None:
+        if not self.go_to_crash():
+            self.notify("no crash in the log so far")
+
+    def jump_to_error(self) -> None:
+        """`e`: the crash line of the newest failure, else the first error line."""
+        if not self.go_to_crash():
+            self.jump_to_first_error()
+
+    # -- folding and wrapping -----------------------------------------------------------------
+    def toggle_fold(self) -> None:
+        self.view.set_folded(not self.view.folded)
+        self._retitle()
+        self._show_following()
+        self._place_pin()
+
+    def toggle_wrap(self) -> None:
+        self.view.set_wrap(not self.view.wrap)
+        self._retitle()
+        self._show_following()
+        self._place_pin()
+
+    def _retitle(self) -> None:
+        view, text = self.view, self.filter_text
+        words = [f"filter: {text}" + (" (searching…)" if self.searching else "")] if text else []
+        if not view.folded:
+            words.append("every rank")
+        if not view.wrap:
+            words.append("no wrap")
+        self.border_title = " — ".join(["log", " · ".join(words)]) if words else "log"
 
     # -- the filter -------------------------------------------------------------------------
     def watch_filter_text(self, text: str) -> None:
         self._pattern = re.compile(re.escape(text), re.IGNORECASE) if text else None
-        self.border_title = f"log — filter: {text}" if text else "log"
+        self._retitle()
         self._start_filter()
 
     def _start_filter(self) -> None:
@@ -130,9 +237,8 @@ class LogPanel(Vertical):
         self._search("filter", generation, self.index.view(), self._pattern, None)
 
     def watch_searching(self, searching: bool) -> None:
-        text = self.filter_text
-        if text:
-            self.border_title = f"log — filter: {text}" + (" (searching…)" if searching else "")
+        if self.filter_text:
+            self._retitle()
 
     def open_filter(self) -> None:
         field = self.query_one("#log-filter", Input)
@@ -154,7 +260,7 @@ class LogPanel(Vertical):
         """Scroll the first error line on show near the top (following stops there), or say
         there is none; the whole log is searched, in a worker."""
         generation = self._next("first_error")
-        self._search("first_error", generation, self.index.view(), ERROR, self.view.shown)
+        self._search("first_error", generation, self.index.view(), ERROR, self.view.matches)
 
     # -- searching --------------------------------------------------------------------------
     def _next(self, kind: Kind) -> int:
@@ -202,11 +308,18 @@ class LogPanel(Vertical):
             self._subtitle = subtitle
             self.border_subtitle = subtitle
 
+    def _scrolled(self) -> None:
+        self._show_following()
+        self._place_pin()
+
     def action_follow(self) -> None:
         self.view.follow()
         self._show_following()
 
     # -- handlers -----------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._place_pin)  # once the view has its new size
+
     @on(LogSearched)
     def _searched(self, message: LogSearched) -> None:
         message.stop()
@@ -220,18 +333,19 @@ class LogPanel(Vertical):
             return
         view = self.view
         if message.kind == "filter":
-            if view.shown is not None:
-                view.shown.found.extend(message.rows)
+            if view.matches is not None:
+                view.matches.found.extend(message.rows)
                 view.grew([])
             self.searching = not message.done
             return
         row = message.rows[0] if message.rows else None
-        at = None if row is None else (row if view.shown is None else view.shown.position(row))
+        at = None if row is None else view.position(row)
         if at is None:
             self.notify("no error in the log so far")
             return
         view.jump(max(at - 2, 0))
         self._show_following()
+        self._place_pin()
 
 
 def _first(batches: Iterable[list[int]], shown: Matches | None) -> list[int]:

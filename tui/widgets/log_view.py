@@ -2,8 +2,16 @@
 
 A Line API widget: only the rows on screen are rendered (and cached as strips by what they
 show), so neither a log growing by thousands of lines a second nor one of millions of lines
-costs more than the screenful. With a filter the view shows the rows a search found
-(`Matches`), in the same way.
+costs more than the screenful. What is on show is one of three sequences of index rows: every
+row, the rows folded by rank (`eaglebug.logfold.Folds`: the default, so an 8-rank log reads
+as one), or the rows a filter's search found (`Matches`, unfolded, so `/TP3` finds rank 3).
+
+Long lines wrap by default (the line that says what went wrong is usually the longest), so
+the view scrolls by rows, not by screen lines: the top row is `scroll_y`, the rows below it
+are laid out wrapped until the screen is full, and the end of the scroll range is the row
+from which the last rows just fill the screen. Only the rows on screen and the screenful at
+the end are ever measured. Without wrapping (`w`), each row is one screen line and the view
+scrolls sideways.
 
 Following is a state: it stops when the view leaves the end (a key, the mouse, `e`) and
 resumes when it is back there (End). While stopped, new lines do not move the text.
@@ -15,9 +23,9 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from typing import Protocol, overload
 
-from rich.cells import cell_len
+from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
@@ -26,6 +34,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from eaglebug.logfold import Folds, folded_text
 from eaglebug.logindex import DIVIDER, LogIndex
 
 # Presentation only: what to colour. What a line *means* is checks.logparse's job.
@@ -36,6 +45,9 @@ MILESTONE = re.compile(
 ERROR = re.compile(
     r"Traceback|Error\b|Exception|error:|hit an exception|sigquit|Killed", re.IGNORECASE
 )
+FOLD_MARK_CELLS = 16  # what a folded row's ranks and count may add to its width, unwrapped
+WRAP_SLACK_CELLS = 16  # a wrapped line may end this far before the edge, at a space
+MAX_WRAPPED_LINES = 100  # screen lines of one row, wrapped; the strip cache holds 1,024 rows
 
 
 def styled(line: str) -> Text:
@@ -46,6 +58,14 @@ def styled(line: str) -> Text:
     if MILESTONE.search(line):
         return Text(line, style="bold green")
     return Text(line)
+
+
+class Rows(Protocol):
+    """Index rows by position on show."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> int: ...
+    def position(self, row: int) -> int | None: ...
 
 
 class Matches(Sequence[int]):
@@ -80,7 +100,7 @@ class Matches(Sequence[int]):
 
 
 class ShownLines(Sequence[str]):
-    """The texts of the rows on show (read back on access)."""
+    """The texts of the rows on show (read back on access; a folded row's own text)."""
 
     def __init__(self, view: LogView) -> None:
         self._view = view
@@ -111,24 +131,68 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, index: LogIndex, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index = index
-        self.shown: Matches | None = None  # None: every row
+        self.folds = Folds(index)
+        self.matches: Matches | None = None  # a filter's rows; None: no filter
+        self.folded = True  # lines of several ranks as one row
+        self.wrap = True
         self.following = True
         self._widest = 0  # in cells
         self._end_pending = False
-        self._strips: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+        self._epoch = 0  # counts what changes every row's look (a toggle, rows removed)
+        # (serial, line, ranks folded in, wrap width) -> its screen lines
+        self._strips: LRUCache[tuple[int, int, int, int], list[Strip]] = LRUCache(1024)
+        self._screen_key: tuple[int, ...] = ()
+        self._screen: list[tuple[int, int]] = []  # (position, line of it) per screen line
+
+    # -- what is on show ----------------------------------------------------------------------
+    @property
+    def shown(self) -> Rows | None:
+        """The rows on show (None: every row of the index)."""
+        if self.matches is not None:
+            return self.matches
+        return self.folds if self.folded else None
 
     @property
     def row_count(self) -> int:
-        return len(self.shown) if self.shown is not None else len(self.index)
+        shown = self.shown
+        return len(shown) if shown is not None else len(self.index)
 
     def row_at(self, y: int) -> int:
-        """The index row shown at line `y` of the view."""
-        return self.shown[y] if self.shown is not None else y
+        """The index row at position `y` on show."""
+        shown = self.shown
+        return shown[y] if shown is not None else y
+
+    def position(self, row: int) -> int | None:
+        """Where an index row is on show (a folded line: its row), None if it is not."""
+        shown = self.shown
+        return shown.position(row) if shown is not None else row
 
     @property
     def lines(self) -> ShownLines:
         return ShownLines(self)
 
+    @property
+    def top(self) -> int:
+        """The position at the top of the screen."""
+        return round(self.scroll_y)
+
+    def on_screen(self, position: int) -> bool:
+        """Whether the row at `position` starts on screen now."""
+        if self.wrap:
+            screen = self._layout()
+            return bool(screen) and screen[0][0] <= position <= screen[-1][0]
+        return self.top <= position < self.top + self.scrollable_content_region.height
+
+    def screen_lines(self) -> list[tuple[int, str]]:
+        """What each screen line shows now: the row's position and the line's text."""
+        width, height = self.scrollable_content_region.size
+        if self.wrap:
+            return [(at, self._lines(at)[k].text) for at, k in self._layout()]
+        left = round(self.scroll_x)
+        rows = range(self.top, min(self.top + height, self.row_count))
+        return [(at, self._lines(at)[0].crop(left, left + width).text) for at in rows]
+
+    # -- changes ------------------------------------------------------------------------------
     def grew(self, texts: Iterable[str], removed: int = 0) -> None:
         """Rows were added (their texts), and `removed` rows went before them."""
         widths = [cell_len(text) for text in texts]
@@ -136,7 +200,8 @@ class LogView(ScrollView, can_focus=True):
             self._widest = max(self._widest, max(widths))
         if removed:
             self._strips.clear()
-        self.virtual_size = Size(self._widest, self.row_count)
+            self._epoch += 1
+        self._size_to_rows()
         if self.following:
             self.scroll_to(y=self.max_scroll_y, animate=False, force=True, immediate=True)
             if not self._end_pending:  # a scrollbar that appears moves the end by a row
@@ -154,6 +219,51 @@ class LogView(ScrollView, can_focus=True):
         if self.following and not self.is_vertical_scroll_end:
             self.scroll_to(y=self.max_scroll_y, animate=False, force=True, immediate=True)
 
+    def _size_to_rows(self) -> None:
+        """The scroll range: rows (unwrapped), or up to the row the end fills the screen from."""
+        if self.wrap:
+            width = self.scrollable_content_region.width
+            self.virtual_size = Size(width, self._end_top() + self.scrollable_content_region.height)
+        else:
+            extra = FOLD_MARK_CELLS if self.folded else 0
+            self.virtual_size = Size(self._widest + extra, self.row_count)
+
+    def _end_top(self) -> int:
+        """The first position from which the last rows, wrapped, just fill the screen."""
+        count, height = self.row_count, self.scrollable_content_region.height
+        used, at = 0, count
+        while at > 0:
+            lines = len(self._lines(at - 1))
+            if used + lines > height:
+                break
+            used, at = used + lines, at - 1
+        return min(at, max(count - 1, 0))
+
+    def _relaid(self, keep_row: int | None) -> None:
+        """Every row may look different now: measure again, keep the same row at the top."""
+        self._epoch += 1
+        self._size_to_rows()
+        if self.following:
+            self.follow()
+        elif keep_row is not None:
+            at = self.position(keep_row)
+            self.following = False
+            self.scroll_to(y=at or 0, animate=False, force=True, immediate=True)
+        self.refresh()
+
+    def _top_row(self) -> int | None:
+        return self.row_at(self.top) if self.top < self.row_count else None
+
+    def set_wrap(self, wrap: bool) -> None:
+        keep = self._top_row()
+        self.wrap = wrap
+        self._relaid(keep)
+
+    def set_folded(self, folded: bool) -> None:
+        keep = self._top_row()
+        self.folded = folded
+        self._relaid(keep)
+
     def jump(self, y: int) -> None:
         """Put line `y` at the top (as far as it goes); following stops unless that is the end."""
         self.following = False
@@ -161,9 +271,10 @@ class LogView(ScrollView, can_focus=True):
         self.following = round(self.scroll_y) >= self.max_scroll_y
 
     def show(self, matches: Matches | None) -> None:
-        """Show only these rows (None: every row), from the end."""
-        self.shown = matches
-        self.virtual_size = Size(self._widest, self.row_count)
+        """Show only these rows (None: every row, folded or not), from the end."""
+        self.matches = matches
+        self._epoch += 1
+        self._size_to_rows()
         self.follow()
         self.refresh()
 
@@ -171,38 +282,137 @@ class LogView(ScrollView, can_focus=True):
         self.following = True
         self.scroll_to(y=self.max_scroll_y, animate=False, force=True, immediate=True)
 
+    # -- scrolling ----------------------------------------------------------------------------
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         self.following = round(new_value) >= self.max_scroll_y
 
+    def action_scroll_end(self) -> None:
+        """End follows at once (an animated scroll could end short of a moving end)."""
+        self.follow()
+
+    def action_page_down(self) -> None:
+        if not self.wrap:
+            super().action_page_down()
+            return
+        screen = self._layout()
+        if not screen:
+            return
+        last, line = screen[-1]
+        whole = line == len(self._lines(last)) - 1
+        target = max(last + 1 if whole else last, self.top + 1)
+        self.scroll_to(y=min(target, self.max_scroll_y), animate=False, immediate=True)
+
+    def action_page_up(self) -> None:
+        if not self.wrap:
+            super().action_page_up()
+            return
+        height, used, at = self.scrollable_content_region.height, 0, self.top
+        while at > 0 and used + len(self._lines(at - 1)) <= height:
+            used, at = used + len(self._lines(at - 1)), at - 1
+        target = min(at, self.top - 1) if self.top > 0 else 0
+        self.scroll_to(y=max(target, 0), animate=False, immediate=True)
+
     def on_resize(self, event: events.Resize) -> None:
+        if self.wrap:
+            self._size_to_rows()  # the end of the scroll range moved with the width
         if self.following:
             self.scroll_to(y=self.max_scroll_y, animate=False, force=True, immediate=True)
 
+    # -- rendering ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if self.wrap:
+            screen = self._layout()
+            if y >= len(screen):
+                return Strip.blank(width, self.rich_style)
+            at, line = screen[y]
+            strip = self._lines(at)[line]
+            return strip.crop_extend(0, width, self.rich_style).apply_style(self.rich_style)
         scroll_x, scroll_y = self.scroll_offset
         at = scroll_y + y
-        width = self.scrollable_content_region.width
         if at >= self.row_count:
             return Strip.blank(width, self.rich_style)
-        row = self.row_at(at)
-        key = self.index.key(row)
-        strip = self._strips.get(key)
-        if strip is None:
-            try:
-                text = self.index[row]
-            except OSError as exc:  # the file went away under a row that was never shown
-                text = f"(this line cannot be read back: {exc.strerror or exc})"
-            strip = self._strips[key] = self._strip(text)
+        strip = self._lines(at)[0]
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(
             self.rich_style
         )
 
-    def _strip(self, line: str) -> Strip:
-        console = self.app.console
+    def _layout(self) -> list[tuple[int, int]]:
+        """Each screen line's (position, line of that row), from the top row down, wrapped."""
+        region = self.scrollable_content_region
+        key = (self.top, region.width, region.height, len(self.index), self.row_count, self._epoch)
+        if key != self._screen_key:
+            screen: list[tuple[int, int]] = []
+            at = self.top
+            while len(screen) < region.height and at < self.row_count:
+                screen.extend((at, k) for k in range(len(self._lines(at))))
+                at += 1
+            self._screen_key, self._screen = key, screen[: region.height]
+        return self._screen
+
+    def _lines(self, position: int) -> list[Strip]:
+        """The screen lines of the row at `position`: one, or its wrapped lines."""
+        row = self.row_at(position)
+        members = self.folds.members(row) if self.matches is None and self.folded else []
+        width = max(self.scrollable_content_region.width, 1) if self.wrap else 0
+        serial, local = self.index.key(row)
+        key = (serial, local, len(members), width)
+        lines = self._strips.get(key)
+        if lines is None:
+            try:
+                text = self.index[row]
+            except OSError as exc:  # the file went away under a row that was never shown
+                text = f"(this line cannot be read back: {exc.strerror or exc})"
+            lines = self._strips[key] = self._render_row(text, members, width)
+        return lines
+
+    def _render_row(self, line: str, members: list[str], width: int) -> list[Strip]:
         text = styled(line)
-        options = console.options.update(
-            overflow="ignore", no_wrap=True, width=max(text.cell_len, 1)
-        )
-        segments = list(Segment.split_lines(console.render(text, options)))
-        return Strip(segments[0] if segments else [], text.cell_len)
+        if members:
+            text = styled(folded_text(line, members))
+            text.append(f"  ×{len(members) + 1}", style="bold cyan")
+        console = self.app.console
+        if width <= 0:
+            options = console.options.update(
+                overflow="ignore", no_wrap=True, width=max(text.cell_len, 1)
+            )
+            segments = list(Segment.split_lines(console.render(text, options)))
+            return [Strip(segments[0] if segments else [], text.cell_len)]
+        cuts = wrap_points(text.plain, width) if text.cell_len > width else []
+        tail: list[Text] = []
+        if len(cuts) >= MAX_WRAPPED_LINES:  # a 64 KiB line is 1,200 lines: show the start
+            keep = cuts[MAX_WRAPPED_LINES - 2]
+            more = len(text.plain) - keep
+            text, cuts = text[:keep], cuts[: MAX_WRAPPED_LINES - 2]
+            tail = [Text(f"… {more} more characters (w: the line unwrapped)", style="dim")]
+        pieces = [*text.divide(cuts), *tail]
+        base = console.get_style(text.style)  # `render` leaves the line's own style out
+        return [
+            Strip(list(Segment.apply_style(piece.render(console, end=""), base)), piece.cell_len)
+            for piece in pieces
+        ]
+
+
+def wrap_points(plain: str, width: int) -> list[int]:
+    """Where a line is cut to fit `width` cells: after a space near the edge, else at the edge.
+
+    A log line is mostly paths, numbers and names: moving a long word to the next line (as
+    prose wrapping does) leaves `File` alone on a line and the path folded below it, so a word
+    is cut where the line ends, as a terminal does, unless a space is close enough to cut at.
+    """
+    if not plain.isascii():  # wide characters: by cells, at the edge
+        cuts, at = [], 0
+        for chunk in chop_cells(plain, width)[:-1]:
+            at += len(chunk)
+            cuts.append(at)
+        return cuts
+    slack = min(WRAP_SLACK_CELLS, width // 3)
+    cuts, start = [], 0
+    while len(plain) - start > width:
+        edge = start + width
+        space = plain.rfind(" ", edge - slack, edge + 1)
+        cut = space + 1 if space > start else edge
+        cuts.append(cut)
+        start = cut
+    return cuts
