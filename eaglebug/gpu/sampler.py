@@ -47,8 +47,8 @@ class Sampler:
         self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._latest: BoxSnapshot | None = None
-        self._history: dict[int, deque[int]] = {}
-        self._settled: dict[int, int] = {}  # per GPU: used bytes when it last moved
+        self._history: dict[tuple[str, int], deque[int]] = {}  # by GpuSnapshot.key
+        self._settled: dict[tuple[str, int], int] = {}  # per GPU: used bytes when it last moved
         self._moved_at: float | None = None  # `clock` time of that
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -68,10 +68,12 @@ class Sampler:
         with self._lock:
             return self._latest
 
-    def history(self, gpu_index: int) -> tuple[int, ...]:
-        """Used bytes of one GPU, oldest first, at most `history` samples (lost GPUs add none)."""
+    def history(self, gpu: int | tuple[str, int]) -> tuple[int, ...]:
+        """Used bytes of one GPU, oldest first, at most `history` samples (lost GPUs add none).
+        `gpu` is its `GpuSnapshot.key` (host, index), or the index of a GPU of this host."""
+        key = gpu if isinstance(gpu, tuple) else ("", gpu)
         with self._lock:
-            return tuple(self._history.get(gpu_index, ()))
+            return tuple(self._history.get(key, ()))
 
     def memory_moved_at(self) -> float | None:
         """When (on `clock`) some GPU's used memory last moved by more than `MOVED_BYTES`;
@@ -101,13 +103,13 @@ class Sampler:
             self._latest = snapshot
             for gpu in snapshot.gpus:
                 if gpu.state == "ok":
-                    series = self._history.get(gpu.index)
+                    series = self._history.get(gpu.key)
                     if series is None:
-                        series = self._history[gpu.index] = deque(maxlen=self._history_len)
+                        series = self._history[gpu.key] = deque(maxlen=self._history_len)
                     series.append(gpu.used_bytes)
-                    settled = self._settled.setdefault(gpu.index, gpu.used_bytes)
+                    settled = self._settled.setdefault(gpu.key, gpu.used_bytes)
                     if abs(gpu.used_bytes - settled) > MOVED_BYTES:
-                        self._settled[gpu.index] = gpu.used_bytes
+                        self._settled[gpu.key] = gpu.used_bytes
                         self._moved_at = now_s
         if self._on_snapshot is not None:
             try:

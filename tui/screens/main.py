@@ -351,7 +351,7 @@ class MainScreen(Screen[None]):
         app = self.eaglebug
         self.session.latest_gpus = message.snapshot
         histories = {
-            g.index: [float(v) for v in app.sampler.history(g.index)] for g in message.snapshot.gpus
+            g.key: [float(v) for v in app.sampler.history(g.key)] for g in message.snapshot.gpus
         }
         self.query_one(GpuPanel).show(message.snapshot, histories, app.gpu_source.describe())
 

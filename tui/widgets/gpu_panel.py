@@ -1,5 +1,7 @@
 """GPU panel: one row per GPU (memory bar, utilisation, temperature, power, memory sparkline)
-and the processes holding GPU memory with their SGLang role. No driver and lost GPUs are states."""
+and the processes holding GPU memory with their SGLang role. No driver, lost GPUs and nodes that
+stopped reporting (stale, from Prometheus) are states. With GPUs of several nodes, each node
+gets a header line above its rows."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ def gpu_line(gpu: GpuSnapshot) -> Text:
     line = Text(f"{gpu.index} ", style="bold")
     if gpu.state == "lost":
         return line + Text("lost — the driver no longer answers for this GPU", style="bold red")
+    if gpu.state == "stale":
+        age = f" {gpu.stale_s:.0f} s" if gpu.stale_s is not None else ""
+        used = f" {gpu.used_bytes / GIB:5.1f}/{(gpu.total_bytes or 1) / GIB:.0f}G"
+        return line + Text(f"stale{age}{used} (its node stopped reporting)", style="yellow")
     total = gpu.total_bytes or 1
     line += _bar(gpu.used_bytes / total)
     line.append(f" {gpu.used_bytes / GIB:5.1f}/{total / GIB:.0f}G")
@@ -36,9 +42,9 @@ def gpu_line(gpu: GpuSnapshot) -> Text:
 
 
 class GpuRow(Horizontal):
-    def __init__(self, index: int) -> None:
+    def __init__(self, key: tuple[str, int]) -> None:
         super().__init__(classes="gpu-row")
-        self.index = index
+        self.key = key
         self._shown: Text | None = None
 
     def compose(self) -> ComposeResult:
@@ -52,6 +58,7 @@ class GpuRow(Horizontal):
             self.query_one(".gpu-text", Static).update(line, layout=False)
         self.query_one(Sparkline).data = history or [0.0]
         self.set_class(gpu.state == "lost", "lost")
+        self.set_class(gpu.state == "stale", "stale")
 
 
 class GpuPanel(Vertical):
@@ -60,7 +67,8 @@ class GpuPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "GPUs"
-        self._rows: dict[int, GpuRow] = {}
+        self._rows: dict[tuple[str, int], GpuRow] = {}
+        self._node_headers: dict[str, Static] = {}  # a header per node, once there are several
         self._procs: Text | None = None
         self._unavailable: str | None = _WAITING
 
@@ -69,7 +77,12 @@ class GpuPanel(Vertical):
         yield Vertical(id="gpu-rows")
         yield Static(id="gpu-procs")
 
-    def show(self, snapshot: BoxSnapshot, histories: dict[int, list[float]], source: str) -> None:
+    def show(
+        self,
+        snapshot: BoxSnapshot,
+        histories: dict[tuple[str, int], list[float]],
+        source: str,
+    ) -> None:
         # Each sample comes every second: change only what changed (setting a border subtitle
         # repaints the whole panel, updating an auto-height Static relayouts the screen).
         if self.border_subtitle != source:
@@ -81,14 +94,17 @@ class GpuPanel(Vertical):
                 state.update(Text(snapshot.unavailable, style="bold yellow"))
             state.display = bool(snapshot.unavailable)
         rows = self.query_one("#gpu-rows", Vertical)
+        hosts = sorted({gpu.host or "" for gpu in snapshot.gpus})
         for gpu in snapshot.gpus:
-            row = self._rows.get(gpu.index)
+            if len(hosts) > 1:
+                self._node_header(rows, gpu.host or "", snapshot)
+            row = self._rows.get(gpu.key)
             if row is None:
-                row = self._rows[gpu.index] = GpuRow(gpu.index)
+                row = self._rows[gpu.key] = GpuRow(gpu.key)
                 rows.mount(row)
-                row.call_after_refresh(row.show, gpu, histories.get(gpu.index, []))
+                row.call_after_refresh(row.show, gpu, histories.get(gpu.key, []))
             else:
-                row.show(gpu, histories.get(gpu.index, []))
+                row.show(gpu, histories.get(gpu.key, []))
         procs = Text()
         for proc in sorted(snapshot.processes, key=lambda p: (p.gpu_index, p.pid))[:12]:
             used = f"{proc.used_bytes / GIB:5.1f}G" if proc.used_bytes is not None else "  n/a"
@@ -103,3 +119,17 @@ class GpuPanel(Vertical):
         if procs != self._procs:
             self._procs = procs
             self.query_one("#gpu-procs", Static).update(procs)
+
+    def _node_header(self, rows: Vertical, host: str, snapshot: BoxSnapshot) -> None:
+        """`node-a · 8 GPUs` (and `stale` when all of them are), mounted before its rows."""
+        gpus = [g for g in snapshot.gpus if (g.host or "") == host]
+        stale = all(g.state == "stale" for g in gpus)
+        text = Text(f"{host or 'this host'} · {len(gpus)} GPUs", style="bold")
+        if stale:
+            text.append("  stale", style="yellow")
+        header = self._node_headers.get(host)
+        if header is None:
+            header = self._node_headers[host] = Static(text, classes="gpu-node")
+            rows.mount(header)
+        else:
+            header.update(text)

@@ -1,0 +1,93 @@
+"""GPUs of several nodes in the GPU panel: a header per node, rows keyed by node and index (GPU 0
+of two hosts are two rows), a node that stopped reporting shown as stale with its age, and the
+memory history kept per node's GPU."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
+from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
+from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
+
+from eaglebug.gpu.sampler import Sampler
+from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
+from eaglebug.session import Session, SessionConfig
+from eaglebug.tui.app import build_app
+from eaglebug.tui.widgets.gpu_panel import GpuPanel, GpuRow
+from tests.test_tui import FAST, run, until
+
+GIB = 1024**3
+
+
+class TwoNodes:
+    """A GPU source like the Prometheus one: two hosts, two GPUs each, node-b gone stale."""
+
+    def __init__(self) -> None:
+        self.stale = False
+        self.used = 10 * GIB
+
+    def sample(self) -> BoxSnapshot:
+        gpus = []
+        for host in ("node-a", "node-b"):
+            for index in (0, 1):
+                stale = self.stale and host == "node-b"
+                gpus.append(
+                    GpuSnapshot(
+                        index=index,
+                        name="NVIDIA H100 80GB HBM3",
+                        uuid=f"GPU-{host}-{index}",
+                        used_bytes=self.used + index * GIB if host == "node-a" else 2 * GIB,
+                        total_bytes=80 * GIB,
+                        host=host,
+                        state="stale" if stale else "ok",
+                        stale_s=40.0 if stale else None,
+                    )
+                )
+        return BoxSnapshot(time.monotonic(), time.time(), gpus=tuple(gpus))
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "Prometheus http://127.0.0.1:9090, DCGM exporter"
+
+
+def test_each_node_has_its_header_and_its_own_rows(tmp_path: Path) -> None:
+    source = TwoNodes()
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=4)\n")
+    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    app = build_app(session, source, run_checks=False, **FAST)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        panel = app.main.query_one(GpuPanel)
+        await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "four GPU rows")
+        keys = [row.key for row in panel.query(GpuRow)]
+        assert keys == [("node-a", 0), ("node-a", 1), ("node-b", 0), ("node-b", 1)]
+        headers = [str(h.render()) for h in panel.query(".gpu-node").results(Static)]
+        assert headers == ["node-a · 2 GPUs", "node-b · 2 GPUs"]
+        source.stale = True
+        app.sampler.step()
+        await until(
+            pilot,
+            lambda: "stale" in str(list(panel.query(".gpu-node").results(Static))[1].render()),
+            "node-b's header to say stale",
+        )
+        b0 = next(r for r in panel.query(GpuRow) if r.key == ("node-b", 0))
+        assert b0.has_class("stale")
+        assert "stale 40 s" in str(b0.query_one(".gpu-text", Static).render())
+
+    run(app, script)
+
+
+def test_history_is_kept_per_node() -> None:
+    source = TwoNodes()
+    sampler = Sampler(source, interval_s=3600)
+    sampler.step()
+    source.used = 11 * GIB
+    sampler.step()
+    assert sampler.history(("node-a", 0)) == (10 * GIB, 11 * GIB)
+    assert sampler.history(("node-b", 0)) == (2 * GIB, 2 * GIB)
+    assert sampler.history(0) == ()  # this host has no GPU 0 here
