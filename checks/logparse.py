@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks import logpatterns as lp
-from eaglebug.checks.evidence import LogEvidence
 from eaglebug.checks.findings import Finding, Severity
-from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.logfindings import (
     Evidence,
     FindingBook,
@@ -32,7 +30,9 @@ from eaglebug.checks.logfindings import (
     rank_summary,
     sort_ranks,
 )
-from eaglebug.checks.logtraceback import Block, Result, classify, describe, normalize, rule_match
+from eaglebug.checks.loglines import At, LineReading
+from eaglebug.checks.logreports import as_tokenizer, desync, stalled, warmup_result
+from eaglebug.checks.logtraceback import Block, Result, classify
 
 __all__ = [
     "LogAnalyzer",
@@ -81,20 +81,10 @@ class MilestoneEvent:
     text: str
 
 
-@dataclass(frozen=True)
-class _At:
-    """The line being read: its rank, position and time."""
-
-    rank: str | None
-    line: int | None
-    offset: int | None
-    time: str | None
-
-
 _NO_PREFIX = object()  # "the previous line had no SGLang prefix"
 
 
-class LogAnalyzer:
+class LogAnalyzer(LineReading):
     """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
 
     def __init__(self) -> None:
@@ -259,7 +249,7 @@ class LogAnalyzer:
             and lp.FRAME_RX.match(line)
         ):
             # A traceback whose header the log does not have (it starts inside one).
-            self._open(_At(self._line_rank, line_no, offset, self._last_time), None, "")
+            self._open(At(self._line_rank, line_no, offset, self._last_time), None, "")
             assert self._current is not None
             self._current.add(line)
             return True
@@ -267,9 +257,9 @@ class LogAnalyzer:
             # `logger.exception(msg)` prints the traceback on the lines after its message.
             rank = prev_rank if isinstance(prev_rank, str) and prev_lead_in else None
             wrapper = line[: line.index(lp.TRACEBACK)]
-            self._open(_At(rank, line_no, offset, self._last_time), None, wrapper)
+            self._open(At(rank, line_no, offset, self._last_time), None, wrapper)
             return True
-        at = _At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
+        at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
         if at.rank:
             self._ranks_seen.add(at.rank)
         if not self._signals(line, at):
@@ -293,7 +283,7 @@ class LogAnalyzer:
         if not self.interesting(line):
             return
         message = line[m.end() :]
-        at = _At(rank, line_no, offset, time)
+        at = At(rank, line_no, offset, time)
         handled = False  # a line a specific reader took is not also a one-line failure
         if lp.TRACEBACK in message:
             hit = lp.HIT_EXCEPTION_RX.search(message)
@@ -322,7 +312,7 @@ class LogAnalyzer:
 
     # --- milestones ---------------------------------------------------------------------------
 
-    def _milestone(self, milestone: lp.Milestone, at: _At, message: str) -> None:
+    def _milestone(self, milestone: lp.Milestone, at: At, message: str) -> None:
         if milestone.phase == "ready":
             self._ready = True
         else:
@@ -341,7 +331,7 @@ class LogAnalyzer:
 
     # --- tracebacks ---------------------------------------------------------------------------
 
-    def _open(self, at: _At, process: str | None, wrapper: str) -> None:
+    def _open(self, at: At, process: str | None, wrapper: str) -> None:
         old = self._blocks.pop(at.rank, None)
         if old is not None:
             self._close(old)
@@ -379,7 +369,7 @@ class LogAnalyzer:
             and result.category == "other"
             and not (result.generic or result.interrupt)
         ):
-            result = _as_tokenizer(result, block.process)
+            result = as_tokenizer(result, block.process)
         if result.interrupt:
             self._book.add(result, "info", where)
         elif result.generic:
@@ -458,123 +448,8 @@ class LogAnalyzer:
             self._crashed_during = phase
             if phase == "warmup":
                 self._book.add(
-                    _warmup_result(), "error", Where(None, None, None, self._last_time, phase)
+                    warmup_result(), "error", Where(None, None, None, self._last_time, phase)
                 )
-
-    # --- single lines -------------------------------------------------------------------------
-
-    def _signals(self, text: str, at: _At) -> bool:
-        """A crash signal on this line (kept as evidence); True if there was one."""
-        for signal in lp.CRASH_SIGNALS:
-            m = signal.rx.search(text)
-            if m is None:
-                continue
-            phase = self._phase_now()
-            if signal.kind == "fatal_python_error" and self._aborted_because(m, at, phase):
-                return True
-            warmup = lp.WARMUP_FAILED_RX.search(text)
-            if warmup is not None:
-                self._warmup_failure = warmup["what"].strip()[:400] or None
-                phase = "warmup"
-            if signal.kind == "sigquit":
-                self._crashed_child_before(phase)
-            details = {k: v for k, v in m.groupdict().items() if v is not None}
-            hint = text.find("If exit code is -9")
-            if hint >= 0:
-                details["sglang_hint"] = text[hint:].strip()
-            where = Where(at.rank, at.line, at.offset, at.time, phase)
-            self._book.evidence(Evidence(signal.kind, text.strip()[:400], where, details))
-            self._crash(phase)
-            return True
-        return False
-
-    def _crashed_child_before(self, phase: str) -> None:
-        """The watchdog line that made SGLang send itself SIGQUIT (0.5.23), if it is just above."""
-        crashed = lp.SUBPROCESS_CRASHED
-        for previous in reversed(self._ring):
-            m = crashed.rx.search(previous)
-            if m is None:
-                continue
-            prefix = lp.PREFIX_RX.match(previous)
-            text = previous[prefix.end() if prefix else 0 :].strip()[:400]
-            where = Where(None, None, None, self._last_time, phase)
-            self._book.evidence(Evidence(crashed.kind, text, where, m.groupdict()))
-            return
-
-    def _aborted_because(self, m: re.Match[str], at: _At, phase: str) -> bool:
-        """A C++ abort: what the lines just before `Fatal Python error` said, if anything."""
-        for previous in reversed(self._ring):
-            if not previous or lp.PREFIX_RX.match(previous):
-                continue  # the C++ runtime prints without SGLang's prefix
-            what = lp.CPP_WHAT_RX.search(previous)
-            found = rule_match(previous)
-            if found is None and what is None:
-                continue
-            text = what["what"] if what else previous
-            if found is not None:
-                result = describe(found[0], found[1], text.strip(), phase, None)
-            else:
-                key = ("other", normalize(text))
-                result = Result("other", key, f"a process aborted: {text[:160]}", text[:400])
-            result.details = {**result.details, "aborted": m["what"].strip()}
-            self._book.add(result, "error", Where(at.rank, at.line, at.offset, at.time, phase))
-            self._crash(phase)
-            return True
-        return False
-
-    def _single_line(self, text: str, at: _At) -> None:
-        """A failure on one line: an exception printed without its traceback (a fragment, or
-        `RuntimeError: ...` from a logger), uvicorn's `ERROR:    [Errno 98] ...`, or a known
-        failure's words inside another message (`Failed to initialize lk_moe: CUDA out of
-        memory`). An exception line is a failure; words inside another message are a warning
-        until the launch dies without a better reason (`FindingBook.tentative`)."""
-        stripped = text.strip()
-        doomed = bool(lp.DOOMED_LINE_RX.search(stripped))
-        shaped = (
-            bool(lp.BARE_EXCEPTION_RX.match(stripped))
-            or bool(lp.FATAL_LINE_RX.search(stripped))
-            or doomed
-        )
-        found = rule_match(stripped)
-        if found is None and not shaped:
-            return
-        # An error-level line of another logger reports a failure but is not itself the end.
-        logged = not shaped and self._line_level in lp.ERROR_LEVELS
-        shaped = shaped or logged or stripped.startswith("ERROR:")
-        phase = self._phase_now(at.rank)
-        if phase == "launching" and not self._seen_phase():
-            phase = next((ph for words, ph in lp.PHASE_WORDS if words in stripped), phase)
-            self._hints.append(phase)
-        if found is not None:
-            result = describe(found[0], found[1], stripped, phase, None)
-        else:
-            key = ("other", normalize(stripped))
-            result = Result("other", key, stripped[:160], stripped[:400])
-        where = Where(at.rank, at.line, at.offset, at.time, phase)
-        if not shaped:
-            self._book.add(result, "warning", where, tentative=True)
-            return
-        if self._ready:
-            self._book.add(result, "warning", where)
-            return
-        self._book.add(result, "error", where)
-        if not (doomed or logged):
-            self._crash(phase)
-
-    def _allowed_context(self, m: re.Match[str], at: _At) -> None:
-        """SGLang warned and went on: SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN was set."""
-        found = lp.CONTEXT_RULE.rx.search(m.string)
-        if found is None:
-            return
-        result = describe("context_length", found, m.string, self.phase, None)
-        who = "the draft runs" if m["reason"] == "Target model's" else "the model runs"
-        result.message = (
-            f"context length {m['asked']} is longer than the derived {m['derived']}; "
-            f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set, so {who} past its trained positions"
-        )
-        result.fix = None
-        result.key = (*result.key, "allowed")
-        self._book.add(result, "warning", Where(at.rank, at.line, at.offset, at.time, self.phase))
 
     # --- findings -----------------------------------------------------------------------------
 
@@ -589,61 +464,21 @@ class LogAnalyzer:
                 pending.append((result, _severity(block, result), _where(block)))
         crashed = self.crashed_during
         if crashed == "warmup" and self._warmup_failure:
-            pending.append((_warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
+            pending.append((warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
         desync = self._desync() if crashed is not None else None
         if desync is not None and crashed is not None:
             pending.append((desync, "warning", _nowhere(crashed)))
         return self._book.snapshot(pending, crashed)
 
     def _desync(self) -> Result | None:
-        """Some ranks got further than others before the end: look at the ones behind."""
-        known = {r: p for r, p in self._rank_phase.items() if r}
-        if not known:
-            return None
-        furthest = max(known.values(), key=lp.PHASE_ORDER.__getitem__)
-        ranks = {r: known.get(r, "") for r in self._ranks_seen | set(known) if r}
-        behind = sort_ranks({r for r, p in ranks.items() if p != furthest})
-        ahead = sort_ranks({r for r, p in ranks.items() if p == furthest})
-        if not behind or furthest == "launching":
-            return None
-        message = (
-            f"{rank_summary(behind)} did not reach {furthest} while {rank_summary(ahead)} did: "
-            "the failure is on the ranks behind"
-        )
-        result = Result("rank_desync", ("rank_desync", *behind), message, "")
-        result.fix = AdviceFix(
-            f"read the log lines (or the node) of {rank_summary(behind)}: their own error comes "
-            "first; a rank that waits for them is not the cause"
-        )
-        result.details = {"behind": behind, "ahead": ahead, "furthest": furthest}
-        return result
+        return desync(self._rank_phase, self._ranks_seen)
 
     def stalled(
         self, silent_s: float, after_s: dict[str, float] | None = None, gpus_watched: bool = False
     ) -> Finding | None:
         """`log.stalled` if nothing new came for longer than the phase allows (`gpus_watched`:
         the silence also counts GPU memory, which did not move either)."""
-        limits = {**lp.STALL_AFTER_S, **(after_s or {})}
-        phase = self.phase
-        limit = limits.get(phase)
-        if limit is None or silent_s < limit:
-            return None
-        minutes = silent_s / 60
-        return Finding(
-            id="log.stalled",
-            severity="warning",
-            message=(
-                f"no new log line{' and no GPU-memory change' if gpus_watched else ''} "
-                f"for {minutes:.0f} min in {phase} "
-                f"(more than the {limit / 60:.0f} min a {phase} step is given)"
-            ),
-            fix=AdviceFix(_STALL_FIX.get(phase, "look at the ranks' processes (py-spy dump)")),
-            evidence=LogEvidence(
-                time=self._last_time,
-                phase=phase,
-                captured=(("silent_s", round(silent_s)), ("limit_s", round(limit))),
-            ),
-        )
+        return stalled(self.phase, self._last_time, silent_s, after_s, gpus_watched)
 
     def to_json(self) -> dict[str, Any]:
         """`{"phase", "progress", "findings"}` as the CLI prints it (plus `crashed_during`)."""
@@ -653,42 +488,6 @@ class LogAnalyzer:
             "progress": self._progress.to_json() if self._progress else None,
             "findings": [finding_json(f) for f in self.findings()],
         }
-
-
-_STALL_FIX = {
-    "loading": "check the disk or network the weights come from (iostat, the HF cache); a rank "
-    "that waits in a collective is stuck behind another rank",
-    "cuda_graph": "py-spy dump the schedulers; lower --cuda-graph-max-bs, or --disable-cuda-graph "
-    "to confirm",
-    "launching": "a rank waits for the others (NCCL init): check every node started and "
-    "--dist-init-addr is reachable",
-}
-
-
-def _warmup_result(said: str | None = None) -> Result:
-    message = (
-        "the launch failed in SGLang's warmup request, after the weights, the KV cache and the "
-        "CUDA graphs were ready and the HTTP server was up"
-    )
-    if said:
-        message += f": {said.splitlines()[0][:160]}"
-    result = Result("warmup", ("warmup",), message, said or "")
-    result.fix = AdviceFix(
-        "the model loaded fine: the first request failed; read the error above it, and check "
-        "--host/--port, a proxy (no_proxy=127.0.0.1), and the generation settings"
-    )
-    return result
-
-
-def _as_tokenizer(result: Result, process: str) -> Result:
-    result.category = "tokenizer"
-    result.key = ("tokenizer", *result.key[1:])
-    result.message = f"{process} crashed: {result.message}"
-    result.fix = AdviceFix(
-        "check --tokenizer-path and the model folder's tokenizer files; --trust-remote-code "
-        "for custom tokenizers; --skip-tokenizer-init to confirm"
-    )
-    return result
 
 
 def _nowhere(phase: str) -> Where:
