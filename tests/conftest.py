@@ -18,6 +18,16 @@ def sglang_0510() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sglang_0514() -> Path:
+    return release("0.5.14")
+
+
+@pytest.fixture(scope="session")
+def sglang_0522() -> Path:
+    return release("0.5.22")
+
+
+@pytest.fixture(scope="session")
 def sglang_0523() -> Path:
     return release("0.5.23")
 

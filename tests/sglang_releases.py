@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-RELEASES = ("0.5.9", "0.5.10", "0.5.23")
+RELEASES = ("0.5.9", "0.5.10", "0.5.14", "0.5.22", "0.5.23")
 
 
 def cache_root() -> Path:
