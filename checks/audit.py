@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from eaglebug.checks import steps
 from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.classaudit import ClassAudit, ClassReport
 from eaglebug.checks.classindex import ClassRef
@@ -108,5 +109,7 @@ def _reports(
     for name, role in ((class_name, "target"), (draft_class, "draft")):
         if name:
             ref = find_class(index, name)
-            reports.append(ClassAudit(index, ref, algorithm, role, algo, scopes).run(uses))
+            report = ClassAudit(index, ref, algorithm, role, algo, scopes).run(uses)
+            report.findings = steps.assign(index, algorithm, report.findings)
+            reports.append(report)
     return reports

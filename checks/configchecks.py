@@ -61,7 +61,7 @@ class ContextRules:
     keys: tuple[str, ...]
     env_var: str
     message: str | None  # SGLang's own refusal text, placeholders filled in later
-    source: str | None  # where it was read from
+    source: str | None  # where it was read from: file:line of SGLang's refusal
 
 
 def context_rules(index: TreeIndex) -> ContextRules:
@@ -106,6 +106,7 @@ def _context_rules(index: TreeIndex) -> ContextRules:
             if wording:
                 more = re.findall(r'f?"([^"]*)"', wording.group(2))
                 message = wording.group(1) + "".join(more)
+                source = f"{rel}:{text.count(chr(10), 0, wording.start()) + 1}"
     return ContextRules(keys, env_var, message, source)
 
 

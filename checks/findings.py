@@ -48,6 +48,32 @@ class FindingKey:
 
 
 @dataclass(frozen=True)
+class Step:
+    """Where in SGLang's start-up the finding would stop it (see `steps.py`)."""
+
+    name: str  # arguments | distributed_init | target_load | draft_load | kv_pools | lm_head | ...
+    label: str  # "KV pools"
+    role: str  # the role the step runs in: target | draft
+    order: int  # its place in the start-up: smaller runs first
+    within: bool  # inside the step (True) or just before it
+    site: str  # file:line where the step begins
+    after: tuple[str, ...] = ()  # the weight loads finished by then: target, draft
+    loaded_bytes_per_gpu: int | None = None  # what those loads put on each GPU
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "role": self.role,
+            "order": self.order,
+            "within": self.within,
+            "site": self.site,
+            "after_loads": list(self.after),
+            "loaded_bytes_per_gpu": self.loaded_bytes_per_gpu,
+        }
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem, its evidence and its fix; serialises to the JSON contract."""
 
@@ -61,6 +87,7 @@ class Finding:
     delegate: str | None = None
     fix: Fix | None = None
     evidence: Evidence | None = field(default=None, hash=False)
+    step: Step | None = field(default=None, hash=False, compare=False)
 
     @property
     def key(self) -> FindingKey:
@@ -95,6 +122,7 @@ class Finding:
             "fix": self.fix.text() if self.fix is not None else None,
             "fix_detail": self.fix.to_json() if self.fix is not None else None,
             "details": details,
+            "step": self.step.to_json() if self.step is not None else None,
         }
 
 
@@ -103,7 +131,16 @@ def has_errors(findings: list[Finding]) -> bool:
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """In start-up order where the steps are known (what SGLang would hit first comes first),
+    then by severity; findings without a step after those with one."""
     return sorted(
         findings,
-        key=lambda f: (SEVERITY_ORDER[f.severity], f.class_ or "", f.role or "", f.attribute or ""),
+        key=lambda f: (
+            f.step is None,
+            f.step.order if f.step is not None else 0,
+            SEVERITY_ORDER[f.severity],
+            f.class_ or "",
+            f.role or "",
+            f.attribute or "",
+        ),
     )

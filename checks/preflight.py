@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import configchecks
+from eaglebug.checks import configchecks, steps
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.errors import InputError
@@ -224,9 +224,21 @@ def preflight(
                 findings.extend(configchecks.check_aux_layers(target.config, draft_config))
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
+    findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
     index.save()
     result.findings = sort_findings(findings)
     return result
+
+
+def _loaded_per_gpu(
+    target: ModelSource, draft: ModelSource | None, tp: int
+) -> dict[str, int | None]:
+    """What each weight load puts on one GPU: what a crash after it has cost."""
+    sizes: dict[str, int | None] = {}
+    for role, source in (("target", target), ("draft", draft)):
+        total = configchecks.weights_bytes(source.path)[0] if source is not None else None
+        sizes[role] = total // tp if total is not None else None
+    return sizes
 
 
 def _memory(

@@ -18,6 +18,7 @@ from eaglebug.checks.evidence import (
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, PatchFix
 from eaglebug.checks.logfindings import rank_summary
+from eaglebug.checks.steps import step_text
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def evidence_lines(f: Finding) -> list[Line]:
     place = where(f)
     if place:
         lines.append(Line(place, "dim"))
+    if f.step is not None:
+        lines.append(Line(step_text(f.step), "dim", label="start-up: ", label_style="magenta"))
     interface = f.interface
     for site in f.call_sites:
         lines.append(Line(site.code, label=f"{site.file}:{site.line}  ", label_style="cyan"))

@@ -11,8 +11,9 @@ if TYPE_CHECKING:
     from eaglebug.fixing import Applied
 
 from eaglebug.checks.audit import AuditResult, ClassReport
-from eaglebug.checks.findings import SEVERITY_ORDER, Finding
+from eaglebug.checks.findings import SEVERITY_ORDER, Finding, sort_findings
 from eaglebug.checks.preflight import PreflightResult
+from eaglebug.checks.steps import step_text
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -106,6 +107,24 @@ def _summary(console: Console, findings: list[Finding]) -> None:
     console.print(f"[bold]{summary}[/]" if counts["error"] else summary)
 
 
+def _startup_order(console: Console, findings: list[Finding]) -> None:
+    """The errors and warnings as SGLang would meet them, each with what it costs by then."""
+    ordered = [f for f in sort_findings(findings) if f.step is not None and f.severity != "info"]
+    if not ordered:
+        return
+    console.print()
+    console.print(
+        "[bold]in start-up order[/] [dim](what the launch would hit first comes first)[/]"
+    )
+    for n, f in enumerate(ordered, 1):
+        style = _STYLE[f.severity]
+        name = f.attribute if f.attribute and f.class_ else f.id
+        console.print(
+            f"  {n:>2}. [{style}]{f.severity:<7}[/] [bold]{escape(name or '')}[/]  "
+            f"[dim]{escape(step_text(f.step))}[/]"  # type: ignore[arg-type]
+        )
+
+
 def print_preflight(result: PreflightResult, console: Console | None = None) -> None:
     console = console or _console()
     version = result.version or "unknown version"
@@ -120,6 +139,7 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
     if result.launch.env_additions:
         env = " ".join(f"{k}={v}" for k, v in result.launch.env_additions.items())
         console.print(f"[dim]env: {escape(env)}[/]")
+    _startup_order(console, result.findings)
     shown: set[int] = set()
     for report in result.reports:
         console.print()
