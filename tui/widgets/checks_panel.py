@@ -1,4 +1,7 @@
-"""Checks: every finding from preflight and the log, by severity, with what is pending."""
+"""Checks: every finding from preflight and the log, by severity, with what is pending.
+
+Within a severity the findings come in start-up order (what the launch would hit first, first),
+each with the step it would stop at: the evidence screen says what a crash there costs."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from eaglebug.checks.findings import SEVERITY_ORDER, Finding, FindingKey
+from eaglebug.checks.findings import SEVERITY_ORDER, Finding, FindingKey, Step
 from eaglebug.tui.messages import FindingOpened
 
 _ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "dim")}
@@ -22,6 +25,13 @@ def label(finding: Finding) -> str:
         where = f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
         return f"{finding.id}{where}"
     return finding.id
+
+
+def step_tag(step: Step) -> str:
+    """The step, short: `lm head (draft)`, `before CUDA graphs`."""
+    name = step.label.replace("token map / lm head", "lm head")
+    role = " (draft)" if step.role == "draft" else ""
+    return f"{name}{role}" if step.within else f"before {name}{role}"
 
 
 class ChecksPanel(Vertical):
@@ -51,6 +61,8 @@ class ChecksPanel(Vertical):
             key=lambda f: (
                 SEVERITY_ORDER[f.severity],
                 0 if f.id.startswith("log.") else 1,
+                f.step is None,
+                f.step.order if f.step is not None else 0,
                 f.id,
                 f.attribute or "",
             ),
@@ -63,6 +75,8 @@ class ChecksPanel(Vertical):
         for finding in order:
             icon, style = _ICON[finding.severity]
             text = Text(f"{icon} ", style=style) + Text(label(finding))
+            if finding.step is not None and finding.severity != "info":
+                text += Text(f" · {step_tag(finding.step)}", style="dim")
             status = statuses.get(finding.key)
             if status:
                 text += Text(
