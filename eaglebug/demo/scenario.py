@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -45,6 +46,7 @@ TARGET_SHARDS = 64
 TARGET_TOTAL_BYTES = 594_000_000_000  # Kimi-K2.5's checkpoint, about 594 GB
 GIT_NAME = "eaglebug demo"
 GIT_EMAIL = "demo@eaglebug.invalid"
+DEFAULT_PORT = 30000  # ServerArgs.port's default, for manifests written before the port was kept
 IMPORT_MESSAGE = "sglang-mini: the demo's SGLang-shaped tree (0.5.9 shapes)"
 
 
@@ -81,6 +83,14 @@ def example_tree() -> Path:
     )
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now: the stand-in serves HTTP there, so two demos
+    (or a demo beside a real server on 30000) do not collide."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def default_root() -> Path:
     """A new folder under `~/.cache/eaglebug/demo/` (or `$XDG_CACHE_HOME`) for one demo."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -97,6 +107,7 @@ class DemoScenario:
     fast: bool = False  # about 1.2 s to ready (tests)
     gpu_bytes: int = 141 * GIB  # each simulated GPU's memory (an H200)
     created_s: float = field(default_factory=time.time)
+    port: int = DEFAULT_PORT  # the stand-in's HTTP port on the loopback (a free one, picked once)
 
     # -- where things are -----------------------------------------------------------------
     @property
@@ -138,6 +149,8 @@ class DemoScenario:
             str(self.draft_path),
             "--tp",
             str(self.tp),
+            "--port",
+            str(self.port),
             "--trust-remote-code",
         ]
 
@@ -205,7 +218,9 @@ class DemoScenario:
                 "open it as it is (DemoScenario.open), or pick another folder",
             )
         source = example_tree()
-        scenario = cls(root, tp=tp, seconds=seconds, fast=fast, gpu_bytes=gpu_bytes)
+        scenario = cls(
+            root, tp=tp, seconds=seconds, fast=fast, gpu_bytes=gpu_bytes, port=free_port()
+        )
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".preparing-", dir=root))
         try:
@@ -235,6 +250,7 @@ class DemoScenario:
                 fast=bool(data.get("fast", False)),
                 gpu_bytes=int(data["gpu_bytes"]),
                 created_s=float(data.get("created_s", 0.0)),
+                port=int(data.get("port", DEFAULT_PORT)),
             )
         except FileNotFoundError:
             raise InputError(

@@ -43,6 +43,7 @@ usage error, or `error: ...` / `hint: ...` on stderr); killed by the signal when
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -58,6 +59,7 @@ from eaglebug.demo.knobs import Settings, UsageError
 from eaglebug.demo.memfile import MemoryBoard
 from eaglebug.demo.scheduler import LaunchContext, Scheduler
 from eaglebug.demo.sglang_log import SglangLog
+from eaglebug.demo.standin_http import Serving, expected_accept_length, start_http
 from eaglebug.demo.tree import Tree, import_tree
 
 EXIT_USAGE = 2
@@ -95,6 +97,19 @@ class Launcher:
                 self._draft_footprints[model_path] = read_footprint(Path(model_path), self.tp)
             return self._draft_footprints[model_path]
 
+    def _accept_length(self) -> float:
+        """How the draft will do, from how the launch runs it (see `standin_http`)."""
+        args = self.server_args
+        draft = _config(getattr(args, "speculative_draft_model_path", None))
+        target = _config(args.model_path)
+        text = target.get("text_config") if isinstance(target.get("text_config"), dict) else target
+        layers = text.get("num_hidden_layers") if isinstance(text, dict) else None
+        return expected_accept_length(
+            getattr(args, "speculative_algorithm", None),
+            draft,
+            layers if isinstance(layers, int) else None,
+        )
+
     def _rank_main(self, rank: int) -> None:
         ok = Scheduler(self.context, rank).run()
         with self._lock:
@@ -125,21 +140,33 @@ class Launcher:
         return 0
 
     def _serve(self, launcher_log: logging.Logger) -> None:
-        host, port = self.server_args.host, self.server_args.port
+        host, port = self.server_args.host, int(self.server_args.port)
+        serving = Serving(self.server_args, self._accept_length())
+        launcher_log.info(f"INFO:     Started server process [{os.getpid()}]")
+        try:
+            start_http(serving, host, port)
+        except OSError as exc:  # as uvicorn says it, and then the launch is over
+            launcher_log.error(
+                f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+                f"({host!r}, {port}): {exc.strerror}"
+            )
+            self.board.finish("exited", "exited")
+            self.log.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+            return
         for line in (
-            f"Started server process [{os.getpid()}]",
             "Waiting for application startup.",
             "Application startup complete.",
             f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)",
         ):
             launcher_log.info(f"INFO:     {line}")
         time.sleep(self.settings.seconds("serve") / 2)
-        launcher_log.info('INFO:     127.0.0.1:40512 - "GET /model_info HTTP/1.1" 200 OK')
         SglangLog.set_rank(" TP0" if self.tp > 1 else "")
         logging.getLogger("sglang.srt.managers.scheduler").info(
             "Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
             "#running-req: 0, #queue-req: 0, "
         )
+        serving.generate({"sampling_params": {"max_new_tokens": 32}})  # the warmup request
         SglangLog.set_rank("")
         time.sleep(self.settings.seconds("serve") / 2)
         launcher_log.info('INFO:     127.0.0.1:40518 - "POST /generate HTTP/1.1" 200 OK')
@@ -147,6 +174,16 @@ class Launcher:
         launcher_log.info("The server is fired up and ready to roll!")
         while True:
             signal.pause()  # serve until SIGTERM / SIGINT
+
+
+def _config(folder: str | None) -> dict[str, Any]:
+    if not folder:
+        return {}
+    try:
+        data = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _install_stop(board: MemoryBoard | None, log: SglangLog) -> None:

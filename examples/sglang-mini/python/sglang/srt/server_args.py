@@ -20,6 +20,7 @@ class ServerArgs:
     context_length: int | None = None
     host: str = "127.0.0.1"
     port: int = 30000
+    enable_metrics: bool = False
     mem_fraction_static: float | None = None
     tp_size: int = 1
     log_level: str = "info"
@@ -74,6 +75,11 @@ class ServerArgs:
             type=int,
             default=ServerArgs.port,
             help="The port of the HTTP server.",
+        )
+        parser.add_argument(
+            "--enable-metrics",
+            action="store_true",
+            help="Enable log prometheus metrics.",
         )
         # Memory and scheduling
         parser.add_argument(
