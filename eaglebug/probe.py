@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks.acceptance import DEFAULT_RULES, Report, from_cumulative
+from eaglebug.checks.acceptance import DEFAULT_RULES, AcceptanceRules, Report, from_cumulative
 from eaglebug.checks.errors import InputError
 
 PROMPTS = (
@@ -150,12 +150,14 @@ def _server_info(client: Client) -> dict[str, Any] | None:
     return None
 
 
-def _cumulative(info: dict[str, Any] | None) -> tuple[float, int] | None:
+def cumulative_of(
+    info: dict[str, Any] | None, rules: AcceptanceRules = DEFAULT_RULES
+) -> tuple[float, int] | None:
     """(average accept length since start, verify steps since start) of DP rank 0."""
     states = info.get("internal_states") if info else None
     if not isinstance(states, list) or not states or not isinstance(states[0], dict):
         return None
-    average = states[0].get(DEFAULT_RULES.server_info_key)
+    average = states[0].get(rules.server_info_key)
     steps = states[0].get("spec_total_num_forward_ct", states[0].get("spec_verify_ct"))
     if not isinstance(average, (int, float)):
         return None
@@ -200,7 +202,7 @@ def probe(
             )
         )
     after = _server_info(client)
-    first, last = _cumulative(before), _cumulative(after)
+    first, last = cumulative_of(before), cumulative_of(after)
     info = from_cumulative(first, last) if last is not None else None
     return ProbeResult(client.url, tuple(samples), settings, info)
 

@@ -9,82 +9,15 @@ between requests, are one clear line each.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from eaglebug.probe import probe, url_of_launch
 from eaglebug.state import LaunchRecord, State, save_state
 from tests.clirun import cli, refused
-
-
-class FakeSglang:
-    """Answers `max_new_tokens` tokens per request in steps of `accept` tokens."""
-
-    def __init__(self, accept: float, stop_after: int | None = None) -> None:
-        self.accept = accept
-        self.stop_after = stop_after
-        self.requests: list[dict[str, Any]] = []
-        self.verify_steps = 0
-        self.tokens = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path not in {"/server_info", "/get_server_info"}:
-                    self.send_error(404)
-                    return
-                average = fake.tokens / fake.verify_steps if fake.verify_steps else 0.0
-                self._send(
-                    {
-                        "speculative_algorithm": "EAGLE3",
-                        "speculative_num_steps": 3,
-                        "speculative_eagle_topk": 1,
-                        "speculative_num_draft_tokens": 4,
-                        "tp_size": 8,
-                        "internal_states": [{"avg_spec_accept_length": average}],
-                    }
-                )
-
-            def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(payload)
-                if fake.stop_after is not None and len(fake.requests) > fake.stop_after:
-                    self.connection.close()  # the server died mid-probe
-                    return
-                tokens = int(payload["sampling_params"]["max_new_tokens"])
-                steps = max(1, round(tokens / fake.accept))
-                fake.tokens += tokens
-                fake.verify_steps += steps
-                meta = {
-                    "completion_tokens": tokens,
-                    "spec_verify_ct": steps,
-                    "spec_accept_length": tokens / steps,
-                }
-                self._send({"text": "x" * tokens, "meta_info": meta})
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+from tests.fake_sglang import FakeSglang
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """The eaglebug app: three feeds, one screen.
 
 The feeds live outside Textual (`eaglebug/`): the GPU `Sampler`, the `LaunchWatch` of the
-current launch's log, and the `Controller` that runs every check and every mutating action one
-at a time. Each calls back on its own thread; the app wraps what it hands over in a Message
+current launch's log, the `AcceptanceWatch` that polls a ready server's acceptance, and the
+`Controller` that runs every check and every mutating action one at a time. Each calls back on its own thread; the app wraps what it hands over in a Message
 (`tui.messages`) for the main screen, which renders it. Problems from any of them are
 notifications (`tui.runner`); nothing a feed does can end the app.
 """
@@ -18,13 +18,20 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
+from eaglebug.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
 from eaglebug.controller import Controller, Event
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
 from eaglebug.problems import Problem
 from eaglebug.session import Session
-from eaglebug.tui.messages import ControllerReported, GpuSampled, ProblemReported, WatchUpdated
+from eaglebug.tui.messages import (
+    AcceptanceSampled,
+    ControllerReported,
+    GpuSampled,
+    ProblemReported,
+    WatchUpdated,
+)
 from eaglebug.tui.runner import show_problem
 from eaglebug.tui.screens.main import MainScreen
 from eaglebug.watch import LaunchWatch, WatchSnapshot
@@ -47,6 +54,7 @@ class EaglebugApp(App[None]):
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         stall_limits: dict[str, float] | None = None,
+        accept_interval_s: float = INTERVAL_S,
     ) -> None:
         super().__init__()
         self.session = session
@@ -65,6 +73,7 @@ class EaglebugApp(App[None]):
             clock=monotonic,
             wall_clock=clock,
         )
+        self.accept_watch = AcceptanceWatch(self._accepted, interval_s=accept_interval_s)
         self.controller = Controller(session, self._controlled, launch_when_clear=launch_when_clear)
         self.main = MainScreen(clock, run_checks=run_checks, open_guide=open_guide)
         self._stopping = threading.Event()
@@ -88,11 +97,13 @@ class EaglebugApp(App[None]):
         self.controller.start()
         self.sampler.start()
         self.launch_watch.start()
+        self.accept_watch.start()
 
     def on_unmount(self) -> None:
         self._stopping.set()
         self.controller.close()
         self.launch_watch.stop()
+        self.accept_watch.close()
         self.sampler.stop()
         self.gpu_source.close()
 
@@ -104,6 +115,10 @@ class EaglebugApp(App[None]):
     def _watched(self, snapshot: WatchSnapshot) -> None:
         if not self._stopping.is_set():
             self.main.post_message(WatchUpdated(snapshot))
+
+    def _accepted(self, snapshot: AcceptanceSnapshot) -> None:
+        if not self._stopping.is_set():
+            self.main.post_message(AcceptanceSampled(snapshot))
 
     def _controlled(self, event: Event) -> None:
         if not self._stopping.is_set():

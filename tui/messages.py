@@ -1,6 +1,6 @@
 """Every custom Message of the app, in one place (STYLE.md practice 4).
 
-The feeds (`Sampler`, `LaunchWatch`, `Controller`) call back on their own threads; the app
+The feeds (`Sampler`, `LaunchWatch`, `AcceptanceWatch`, `Controller`) call back on their own threads; the app
 wraps what they hand over in one of these and posts it, so widgets only ever see frozen
 snapshots, on the UI thread.
 """
@@ -12,6 +12,7 @@ from typing import Literal
 
 from textual.message import Message
 
+from eaglebug.acceptwatch import AcceptanceSnapshot
 from eaglebug.checks.findings import Finding
 from eaglebug.controller import Event
 from eaglebug.gpu.snapshot import BoxSnapshot
@@ -27,6 +28,24 @@ class GpuSampled(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, GpuSampled)
+
+
+@dataclass(eq=False)
+class AcceptanceSampled(Message):
+    """The acceptance watch polled the server (or the probe reported); the newest wins."""
+
+    snapshot: AcceptanceSnapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, AcceptanceSampled)
+
+
+@dataclass(eq=False)
+class ProbeFinished(Message):
+    """The probe the user ran came back: its text, and its report if it measured one."""
+
+    text: str
+    severity: Literal["information", "warning", "error"]
 
 
 @dataclass(eq=False)

@@ -13,19 +13,28 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from eaglebug.checks.acceptance import Report, low_acceptance
+from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.controller import ActionDone, ChecksFinished, ChecksRequested, Controller, Note
 from eaglebug.problems import Problem
 from eaglebug.session import CheckResult, Session
 from eaglebug.tui import dialogs
-from eaglebug.tui.messages import ControllerReported, FindingOpened, GpuSampled, WatchUpdated
+from eaglebug.tui.messages import (
+    AcceptanceSampled,
+    ControllerReported,
+    FindingOpened,
+    GpuSampled,
+    ProbeFinished,
+    WatchUpdated,
+)
 from eaglebug.tui.runner import reported, show_problem
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
@@ -67,6 +76,13 @@ class MainScreen(Screen[None]):
             id="relaunch",
         ),
         Binding("a", "recheck", "Re-check", tooltip="Run the checks again", id="recheck"),
+        Binding(
+            "s",
+            "probe",
+            "Probe",
+            tooltip="Send a few short prompts to the ready server: acceptance length and tokens/s",
+            id="probe",
+        ),
         Binding(
             "e",
             "first_error",
@@ -130,6 +146,7 @@ class MainScreen(Screen[None]):
         self.check_result: CheckResult | None = None  # the newest published result
         self.check_generation = 0  # ... and its generation
         self.log_findings: tuple[Finding, ...] = ()
+        self.runtime_findings: tuple[Finding, ...] = ()  # the acceptance watchdog's
         self.milestones: tuple[str, ...] = ()
         self.guide_step = 0
 
@@ -200,7 +217,11 @@ class MainScreen(Screen[None]):
     @reported("checks")
     def refresh_checks(self) -> None:
         result = self.check_result
-        findings = list(result.findings if result else []) + list(self.log_findings)
+        findings = [
+            *(result.findings if result else []),
+            *self.log_findings,
+            *self.runtime_findings,
+        ]
         if self.checking:
             state = CHECKING
         elif result is not None:
@@ -315,6 +336,12 @@ class MainScreen(Screen[None]):
             ),
             SystemCommand("guide: open", "Guided mode", self.action_guide),
         ]
+        if self.query_one(PhaseHeader).phase == "ready":
+            out.append(
+                SystemCommand(
+                    "server: probe", "Acceptance length and tokens/s now", self.action_probe
+                )
+            )
         session = self.session
         if session.config.readonly:
             return out
@@ -370,6 +397,7 @@ class MainScreen(Screen[None]):
         header.phase = snap.phase
         header.progress = snap.progress
         self.milestones = snap.milestones
+        self.eaglebug.accept_watch.watch(self._server_url() if snap.phase == "ready" else None)
         restarted = any(part.restart is not None for part in snap.parts)
         # Most snapshots are just more lines: rebuild the checks (and reread the state file)
         # only when the launch or its findings changed, so a busy log costs no relayout.
@@ -392,6 +420,69 @@ class MainScreen(Screen[None]):
                 self._checks_done(generation, result)
             case ActionDone():
                 self.refresh_checks()  # what is pending or fixed may have changed
+
+    @on(AcceptanceSampled)
+    def _show_acceptance(self, message: AcceptanceSampled) -> None:
+        if self.eaglebug.winding_down:
+            return
+        snap = message.snapshot
+        self.query_one(PhaseHeader).acceptance = snap
+        result = self.check_result
+        words = self.session.launch_words
+        finding = low_acceptance(
+            snap.reports,
+            result.findings if result is not None else None,
+            [w for w in words if w.startswith("--")] if words else None,
+        )
+        found = (finding,) if finding is not None else ()
+        if found != self.runtime_findings:
+            self.runtime_findings = found
+            self.refresh_checks()
+
+    def _server_url(self) -> str | None:
+        """The loopback URL of the recorded launch's own port; None when nothing was
+        launched from here (a log watched read-only) or its port cannot be read."""
+        from eaglebug.probe import url_of_launch
+
+        latest = self.session.server.state().latest
+        if latest is None:
+            return None
+        try:
+            return url_of_launch(latest.argv)
+        except InputError:
+            return None
+
+    @reported("probe")
+    def action_probe(self) -> None:
+        url = self._server_url()
+        if url is None or self.query_one(PhaseHeader).phase != "ready":
+            self.notify("the probe needs a ready server launched from here", title="probe")
+            return
+        self.notify(f"probing {url}…", title="probe")
+        self._run_probe(url)
+
+    @work(thread=True, exclusive=True, group="probe")
+    def _run_probe(self, url: str) -> None:
+        """On a worker thread: a few short prompts, bounded in requests and time."""
+        from eaglebug.probe import PROMPTS, probe
+
+        try:
+            result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
+        except InputError as exc:
+            self.post_message(ProbeFinished(str(exc), "error"))
+            return
+        length = result.accept_length
+        if length is None:
+            self.post_message(ProbeFinished(f"{url}: no acceptance reported", "warning"))
+            return
+        self.eaglebug.accept_watch.add(Report(length, None, "probe"))
+        text = f"accept length {length:.2f}, {result.tokens_per_s:.1f} tokens/s"
+        self.post_message(ProbeFinished(text, "information"))
+
+    @on(ProbeFinished)
+    def _show_probe(self, message: ProbeFinished) -> None:
+        if not self.eaglebug.winding_down:
+            self.notify(message.text, title="probe", severity=message.severity)
 
     @on(FindingOpened)
     @reported("evidence")

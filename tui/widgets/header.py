@@ -1,4 +1,5 @@
-"""The header line: launch phase with progress and ETA, launch number, elapsed, last good time."""
+"""The header line: launch phase with progress and ETA, launch number, elapsed, last good time,
+and once ready the draft's acceptance (length, rate, a sparkline of the polls)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from eaglebug.acceptwatch import AcceptanceSnapshot
+from eaglebug.checks.acceptance import THRESHOLD
+
 _PHASE_STYLE = {
     "launching": "bold cyan",
     "loading": "bold yellow",
@@ -18,6 +22,20 @@ _PHASE_STYLE = {
     "crashed": "bold red",
     "idle": "dim",
 }
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+SPARK_POINTS = 12
+
+
+def sparkline(values: list[float], top: float = 4.0) -> str:
+    """Acceptance lengths as bars from 1.0 (nothing accepted) to `top` (or the highest seen)."""
+    top = max(top, *values) if values else top
+    span = max(top - 1.0, 1e-9)
+    return "".join(
+        _BARS[min(len(_BARS) - 1, max(0, round((v - 1.0) / span * (len(_BARS) - 1))))]
+        for v in values
+    )
 
 
 def _clock(seconds: float) -> str:
@@ -34,6 +52,7 @@ class PhaseHeader(Static):
     started_at: reactive[float | None] = reactive(None)  # wall clock of the current launch
     last_ready_s: reactive[float | None] = reactive(None)
     badge: reactive[str] = reactive("")
+    acceptance: reactive[AcceptanceSnapshot | None] = reactive(None)
 
     def __init__(self, *, id: str | None = None, clock: Callable[[], float] = time.time) -> None:
         super().__init__(id=id)
@@ -85,9 +104,30 @@ class PhaseHeader(Static):
                 text.append(f"  │ took {_clock(self.ended_at - self.started_at)}")
             else:
                 text.append(f"  │ {_clock(self.clock() - self.started_at)} elapsed")
-        if self.last_ready_s is not None:
+        if self.last_ready_s is not None and self.phase != "ready":
             text.append(f"  │ last ready in {_clock(self.last_ready_s)}", style="green")
+        self._render_acceptance(text)
         if self.badge:
             text.append("  ")
             text.append(f" {self.badge} ", style="bold black on yellow")
         return text
+
+    def _render_acceptance(self, text: Text) -> None:
+        snap = self.acceptance
+        if snap is None or snap.url is None or self.phase != "ready":
+            return
+        latest = snap.latest
+        if latest is None:
+            state = "no server" if snap.state == "no server" else "waiting for requests"
+            text.append(f"  │ accept: {state}", style="dim")
+            return
+        style = "bold red" if latest.length < THRESHOLD else "bold green"
+        text.append("  │ accept ")
+        text.append(f"{latest.length:.2f}", style=style)
+        if latest.rate is not None:
+            text.append(f" · {100 * latest.rate:.0f}%")
+        lengths = [r.length for r in snap.reports[-SPARK_POINTS:]]
+        if len(lengths) > 1:
+            text.append(f" {sparkline(lengths)}", style=style.replace("bold ", ""))
+        if snap.state == "no server":
+            text.append(" (no server)", style="dim")
