@@ -91,3 +91,83 @@ def test_history_is_kept_per_node() -> None:
     assert sampler.history(("node-a", 0)) == (10 * GIB, 11 * GIB)
     assert sampler.history(("node-b", 0)) == (2 * GIB, 2 * GIB)
     assert sampler.history(0) == ()  # this host has no GPU 0 here
+
+
+class Fleet:
+    """Three nodes of sixteen GPUs: more rows than a 40-line terminal's GPU panel holds."""
+
+    def __init__(self, nodes: int = 3, per_node: int = 16) -> None:
+        self.nodes = [f"node-{chr(ord('a') + n)}" for n in range(nodes)]
+        self.per_node = per_node
+        self.lost: tuple[str, int] | None = None
+
+    def sample(self) -> BoxSnapshot:
+        gpus = [
+            GpuSnapshot(
+                index=index,
+                name="NVIDIA H100 80GB HBM3",
+                uuid=f"GPU-{host}-{index}",
+                used_bytes=(60 + index % 4) * GIB,
+                total_bytes=80 * GIB,
+                utilization_pct=50,
+                host=host,
+                state="lost" if (host, index) == self.lost else "ok",
+            )
+            for host in self.nodes
+            for index in range(self.per_node)
+        ]
+        return BoxSnapshot(time.monotonic(), time.time(), gpus=tuple(gpus))
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "Prometheus http://127.0.0.1:9090, DCGM exporter"
+
+
+def test_when_the_gpus_do_not_fit_each_node_is_one_row_and_x_shows_every_gpu(
+    tmp_path: Path,
+) -> None:
+    from eaglebug.tui.widgets.gpu_panel import NodeRow
+
+    source = Fleet()
+    source.lost = ("node-b", 3)
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=16)\n")
+    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    app = build_app(session, source, run_checks=False, **FAST)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        panel = app.main.query_one(GpuPanel)
+
+        def texts() -> list[str]:
+            return [str(r.query_one(".gpu-text", Static).render()) for r in panel.query(NodeRow)]
+
+        await until(pilot, lambda: len(texts()) == 3 and all(texts()), "one row per node")
+        rows = panel.query_one("#gpu-rows")
+        assert rows.has_class("by-node") and len(panel.query(GpuRow)) == 0
+        texts = texts()
+        assert texts[0].startswith("node-a ×16") and "60-63/80G" in texts[0]
+        assert "1 lost" in texts[1] and "lost" not in texts[0]
+        await pilot.press("x")
+        await until(pilot, lambda: len(panel.query(GpuRow)) == 48, "every GPU's row")
+        assert not rows.has_class("by-node")
+        await pilot.press("x")
+        await until(pilot, lambda: rows.has_class("by-node"), "the node rows again")
+
+    run(app, script)
+
+
+def test_gpus_that_fit_keep_their_own_rows(tmp_path: Path) -> None:
+    source = Fleet(nodes=2, per_node=4)
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=8)\n")
+    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    app = build_app(session, source, run_checks=False, **FAST)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        panel = app.main.query_one(GpuPanel)
+        await until(pilot, lambda: len(panel.query(GpuRow)) == 8, "eight GPU rows")
+        assert not panel.query_one("#gpu-rows").has_class("by-node")
+
+    run(app, script)

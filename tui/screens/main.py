@@ -106,6 +106,14 @@ class MainScreen(Screen[None]):
             id="wrap",
         ),
         Binding(
+            "x",
+            "gpu_rows",
+            "GPUs/nodes",
+            show=False,
+            tooltip="Show every GPU, or one row per node (when the GPUs do not all fit)",
+            id="gpu_rows",
+        ),
+        Binding(
             "slash",
             "filter",
             "Filter",
@@ -272,6 +280,9 @@ class MainScreen(Screen[None]):
 
     def action_wrap(self) -> None:
         self.query_one(LogPanel).toggle_wrap()
+
+    def action_gpu_rows(self) -> None:
+        self.query_one(GpuPanel).toggle_rows()
 
     def action_filter(self) -> None:
         self.query_one(LogPanel).open_filter()

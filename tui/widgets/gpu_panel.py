@@ -1,7 +1,10 @@
 """GPU panel: one row per GPU (memory bar, utilisation, temperature, power, memory sparkline)
 and the processes holding GPU memory with their SGLang role. No driver, lost GPUs and nodes that
 stopped reporting (stale, from Prometheus) are states. With GPUs of several nodes, each node
-gets a header line above its rows."""
+gets a header line above its rows; when they do not all fit the panel (two nodes of 8 in a
+short pane, a fleet of 64), each node is one summary row instead (memory range, mean
+utilisation, lost and stale GPUs, the node's mean memory sparkline), and `x` shows every GPU
+again (or goes back to the summaries)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,58 @@ def gpu_line(gpu: GpuSnapshot) -> Text:
     return line
 
 
+def node_line(host: str, gpus: list[GpuSnapshot]) -> Text:
+    """One node's GPUs on one line: `node-a ×8 ███░░ 61-70/80G  45%  1 lost`."""
+    line = Text(f"{host or 'this host'} ×{len(gpus)} ", style="bold")
+    live = [g for g in gpus if g.state == "ok"]
+    if live:
+        fraction = sum(g.used_fraction for g in live) / len(live)
+        line += _bar(fraction)
+        low, high = min(g.used_bytes for g in live) / GIB, max(g.used_bytes for g in live) / GIB
+        total = max(g.total_bytes for g in live) / GIB
+        line.append(
+            f" {low:.0f}-{high:.0f}/{total:.0f}G"
+            if high - low >= 1
+            else f" {high:.0f}/{total:.0f}G"
+        )
+        utils = [g.utilization_pct for g in live if g.utilization_pct is not None]
+        if utils:
+            line.append(f" {sum(utils) / len(utils):3.0f}%", style="dim")
+    lost = sum(1 for g in gpus if g.state == "lost")
+    stale = [g for g in gpus if g.state == "stale"]
+    if lost:
+        line.append(f" {lost} lost", style="bold red")
+    if stale:
+        ages = [g.stale_s for g in stale if g.stale_s is not None]
+        age = f" {max(ages):.0f} s" if ages else ""
+        line.append(f" {len(stale)} stale{age}", style="yellow")
+    return line
+
+
+def _mean(histories: list[list[float]]) -> list[float]:
+    histories = [h for h in histories if h]
+    if not histories:
+        return []
+    width = min(len(h) for h in histories)
+    return [sum(h[-width + i] for h in histories) / len(histories) for i in range(width)]
+
+
+class NodeRow(Horizontal):
+    """A node's GPUs in one row, when the panel shows nodes rather than GPUs."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(classes="node-row")
+        self.host = host
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="gpu-text")
+        yield Sparkline([0.0], classes="gpu-spark")
+
+    def show(self, gpus: list[GpuSnapshot], history: list[float]) -> None:
+        self.query_one(".gpu-text", Static).update(node_line(self.host, gpus), layout=False)
+        self.query_one(Sparkline).data = history or [0.0]
+
+
 class GpuRow(Horizontal):
     def __init__(self, key: tuple[str, int]) -> None:
         super().__init__(classes="gpu-row")
@@ -62,10 +117,14 @@ class GpuRow(Horizontal):
 
 
 class GpuPanel(Vertical):
-    """Rendered from frozen snapshots only; the sampler thread never touches it."""
+    """Rendered from frozen snapshots only; the sampler thread never touches it. `x` (a key
+    of the main screen) calls `toggle_rows`."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.every_gpu: bool | None = None  # None: by node only when the GPUs do not fit
+        self._node_rows: dict[str, NodeRow] = {}
+        self._last: tuple[BoxSnapshot, dict[tuple[str, int], list[float]], str] | None = None
         self.border_title = "GPUs"
         self._rows: dict[tuple[str, int], GpuRow] = {}
         self._node_headers: dict[str, Static] = {}  # a header per node, once there are several
@@ -93,9 +152,22 @@ class GpuPanel(Vertical):
             if snapshot.unavailable:
                 state.update(Text(snapshot.unavailable, style="bold yellow"))
             state.display = bool(snapshot.unavailable)
+        self._last = (snapshot, histories, source)
         rows = self.query_one("#gpu-rows", Vertical)
         hosts = sorted({gpu.host or "" for gpu in snapshot.gpus})
-        for gpu in snapshot.gpus:
+        by_node = self._by_node(snapshot, len(hosts))
+        rows.set_class(by_node, "by-node")
+        for host in hosts if by_node else ():
+            gpus = [g for g in snapshot.gpus if (g.host or "") == host]
+            node = self._node_rows.get(host)
+            history = _mean([histories.get(g.key, []) for g in gpus])
+            if node is None:
+                node = self._node_rows[host] = NodeRow(host)
+                rows.mount(node)
+                node.call_after_refresh(node.show, gpus, history)
+            else:
+                node.show(gpus, history)
+        for gpu in snapshot.gpus if not by_node else ():
             if len(hosts) > 1:
                 self._node_header(rows, gpu.host or "", snapshot)
             row = self._rows.get(gpu.key)
@@ -119,6 +191,27 @@ class GpuPanel(Vertical):
         if procs != self._procs:
             self._procs = procs
             self.query_one("#gpu-procs", Static).update(procs)
+
+    def _by_node(self, snapshot: BoxSnapshot, hosts: int) -> bool:
+        """One row per node: as `x` asked, else when the GPUs of several nodes do not fit."""
+        if hosts < 2:
+            return False
+        if self.every_gpu is not None:
+            return not self.every_gpu
+        if self.content_size.height <= 0:
+            return False  # not laid out yet
+        room = self.content_size.height - self.query_one("#gpu-procs", Static).size.height
+        state = self.query_one("#gpu-state", Static)
+        room -= state.size.height if state.display else 0
+        return len(snapshot.gpus) + hosts > room
+
+    def toggle_rows(self) -> None:
+        if self._last is None:
+            return
+        snapshot, histories, source = self._last
+        hosts = len({gpu.host or "" for gpu in snapshot.gpus})
+        self.every_gpu = self._by_node(snapshot, hosts)
+        self.show(snapshot, histories, source)
 
     def _node_header(self, rows: Vertical, host: str, snapshot: BoxSnapshot) -> None:
         """`node-a · 8 GPUs` (and `stale` when all of them are), mounted before its rows."""
