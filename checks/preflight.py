@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import configchecks
+from eaglebug.checks import configchecks, draftchecks
 from eaglebug.checks.algorithms import algorithm_facts
-from eaglebug.checks.audit import AuditResult, ClassReport, audit
+from eaglebug.checks.audit import AuditResult, ClassReport, audit, find_class
+from eaglebug.checks.checkpoint import read_checkpoint
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, sort_findings
@@ -22,12 +23,11 @@ from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
+from eaglebug.checks.weightmap import LoaderShape, loader_shape
 
 # SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
 # figure preflight assumes then, and says so in the finding.
 ASSUMED_MEM_FRACTION = 0.85
-# Algorithms whose draft is a separate model given by --speculative-draft-model-path.
-_SEPARATE_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,19 @@ def _architecture(
     )
 
 
+def _first_architecture(source: ModelSource) -> str | None:
+    archs = source.config.get("architectures") if source.config else None
+    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+
+
+def _skip_site(shape: LoaderShape | None, name: str) -> str | None:
+    """file:line where the draft's loader consumes a tensor named like `name` (d2t)."""
+    if shape is None:
+        return None
+    line = shape.skip_line(name)
+    return f"{shape.read_from.rsplit(':', 1)[0]}:{line}" if line is not None else None
+
+
 def preflight(
     index: TreeIndex,
     words: Sequence[str],
@@ -168,22 +181,14 @@ def preflight(
                 draft, "draft", "the draft's interface audit and the target-vs-draft checks"
             )
         )
-    if algorithm in _SEPARATE_DRAFT and draft_given is None:
-        findings.append(
-            Finding(
-                id="config.model_unavailable",
-                severity="error",
-                message=f"--speculative-algorithm {algorithm} needs --speculative-draft-model-path",
-                role="draft",
-                fix=AdviceFix("add --speculative-draft-model-path DRAFT"),
-            )
-        )
-
     target_class = draft_class = None
     if target.found:
         target_class, unregistered = _architecture(target, "target", index)
         if unregistered:
             findings.append(unregistered)
+    if algorithm is not None and draft_given is None:
+        target_arch = _first_architecture(target)
+        findings.extend(draftchecks.check_draft_missing(index, algorithm, target_arch))
     if draft is not None and draft.found:
         draft_class, unregistered = _architecture(draft, "draft", index)
         if unregistered:
@@ -213,11 +218,23 @@ def preflight(
             )
         )
         if draft_config is not None and algorithm is not None:
+            checkpoint = read_checkpoint(draft.path if draft else None)
+            shape = loader_shape(index, find_class(index, draft_class)) if draft_class else None
             findings.extend(
                 configchecks.check_vocab(
-                    target.config, draft_config, algorithm, draft.path if draft else None
+                    target.config,
+                    draft_config,
+                    algorithm,
+                    checkpoint,
+                    _skip_site(shape, "d2t"),
                 )
             )
+            if draft_class is not None:
+                findings.extend(
+                    draftchecks.draft_findings(
+                        index, algorithm, draft_class, draft_config, checkpoint
+                    )
+                )
             if algorithm in {"EAGLE", "EAGLE3"}:
                 findings.extend(configchecks.check_hidden_size(target.config, draft_config))
             if algorithm == "EAGLE3":
