@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import configchecks, draftchecks
+from eaglebug.checks import auxlayers, configchecks, draftchecks
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit, find_class
 from eaglebug.checks.checkpoint import read_checkpoint
@@ -238,7 +238,16 @@ def preflight(
             if algorithm in {"EAGLE", "EAGLE3"}:
                 findings.extend(configchecks.check_hidden_size(target.config, draft_config))
             if algorithm == "EAGLE3":
-                findings.extend(configchecks.check_aux_layers(target.config, draft_config))
+                effective = (
+                    auxlayers.check_aux_layers(index, target_class, target.config, draft_config)
+                    if target_class
+                    else None
+                )
+                findings.extend(
+                    effective
+                    if effective is not None
+                    else configchecks.check_aux_layers(target.config, draft_config)
+                )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
     index.save()

@@ -158,10 +158,18 @@ def _boolop(is_and: bool, values: list[ast.expr], scope: Scope) -> Any:
 
 
 def touches(stmts: list[ast.stmt], attributes: frozenset[str]) -> bool:
-    """Does any statement assign `self....<attribute>` or call a method named one of them?"""
+    """Does any statement assign `....<attribute>` or call a method named one of them?
+    (Reading one, as a loop over `self.layers_to_capture` does, changes nothing.)"""
     for stmt in stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and node.attr in attributes:
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                targets = [node.func]
+            if any(isinstance(t, ast.Attribute) and t.attr in attributes for t in targets):
                 return True
     return False
 
