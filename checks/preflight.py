@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import auxlayers, configchecks, draftchecks
+from eaglebug.checks import auxlayers, configchecks, deprecations, draftchecks
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit, find_class
 from eaglebug.checks.checkpoint import read_checkpoint
@@ -152,6 +152,7 @@ def preflight(
     version = index.tree.version or "this tree"
     launch = parse_launch(words, specs, version, serve_front_end(index))
     flags = _Flags(launch, specs)
+    deprecated = deprecations.check_deprecated_flags(index, launch)
     env = launch.env(environ)
     model_path = flags.text("--model-path")
     if model_path is None:
@@ -170,6 +171,7 @@ def preflight(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
     )
     findings = result.findings
+    findings.extend(deprecated)
 
     if not target.found:
         findings.append(
