@@ -120,6 +120,18 @@ def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | Non
     ]
 
 
+def target_is_draft(index: TreeIndex, algorithm: str, target_arch: str | None) -> bool:
+    """Without a draft path, does this tree make the target checkpoint the draft (MTP)?"""
+    for rule in draft_path_rules(index).for_algorithm(algorithm):
+        if rule.raises is not None or rule.conditional:
+            return False
+        if rule.defaults_for is not None and (
+            not rule.defaults_for or (target_arch is not None and target_arch in rule.defaults_for)
+        ):
+            return True
+    return False
+
+
 def check_algorithm_mismatch(index: TreeIndex, algorithm: str, draft_class: str) -> list[Finding]:
     """EAGLE with an EAGLE-3 draft, or EAGLE3 with an EAGLE(-2) draft."""
     predicates = algorithm_facts(index).predicates

@@ -15,6 +15,7 @@ from eaglebug.checks import auxlayers, configchecks, deprecations, draftchecks
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit, find_class
 from eaglebug.checks.checkpoint import read_checkpoint
+from eaglebug.checks.draftarch import draft_renames
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, sort_findings
@@ -134,6 +135,13 @@ def _first_architecture(source: ModelSource) -> str | None:
     return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
 
 
+def _draft_mode_class(index: TreeIndex, arch: str | None, loaded: str) -> str:
+    """The class SGLang loads for `arch` as a draft (the tree's draft-mode rename), or `loaded`."""
+    renamed = draft_renames(index).of(arch) if arch else None
+    exported = index.classes.exporter_names(renamed[0]) if renamed else []
+    return exported[0] if exported else loaded
+
+
 def _skip_site(shape: LoaderShape | None, name: str) -> str | None:
     """file:line where the draft's loader consumes a tensor named like `name` (d2t)."""
     if shape is None:
@@ -191,10 +199,14 @@ def preflight(
     if algorithm is not None and draft_given is None:
         target_arch = _first_architecture(target)
         findings.extend(draftchecks.check_draft_missing(index, algorithm, target_arch))
+        if target_class and draftchecks.target_is_draft(index, algorithm, target_arch):
+            draft_class = _draft_mode_class(index, target_arch, target_class)
     if draft is not None and draft.found:
         draft_class, unregistered = _architecture(draft, "draft", index)
         if unregistered:
             findings.append(unregistered)
+        elif draft_class:
+            draft_class = _draft_mode_class(index, _first_architecture(draft), draft_class)
 
     if algorithm is not None and (target_class or draft_class):
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
