@@ -92,7 +92,8 @@ def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | Non
     needs = any(algorithm in r.algorithms for r in rules.rules)
     if not needs:
         return []
-    listed = next((r.defaults_for for r in rules.for_algorithm(algorithm) if r.defaults_for), ())
+    rule = next((r for r in rules.for_algorithm(algorithm) if r.defaults_for), None)
+    listed = rule.defaults_for if rule is not None and rule.defaults_for else ()
     where = rules.fallback or rules.for_algorithm(algorithm)[0].read_from
     return [
         Finding(
@@ -113,6 +114,7 @@ def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | Non
                     "algorithm": algorithm,
                     "target_architecture": target_arch,
                     "defaults_for": list(listed),
+                    "defaults_read_from": rule.read_from if rule is not None else None,
                 },
                 read_from=where,
             ),
