@@ -24,7 +24,7 @@ from typing import Any
 from eaglebug.checks.audit import find_class
 from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.configchecks import text_config
-from eaglebug.checks.draftcode import method_node
+from eaglebug.checks.draftcode import method_node, parsed_with
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import AdviceFix
@@ -65,8 +65,8 @@ def ids_source(index: TreeIndex) -> IdsSource | None:
 
 def _ids_source(index: TreeIndex) -> IdsSource | None:
     for rel in sorted(r for r in index.entries if r.startswith(_RUNNER_FOLDER)):
-        parsed = index.parse_file(rel)
-        if parsed is None or _FIELD not in parsed.text:
+        parsed = parsed_with(index, rel, _FIELD)
+        if parsed is None:
             continue
         for fn in ast.walk(parsed.tree):
             if not isinstance(fn, ast.FunctionDef):

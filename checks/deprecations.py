@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from eaglebug.checks.classfacts import dotted
+from eaglebug.checks.draftcode import parsed_with
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, Severity
 from eaglebug.checks.fixes import AdviceFix, FlagFix
@@ -117,8 +118,8 @@ def _read(index: TreeIndex) -> list[Deprecated]:
     rels = [r for r in index.entries if r in _FLAG_FILES or r.startswith(_FLAG_FOLDER)]
     trees: list[tuple[str, ast.Module]] = []
     for rel in sorted(rels):
-        parsed = index.parse_file(rel)
-        if parsed is not None and "eprecat" in parsed.text:
+        parsed = parsed_with(index, rel, "eprecat")
+        if parsed is not None:
             trees.append((rel, parsed.tree))
     actions = _actions(trees)
     found: list[Deprecated] = []

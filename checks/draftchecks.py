@@ -92,8 +92,8 @@ def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | Non
     needs = any(algorithm in r.algorithms for r in rules.rules)
     if not needs:
         return []
-    rule = next((r for r in rules.for_algorithm(algorithm) if r.defaults_for), None)
-    listed = rule.defaults_for if rule is not None and rule.defaults_for else ()
+    listing = next((r for r in rules.for_algorithm(algorithm) if r.defaults_for), None)
+    listed = listing.defaults_for if listing is not None and listing.defaults_for else ()
     where = rules.fallback or rules.for_algorithm(algorithm)[0].read_from
     return [
         Finding(
@@ -114,7 +114,7 @@ def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | Non
                     "algorithm": algorithm,
                     "target_architecture": target_arch,
                     "defaults_for": list(listed),
-                    "defaults_read_from": rule.read_from if rule is not None else None,
+                    "defaults_read_from": listing.read_from if listing is not None else None,
                 },
                 read_from=where,
             ),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eaglebug.checks.classindex import ClassRef, Provider
+from eaglebug.checks.filefacts import Parsed
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.treeeval import UNKNOWN, ConfigObject, Scope, simulate
 
@@ -54,6 +55,18 @@ def method_node(index: TreeIndex, provider: Provider) -> ast.FunctionDef | None:
         if isinstance(node, ast.FunctionDef) and node.lineno == provider.line:
             return node
     return None
+
+
+def parsed_with(index: TreeIndex, rel: str, needle: str) -> Parsed | None:
+    """A file's syntax tree, parsed only if its bytes contain `needle` (most files do not)."""
+    peeked = index.files.peek(rel)
+    if peeked is not None:
+        return peeked if needle in peeked.text else None
+    data = index.files.source(rel)
+    if data is None or needle.encode() not in data:
+        return None
+    index.files.keep_source(rel, data)
+    return index.parse_file(rel)
 
 
 def _init_owner(index: TreeIndex, ref: ClassRef, attribute: str) -> ClassRef | None:

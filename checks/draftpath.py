@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.classfacts import dotted
+from eaglebug.checks.draftcode import parsed_with
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.index import TreeIndex
 
@@ -165,8 +166,8 @@ def _read(index: TreeIndex) -> DraftPathRules:
     rels = [r for r in index.entries if r in _ARG_FILES or r.startswith(_ARG_FOLDER)]
     rules: list[DraftPathRule] = []
     for rel in sorted(rels):
-        parsed = index.parse_file(rel)
-        if parsed is None or _FIELD not in parsed.text:
+        parsed = parsed_with(index, rel, f"{_FIELD} is None")
+        if parsed is None:
             continue
         rules.extend(_rules_in(parsed.tree, rel, handlers, algo))
     return DraftPathRules(tuple(rules), _fallback(index))
