@@ -223,3 +223,16 @@ def test_preflight_runs_the_draft_checks(index: TreeIndex, tmp_path: Path) -> No
     assert "config.algorithm_mismatch" not in ids
     alone = preflight(index, launch[:7], {}).findings
     assert [f.id for f in alone if f.role == "draft"] == ["config.draft_missing"]
+
+
+def test_draft_missing_on_0_5_9_where_server_args_holds_the_rule(sglang_059: Path) -> None:
+    """0.5.9 has no per-algorithm handlers: the branch sits under
+    `if self.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE")` in server_args.py."""
+    index = TreeIndex(locate(str(sglang_059)), use_cache=False)
+    (fallback,) = draftchecks.check_draft_missing(index, "EAGLE3", "Qwen3ForCausalLM")
+    assert fallback.severity == "error"
+    assert "model_path or" in tree_line(index, evidence(fallback).read_from)
+    (mtp,) = draftchecks.check_draft_missing(index, "EAGLE", "DeepseekV3ForCausalLM")
+    assert mtp.severity == "info"
+    assert str(evidence(mtp).read_from).startswith("sglang/srt/server_args.py:")
+    assert draftchecks.check_draft_missing(index, "NGRAM", "Qwen3ForCausalLM") == []
