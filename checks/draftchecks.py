@@ -13,7 +13,7 @@ from typing import Any
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import find_class
 from eaglebug.checks.checkpoint import Checkpoint
-from eaglebug.checks.draftcode import flavour, lm_head
+from eaglebug.checks.draftcode import flavour, keeps_own_head, lm_head
 from eaglebug.checks.draftpath import draft_path_rules
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
@@ -176,9 +176,20 @@ def check_algorithm_mismatch(index: TreeIndex, algorithm: str, draft_class: str)
 
 
 def check_draft_lm_head(
-    index: TreeIndex, draft_class: str, draft_config: Mapping[str, Any], checkpoint: Checkpoint
+    index: TreeIndex,
+    algorithm: str,
+    draft_class: str,
+    draft_config: Mapping[str, Any],
+    checkpoint: Checkpoint,
 ) -> list[Finding]:
-    """A draft with an lm_head of its own, not loaded from the target, whose checkpoint lacks it."""
+    """A draft with an lm_head of its own, not loaded from the target, whose checkpoint lacks it.
+
+    Only where the tree's draft worker keeps the draft's own head for this algorithm (EAGLE3's
+    `set_embed` branch); elsewhere the worker gives every draft the target's head."""
+    predicates = algorithm_facts(index).predicates
+    kept = [k for k in keeps_own_head(index) if algorithm in predicates.get(k.predicate, ())]
+    if not kept:
+        return []
     head = lm_head(index, find_class(index, draft_class), draft_config)
     if head is None or head.from_target or not head.fresh:
         return []
@@ -206,6 +217,7 @@ def check_draft_lm_head(
                     "draft_vocab_size": draft_config.get("draft_vocab_size"),
                     "tie_word_embeddings": draft_config.get("tie_word_embeddings"),
                     "checkpoint": checkpoint.source,
+                    "worker_keeps_draft_head": kept[0].read_from,
                 },
                 read_from=head.read_from,
             ),
@@ -263,6 +275,6 @@ def draft_findings(
     """Every draft-class check of one launch (the draft's class and checkpoint known)."""
     return [
         *check_algorithm_mismatch(index, algorithm, draft_class),
-        *check_draft_lm_head(index, draft_class, draft_config, checkpoint),
+        *check_draft_lm_head(index, algorithm, draft_class, draft_config, checkpoint),
         *check_draft_weights(index, draft_class, checkpoint),
     ]

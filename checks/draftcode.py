@@ -133,3 +133,63 @@ def lm_head(index: TreeIndex, ref: ClassRef, config: Mapping[str, Any]) -> LmHea
     key = f"self.{_LM_FROM_TARGET}" if from_target else head_key
     decided = effects.lines.get(key, effects.lines[head_key])
     return LmHead(from_target, kind == "call", f"{owner.file}:{decided}")
+
+
+_SPECULATIVE = "sglang/srt/speculative/"
+
+
+@dataclass(frozen=True)
+class KeepsOwnHead:
+    """Under which algorithms the draft worker keeps the draft's own lm_head: the branch
+    `if <algo>.is_X(): if ...load_lm_head_from_target: set_embed_and_head(...) else:
+    set_embed(...)` of its `init_lm_head` (outside it, every draft gets the target's head)."""
+
+    predicate: str  # is_eagle3
+    read_from: str  # file:line of the `set_embed(` call that keeps the draft's head
+
+
+def keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:
+    """Every such branch in the tree's draft workers (a tree answer)."""
+    return index.answer("keeps_own_lm_head", lambda: _keeps_own_head(index))
+
+
+def _keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:
+    found: list[KeepsOwnHead] = []
+    for rel in sorted(r for r in index.entries if r.startswith(_SPECULATIVE)):
+        parsed = parsed_with(index, rel, _LM_FROM_TARGET)
+        if parsed is None:
+            continue
+        for node in ast.walk(parsed.tree):
+            predicate = _predicate_test(node)
+            if predicate is None or not isinstance(node, ast.If):
+                continue
+            for inner in node.body:
+                if not (isinstance(inner, ast.If) and _LM_FROM_TARGET in ast.unparse(inner.test)):
+                    continue
+                kept = _call_line(inner.orelse, "set_embed")
+                if kept is not None and _call_line(inner.body, "set_embed_and_head"):
+                    found.append(KeepsOwnHead(predicate, f"{rel}:{kept}"))
+    return tuple(dict.fromkeys(found))
+
+
+def _predicate_test(node: ast.AST) -> str | None:
+    """`if self.speculative_algorithm.is_eagle3():` -> "is_eagle3"."""
+    if not isinstance(node, ast.If):
+        return None
+    test = node.test
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and not test.args:
+        name = test.func.attr
+        return name if name.startswith("is_") else None
+    return None
+
+
+def _call_line(stmts: list[ast.stmt], method: str) -> int | None:
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == method
+            ):
+                return node.lineno
+    return None

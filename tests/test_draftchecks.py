@@ -158,14 +158,18 @@ def test_eagle_with_an_eagle3_draft_and_the_reverse(index: TreeIndex) -> None:
 def test_untied_draft_without_lm_head_tensor(index: TreeIndex, tmp_path: Path) -> None:
     config = fixture_config()
     missing = read_checkpoint(draft_dir(tmp_path, drop=("lm_head.weight",)))
-    (finding,) = draftchecks.check_draft_lm_head(index, EAGLE3_CLASS, config, missing)
+    (finding,) = draftchecks.check_draft_lm_head(index, "EAGLE3", EAGLE3_CLASS, config, missing)
     assert finding.id == "config.draft_lm_head" and finding.severity == "error"
     assert "self.lm_head = ParallelLMHead(" in tree_line(index, evidence(finding).read_from)
+    kept = tree_line(index, str(evidence(finding).value("worker_keeps_draft_head")))
+    assert ".set_embed(" in kept
+    # Under EAGLE the worker gives every draft the target's head (set_embed_and_head).
+    assert draftchecks.check_draft_lm_head(index, "EAGLE", EAGLE3_CLASS, config, missing) == []
     shutil.rmtree(tmp_path / "draft")
     whole = read_checkpoint(draft_dir(tmp_path))
-    assert draftchecks.check_draft_lm_head(index, EAGLE3_CLASS, config, whole) == []
+    assert draftchecks.check_draft_lm_head(index, "EAGLE3", EAGLE3_CLASS, config, whole) == []
     tied = {**config, "tie_word_embeddings": True}
-    assert draftchecks.check_draft_lm_head(index, EAGLE3_CLASS, tied, missing) == []
+    assert draftchecks.check_draft_lm_head(index, "EAGLE3", EAGLE3_CLASS, tied, missing) == []
 
 
 # -- config.vocab: reduced vocabulary without a token map --------------------------------------
@@ -215,8 +219,8 @@ def test_preflight_runs_the_draft_checks(index: TreeIndex, tmp_path: Path) -> No
         str(draft),
     ]
     ids = {f.id for f in preflight(index, launch, {}).findings}
-    assert {"config.algorithm_mismatch", "config.draft_lm_head"} <= ids
-    assert "config.draft_missing" not in ids
+    assert "config.algorithm_mismatch" in ids
+    assert not {"config.draft_missing", "config.draft_lm_head"} & ids
     launch[6] = "EAGLE3"
     ids = {f.id for f in preflight(index, launch, {}).findings}
     assert {"config.draft_lm_head", "config.vocab"} <= ids
