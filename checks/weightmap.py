@@ -95,6 +95,8 @@ def _shape(fn: ast.FunctionDef, where: str) -> LoaderShape | None:
                 if kind is None:
                     return None
                 tables |= kind == "table"
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and not _known_test(node.test):
+            return None
         if isinstance(node, ast.If):
             sub = _contains_name(node.test)
             if sub is not None and any(isinstance(s, ast.Continue) for s in node.body):
@@ -132,6 +134,31 @@ def _targets(node: ast.For | ast.comprehension) -> set[str]:
 def _is_weights_loop(node: ast.For | ast.comprehension) -> bool:
     """`for name, loaded_weight in weights:` (the loop over the checkpoint itself)."""
     return isinstance(node.iter, ast.Name)
+
+
+def _known_test(test: ast.expr) -> bool:
+    """A test on the name this reader understands: `"x" in name` / `x not in name` (a
+    substring), `name in params_dict` (the lookup); tests not on the name are fine too. Any
+    other test on the name (`name.startswith(...)`, a regex) routes names in ways not read here."""
+    mentions = any(isinstance(n, ast.Name) and n.id == _NAME for n in ast.walk(test))
+    if not mentions:
+        return True
+    if isinstance(test, ast.BoolOp):
+        return all(_known_test(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _known_test(test.operand)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        return False
+    left, right = test.left, test.comparators[0]
+    substring = isinstance(right, ast.Name) and right.id == _NAME and not _is_name(left)
+    lookup = _is_name(left) and isinstance(right, ast.Name) and right.id != _NAME
+    return substring or lookup
+
+
+def _is_name(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == _NAME
 
 
 def _contains_name(test: ast.expr) -> str | None:

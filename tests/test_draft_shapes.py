@@ -5,7 +5,8 @@ what is left undecided (the check then says nothing rather than guess).
   config's architecture; `end_layer` captured only where the model tests it; a setter whose
   assignment depends on something unknown is not judged;
 - loaders: a constant rename is applied; a loader of another shape (a weights-loader helper, an
-  unknown rewrite of the name) is not judged;
+  unknown rewrite of the name, a test on the name other than a substring or the lookup) is not
+  judged;
 - lm_head: an `__init__` whose lm_head depends on an unknown condition is not judged;
 - draft path: the 0.5.9 shape (`if self.speculative_algorithm in (...)` around the branch);
 - deprecations: an action that stops the launch with `parser.error(self.error_message)`.
@@ -135,7 +136,23 @@ class RewritingDraft(nn.Module):
             name = remap(name)
 
 
-EntryClass = [MinusOne, Unknown, TextA, TextB, Wrapper, RenamingDraft, HelperDraft, RewritingDraft]
+class RoutingDraft(nn.Module):
+    def __init__(self, config):
+        self.model = InnerModel(config)
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if name.startswith("mtp."):
+                self.mtp_loader(name, loaded_weight)
+                continue
+            param_name = name if name in params_dict else f"model.{name}"
+
+
+EntryClass = [
+    MinusOne, Unknown, TextA, TextB, Wrapper, RenamingDraft, HelperDraft, RewritingDraft,
+    RoutingDraft,
+]
 """
 
 SERVER_ARGS = """
@@ -213,6 +230,7 @@ def test_loader_shapes(tmp_path: Path) -> None:
     assert unplaceable(index, renaming, shape, names) == ["stray.weight"]
     assert loader_shape(index, find_class(index, "HelperDraft")) is None
     assert loader_shape(index, find_class(index, "RewritingDraft")) is None
+    assert loader_shape(index, find_class(index, "RoutingDraft")) is None  # startswith routes
 
 
 def test_lm_head_under_an_unknown_condition_is_not_judged(tmp_path: Path) -> None:
