@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from eaglebug.checks import configchecks
 from eaglebug.checks.audit import find_class
 from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.configchecks import text_config
@@ -259,3 +260,12 @@ def _own_config(index: TreeIndex, target: Mapping[str, Any], ref: ClassRef) -> M
     if provider is not None and provider.method is not None and provider.method.delegate:
         return target
     return text_config(target)
+
+
+def aux_layer_findings(
+    index: TreeIndex, target_class: str | None, target: Mapping[str, Any], draft: Mapping[str, Any]
+) -> list[Finding]:
+    """The effective check where the target class's rule reads; else the ids as given against
+    the target's layers (`configchecks.check_aux_layers`)."""
+    effective = check_aux_layers(index, target_class, target, draft) if target_class else None
+    return effective if effective is not None else configchecks.check_aux_layers(target, draft)

@@ -11,7 +11,9 @@ sets `architectures[0] = "Y"` outright; a rename under any further condition is 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from eaglebug.checks.index import TreeIndex
 
@@ -103,3 +105,15 @@ def _read(index: TreeIndex) -> DraftRenames:
             else:
                 conditional.extend((arch, where) for arch in archs)
     return DraftRenames(tuple(renames), tuple(conditional))
+
+
+def first_architecture(config: Mapping[str, Any] | None) -> str | None:
+    archs = config.get("architectures") if config else None
+    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+
+
+def draft_mode_class(index: TreeIndex, arch: str | None, loaded: str) -> str:
+    """The class SGLang loads for `arch` as a draft (the tree's draft-mode rename), or `loaded`."""
+    renamed = draft_renames(index).of(arch) if arch else None
+    exported = index.classes.exporter_names(renamed[0]) if renamed else []
+    return exported[0] if exported else loaded

@@ -8,11 +8,13 @@ cannot be read, the check says nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import find_class
-from eaglebug.checks.checkpoint import Checkpoint
+from eaglebug.checks.checkpoint import Checkpoint, read_checkpoint
+from eaglebug.checks.configchecks import check_vocab
 from eaglebug.checks.draftcode import flavour, keeps_own_head, lm_head
 from eaglebug.checks.draftpath import draft_path_rules
 from eaglebug.checks.evidence import ConfigEvidence
@@ -268,12 +270,21 @@ def check_draft_weights(
 def draft_findings(
     index: TreeIndex,
     algorithm: str,
-    draft_class: str,
+    draft_class: str | None,
+    target_config: Mapping[str, Any],
     draft_config: Mapping[str, Any],
-    checkpoint: Checkpoint,
+    draft_dir: Path | None,
 ) -> list[Finding]:
-    """Every draft-class check of one launch (the draft's class and checkpoint known)."""
+    """Every check of one launch that reads the draft's checkpoint (and, when known, its class):
+    the vocabulary's token map, the kind of draft, its lm_head, the tensors its loader drops."""
+    checkpoint = read_checkpoint(draft_dir)
+    shape = loader_shape(index, find_class(index, draft_class)) if draft_class else None
+    token_map_from = shape.skip_site("d2t") if shape is not None else None
+    found = check_vocab(target_config, draft_config, algorithm, checkpoint, token_map_from)
+    if draft_class is None:
+        return found
     return [
+        *found,
         *check_algorithm_mismatch(index, algorithm, draft_class),
         *check_draft_lm_head(index, algorithm, draft_class, draft_config, checkpoint),
         *check_draft_weights(index, draft_class, checkpoint),

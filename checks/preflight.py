@@ -13,9 +13,8 @@ from typing import Any
 
 from eaglebug.checks import auxlayers, configchecks, deprecations, draftchecks
 from eaglebug.checks.algorithms import algorithm_facts
-from eaglebug.checks.audit import AuditResult, ClassReport, audit, find_class
-from eaglebug.checks.checkpoint import read_checkpoint
-from eaglebug.checks.draftarch import draft_renames
+from eaglebug.checks.audit import AuditResult, ClassReport, audit
+from eaglebug.checks.draftarch import draft_mode_class, first_architecture
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, sort_findings
@@ -24,7 +23,6 @@ from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
-from eaglebug.checks.weightmap import LoaderShape, loader_shape
 
 # SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
 # figure preflight assumes then, and says so in the finding.
@@ -130,26 +128,6 @@ def _architecture(
     )
 
 
-def _first_architecture(source: ModelSource) -> str | None:
-    archs = source.config.get("architectures") if source.config else None
-    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-
-
-def _draft_mode_class(index: TreeIndex, arch: str | None, loaded: str) -> str:
-    """The class SGLang loads for `arch` as a draft (the tree's draft-mode rename), or `loaded`."""
-    renamed = draft_renames(index).of(arch) if arch else None
-    exported = index.classes.exporter_names(renamed[0]) if renamed else []
-    return exported[0] if exported else loaded
-
-
-def _skip_site(shape: LoaderShape | None, name: str) -> str | None:
-    """file:line where the draft's loader consumes a tensor named like `name` (d2t)."""
-    if shape is None:
-        return None
-    line = shape.skip_line(name)
-    return f"{shape.read_from.rsplit(':', 1)[0]}:{line}" if line is not None else None
-
-
 def preflight(
     index: TreeIndex,
     words: Sequence[str],
@@ -197,16 +175,16 @@ def preflight(
         if unregistered:
             findings.append(unregistered)
     if algorithm is not None and draft_given is None:
-        target_arch = _first_architecture(target)
+        target_arch = first_architecture(target.config)
         findings.extend(draftchecks.check_draft_missing(index, algorithm, target_arch))
         if target_class and draftchecks.target_is_draft(index, algorithm, target_arch):
-            draft_class = _draft_mode_class(index, target_arch, target_class)
+            draft_class = draft_mode_class(index, target_arch, target_class)
     if draft is not None and draft.found:
         draft_class, unregistered = _architecture(draft, "draft", index)
         if unregistered:
             findings.append(unregistered)
         elif draft_class:
-            draft_class = _draft_mode_class(index, _first_architecture(draft), draft_class)
+            draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
     if algorithm is not None and (target_class or draft_class):
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
@@ -232,35 +210,21 @@ def preflight(
             )
         )
         if draft_config is not None and algorithm is not None:
-            checkpoint = read_checkpoint(draft.path if draft else None)
-            shape = loader_shape(index, find_class(index, draft_class)) if draft_class else None
             findings.extend(
-                configchecks.check_vocab(
+                draftchecks.draft_findings(
+                    index,
+                    algorithm,
+                    draft_class,
                     target.config,
                     draft_config,
-                    algorithm,
-                    checkpoint,
-                    _skip_site(shape, "d2t"),
+                    draft.path if draft else None,
                 )
             )
-            if draft_class is not None:
-                findings.extend(
-                    draftchecks.draft_findings(
-                        index, algorithm, draft_class, draft_config, checkpoint
-                    )
-                )
             if algorithm in {"EAGLE", "EAGLE3"}:
                 findings.extend(configchecks.check_hidden_size(target.config, draft_config))
             if algorithm == "EAGLE3":
-                effective = (
-                    auxlayers.check_aux_layers(index, target_class, target.config, draft_config)
-                    if target_class
-                    else None
-                )
                 findings.extend(
-                    effective
-                    if effective is not None
-                    else configchecks.check_aux_layers(target.config, draft_config)
+                    auxlayers.aux_layer_findings(index, target_class, target.config, draft_config)
                 )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))

@@ -37,6 +37,11 @@ class LoaderShape:
     def skip_line(self, text: str) -> int | None:
         return next((line for sub, line in self.skips if sub == text), None)
 
+    def skip_site(self, text: str) -> str | None:
+        """file:line where the loader consumes names holding `text` (d2t), if it does."""
+        line = self.skip_line(text)
+        return f"{self.read_from.rsplit(':', 1)[0]}:{line}" if line is not None else None
+
 
 def loader_shape(index: TreeIndex, ref: ClassRef) -> LoaderShape | None:
     provider = index.classes.lookup(ref, "load_weights")
