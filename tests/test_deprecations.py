@@ -42,6 +42,12 @@ def tree_lines(index: TreeIndex, read_from: str | None, count: int) -> str:
     ("version", "flags", "replacement", "said"),
     [
         (
+            "0.5.9",  # server_args.py's own DeprecatedAction; the replacement from its help text
+            ("--hybrid-kvcache-ratio",),
+            "--swa-full-tokens-ratio",
+            "The command line argument '--hybrid-kvcache-ratio' is deprecated",
+        ),
+        (
             "0.5.14",
             ("--cuda-graph-max-bs", "8"),
             "--cuda-graph-max-bs-decode",
