@@ -1,9 +1,10 @@
 """`config.flag_deprecated`: the flags each real release deprecates, with the replacement it names.
 
+0.5.9 has its own `DeprecatedAction` in `server_args.py` (the replacement only in the help);
 0.5.14 retires flags through `Deprecated*Action` classes with `new_flag=`; 0.5.22 and 0.5.23
 keep a few such registrations in `server_args.py` and say it in the help of annotated fields
-(`A[bool, "Deprecated. Use ..."]`). The same flag is deprecated in one release and plain in
-another (`--enable-dp-attention`, `--cuda-graph-max-bs`), so each is tested on both sides.
+(`A[bool, "Deprecated. Use ..."]`). `--enable-dp-attention` is plain in 0.5.14 and deprecated
+from 0.5.22, so it is tested on both sides; so is the flag 0.5.14 points to.
 """
 
 from __future__ import annotations
