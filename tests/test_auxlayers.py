@@ -115,3 +115,30 @@ def test_top_level_ids_are_ignored_and_defaults_captured(index: TreeIndex) -> No
     # Top-level ids that happen to equal the defaults' effect change nothing: no finding.
     same = draft(top_level=[1, 15, 28])
     assert check_aux_layers(index, "LlamaForCausalLM", LLAMA_8B, same) == []
+
+
+GPT_OSS_120B = {"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 36}
+V3_IDS = (
+    Path(__file__).parent / "fixtures" / "drafts" / "gpt-oss-120b-eagle3-v3" / "eagle_config.json"
+)
+
+
+@pytest.mark.parametrize(("version", "lost"), [("0.5.14", [37]), ("0.5.22", []), ("0.5.23", [])])
+def test_gpt_oss_120b_eagle3_v3_boundary_ids(
+    request: pytest.FixtureRequest, version: str, lost: list[int]
+) -> None:
+    """sglang PR #32334's draft: ids [24, 30, 36] on a 36-layer target. 0.5.14 adds 1 to each,
+    [25, 31, 37], and its forward captures at layers 0..35 only; 0.5.22+ keep ids that end at
+    the last layer as given and also capture at end_layer (36)."""
+    index = release_index(request, version)
+    config = dict(draft())
+    config["eagle_config"] = json.loads(V3_IDS.read_text())
+    found = check_aux_layers(index, "GptOssForCausalLM", GPT_OSS_120B, config)
+    assert found is not None
+    if not lost:
+        assert found == []
+        return
+    (finding,) = found
+    assert isinstance(finding.evidence, ConfigEvidence)
+    assert finding.evidence.value("captured") == (25, 31, 37)
+    assert str(lost) in finding.message and "0..35" in finding.message
