@@ -94,6 +94,9 @@ def test_gpt_oss_convention_per_release(
 
 
 def test_deepseek_adds_one_only_to_ids_starting_at_one(index: TreeIndex) -> None:
+    """The two conventions of sglang PR #25454 (https://github.com/sgl-project/sglang/pull/25454):
+    "output of layer X" ids start at 1 and get +1; "input to layer X" ids (first id 2, as
+    lightseekorg/kimi-k2.5-eagle3-mla ships) are kept."""
     (finding,) = (
         check_aux_layers(index, "DeepseekV3ForCausalLM", DEEPSEEK_V3, draft([1, 30, 60])) or []
     )
