@@ -226,7 +226,7 @@ def from_cumulative(before: tuple[float, int] | None, now: tuple[float, int]) ->
 CAUSES: tuple[tuple[str, str, str | None], ...] = (
     (
         "the algorithm name does not fit the draft's architecture (EAGLE vs EAGLE3)",
-        "config.algorithm",
+        "config.algorithm_mismatch",
         None,
     ),
     (
@@ -244,7 +244,12 @@ CAUSES: tuple[tuple[str, str, str | None], ...] = (
         "config.vocab",
         None,
     ),
-    ("the draft has no trained lm_head (nor takes the target's)", "config.lm_head", None),
+    ("the draft has no trained lm_head (nor takes the target's)", "config.draft_lm_head", None),
+    (
+        "draft tensors its loader cannot place keep their initial values",
+        "config.draft_weights",
+        None,
+    ),
     ("DP attention lowers acceptance (sglang #16274: 2.35 -> 1.48)", "--enable-dp-attention", None),
 )
 

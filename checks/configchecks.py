@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.checkpoint import Checkpoint
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding
@@ -232,20 +233,21 @@ def _eagle_config(draft: Mapping[str, Any]) -> Mapping[str, Any]:
     return inner if isinstance(inner, dict) else {}
 
 
-def _has_token_map(draft_dir: Path | None) -> bool | None:
-    """Does the draft checkpoint carry the d2t/t2d map (None: cannot tell without the weights)?"""
-    if draft_dir is None:
+def _has_token_map(checkpoint: Checkpoint | None) -> bool | None:
+    """Does the draft checkpoint carry the d2t/t2d map (None: its names cannot be read)?"""
+    if checkpoint is None or checkpoint.names is None:
         return None
-    index_file = draft_dir / "model.safetensors.index.json"
-    index = json_file(index_file)
-    if isinstance(index, dict) and isinstance(index.get("weight_map"), dict):
-        return any(k.endswith(("d2t", "t2d")) for k in index["weight_map"])
-    return None
+    return any("d2t" in n or "t2d" in n for n in checkpoint.names)
 
 
 def check_vocab(
-    target: Mapping[str, Any], draft: Mapping[str, Any], algorithm: str, draft_dir: Path | None
+    target: Mapping[str, Any],
+    draft: Mapping[str, Any],
+    algorithm: str,
+    checkpoint: Checkpoint | None,
+    token_map_from: str | None = None,
 ) -> list[Finding]:
+    """`token_map_from`: where the draft class's loader reads d2t (file:line), if known."""
     t_vocab = _int(text_config(target), "vocab_size")
     d_vocab = _int(text_config(draft), "vocab_size")
     findings: list[Finding] = []
@@ -279,19 +281,28 @@ def check_vocab(
                     evidence=ConfigEvidence.of({"target": t_vocab, "draft_vocab_size": reduced}),
                 )
             )
-        elif reduced < t_vocab and _has_token_map(draft_dir) is False:
+        elif reduced < t_vocab and _has_token_map(checkpoint) is False:
+            assert checkpoint is not None
             findings.append(
                 Finding(
                     id="config.vocab",
                     severity="error",
                     message=(
                         f"draft_vocab_size ({reduced}) is smaller than the vocabulary ({t_vocab}) "
-                        "but the draft's weight index has no d2t/t2d token map"
+                        f"but the draft checkpoint ({checkpoint.source}) has no d2t/t2d token "
+                        "map: draft ids are taken as target ids and nearly none is accepted"
                     ),
                     role="draft",
                     attribute="draft_vocab_size",
                     fix=AdviceFix("use the draft checkpoint that ships its d2t map"),
-                    evidence=ConfigEvidence.of({"target": t_vocab, "draft_vocab_size": reduced}),
+                    evidence=ConfigEvidence.of(
+                        {
+                            "target": t_vocab,
+                            "draft_vocab_size": reduced,
+                            "checkpoint": checkpoint.source,
+                        },
+                        read_from=token_map_from,
+                    ),
                 )
             )
     return findings

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import configchecks, steps
+from eaglebug.checks import auxlayers, configchecks, deprecations, draftchecks, steps
 from eaglebug.checks.algorithms import algorithm_facts
 from eaglebug.checks.audit import AuditResult, ClassReport, audit
+from eaglebug.checks.draftarch import draft_mode_class, first_architecture
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, sort_findings
@@ -26,8 +27,6 @@ from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 # SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
 # figure preflight assumes then, and says so in the finding.
 ASSUMED_MEM_FRACTION = 0.85
-# Algorithms whose draft is a separate model given by --speculative-draft-model-path.
-_SEPARATE_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE"}
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,7 @@ def preflight(
     version = index.tree.version or "this tree"
     launch = parse_launch(words, specs, version, serve_front_end(index))
     flags = _Flags(launch, specs)
+    deprecated = deprecations.check_deprecated_flags(index, launch)
     env = launch.env(environ)
     model_path = flags.text("--model-path")
     if model_path is None:
@@ -157,6 +157,7 @@ def preflight(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
     )
     findings = result.findings
+    findings.extend(deprecated)
 
     if not target.found:
         findings.append(
@@ -168,26 +169,22 @@ def preflight(
                 draft, "draft", "the draft's interface audit and the target-vs-draft checks"
             )
         )
-    if algorithm in _SEPARATE_DRAFT and draft_given is None:
-        findings.append(
-            Finding(
-                id="config.model_unavailable",
-                severity="error",
-                message=f"--speculative-algorithm {algorithm} needs --speculative-draft-model-path",
-                role="draft",
-                fix=AdviceFix("add --speculative-draft-model-path DRAFT"),
-            )
-        )
-
     target_class = draft_class = None
     if target.found:
         target_class, unregistered = _architecture(target, "target", index)
         if unregistered:
             findings.append(unregistered)
+    if algorithm is not None and draft_given is None:
+        target_arch = first_architecture(target.config)
+        findings.extend(draftchecks.check_draft_missing(index, algorithm, target_arch))
+        if target_class and draftchecks.target_is_draft(index, algorithm, target_arch):
+            draft_class = draft_mode_class(index, target_arch, target_class)
     if draft is not None and draft.found:
         draft_class, unregistered = _architecture(draft, "draft", index)
         if unregistered:
             findings.append(unregistered)
+        elif draft_class:
+            draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
     if algorithm is not None and (target_class or draft_class):
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
@@ -214,14 +211,21 @@ def preflight(
         )
         if draft_config is not None and algorithm is not None:
             findings.extend(
-                configchecks.check_vocab(
-                    target.config, draft_config, algorithm, draft.path if draft else None
+                draftchecks.draft_findings(
+                    index,
+                    algorithm,
+                    draft_class,
+                    target.config,
+                    draft_config,
+                    draft.path if draft else None,
                 )
             )
             if algorithm in {"EAGLE", "EAGLE3"}:
                 findings.extend(configchecks.check_hidden_size(target.config, draft_config))
             if algorithm == "EAGLE3":
-                findings.extend(configchecks.check_aux_layers(target.config, draft_config))
+                findings.extend(
+                    auxlayers.aux_layer_findings(index, target_class, target.config, draft_config)
+                )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
     findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))

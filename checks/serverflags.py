@@ -10,6 +10,7 @@ and a renamed one is never silently ignored.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ class FlagSpec:
     file: str
     line: int
     value_type: str | None = None  # "int" | "float" when argparse converts the value
+    # A tree-defined action class given without nargs=: its own __init__ default decides.
+    custom_action: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,13 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
         action = _constant(keywords.get("action"))
         nargs = _constant(keywords.get("nargs"))
         dest = _constant(keywords.get("dest"))
+        custom = (
+            action
+            if isinstance(action, str)
+            and not isinstance(keywords.get("action"), ast.Constant)
+            and "nargs" not in keywords
+            else None
+        )
         specs.append(
             FlagSpec(
                 options=tuple(options),
@@ -127,6 +137,7 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
                 file=rel,
                 line=node.lineno,
                 value_type=_value_type(keywords.get("type")),
+                custom_action=custom,
             )
         )
     return specs
@@ -249,7 +260,47 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
         cached = files.entries[rel].derived.get("flags")
         if isinstance(cached, list):
             specs.extend(cached)
-    return specs
+    switches = _switch_actions(index, {s.custom_action for s in specs if s.custom_action})
+    return [
+        dataclasses.replace(s, nargs="0") if s.custom_action in switches and s.nargs == "1" else s
+        for s in specs
+    ]
+
+
+def _switch_actions(index: TreeIndex, names: set[str]) -> set[str]:
+    """The action classes of the tree whose `__init__` defaults `nargs` to 0 (switches, such as
+    0.5.14's `DeprecatedStoreTrueAction(..., nargs=0, ...)`)."""
+    found: set[str] = set()
+    for name in names:
+        short = name.rsplit(".", 1)[-1]
+        for ref in index.classes_named(short):
+            method = ref.facts.methods.get("__init__")
+            parsed = index.parse_file(ref.file) if method is not None else None
+            if method is None or parsed is None:
+                continue
+            init = next(
+                (
+                    n
+                    for n in ast.walk(parsed.tree)
+                    if isinstance(n, ast.FunctionDef) and n.lineno == method.line
+                ),
+                None,
+            )
+            if init is not None and _default_of(init, "nargs") == 0:
+                found.add(name)
+    return found
+
+
+def _default_of(fn: ast.FunctionDef, param: str) -> object:
+    """A parameter's default, when it is a constant (None otherwise)."""
+    positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    with_default = positional[len(positional) - len(fn.args.defaults) :]
+    defaults = dict(zip(with_default, fn.args.defaults, strict=True))
+    for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = default
+    node = defaults.get(param)
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def _flag_specs(parsed: Parsed, rel: str) -> list[FlagSpec]:

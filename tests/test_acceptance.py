@@ -99,7 +99,7 @@ def test_the_causes_say_what_preflight_flagged() -> None:
     causes = {c.check: c.flagged for c in found.evidence.causes}
     assert causes["config.aux_layers"] is True
     assert causes["config.vocab"] is False  # checked, nothing found
-    assert causes["config.lm_head"] is None  # no such check ran
+    assert causes["config.draft_lm_head"] is None  # no such check ran
     assert causes["--enable-dp-attention"] is True
     unknown = low_acceptance([Report(1.0, 0.0, "log")] * 3)
     assert unknown is not None and isinstance(unknown.evidence, RuntimeEvidence)

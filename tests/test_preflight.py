@@ -496,10 +496,12 @@ def test_hidden_size(
     assert finding.to_json()["details"]["target"] == 4096
 
 
-# aux layers
+# aux layers: judged after LlamaForCausalLM's own `[val + 1 for val in layer_ids]` (0.5.9), so
+# id 31 of 32 layers becomes capture layer 32, which the forward's `range(32)` never reaches, and
+# -1 becomes layer 0 (the embeddings), which it does (tests/test_auxlayers.py has the rest).
 @pytest.mark.parametrize(
     ("ids", "outside"),
-    [([0, 15, 31], []), ([1, 15, 32], [32]), ([-1, 3, 5], [-1])],
+    [([0, 15, 30], []), ([0, 15, 31], [32]), ([1, 15, 32], [33]), ([-1, 3, 5], [])],
 )
 def test_aux_layer_ids_inside_the_targets_layers(
     index_059: TreeIndex, tmp_path: Path, ids: list[int], outside: list[int]
@@ -514,7 +516,10 @@ def test_aux_layer_ids_inside_the_targets_layers(
         return
     finding = only(found)
     assert finding.severity == "error"
-    assert finding.to_json()["details"] == {"ids": ids, "target_layers": 32}
+    details = finding.to_json()["details"]
+    assert (details["ids"], details["target_layers"]) == (ids, 32)
+    assert details["captured"] == [i + 1 for i in ids]
+    assert details["read_from"].startswith("sglang/srt/models/llama.py:")
     assert str(outside) in finding.message
 
 
