@@ -53,6 +53,9 @@ class MethodFacts:
     guarded_delegate: tuple[str, str] | None = None
     # `return self.x.m(...)` / `self.x.m(...)`: a plain delegation to an inner attribute.
     delegate: tuple[str, str] | None = None
+    # The line of a `ModelRegistry.resolve_model_cls(...)` call: the method picks a class
+    # through the model registry (Llava's `_get_sgl_model_cls`).
+    registry_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,11 @@ class InnerAssignment:
 
     attr: str
     line: int
-    classes: tuple[str, ...]  # dotted names as written; more than one when chosen by config
+    # Dotted names as written; more than one when chosen by config. A name starting with
+    # `@registry:` is a class the registry picks from a config: `@registry:METHOD:CONFIG:AUTO`
+    # (the method of the class that asks the registry, the config expression it is given,
+    # the transformers Auto class named beside it, if any).
+    classes: tuple[str, ...]
     conditions: tuple[str | None, ...]  # per class: the condition that picks it (None: always)
 
     def condition_of(self, name: str) -> str | None:
@@ -91,6 +98,9 @@ class ModuleFacts:
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     functions: set[str] = field(default_factory=set)  # module-level function names
     entry_classes: tuple[str, ...] = ()
+    # Module-level `NAME = {key: Class, ...}` (or a list/tuple of classes): tables a class is
+    # picked from (`_SUPPORT_VERSION[version]`), as (key as written, class as written).
+    class_tables: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     lines: int = 0
 
 
@@ -224,6 +234,17 @@ def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return None
 
 
+def _registry_call(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The line where a method asks the model registry for a class, if it does."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func) or ""
+        if name.split(".")[-2:] == ["ModelRegistry", "resolve_model_cls"]:
+            return node.lineno
+    return None
+
+
 def _class_facts(node: ast.ClassDef) -> ClassFacts:
     bases = tuple(name for name in (dotted(b) for b in node.bases) if name)
     facts = ClassFacts(name=node.name, line=node.lineno, bases=bases)
@@ -242,6 +263,7 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
                 stub=_is_stub(stmt.body),
                 guarded_delegate=guarded,
                 delegate=delegate,
+                registry_line=_registry_call(stmt),
             )
             if stmt.name == "__init__":
                 _init_facts(stmt, facts)
@@ -272,19 +294,45 @@ def _init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -
                     alias.asname or alias.name, (node.level, node.module, alias.name)
                 )
 
+    # Locals of `__init__` that name classes: `cls = TABLE.get(key)` / `TABLE[key]` (a
+    # module-level table), `cls = self.m(config, ...)` (a method, maybe one that asks the
+    # registry); and locals holding an instance, `inner = cls(...)` / `inner = Class(...)`.
+    class_locals: dict[str, str] = {}
+    instances: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+
+    def choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+        if isinstance(value, ast.Name) and value.id in instances:
+            return instances[value.id]
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, ast.Name) and func.id in class_locals:
+            return [(class_locals[func.id], conditions)]
+        return _choices(value, conditions)
+
+    def local(name: str, value: ast.expr, conditions: tuple[str, ...]) -> None:
+        chooser = _class_chooser(value)
+        if chooser is not None:
+            class_locals[name] = chooser
+            return
+        found = choices(value, conditions)
+        if found:
+            instances[name] = found
+
     def visit(stmts: list[ast.stmt], conditions: tuple[str, ...]) -> None:
         for stmt in stmts:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
-                    if (
+                    if isinstance(target, ast.Name) and stmt.value is not None:
+                        local(target.id, stmt.value, conditions)
+                    elif (
                         isinstance(target, ast.Attribute)
                         and isinstance(target.value, ast.Name)
                         and target.value.id == "self"
                     ):
                         facts.init_attrs.setdefault(target.attr, stmt.lineno)
                         if stmt.value is not None:
-                            _record_inner(facts, target.attr, stmt.lineno, stmt.value, conditions)
+                            found = choices(stmt.value, conditions)
+                            _record_inner(facts, target.attr, stmt.lineno, found)
             elif isinstance(stmt, ast.If):
                 text = ast.unparse(stmt.test)
                 visit(stmt.body, (*conditions, text))
@@ -314,11 +362,36 @@ def _choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tu
     return []
 
 
+def _class_chooser(value: ast.expr) -> str | None:
+    """`TABLE.get(key)` / `TABLE[key]` -> "@table:TABLE"; `self.m(config, ...)` ->
+    "@registry:m:config" (kept only if `m` asks the registry, see `ClassIndex`)."""
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+        return f"@table:{value.value.id}"
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "get"
+        and isinstance(func.value, ast.Name)
+        and func.value.id != "self"
+    ):
+        return f"@table:{func.value.id}"
+    name = dotted(func) or ""
+    if name.startswith("self.") and name.count(".") == 1 and value.args:
+        kind = dotted(value.args[1]) if len(value.args) > 1 else None
+        config = ast.unparse(value.args[0])
+        return f"@registry:{name[len('self.') :]}:{config}:{kind or ''}"
+    return None
+
+
 def _record_inner(
-    facts: ClassFacts, attr: str, line: int, value: ast.expr, conditions: tuple[str, ...]
+    facts: ClassFacts, attr: str, line: int, choices: list[tuple[str, tuple[str, ...]]]
 ) -> None:
     found = [
-        (c, conds) for c, conds in _choices(value, conditions) if c.rsplit(".", 1)[-1][:1].isupper()
+        (c, conds)
+        for c, conds in choices
+        if c.startswith("@") or c.rsplit(".", 1)[-1][:1].isupper()
     ]
     if not found:
         return
@@ -351,7 +424,50 @@ def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts
                     facts.imports.setdefault(head, head)
     for stmt in tree.body:
         _top_level(stmt, facts)
+    for cls in facts.classes.values():
+        _expand_tables(cls, facts.class_tables)
     return facts
+
+
+def _class_table(value: ast.expr) -> tuple[tuple[str, str], ...] | None:
+    """`{key: Class, ...}` or `[Class, ...]` whose every value names a class."""
+    if isinstance(value, ast.Dict):
+        pairs = [
+            (ast.unparse(k) if k is not None else "**", dotted(v))
+            for k, v in zip(value.keys, value.values, strict=True)
+        ]
+    elif isinstance(value, (ast.List, ast.Tuple)):
+        pairs = [(str(i), dotted(v)) for i, v in enumerate(value.elts)]
+    else:
+        return None
+    if not pairs or any(v is None or not v.rsplit(".", 1)[-1][:1].isupper() for _, v in pairs):
+        return None
+    return tuple((k, v) for k, v in pairs if v is not None)
+
+
+def _expand_tables(cls: ClassFacts, tables: dict[str, tuple[tuple[str, str], ...]]) -> None:
+    """`self.x = TABLE[key](...)`: each class of the module-level table is a choice."""
+    for attr, inner in list(cls.inner.items()):
+        if not any(c.startswith("@table:") for c in inner.classes):
+            continue
+        classes: list[str] = []
+        conditions: list[str | None] = []
+        for name, when in zip(inner.classes, inner.conditions, strict=True):
+            table = tables.get(name[len("@table:") :]) if name.startswith("@table:") else None
+            if table is None:
+                if not name.startswith("@table:"):
+                    classes.append(name)
+                    conditions.append(when)
+                continue
+            for key, value in table:
+                if value not in classes:
+                    classes.append(value)
+                    picked = f"{name[len('@table:') :]}[{key}] is picked"
+                    conditions.append(f"{when} and {picked}" if when else picked)
+        if classes:
+            cls.inner[attr] = InnerAssignment(attr, inner.line, tuple(classes), tuple(conditions))
+        else:
+            del cls.inner[attr]
 
 
 def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
@@ -376,6 +492,11 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         facts.functions.add(stmt.name)
     elif isinstance(stmt, ast.Assign):
+        table = _class_table(stmt.value)
+        if table is not None:
+            for target in stmt.targets:
+                if isinstance(target, ast.Name) and target.id != "EntryClass":
+                    facts.class_tables.setdefault(target.id, table)
         if any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets):
             values = (
                 stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]

@@ -241,6 +241,7 @@ class Session:
             else None
         )
         algorithm = last.preflight.algorithm if last and last.preflight else None
+        external = last.preflight.external if last and last.preflight else None
 
         def reaudit() -> list[Finding]:
             if algorithm is None:
@@ -248,7 +249,8 @@ class Session:
             from eaglebug.checks.audit import audit
             from eaglebug.checks.index import TreeIndex
 
-            return audit(TreeIndex(self.tree()), target, algorithm, draft).findings
+            index = TreeIndex(self.tree(), external=external)  # the launch's package too
+            return audit(index, target, algorithm, draft).findings
 
         from eaglebug.fixing import apply_patch
 
