@@ -463,3 +463,38 @@ def test_modules_of_subpackages_are_not_registered(tmp_path: Path) -> None:
     index = TreeIndex(locate(str(root)), use_cache=False, external=package_at(str(package), []))
     assert index.classes.exporter_names("ExtraForCausalLM") == []  # iter_modules: top level only
     assert index.classes.exporter_names(KIMI) == ["my_models.kimi_k25." + KIMI]
+
+
+def test_the_tui_session_fixes_the_package_named_by_the_launch(
+    sglang_0523: Path, user_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the TUI's fix key runs: the checks of the launch (its variable and PYTHONPATH),
+    then the patch applied and verified by a fresh audit that loads the same package."""
+    from eaglebug.session import Session, SessionConfig
+
+    for name, value in gitrepo.HERMETIC_ENV.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
+    words = [
+        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
+        f"PYTHONPATH={user_repo}",
+        "python", "-m", "sglang.launch_server",
+        "--model-path", str(tmp_path / "model"),
+        "--speculative-algorithm", "EAGLE3",
+        "--speculative-draft-model-path", str(tmp_path / "model"),
+    ]  # fmt: skip
+    session = Session(SessionConfig(tmp_path / "work", str(sglang_0523), words))
+    checks = session.run_checks()
+    target = [f for f in checks.findings if f.role == "target" and f.severity == "error"]
+    assert {f.attribute for f in target} == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
+    patch = session.patch_for(target[0])
+    assert patch is not None and patch.path == user_repo / "my_models" / "kimi_k25.py"
+    before = gitrepo.head(user_repo)
+    applied = session.apply(patch)
+    assert applied.commit is not None
+    assert gitrepo.git(user_repo, "rev-parse", "HEAD~1") == before
+    assert gitrepo.changed_files(user_repo) == ["my_models/kimi_k25.py"]
+    assert gitrepo.git(user_repo, "diff", "--cached") == ""
+    again = session.run_checks()
+    assert not [f for f in again.findings if f.role == "target" and f.severity == "error"]
