@@ -9,6 +9,25 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eaglebug.checks.initfacts import (
+    InnerAssignment,
+    class_table,
+    dotted,
+    expand_tables,
+    init_facts,
+)
+
+__all__ = [  # `dotted` and `InnerAssignment` live in initfacts; most modules import them here
+    "ClassFacts",
+    "InnerAssignment",
+    "MethodFacts",
+    "ModuleFacts",
+    "Signature",
+    "dotted",
+    "module_facts",
+    "resolve_relative",
+]
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -58,23 +77,6 @@ class MethodFacts:
     registry_line: int | None = None
 
 
-@dataclass(frozen=True)
-class InnerAssignment:
-    """`self.attr = SomeClass(...)` in `__init__`: the inner objects a delegate may target."""
-
-    attr: str
-    line: int
-    # Dotted names as written; more than one when chosen by config. A name starting with
-    # `@registry:` is a class the registry picks from a config: `@registry:METHOD:CONFIG:AUTO`
-    # (the method of the class that asks the registry, the config expression it is given,
-    # the transformers Auto class named beside it, if any).
-    classes: tuple[str, ...]
-    conditions: tuple[str | None, ...]  # per class: the condition that picks it (None: always)
-
-    def condition_of(self, name: str) -> str | None:
-        return self.conditions[self.classes.index(name)] if name in self.classes else None
-
-
 @dataclass
 class ClassFacts:
     name: str
@@ -102,18 +104,6 @@ class ModuleFacts:
     # picked from (`_SUPPORT_VERSION[version]`), as (key as written, class as written).
     class_tables: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     lines: int = 0
-
-
-def dotted(node: ast.expr) -> str | None:
-    """`a.b.c` for Name/Attribute chains, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
@@ -266,7 +256,7 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
                 registry_line=_registry_call(stmt),
             )
             if stmt.name == "__init__":
-                _init_facts(stmt, facts)
+                init_facts(stmt, facts)
             elif stmt.name == "__getattr__":
                 facts.getattr_forward = _getattr_forward(stmt)
                 facts.getattr_dynamic = facts.getattr_forward is None
@@ -278,133 +268,6 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             facts.class_attrs.setdefault(stmt.target.id, stmt.lineno)
     return facts
-
-
-def _init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -> None:
-    """Record `self.x = ...` in `__init__`, with the condition that picks each inner class."""
-    for node in ast.walk(fn):  # imports inside __init__ name the inner classes too
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                facts.local_imports.setdefault(
-                    alias.asname or alias.name, f"{node.module}.{alias.name}"
-                )
-        elif isinstance(node, ast.ImportFrom) and node.level:
-            for alias in node.names:
-                facts.relative_imports.setdefault(
-                    alias.asname or alias.name, (node.level, node.module, alias.name)
-                )
-
-    # Locals of `__init__` that name classes: `cls = TABLE.get(key)` / `TABLE[key]` (a
-    # module-level table), `cls = self.m(config, ...)` (a method, maybe one that asks the
-    # registry); and locals holding an instance, `inner = cls(...)` / `inner = Class(...)`.
-    class_locals: dict[str, str] = {}
-    instances: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-
-    def choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
-        if isinstance(value, ast.Name) and value.id in instances:
-            return instances[value.id]
-        func = value.func if isinstance(value, ast.Call) else None
-        if isinstance(func, ast.Name) and func.id in class_locals:
-            return [(class_locals[func.id], conditions)]
-        return _choices(value, conditions)
-
-    def local(name: str, value: ast.expr, conditions: tuple[str, ...]) -> None:
-        chooser = _class_chooser(value)
-        if chooser is not None:
-            class_locals[name] = chooser
-            return
-        found = choices(value, conditions)
-        if found:
-            instances[name] = found
-
-    def visit(stmts: list[ast.stmt], conditions: tuple[str, ...]) -> None:
-        for stmt in stmts:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    if isinstance(target, ast.Name) and stmt.value is not None:
-                        local(target.id, stmt.value, conditions)
-                    elif (
-                        isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"
-                    ):
-                        facts.init_attrs.setdefault(target.attr, stmt.lineno)
-                        if stmt.value is not None:
-                            found = choices(stmt.value, conditions)
-                            _record_inner(facts, target.attr, stmt.lineno, found)
-            elif isinstance(stmt, ast.If):
-                text = ast.unparse(stmt.test)
-                visit(stmt.body, (*conditions, text))
-                visit(stmt.orelse, (*conditions, f"not ({text})"))
-            elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.While)):
-                visit(stmt.body, conditions)
-            elif isinstance(stmt, ast.Try):
-                visit(stmt.body, conditions)
-                for handler in stmt.handlers:
-                    visit(handler.body, conditions)
-                visit(stmt.orelse, conditions)
-                visit(stmt.finalbody, conditions)
-
-    visit(fn.body, ())
-
-
-def _choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
-    """(class name, conditions) for each class an assignment may instantiate."""
-    if isinstance(value, ast.Call):
-        name = dotted(value.func)
-        return [(name, conditions)] if name else []
-    if isinstance(value, ast.IfExp):
-        text = ast.unparse(value.test)
-        return _choices(value.body, (*conditions, text)) + _choices(
-            value.orelse, (*conditions, f"not ({text})")
-        )
-    return []
-
-
-def _class_chooser(value: ast.expr) -> str | None:
-    """`TABLE.get(key)` / `TABLE[key]` -> "@table:TABLE"; `self.m(config, ...)` ->
-    "@registry:m:config" (kept only if `m` asks the registry, see `ClassIndex`)."""
-    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
-        return f"@table:{value.value.id}"
-    if not isinstance(value, ast.Call):
-        return None
-    func = value.func
-    if (
-        isinstance(func, ast.Attribute)
-        and func.attr == "get"
-        and isinstance(func.value, ast.Name)
-        and func.value.id != "self"
-    ):
-        return f"@table:{func.value.id}"
-    name = dotted(func) or ""
-    if name.startswith("self.") and name.count(".") == 1 and value.args:
-        kind = dotted(value.args[1]) if len(value.args) > 1 else None
-        config = ast.unparse(value.args[0])
-        return f"@registry:{name[len('self.') :]}:{config}:{kind or ''}"
-    return None
-
-
-def _record_inner(
-    facts: ClassFacts, attr: str, line: int, choices: list[tuple[str, tuple[str, ...]]]
-) -> None:
-    found = [
-        (c, conds)
-        for c, conds in choices
-        if c.startswith("@") or c.rsplit(".", 1)[-1][:1].isupper()
-    ]
-    if not found:
-        return
-    previous = facts.inner.get(attr)
-    classes = list(previous.classes) if previous else []
-    conds = list(previous.conditions) if previous else []
-    for name, when in found:
-        if name not in classes:
-            classes.append(name)
-            conds.append(" and ".join(when) if when else None)
-    facts.inner[attr] = InnerAssignment(
-        attr, previous.line if previous else line, tuple(classes), tuple(conds)
-    )
 
 
 def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
@@ -425,49 +288,8 @@ def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts
     for stmt in tree.body:
         _top_level(stmt, facts)
     for cls in facts.classes.values():
-        _expand_tables(cls, facts.class_tables)
+        expand_tables(cls, facts.class_tables)
     return facts
-
-
-def _class_table(value: ast.expr) -> tuple[tuple[str, str], ...] | None:
-    """`{key: Class, ...}` or `[Class, ...]` whose every value names a class."""
-    if isinstance(value, ast.Dict):
-        pairs = [
-            (ast.unparse(k) if k is not None else "**", dotted(v))
-            for k, v in zip(value.keys, value.values, strict=True)
-        ]
-    elif isinstance(value, (ast.List, ast.Tuple)):
-        pairs = [(str(i), dotted(v)) for i, v in enumerate(value.elts)]
-    else:
-        return None
-    if not pairs or any(v is None or not v.rsplit(".", 1)[-1][:1].isupper() for _, v in pairs):
-        return None
-    return tuple((k, v) for k, v in pairs if v is not None)
-
-
-def _expand_tables(cls: ClassFacts, tables: dict[str, tuple[tuple[str, str], ...]]) -> None:
-    """`self.x = TABLE[key](...)`: each class of the module-level table is a choice."""
-    for attr, inner in list(cls.inner.items()):
-        if not any(c.startswith("@table:") for c in inner.classes):
-            continue
-        classes: list[str] = []
-        conditions: list[str | None] = []
-        for name, when in zip(inner.classes, inner.conditions, strict=True):
-            table = tables.get(name[len("@table:") :]) if name.startswith("@table:") else None
-            if table is None:
-                if not name.startswith("@table:"):
-                    classes.append(name)
-                    conditions.append(when)
-                continue
-            for key, value in table:
-                if value not in classes:
-                    classes.append(value)
-                    picked = f"{name[len('@table:') :]}[{key}] is picked"
-                    conditions.append(f"{when} and {picked}" if when else picked)
-        if classes:
-            cls.inner[attr] = InnerAssignment(attr, inner.line, tuple(classes), tuple(conditions))
-        else:
-            del cls.inner[attr]
 
 
 def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
@@ -492,7 +314,7 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         facts.functions.add(stmt.name)
     elif isinstance(stmt, ast.Assign):
-        table = _class_table(stmt.value)
+        table = class_table(stmt.value)
         if table is not None:
             for target in stmt.targets:
                 if isinstance(target, ast.Name) and target.id != "EntryClass":
