@@ -224,18 +224,21 @@ def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return None
 
 
+_REGISTRY_CALL = ("ModelRegistry", "resolve_model_cls")  # how a model asks the registry
+
+
 def _registry_call(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
     """The line where a method asks the model registry for a class, if it does."""
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
         name = dotted(node.func) or ""
-        if name.split(".")[-2:] == ["ModelRegistry", "resolve_model_cls"]:
+        if tuple(name.split(".")[-2:]) == _REGISTRY_CALL:
             return node.lineno
     return None
 
 
-def _class_facts(node: ast.ClassDef) -> ClassFacts:
+def _class_facts(node: ast.ClassDef, registry: bool) -> ClassFacts:
     bases = tuple(name for name in (dotted(b) for b in node.bases) if name)
     facts = ClassFacts(name=node.name, line=node.lineno, bases=bases)
     for stmt in node.body:
@@ -253,7 +256,7 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
                 stub=_is_stub(stmt.body),
                 guarded_delegate=guarded,
                 delegate=delegate,
-                registry_line=_registry_call(stmt),
+                registry_line=_registry_call(stmt) if registry else None,
             )
             if stmt.name == "__init__":
                 init_facts(stmt, facts)
@@ -270,7 +273,11 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
     return facts
 
 
-def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
+def module_facts(
+    tree: ast.Module, module: str, is_package: bool, text: str | None = None
+) -> ModuleFacts:
+    """The facts of one module; `text`, its source, spares looking for registry calls in
+    the (nearly all) modules that never name the registry."""
     facts = ModuleFacts(module=module, is_package=is_package)
     for node in _import_statements(tree.body):
         if isinstance(node, ast.ImportFrom):
@@ -285,8 +292,9 @@ def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts
                 else:
                     head = alias.name.split(".", 1)[0]
                     facts.imports.setdefault(head, head)
+    registry = text is None or _REGISTRY_CALL[1] in text
     for stmt in tree.body:
-        _top_level(stmt, facts)
+        _top_level(stmt, facts, registry)
     for cls in facts.classes.values():
         expand_tables(cls, facts.class_tables)
     return facts
@@ -308,9 +316,9 @@ def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom
     return found
 
 
-def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
+def _top_level(stmt: ast.stmt, facts: ModuleFacts, registry: bool) -> None:
     if isinstance(stmt, ast.ClassDef):
-        facts.classes.setdefault(stmt.name, _class_facts(stmt))
+        facts.classes.setdefault(stmt.name, _class_facts(stmt, registry))
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         facts.functions.add(stmt.name)
     elif isinstance(stmt, ast.Assign):
@@ -326,7 +334,7 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
             facts.entry_classes = tuple(n for n in (dotted(v) for v in values) if n)
     elif isinstance(stmt, ast.If):  # `if TYPE_CHECKING:` / version switches
         for inner in (*stmt.body, *stmt.orelse):
-            _top_level(inner, facts)
+            _top_level(inner, facts, registry)
     elif isinstance(stmt, ast.Try):
         for inner in (*stmt.body, *[s for h in stmt.handlers for s in h.body], *stmt.orelse):
-            _top_level(inner, facts)
+            _top_level(inner, facts, registry)
