@@ -498,3 +498,24 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
     assert gitrepo.git(user_repo, "diff", "--cached") == ""
     again = session.run_checks()
     assert not [f for f in again.findings if f.role == "target" and f.severity == "error"]
+
+
+@pytest.mark.parametrize("release", ["sglang_0514", "sglang_0522", "sglang_0523"])
+def test_the_wrapper_is_audited_like_a_built_in_on_each_release(
+    release: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    root = request.getfixturevalue(release)
+    package = write_package(tmp_path / "site")
+    index = TreeIndex(locate(str(root)), use_cache=False, external=package_at(str(package), []))
+    result = audit(index, KIMI)
+    assert result.external is not None and result.external.name == "my_models"
+    assert result.reports[0].ref.qualname == "my_models.kimi_k25." + KIMI
+    errors = {f.attribute: f for f in result.findings if f.severity == "error"}
+    assert {"get_embed_and_head", "set_eagle3_layers_to_capture"} <= set(errors)
+    for attribute in ("get_embed_and_head", "set_eagle3_layers_to_capture"):
+        f = errors[attribute]
+        assert f.delegate == "language_model"
+        assert f"return self.language_model.{attribute}(" in planned(f)
+    # the inner class comes from the tree, through the package's import of it
+    provided = dict(result.reports[0].provided)
+    assert provided["forward"].owner == "my_models.kimi_k25." + KIMI
