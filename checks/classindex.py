@@ -121,9 +121,6 @@ class ClassIndex:
             archs = value.get("architectures") if isinstance(value, dict) else None
             if isinstance(archs, list) and archs and isinstance(archs[0], str):
                 self.config_architectures[key] = archs[0]
-        archs = config.get("architectures")
-        if isinstance(archs, list) and archs and isinstance(archs[0], str):
-            self.config_architectures.setdefault("config", archs[0])
 
     @property
     def choice_key(self) -> str:
