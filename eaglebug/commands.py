@@ -78,11 +78,12 @@ def _index(
 
 def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
     """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
-    from eaglebug.checks.external import for_launch, package_at
+    from eaglebug.checks.external import package_at
+    from eaglebug.interpreter import external_for_launch
 
     if getattr(args, "external_models", None):
         return package_at(args.external_models, sys.path)
-    return for_launch(words, os.environ) if words else None
+    return external_for_launch(words, os.environ) if words else None
 
 
 def _external_key(external: ExternalPackage | None) -> str:

@@ -127,8 +127,11 @@ class Session:
         record = self.current_launch()
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
+        from eaglebug.interpreter import external_for_launch
+
+        external = external_for_launch(words, environ)  # where the launch's python finds it
         with self._index_lock:
-            flight = preflight(index, words, environ, self._gpu_memory())
+            flight = preflight(index, words, environ, self._gpu_memory(), external)
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started

@@ -519,3 +519,29 @@ def test_the_wrapper_is_audited_like_a_built_in_on_each_release(
     # the inner class comes from the tree, through the package's import of it
     provided = dict(result.reports[0].provided)
     assert provided["forward"].owner == "my_models.kimi_k25." + KIMI
+
+
+def test_the_launchs_own_interpreter_path_is_asked(tmp_path: Path) -> None:
+    """A launch run by another python (another environment) finds the package where that
+    python looks: its path is asked for (it imports nothing), ours would not have it."""
+    import sys
+
+    from eaglebug.checks.external import for_launch
+    from eaglebug.interpreter import external_for_launch
+
+    site = tmp_path / "their-site"
+    write_package(site)
+    other = tmp_path / "bin" / "python"
+    other.parent.mkdir()
+    other.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    other.chmod(0o755)
+    words = [
+        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
+        str(other), "-m", "sglang.launch_server", "--model-path", str(tmp_path),
+    ]  # fmt: skip
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    found = external_for_launch(words, environ)
+    assert found is not None and found.package_dir == (site / "my_models").resolve()
+    with pytest.raises(InputError, match="not found"):
+        for_launch(words, environ)  # this interpreter's path alone does not hold it
+    assert external_for_launch(words[1:], environ) is None  # no variable, no package

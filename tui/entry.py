@@ -155,9 +155,9 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             "eaglebug -- LAUNCH COMMAND, eaglebug watch --log FILE, or eaglebug demo",
         )
     if launch_words:  # a model package the launch names but its Python cannot find: say so now
-        from eaglebug.checks.external import for_launch
+        from eaglebug.interpreter import external_for_launch
 
-        for_launch(launch_words, os.environ)
+        external_for_launch(launch_words, os.environ)
     config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
     return run_tui(
         config,
