@@ -15,7 +15,6 @@ says so instead of pretending.
 
 from __future__ import annotations
 
-import ast
 import importlib.machinery
 import os
 import sys
@@ -25,11 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import AdviceFix
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the findings load only when one is made: a kept reply needs none
+    from eaglebug.checks.findings import Finding
     from eaglebug.checks.index import TreeIndex
 
 ENV_VAR = "SGLANG_EXTERNAL_MODEL_PACKAGE"
@@ -178,6 +175,8 @@ def registry_rule(index: TreeIndex) -> ExternalRule | None:
 
 
 def _read_rule(index: TreeIndex) -> ExternalRule | None:
+    import ast  # only when the rule is not a kept answer
+
     if REGISTRY not in index.entries:
         return None
     parsed = index.parse_file(REGISTRY)
@@ -216,6 +215,10 @@ def _read_rule(index: TreeIndex) -> ExternalRule | None:
 
 def ignored_package(package: ExternalPackage) -> Finding:
     """The launch names a package, but this tree's registry never reads the variable."""
+    from eaglebug.checks.evidence import ConfigEvidence
+    from eaglebug.checks.findings import Finding
+    from eaglebug.checks.fixes import AdviceFix
+
     return Finding(
         id="config.external_models",
         severity="warning",

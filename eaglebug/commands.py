@@ -78,18 +78,23 @@ def _index(
 
 def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
     """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
-    from eaglebug.checks.external import package_at
+    if getattr(args, "external_models", None):
+        from eaglebug.checks.external import package_at
+
+        return package_at(args.external_models, sys.path)
+    if not words:
+        return None
     from eaglebug.interpreter import external_for_launch
 
-    if getattr(args, "external_models", None):
-        return package_at(args.external_models, sys.path)
-    return external_for_launch(words, os.environ) if words else None
+    return external_for_launch(words, os.environ)
 
 
 def _external_key(external: ExternalPackage | None) -> str:
-    from eaglebug.checks.packagefiles import stamp_key
+    if external is None:
+        return ""
+    from eaglebug.checks.packagefiles import stamp_key  # the package's files, stat'ed
 
-    return stamp_key(external) if external is not None else ""
+    return stamp_key(external)
 
 
 def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None:

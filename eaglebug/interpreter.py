@@ -68,6 +68,9 @@ def external_for_launch(words: Sequence[str], environ: Mapping[str, str]) -> Ext
     that launch's PYTHONPATH and then its own interpreter's path (this one's, when it is the
     same python or cannot be asked)."""
     from eaglebug.checks.external import ENV_VAR, for_launch
+
+    if ENV_VAR not in environ and not any(ENV_VAR in word for word in words):
+        return None  # the common case, decided before the launch parser loads
     from eaglebug.checks.launch import env_and_argv
 
     additions, argv = env_and_argv(words)
