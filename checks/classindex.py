@@ -420,7 +420,11 @@ class ClassIndex:
         if architecture is not None:
             refs = self.exporters_of(architecture)[:1]
         elif kind.rsplit(".", 1)[-1] == "AutoModelForCausalLM":
-            refs = self.causal_lms()
+            # The language models the wrapper's own module names come first (Llava imports
+            # Llama, Qwen2, Mistral): they lead what the finding lists, and give the fix's
+            # signature.
+            named = set(current.module.imports.values())
+            refs = sorted(self.causal_lms(), key=lambda r: r.qualname not in named)
         else:
             refs = []
         return [Choice(ref, None, pick) for ref in refs]

@@ -6,6 +6,7 @@ shape, then the real releases."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -298,7 +299,18 @@ def test_llava_delegates_to_the_registry_picked_language_model(
     assert details["picked_by"].startswith(
         "the registry, from self.text_config (sglang/srt/models/llava.py:"
     )
-    assert "sglang.srt.models.llama.LlamaForCausalLM" in details["delegate_class"]
+    # the language models llava.py itself imports lead the list (and give the fix's signature)
+    source = (root / "sglang/srt/models/llava.py").read_text()
+    imported = sorted(
+        f"{module}.{name}"
+        for module, name in re.findall(
+            r"^from (sglang\.srt\.models\.\w+) import (\w+)$", source, re.M
+        )
+        if f"{module}.{name}" in details["delegate_class"]
+    )
+    assert "sglang.srt.models.llama.LlamaForCausalLM" in imported
+    assert details["delegate_class"][: len(imported)] == imported
+    assert "provide it (LlamaForCausalLM, " in f.message
     assert "return self.language_model.set_eagle3_layers_to_capture(" in planned(f)
     # with the text config naming Llama, the choice is resolved: one class, nothing lacking
     index = TreeIndex(locate(str(root)), use_cache=False)
