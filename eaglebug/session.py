@@ -275,7 +275,18 @@ class Session:
         self._refuse_if_readonly("undo")
         from eaglebug.fixing import undo
 
-        return undo(self.tree().root)
+        return undo(self._undo_repo())
+
+    def _undo_repo(self) -> Path:
+        """Where the newest patch was committed: the SGLang tree's repository, or that of the
+        out-of-tree model package whose file it patched."""
+        patches = load_state(self.config.workdir).patches
+        with self._index_lock:
+            index = self._index
+        external = index.external if index is not None else None
+        if patches and external is not None and external.owns(patches[-1].file):
+            return external.root / patches[-1].file
+        return self.tree().root
 
     def env_fix(self, finding: Finding) -> EnvFix | None:
         """The env var a finding's fix sets for the next launch (alone or as an option)."""

@@ -13,6 +13,7 @@ from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.session import Session, SessionConfig
 from eaglebug.tui.app import build_app
+from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from tests import gitrepo
 from tests.test_external_models import KIMI, write_package
@@ -64,9 +65,25 @@ def test_fix_key_commits_in_the_package_repository(
             120,
         )
 
+        assert gitrepo.git(repo, "rev-parse", "HEAD~1") == before
+        assert gitrepo.changed_files(repo) == ["my_models/kimi_k25.py"]
+        assert gitrepo.git(repo, "diff", "--cached") == ""
+        assert gitrepo.status(repo) == ""
+        assert "def set_eagle3_layers_to_capture(" in wrapper.read_text()
+        # u reverts it in the same repository (not the SGLang tree's)
+        patched = gitrepo.head(repo)
+        await pilot.press("u")
+        await answer(pilot, app, ConfirmModal, "y")
+        await until(pilot, lambda: gitrepo.head(repo) != patched, "the revert commit", 120)
+        assert gitrepo.git(repo, "rev-parse", "HEAD~1") == patched
+        assert wrapper.read_bytes() == original
+        await until(
+            pilot,
+            lambda: checks_settled(app) and "set_eagle3_layers_to_capture" in interface_errors(app),
+            "the errors to come back",
+            120,
+        )
+
+    wrapper = repo / "my_models" / "kimi_k25.py"
+    original = wrapper.read_bytes()
     run(app, script)
-    assert gitrepo.git(repo, "rev-parse", "HEAD~1") == before
-    assert gitrepo.changed_files(repo) == ["my_models/kimi_k25.py"]
-    assert gitrepo.git(repo, "diff", "--cached") == ""
-    assert gitrepo.status(repo) == ""
-    assert "def set_eagle3_layers_to_capture(" in (repo / "my_models" / "kimi_k25.py").read_text()
