@@ -185,6 +185,19 @@ class ServerArgs:
 """
 
 
+def launch(pythonpath: Path | str, model: Path, speculative: bool = True) -> list[str]:
+    """A launch command that names the package `my_models` and where it lives."""
+    words = [
+        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
+        f"PYTHONPATH={pythonpath}",
+        "python", "-m", "sglang.launch_server",
+        "--model-path", str(model),
+    ]  # fmt: skip
+    if speculative:
+        words += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(model)]
+    return words
+
+
 def tree_with(tmp_path: Path, registry: str) -> Path:
     files = {
         **DELEGATE_MODELS,
@@ -228,12 +241,7 @@ def test_a_tree_whose_registry_does_not_read_the_variable(tmp_path: Path) -> Non
     # preflight says so as a finding, named by the launch's own variable
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
-    words = [
-        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
-        f"PYTHONPATH={tmp_path / 'site'}",
-        "python", "-m", "sglang.launch_server",
-        "--model-path", str(tmp_path / "model"),
-    ]  # fmt: skip
+    words = launch(tmp_path / "site", tmp_path / "model", speculative=False)
     flight = preflight(TreeIndex(locate(str(root)), use_cache=False), words, {})
     (ignored,) = [f for f in flight.findings if f.id == "config.external_models"]
     assert ignored.severity == "warning"
@@ -251,14 +259,7 @@ def test_pythonpath_order_picks_the_package(tmp_path: Path) -> None:
     (tmp_path / "model" / "config.json").write_text(json.dumps(config))
 
     def errors(pythonpath: str) -> tuple[set[str], str]:
-        words = [
-            "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
-            f"PYTHONPATH={pythonpath}",
-            "python", "-m", "sglang.launch_server",
-            "--model-path", str(tmp_path / "model"),
-            "--speculative-algorithm", "EAGLE3",
-            "--speculative-draft-model-path", str(tmp_path / "model"),
-        ]  # fmt: skip
+        words = launch(pythonpath, tmp_path / "model")
         flight = preflight(TreeIndex(locate(str(root)), use_cache=False), words, {})
         assert flight.external is not None
         target = [f for f in flight.findings if f.role == "target" and f.severity == "error"]
@@ -476,14 +477,7 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
         monkeypatch.setenv(name, value)
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
-    words = [
-        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
-        f"PYTHONPATH={user_repo}",
-        "python", "-m", "sglang.launch_server",
-        "--model-path", str(tmp_path / "model"),
-        "--speculative-algorithm", "EAGLE3",
-        "--speculative-draft-model-path", str(tmp_path / "model"),
-    ]  # fmt: skip
+    words = launch(user_repo, tmp_path / "model")
     session = Session(SessionConfig(tmp_path / "work", str(sglang_0523), words))
     checks = session.run_checks()
     target = [f for f in checks.findings if f.role == "target" and f.severity == "error"]

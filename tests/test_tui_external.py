@@ -16,7 +16,7 @@ from eaglebug.tui.app import build_app
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from tests import gitrepo
-from tests.test_external_models import KIMI, write_package
+from tests.test_external_models import KIMI, launch, write_package
 from tests.test_tui import FAST, answer, checks_settled, interface_errors, run, select, until
 
 
@@ -31,14 +31,7 @@ def test_fix_key_commits_in_the_package_repository(
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
-    words = [
-        "SGLANG_EXTERNAL_MODEL_PACKAGE=my_models",
-        f"PYTHONPATH={repo}",
-        "python", "-m", "sglang.launch_server",
-        "--model-path", str(model),
-        "--speculative-algorithm", "EAGLE3",
-        "--speculative-draft-model-path", str(model),
-    ]  # fmt: skip
+    words = launch(repo, model)
     session = Session(SessionConfig(tmp_path / "state", str(sglang_0523), words))
     app = build_app(session, SimulatedSource(gpus=2), **FAST)
     before = gitrepo.head(repo)
