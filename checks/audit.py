@@ -16,6 +16,7 @@ from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.classaudit import ClassAudit, ClassReport
 from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.external import ExternalPackage
 from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.workers import WorkerScopes
@@ -30,6 +31,7 @@ class AuditResult:
     algorithm: str
     reports: list[ClassReport]
     warnings: list[str]
+    external: ExternalPackage | None = None  # an out-of-tree model package in the index
 
     @property
     def findings(self) -> list[Finding]:
@@ -53,7 +55,7 @@ def find_class(index: TreeIndex, name: str) -> ClassRef:
             rel, why = broken[0]
             raise InputError(
                 f"{rel}: {why}; class {short!r} is defined there, so it cannot be audited",
-                f"fix the file (python -m py_compile {index.tree.root / rel} shows where)",
+                f"fix the file (python -m py_compile {index.path_of(rel)} shows where)",
             )
         close = difflib.get_close_matches(short, sorted(classes.all_class_names()), n=3, cutoff=0.6)
         hint = (
@@ -83,7 +85,7 @@ def audit(
     algo = algorithm_facts(index)
     canonical = algo.canonical(algorithm)
     reports = index.answer(
-        f"audit:{class_name}:{canonical}:{draft_class}",
+        f"audit:{class_name}:{canonical}:{draft_class}{index.classes.choice_key}",
         lambda: _reports(index, class_name, canonical, draft_class, algo),
     )
     index.save()
@@ -93,6 +95,7 @@ def audit(
         algorithm=canonical,
         reports=reports,
         warnings=list(dict.fromkeys(index.warnings)),
+        external=index.external,
     )
 
 

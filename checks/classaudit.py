@@ -17,7 +17,7 @@ from typing import Any
 from eaglebug.checks.algorithms import AlgorithmFacts
 from eaglebug.checks.classindex import ClassRef, Provider
 from eaglebug.checks.conditions import Cond, flag_names
-from eaglebug.checks.delegates import Delegate, find_delegate
+from eaglebug.checks.delegates import Delegate, find_delegate, picked_by, summary
 from eaglebug.checks.delegation import DelegationPlanner
 from eaglebug.checks.evidence import InterfaceEvidence, Site
 from eaglebug.checks.findings import CallSite, Finding, Severity
@@ -259,12 +259,9 @@ class ClassAudit:
                 delegate_provider=delegate.provider.owner,
                 delegate_lacking=delegate.lacking,
                 chosen_by=delegate.lacking_when if delegate.lacking else (),
+                picked_by=picked_by(delegate.pick) if delegate.pick else None,
             )
-            inner_names = ", ".join(c.rsplit(".", 1)[-1] for c in delegate.classes)
-            message += f"; self.{delegate.attribute} ({inner_names}) provides it"
-            for lacking, when in zip(delegate.lacking, delegate.lacking_when, strict=True):
-                picked = f"when {when}" if when else "in some configurations"
-                message += f", but not {lacking.rsplit('.', 1)[-1]}, picked {picked}"
+            message += "; " + summary(delegate)
             fix = self._delegation(attribute, delegate)
         self._report(
             attribute,

@@ -9,6 +9,25 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eaglebug.checks.initfacts import (
+    InnerAssignment,
+    class_table,
+    dotted,
+    expand_tables,
+    init_facts,
+)
+
+__all__ = [  # `dotted` and `InnerAssignment` live in initfacts; most modules import them here
+    "ClassFacts",
+    "InnerAssignment",
+    "MethodFacts",
+    "ModuleFacts",
+    "Signature",
+    "dotted",
+    "module_facts",
+    "resolve_relative",
+]
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -53,19 +72,9 @@ class MethodFacts:
     guarded_delegate: tuple[str, str] | None = None
     # `return self.x.m(...)` / `self.x.m(...)`: a plain delegation to an inner attribute.
     delegate: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class InnerAssignment:
-    """`self.attr = SomeClass(...)` in `__init__`: the inner objects a delegate may target."""
-
-    attr: str
-    line: int
-    classes: tuple[str, ...]  # dotted names as written; more than one when chosen by config
-    conditions: tuple[str | None, ...]  # per class: the condition that picks it (None: always)
-
-    def condition_of(self, name: str) -> str | None:
-        return self.conditions[self.classes.index(name)] if name in self.classes else None
+    # The line of a `ModelRegistry.resolve_model_cls(...)` call: the method picks a class
+    # through the model registry (Llava's `_get_sgl_model_cls`).
+    registry_line: int | None = None
 
 
 @dataclass
@@ -91,19 +100,10 @@ class ModuleFacts:
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     functions: set[str] = field(default_factory=set)  # module-level function names
     entry_classes: tuple[str, ...] = ()
+    # Module-level `NAME = {key: Class, ...}` (or a list/tuple of classes): tables a class is
+    # picked from (`_SUPPORT_VERSION[version]`), as (key as written, class as written).
+    class_tables: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     lines: int = 0
-
-
-def dotted(node: ast.expr) -> str | None:
-    """`a.b.c` for Name/Attribute chains, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
@@ -224,7 +224,21 @@ def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return None
 
 
-def _class_facts(node: ast.ClassDef) -> ClassFacts:
+_REGISTRY_CALL = ("ModelRegistry", "resolve_model_cls")  # how a model asks the registry
+
+
+def _registry_call(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The line where a method asks the model registry for a class, if it does."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func) or ""
+        if tuple(name.split(".")[-2:]) == _REGISTRY_CALL:
+            return node.lineno
+    return None
+
+
+def _class_facts(node: ast.ClassDef, registry: bool) -> ClassFacts:
     bases = tuple(name for name in (dotted(b) for b in node.bases) if name)
     facts = ClassFacts(name=node.name, line=node.lineno, bases=bases)
     for stmt in node.body:
@@ -242,9 +256,10 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
                 stub=_is_stub(stmt.body),
                 guarded_delegate=guarded,
                 delegate=delegate,
+                registry_line=_registry_call(stmt) if registry else None,
             )
             if stmt.name == "__init__":
-                _init_facts(stmt, facts)
+                init_facts(stmt, facts)
             elif stmt.name == "__getattr__":
                 facts.getattr_forward = _getattr_forward(stmt)
                 facts.getattr_dynamic = facts.getattr_forward is None
@@ -258,83 +273,11 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
     return facts
 
 
-def _init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -> None:
-    """Record `self.x = ...` in `__init__`, with the condition that picks each inner class."""
-    for node in ast.walk(fn):  # imports inside __init__ name the inner classes too
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                facts.local_imports.setdefault(
-                    alias.asname or alias.name, f"{node.module}.{alias.name}"
-                )
-        elif isinstance(node, ast.ImportFrom) and node.level:
-            for alias in node.names:
-                facts.relative_imports.setdefault(
-                    alias.asname or alias.name, (node.level, node.module, alias.name)
-                )
-
-    def visit(stmts: list[ast.stmt], conditions: tuple[str, ...]) -> None:
-        for stmt in stmts:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    if (
-                        isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"
-                    ):
-                        facts.init_attrs.setdefault(target.attr, stmt.lineno)
-                        if stmt.value is not None:
-                            _record_inner(facts, target.attr, stmt.lineno, stmt.value, conditions)
-            elif isinstance(stmt, ast.If):
-                text = ast.unparse(stmt.test)
-                visit(stmt.body, (*conditions, text))
-                visit(stmt.orelse, (*conditions, f"not ({text})"))
-            elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.While)):
-                visit(stmt.body, conditions)
-            elif isinstance(stmt, ast.Try):
-                visit(stmt.body, conditions)
-                for handler in stmt.handlers:
-                    visit(handler.body, conditions)
-                visit(stmt.orelse, conditions)
-                visit(stmt.finalbody, conditions)
-
-    visit(fn.body, ())
-
-
-def _choices(value: ast.expr, conditions: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
-    """(class name, conditions) for each class an assignment may instantiate."""
-    if isinstance(value, ast.Call):
-        name = dotted(value.func)
-        return [(name, conditions)] if name else []
-    if isinstance(value, ast.IfExp):
-        text = ast.unparse(value.test)
-        return _choices(value.body, (*conditions, text)) + _choices(
-            value.orelse, (*conditions, f"not ({text})")
-        )
-    return []
-
-
-def _record_inner(
-    facts: ClassFacts, attr: str, line: int, value: ast.expr, conditions: tuple[str, ...]
-) -> None:
-    found = [
-        (c, conds) for c, conds in _choices(value, conditions) if c.rsplit(".", 1)[-1][:1].isupper()
-    ]
-    if not found:
-        return
-    previous = facts.inner.get(attr)
-    classes = list(previous.classes) if previous else []
-    conds = list(previous.conditions) if previous else []
-    for name, when in found:
-        if name not in classes:
-            classes.append(name)
-            conds.append(" and ".join(when) if when else None)
-    facts.inner[attr] = InnerAssignment(
-        attr, previous.line if previous else line, tuple(classes), tuple(conds)
-    )
-
-
-def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
+def module_facts(
+    tree: ast.Module, module: str, is_package: bool, text: str | None = None
+) -> ModuleFacts:
+    """The facts of one module; `text`, its source, spares looking for registry calls in
+    the (nearly all) modules that never name the registry."""
     facts = ModuleFacts(module=module, is_package=is_package)
     for node in _import_statements(tree.body):
         if isinstance(node, ast.ImportFrom):
@@ -349,8 +292,11 @@ def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts
                 else:
                     head = alias.name.split(".", 1)[0]
                     facts.imports.setdefault(head, head)
+    registry = text is None or _REGISTRY_CALL[1] in text
     for stmt in tree.body:
-        _top_level(stmt, facts)
+        _top_level(stmt, facts, registry)
+    for cls in facts.classes.values():
+        expand_tables(cls, facts.class_tables)
     return facts
 
 
@@ -370,12 +316,17 @@ def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom
     return found
 
 
-def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
+def _top_level(stmt: ast.stmt, facts: ModuleFacts, registry: bool) -> None:
     if isinstance(stmt, ast.ClassDef):
-        facts.classes.setdefault(stmt.name, _class_facts(stmt))
+        facts.classes.setdefault(stmt.name, _class_facts(stmt, registry))
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         facts.functions.add(stmt.name)
     elif isinstance(stmt, ast.Assign):
+        table = class_table(stmt.value)
+        if table is not None:
+            for target in stmt.targets:
+                if isinstance(target, ast.Name) and target.id != "EntryClass":
+                    facts.class_tables.setdefault(target.id, table)
         if any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets):
             values = (
                 stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
@@ -383,7 +334,7 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts) -> None:
             facts.entry_classes = tuple(n for n in (dotted(v) for v in values) if n)
     elif isinstance(stmt, ast.If):  # `if TYPE_CHECKING:` / version switches
         for inner in (*stmt.body, *stmt.orelse):
-            _top_level(inner, facts)
+            _top_level(inner, facts, registry)
     elif isinstance(stmt, ast.Try):
         for inner in (*stmt.body, *[s for h in stmt.handlers for s in h.body], *stmt.orelse):
-            _top_level(inner, facts)
+            _top_level(inner, facts, registry)

@@ -9,11 +9,20 @@ Also the model registry: which classes each `EntryClass` exports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from eaglebug.checks.answers import Answers
-from eaglebug.checks.classfacts import ClassFacts, MethodFacts, ModuleFacts, resolve_relative
+from eaglebug.checks.classfacts import (
+    ClassFacts,
+    InnerAssignment,
+    MethodFacts,
+    ModuleFacts,
+    resolve_relative,
+)
+from eaglebug.checks.external import ExternalRule
 from eaglebug.checks.filefacts import RUNTIME
+from eaglebug.checks.packagefiles import PackageFiles
 from eaglebug.checks.sourcefiles import SourceFiles
 
 # What every torch.nn.Module instance has (torch 2.x), so wrappers need not define it.
@@ -64,24 +73,87 @@ class Provider:
     via: str | None = None  # the inner attribute a __getattr__ forwards to
 
 
+@dataclass(frozen=True)
+class RegistryPick:
+    """An inner class picked through the model registry from a config, as Llava picks its
+    language model: where the tree asks the registry, and what was read to choose."""
+
+    file: str
+    line: int
+    config: str  # the config expression handed over, e.g. `self.text_config`
+    architecture: str | None  # read from the model's config; None: every candidate counts
+    config_read: bool = False  # a model's config.json was read (and named no architecture)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One class an inner attribute may hold, and what picks it."""
+
+    ref: ClassRef
+    when: str | None
+    pick: RegistryPick | None = None
+
+
 class ClassIndex:
     def __init__(self, files: SourceFiles, answers: Answers) -> None:
         self.files = files
         self.answers = answers
+        # Config expression's last name (`text_config`) -> the architecture its `config.json`
+        # names: how a registry pick is resolved when the model's config is known.
+        self.config_architectures: dict[str, str] = {}
+        self.config_known = False  # a model's config.json was read (--model-path)
+        self._candidates: dict[str, list[ClassRef]] = {}
+        # An out-of-tree model package the registry loads (`external.py`), and how it does.
+        self.external: PackageFiles | None = None
+        self.external_rule: ExternalRule | None = None
+
+    def use_external(self, files: PackageFiles, rule: ExternalRule) -> None:
+        self.external = files
+        self.external_rule = rule
+        self._candidates = {}
+
+    def use_model_config(self, config: Mapping[str, object]) -> None:
+        """With the target's `config.json` known, a class the registry picks from one of its
+        sub-configs (`text_config`) is the one that sub-config's `architectures[0]` names."""
+        self.config_known = True
+        self.config_architectures = {}
+        for key, value in config.items():
+            archs = value.get("architectures") if isinstance(value, dict) else None
+            if isinstance(archs, list) and archs and isinstance(archs[0], str):
+                self.config_architectures[key] = archs[0]
+
+    @property
+    def choice_key(self) -> str:
+        """What the answers about classes depend on besides the tree (the model's config)."""
+        key = self.external.stamp_key if self.external is not None else ""
+        if not self.config_known:
+            return key
+        picks = ",".join(f"{k}={v}" for k, v in sorted(self.config_architectures.items()))
+        return f"{key}|config:{picks}"
+
+    @property
+    def external_key(self) -> str:
+        return self.external.stamp_key if self.external is not None else ""
 
     # -- names ------------------------------------------------------------------------------
     def cls(self, qualified: str, _depth: int = 0) -> ClassRef | None:
         """The class a qualified name refers to, following re-exports through imports."""
-        split = self.files.split_qualified(qualified)
+        external = self.external
+        if external is not None and external.package.owns_module(qualified.rpartition(".")[0]):
+            split = external.split_qualified(qualified)
+            files: SourceFiles | PackageFiles = external
+        else:
+            split = self.files.split_qualified(qualified)
+            files = self.files
         if split is None or _depth > 8:
             return None
         module_name, name = split
-        facts = self.files.module(module_name)
+        facts = files.module(module_name)
         if facts is None or "." in name:
             return None
         found = facts.classes.get(name)
         if found is not None:
-            rel = self.files.module_files[module_name]
+            rel = files.module_files[module_name]
             return ClassRef(f"{module_name}.{name}", rel, found, facts)
         target = facts.imports.get(name)
         if target and target != qualified:
@@ -111,8 +183,14 @@ class ClassIndex:
         return self.cls(self.resolve(ref.module, name))
 
     def classes_named(self, name: str) -> list[ClassRef]:
-        """Classes with this short name anywhere in the tree."""
+        """Classes with this short name anywhere in the tree (and the external package)."""
         found = []
+        if self.external is not None:
+            for _, facts in self.external.class_files():
+                if name in facts.classes:
+                    ref = self.cls(f"{facts.module}.{name}")
+                    if ref is not None:
+                        found.append(ref)
         for rel, entry in self.files.entries.items():
             if name in entry.class_names:
                 module, _ = self.files.module_of(rel)
@@ -123,14 +201,24 @@ class ClassIndex:
 
     def unparsed_files_defining(self, name: str) -> list[tuple[str, str]]:
         """(file, why) for each file that would define class `name` but does not parse."""
-        return [
+        broken = [
             (rel, entry.error)
             for rel, entry in self.files.entries.items()
             if name in entry.class_names and entry.error is not None
         ]
+        if self.external is not None:
+            broken += [
+                (str(self.external.package.root / rel), why)
+                for rel, why in self.external.errors().items()
+                if f"class {name}".encode() in (self.external.package.root / rel).read_bytes()
+            ]
+        return broken
 
     def all_class_names(self) -> set[str]:
-        return {name for entry in self.files.entries.values() for name in entry.class_names}
+        names = {name for entry in self.files.entries.values() for name in entry.class_names}
+        if self.external is not None:
+            names.update(n for _, facts in self.external.class_files() for n in facts.classes)
+        return names
 
     # -- the registry -----------------------------------------------------------------------
     def registry(self) -> dict[str, list[ClassRef]]:
@@ -146,15 +234,40 @@ class ClassIndex:
                 ref = self.cls(self.resolve(facts, name))
                 if ref is not None:
                     exported.setdefault(ref.facts.name, []).append(ref)
+        for name, refs in self._external_exports().items():
+            if self.external_rule is not None and self.external_rule.overrides:
+                exported[name] = refs
+            else:
+                exported.setdefault(name, []).extend(refs)
+        return exported
+
+    def _external_exports(self) -> dict[str, list[ClassRef]]:
+        """Architecture name -> the classes the external package's modules export."""
+        exported: dict[str, list[ClassRef]] = {}
+        if self.external is None:
+            return exported
+        for _, facts in self.external.entry_modules(self.external_rule):
+            for name in facts.entry_classes:
+                ref = self.cls(self.resolve(facts, name))
+                if ref is not None:
+                    exported.setdefault(ref.facts.name, []).append(ref)
         return exported
 
     def exporter_names(self, name: str) -> list[str]:
-        """The qualified classes registered for one architecture (kept as a tree answer)."""
-        return self.answers.answer(
+        """The qualified classes registered for one architecture (kept as a tree answer):
+        the external package's first, and only they where its classes override."""
+        external = [r.qualname for r in self._external_exports().get(name, [])]
+        if external and self.external_rule is not None and self.external_rule.overrides:
+            return external
+        built_in = self.answers.answer(
             f"exporters:{name}",
             self.files.warnings,
             lambda: [r.qualname for r in self._exporters_of(name)],
         )
+        return [*built_in, *external]
+
+    def is_external(self, ref: ClassRef) -> bool:
+        return self.external is not None and self.external.owns(ref.file)
 
     def exporters_of(self, name: str) -> list[ClassRef]:
         """Registry entries for one architecture, parsing only files that could name it."""
@@ -242,19 +355,23 @@ class ClassIndex:
                 inner_attr = current.facts.getattr_forward
                 if not inner_attr:
                     continue
-                for inner in self.inner_classes(current, inner_attr):
-                    found = self.lookup(inner, attribute, _depth + 1)
-                    if found is not None:
-                        return Provider(
-                            attribute,
-                            found.owner,
-                            "via __getattr__",
-                            found.file,
-                            found.line,
-                            (*chain, *found.chain),
-                            found.method,
-                            via=inner_attr,
-                        )
+                # The inner object may be any of its classes: forwarded only what all provide.
+                inner = self.inner_classes(current, inner_attr)
+                found_all = [self.lookup(c, attribute, _depth + 1) for c in inner]
+                if not found_all or any(f is None for f in found_all):
+                    continue
+                found = found_all[0]
+                assert found is not None
+                return Provider(
+                    attribute,
+                    found.owner,
+                    "via __getattr__",
+                    found.file,
+                    found.line,
+                    (*chain, *found.chain),
+                    found.method,
+                    via=inner_attr,
+                )
         return None
 
     def inner_classes(self, ref: ClassRef, attribute: str) -> list[ClassRef]:
@@ -263,9 +380,70 @@ class ClassIndex:
         for current in order:
             inner = current.facts.inner.get(attribute)
             if inner is not None:
-                found = [self.resolve_class(current, name) for name in inner.classes]
-                return [f for f in found if f is not None]
+                return [c.ref for c in self.inner_choices(current, inner)]
         return []
+
+    def inner_choices(self, current: ClassRef, inner: InnerAssignment) -> list[Choice]:
+        """The classes one `self.x = ...` of `current`'s `__init__` may assign, with what
+        picks each; a class the registry picks from a config is resolved here."""
+        out: list[Choice] = []
+        seen: set[str] = set()
+        for written, when in zip(inner.classes, inner.conditions, strict=True):
+            if written.startswith("@registry:"):
+                found = self._registry_choices(current, written)
+            else:
+                ref = self.resolve_class(current, written)
+                found = [Choice(ref, when)] if ref is not None else []
+            for choice in found:
+                if choice.ref.qualname not in seen:
+                    seen.add(choice.ref.qualname)
+                    out.append(choice)
+        return out
+
+    def _registry_choices(self, current: ClassRef, written: str) -> list[Choice]:
+        """`cls = self.m(config, Auto...)`, `self.x = cls(...)`: if `m` asks the registry,
+        the class the model's config names (when known), else every class the registry
+        could give for that kind of model (`AutoModelForCausalLM`: the causal LMs)."""
+        _, method_name, config, kind = written.split(":", 3)
+        method = None
+        for owner in self.mro(current)[0]:
+            method = owner.facts.methods.get(method_name)
+            if method is not None:
+                break
+        if method is None or method.registry_line is None:
+            return []
+        key = config.rsplit(".", 1)[-1]
+        architecture = self.config_architectures.get(key)
+        pick = RegistryPick(
+            owner.file, method.registry_line, config, architecture, self.config_known
+        )
+        if architecture is not None:
+            refs = self.exporters_of(architecture)[:1]
+        elif kind.rsplit(".", 1)[-1] == "AutoModelForCausalLM":
+            # The language models the wrapper's own module names come first (Llava imports
+            # Llama, Qwen2, Mistral): they lead what the finding lists, and give the fix's
+            # signature.
+            named = set(current.module.imports.values())
+            refs = sorted(self.causal_lms(), key=lambda r: r.qualname not in named)
+        else:
+            refs = []
+        return [Choice(ref, None, pick) for ref in refs]
+
+    def causal_lms(self) -> list[ClassRef]:
+        """The registered `*ForCausalLM` classes: what the registry may give a text config."""
+        if "causal" not in self._candidates:
+            names = self.answers.answer(
+                f"registry:causal_lms{self.external_key}",
+                self.files.warnings,
+                lambda: sorted(
+                    ref.qualname
+                    for name, refs in self.registry().items()
+                    if name.endswith("ForCausalLM")
+                    for ref in refs[:1]
+                ),
+            )
+            self._candidates["causal"] = [r for r in (self.cls(q) for q in names) if r]
+        return self._candidates["causal"]
 
     def dynamic_getattr(self, ref: ClassRef) -> str | None:
         order, _, _ = self.mro(ref)

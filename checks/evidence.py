@@ -63,6 +63,9 @@ class InterfaceEvidence:
     delegate_provider: str | None = None  # where the first of them gets it from
     delegate_lacking: tuple[str, ...] = ()  # inner choices that do not provide it
     chosen_by: tuple[str | None, ...] = ()  # the condition that picks each lacking choice
+    # How the delegate's class is picked, when the registry picks it from a config
+    # ("the registry, from self.text_config (sglang/srt/models/llava.py:681)").
+    picked_by: str | None = None
     provided_by: str | None = None  # for present attributes: the owner
     chain: tuple[str, ...] = ()  # from the audited class up to the owner
     signature: str | None = None  # the owner's signature, for signature findings
@@ -85,6 +88,8 @@ class InterfaceEvidence:
             out["delegate_lacking"] = list(self.delegate_lacking)
         if self.chosen_by:
             out["chosen_by"] = list(self.chosen_by)
+        if self.picked_by:
+            out["picked_by"] = self.picked_by
         if self.provided_by:
             out["provided_by"] = self.provided_by
             out["chain"] = list(self.chain)

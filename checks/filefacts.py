@@ -109,7 +109,7 @@ def learn(entry: FileEntry, rel: str, parsed: Parsed, calls_in: Sequence[Entry] 
     candidates every use of a model reference, and the parameter summaries that the calls
     within the module, and `calls_in` (calls into it), will ask for."""
     module, is_package = module_name(rel)
-    facts = entry.facts = module_facts(parsed.tree, module, is_package)
+    facts = entry.facts = module_facts(parsed.tree, module, is_package, parsed.text)
     facts.lines = parsed.text.count("\n") + 1
     entry.param_names = param_table(parsed.tree)
     entries = list(calls_in)

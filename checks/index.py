@@ -10,15 +10,18 @@ before (and whose tree is unchanged) reads only the answers: the files are never
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TypeVar, cast
 
 from eaglebug.checks.answers import MISSING, Answers
 from eaglebug.checks.classfacts import ModuleFacts
 from eaglebug.checks.classindex import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
 from eaglebug.checks.conditions import Cond
+from eaglebug.checks.external import ENV_VAR, REGISTRY, ExternalPackage, ExternalRule, registry_rule
 from eaglebug.checks.filefacts import FileEntry, Parsed
 from eaglebug.checks.flagsearch import search_flags
+from eaglebug.checks.packagefiles import PackageFiles
 from eaglebug.checks.reach import ResolvedUse, resolve_consumers
 from eaglebug.checks.sourcefiles import Mapper, SourceFiles, in_process
 from eaglebug.checks.tree import SglangTree
@@ -48,10 +51,12 @@ class TreeIndex:
         mapper: Mapper = in_process,
         answers: Answers | None = None,
         listing: Callable[[], Listing] | None = None,
+        external: ExternalPackage | None = None,
     ) -> None:
         """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
         the caller has read them already (to answer before building an index), are reused;
-        `listing` gives the walk of the tree, when the caller had it made meanwhile."""
+        `listing` gives the walk of the tree, when the caller had it made meanwhile;
+        `external`, an out-of-tree model package the registry loads (`use_external`)."""
         self.tree = tree
         self.use_cache = use_cache
         self.warnings: list[str] = []
@@ -63,6 +68,30 @@ class TreeIndex:
             self.files.walk_said = True
         else:  # walk now: the answers wait for its verdict
             self.answers.settle(self.files.walk(), self.files.walk_warnings)
+        self.external: ExternalPackage | None = None
+        if external is not None:
+            self.use_external(external)
+
+    def use_external(self, package: ExternalPackage) -> ExternalRule | None:
+        """Make an out-of-tree package's classes part of the index, as this tree's registry
+        loads them (overriding built-in names where it does). None, and a warning, when the
+        tree has no such mechanism: then the package is not loaded and stays out."""
+        rule = registry_rule(self)
+        if rule is None:
+            self.warnings.append(
+                f"{package.named_by}: this SGLang tree's model registry does not read "
+                f"{ENV_VAR} ({REGISTRY}), so the package is not loaded; audited without it"
+            )
+            return None
+        self.external = package
+        self.classes.use_external(PackageFiles(package, self.warnings), rule)
+        return rule
+
+    def path_of(self, rel: str) -> Path:
+        """The file a path of a finding names: in the tree, or in the external package."""
+        if self.external is not None and self.external.owns(rel):
+            return self.external.root / rel
+        return self.tree.root / rel
 
     # -- the files ----------------------------------------------------------------------------
     @property
@@ -77,6 +106,9 @@ class TreeIndex:
 
     def parse_file(self, rel: str) -> Parsed | None:
         """The syntax tree and text of one file, for analyses that need more than the facts."""
+        external = self.classes.external
+        if external is not None and external.owns(rel):
+            return external.parse(rel)
         return self.files.parse(rel)
 
     def remember(self, rel: str, key: str, value: object) -> None:
@@ -113,6 +145,10 @@ class TreeIndex:
         return table
 
     # -- classes, for the front ends ----------------------------------------------------------
+    def use_model_config(self, config: Mapping[str, object]) -> None:
+        """Resolve classes the registry picks from the target's config (see `ClassIndex`)."""
+        self.classes.use_model_config(config)
+
     def classes_named(self, name: str) -> list[ClassRef]:
         return self.classes.classes_named(name)
 

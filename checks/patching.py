@@ -135,7 +135,7 @@ def plan_patches(index: TreeIndex, reports: Iterable[ClassReport]) -> list[Patch
 
 
 def _plan_class(index: TreeIndex, ref: ClassRef, fixable: list[Finding]) -> Patch | None:
-    path = index.tree.root / ref.file
+    path = index.path_of(ref.file)
     original = path.read_bytes()
     fixes: list[tuple[Finding, PatchFix]] = []
     seen: set[str] = set()

@@ -17,6 +17,7 @@ from eaglebug.checks.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.draftarch import draft_mode_class, first_architecture
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
+from eaglebug.checks.external import ExternalPackage, for_launch, ignored_package
 from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.index import TreeIndex
@@ -46,6 +47,7 @@ class PreflightResult:
     reports: list[ClassReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    external: ExternalPackage | None = None  # the out-of-tree model package audited with it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,7 @@ class PreflightResult:
             "algorithm": self.algorithm,
             "target": self.target.to_json(),
             "draft": self.draft.to_json() if self.draft else None,
+            "external": self.external.to_json() if self.external else None,
             "findings": [f.to_json() for f in sort_findings(self.findings)],
             "warnings": self.warnings,
         }
@@ -133,7 +136,14 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
+    external: ExternalPackage | None = None,
 ) -> PreflightResult:
+    """`external`: the out-of-tree model package to audit with (`--external-models`); else the
+    one the launch's `SGLANG_EXTERNAL_MODEL_PACKAGE` names, if the index has none yet."""
+    if index.external is None:
+        external = external or for_launch(words, environ)
+        if external is not None:
+            index.use_external(external)
     specs = server_flags(index)
     version = index.tree.version or "this tree"
     launch = parse_launch(words, specs, version, serve_front_end(index))
@@ -156,8 +166,11 @@ def preflight(
     result = PreflightResult(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
     )
+    result.external = index.external
     findings = result.findings
     findings.extend(deprecated)
+    if external is not None and index.external is None:
+        findings.append(ignored_package(external))
 
     if not target.found:
         findings.append(
@@ -171,6 +184,8 @@ def preflight(
         )
     target_class = draft_class = None
     if target.found:
+        assert target.config is not None
+        index.use_model_config(target.config)
         target_class, unregistered = _architecture(target, "target", index)
         if unregistered:
             findings.append(unregistered)

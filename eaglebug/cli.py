@@ -43,6 +43,12 @@ def _tree_flag(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+    p.add_argument(
+        "--external-models",
+        metavar="PATH",
+        help="an out-of-tree model package (its folder, or its name on the Python path) that "
+        "SGLANG_EXTERNAL_MODEL_PACKAGE would load; its classes override built-in ones",
+    )
 
 
 def _class_flags(p: argparse.ArgumentParser, required: bool) -> None:

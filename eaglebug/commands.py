@@ -21,6 +21,7 @@ from eaglebug.checks.tree import SglangTree, locate
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
+    from eaglebug.checks.external import ExternalPackage
     from eaglebug.checks.findings import Finding
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.models import ModelSource
@@ -60,13 +61,40 @@ def _index(
     tree: SglangTree,
     answers: Answers | None,
     listing: Callable[[], Listing] | None = None,
+    external: ExternalPackage | None = None,
 ) -> TreeIndex:
     from eaglebug.checks.index import TreeIndex
     from eaglebug.forkmap import forked_map
 
     return TreeIndex(
-        tree, use_cache=not args.no_cache, mapper=forked_map, answers=answers, listing=listing
+        tree,
+        use_cache=not args.no_cache,
+        mapper=forked_map,
+        answers=answers,
+        listing=listing,
+        external=external,
     )
+
+
+def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
+    """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
+    if getattr(args, "external_models", None):
+        from eaglebug.checks.external import package_at
+
+        return package_at(args.external_models, sys.path)
+    if not words:
+        return None
+    from eaglebug.interpreter import external_for_launch
+
+    return external_for_launch(words, os.environ)
+
+
+def _external_key(external: ExternalPackage | None) -> str:
+    if external is None:
+        return ""
+    from eaglebug.checks.packagefiles import stamp_key  # the package's files, stat'ed
+
+    return stamp_key(external)
 
 
 def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None:
@@ -83,16 +111,30 @@ def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None
 
 def _architecture(args: argparse.Namespace) -> str | None:
     """--model-path's config.json `architectures[0]` (None with --model-class)."""
+    config = _model_config(args)
+    if config is None:
+        return None
+    from eaglebug.checks.modelconfig import architecture
+
+    return architecture(config, f"{args.model_path}/config.json")
+
+
+def _model_config(args: argparse.Namespace) -> dict[str, object] | None:
+    """--model-path's config.json, read once (None with --model-class)."""
     if not args.model_path:
         return None
-    from eaglebug.checks.modelconfig import architecture, read_config
+    if getattr(args, "_config", None) is None:
+        from eaglebug.checks.modelconfig import read_config
 
-    config = read_config(args.model_path)
-    return architecture(config, f"{args.model_path}/config.json")
+        args._config = read_config(args.model_path)
+    return args._config  # type: ignore[no-any-return]
 
 
 def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) -> str:
     """The class named by --model-class, or by --model-path's config.json through the registry."""
+    config = _model_config(args)
+    if config is not None:  # the classes the registry picks from its sub-configs, too
+        index.use_model_config(config)
     if arch is None:
         from eaglebug.checks.audit import find_class
 
@@ -128,15 +170,18 @@ def _answer(
     command: str,
     parts: list[object],
     compute: Callable[[TreeIndex], _Answered],
+    external: ExternalPackage | None = None,
 ) -> int:
     """A tree command's answer: the reply kept for these `parts`, if there is one, printed
-    without loading the engine; else `compute` over an index (and its JSON reply kept)."""
+    without loading the engine; else `compute` over an index (and its JSON reply kept).
+    An external package's files are part of the key: a change there is a new question."""
     answers = Answers(tree, use_cache=not args.no_cache)
-    key = replies.key(command, [str(tree.package_dir), tree.version, *parts])
+    parts = [str(tree.package_dir), tree.version, *parts, _external_key(external)]
+    key = replies.key(command, parts)
     keeps = args.json and not args.no_cache  # replies are kept for JSON only
     if keeps and (reply := replies.kept(answers, key)):
         return replies.say(reply)
-    index = _index(args, tree, answers, _listing(tree, answers))
+    index = _index(args, tree, answers, _listing(tree, answers), external)
     if keeps and (reply := replies.kept(answers, key)):
         return replies.say(reply)  # the walk found the files as the answers knew them
     done = compute(index)
@@ -152,6 +197,7 @@ def _answer(
 def audit_command(args: argparse.Namespace) -> int:
     tree = locate(args.sglang)
     arch = _architecture(args)
+    external = _external(args, [])
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.audit import audit
@@ -168,8 +214,10 @@ def audit_command(args: argparse.Namespace) -> int:
             return _Answered((), None, code)
         return _Answered(tuple(result.warnings), text, code)
 
-    selection = [args.model_class, arch, args.algorithm, args.draft_class]
-    return _answer(args, tree, "audit", selection, compute)
+    config = _model_config(args) or {}
+    picks = {k: v.get("architectures") for k, v in config.items() if isinstance(v, dict)}
+    selection = [args.model_class, arch, args.algorithm, args.draft_class, picks]
+    return _answer(args, tree, "audit", selection, compute, external)
 
 
 def _json_text(data: object) -> str:
@@ -194,13 +242,14 @@ def preflight_command(args: argparse.Namespace) -> int:
         )
     tree = _tree(args, words)
     gpu = _gpu(args)
+    external = _external(args, words)
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.findings import has_errors
         from eaglebug.checks.preflight import GpuMemory, preflight
         from eaglebug.report import print_preflight
 
-        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None)
+        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None, external)
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if not args.json:
             _warn(result.warnings)
@@ -210,7 +259,8 @@ def preflight_command(args: argparse.Namespace) -> int:
         return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
-    return _answer(args, tree, "preflight", [words, sorted(os.environ.items()), gpu], compute)
+    parts = [words, sorted(os.environ.items()), gpu]
+    return _answer(args, tree, "preflight", parts, compute, external)
 
 
 def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:
@@ -248,9 +298,10 @@ def fix_command(args: argparse.Namespace) -> int:
             "--no-commit only applies with --apply", "add --apply, or drop --no-commit"
         )
     tree = _tree(args, words)
-    index = _index(args, tree, None)
+    external = _external(args, words)
+    index = _index(args, tree, None, external=external)
     if words:
-        selection = preflight(index, words, os.environ, None)
+        selection = preflight(index, words, os.environ, None, external)
         reports = selection.reports
         algorithm = selection.algorithm or args.algorithm
         target = next((r.ref.qualname for r in reports if r.role == "target"), None)
@@ -266,7 +317,7 @@ def fix_command(args: argparse.Namespace) -> int:
             return []
         from eaglebug.checks.index import TreeIndex
 
-        fresh = TreeIndex(tree, use_cache=not args.no_cache)
+        fresh = TreeIndex(tree, use_cache=not args.no_cache, external=index.external)
         return audit(fresh, target, algorithm, draft).findings
 
     applied: list[Applied] = []

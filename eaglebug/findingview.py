@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eaglebug.checks.delegates import names
 from eaglebug.checks.evidence import (
     ConfigEvidence,
     InterfaceEvidence,
@@ -85,7 +86,17 @@ def _interface_lines(f: Finding, e: InterfaceEvidence) -> list[Line]:
     lines: list[Line] = []
     if e.chain and e.provided_by:
         lines.append(Line("inherited from: " + " → ".join(map(_short, e.chain)), "dim"))
-    if f.delegate:
+    if f.delegate and e.picked_by:  # registry candidates: a count, a few names each
+        lines.append(
+            Line(
+                f"picked by {e.picked_by}; provided by {names(e.delegate_classes)}",
+                label=f"delegate: self.{f.delegate} ",
+                label_style="green",
+            )
+        )
+        if e.delegate_lacking:
+            lines.append(Line(f"not provided by {names(e.delegate_lacking)}", "yellow", 1))
+    elif f.delegate:
         inner = ", ".join(_short(c) for c in e.delegate_classes)
         owner = e.delegate_provider
         defined = (
@@ -95,7 +106,9 @@ def _interface_lines(f: Finding, e: InterfaceEvidence) -> list[Line]:
             Line(f"{inner}{defined}", label=f"delegate: self.{f.delegate} ", label_style="green")
         )
     for lacking, when in zip(
-        e.delegate_lacking, e.chosen_by or [None] * len(e.delegate_lacking), strict=False
+        () if e.picked_by else e.delegate_lacking,
+        e.chosen_by or [None] * len(e.delegate_lacking),
+        strict=False,
     ):
         picked = f" (picked when {when})" if when else ""
         lines.append(Line(f"{_short(lacking)} does not provide it{picked}", "yellow", 1))

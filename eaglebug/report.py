@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from eaglebug.fixing import Applied
 
 from eaglebug.checks.audit import AuditResult, ClassReport
+from eaglebug.checks.external import ExternalPackage
 from eaglebug.checks.findings import SEVERITY_ORDER, Finding, sort_findings
 from eaglebug.checks.preflight import PreflightResult
 from eaglebug.checks.steps import step_text
@@ -48,6 +49,7 @@ def audit_json(result: AuditResult) -> dict[str, Any]:
             }
             for r in result.reports
         ],
+        "external": result.external.to_json() if result.external else None,
         "findings": [f.to_json() for f in result.findings],
         "warnings": result.warnings,
     }
@@ -83,11 +85,16 @@ def _findings_of_class(console: Console, findings: list[Finding]) -> None:
         )
 
 
-def _class_header(console: Console, report: ClassReport) -> None:
+def _class_header(
+    console: Console, report: ClassReport, external: ExternalPackage | None = None
+) -> None:
     facts = report.ref.facts
     bases = ", ".join(facts.bases) or "object"
+    where = f"{report.ref.file}:{facts.line}"
+    if external is not None and external.owns(report.ref.file):  # out of the tree: say where
+        where = f"{external.root / report.ref.file}:{facts.line} (external package {external.name})"
     console.print(
-        f"[bold]{escape(facts.name)}[/] [dim]({report.role}) {escape(report.ref.file)}:{facts.line}"
+        f"[bold]{escape(facts.name)}[/] [dim]({report.role}) {escape(where)}"
         f"  bases: {escape(bases)}[/]"
     )
 
@@ -143,7 +150,7 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
     shown: set[int] = set()
     for report in result.reports:
         console.print()
-        _class_header(console, report)
+        _class_header(console, report, result.external)
         mine = [
             f for f in result.findings if f.class_ == report.ref.qualname and f.role == report.role
         ]
@@ -171,7 +178,7 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
     )
     for report in result.reports:
         console.print()
-        _class_header(console, report)
+        _class_header(console, report, result.external)
         if not any(f.severity != "info" for f in report.findings):
             console.print(
                 f"  [green]ok[/]  provides everything {result.algorithm} needs from the {report.role} model"

@@ -127,8 +127,11 @@ class Session:
         record = self.current_launch()
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
+        from eaglebug.interpreter import external_for_launch
+
+        external = external_for_launch(words, environ)  # where the launch's python finds it
         with self._index_lock:
-            flight = preflight(index, words, environ, self._gpu_memory())
+            flight = preflight(index, words, environ, self._gpu_memory(), external)
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
@@ -241,6 +244,7 @@ class Session:
             else None
         )
         algorithm = last.preflight.algorithm if last and last.preflight else None
+        external = last.preflight.external if last and last.preflight else None
 
         def reaudit() -> list[Finding]:
             if algorithm is None:
@@ -248,7 +252,8 @@ class Session:
             from eaglebug.checks.audit import audit
             from eaglebug.checks.index import TreeIndex
 
-            return audit(TreeIndex(self.tree()), target, algorithm, draft).findings
+            index = TreeIndex(self.tree(), external=external)  # the launch's package too
+            return audit(index, target, algorithm, draft).findings
 
         from eaglebug.fixing import apply_patch
 
@@ -270,7 +275,18 @@ class Session:
         self._refuse_if_readonly("undo")
         from eaglebug.fixing import undo
 
-        return undo(self.tree().root)
+        return undo(self._undo_repo())
+
+    def _undo_repo(self) -> Path:
+        """Where the newest patch was committed: the SGLang tree's repository, or that of the
+        out-of-tree model package whose file it patched."""
+        patches = load_state(self.config.workdir).patches
+        with self._index_lock:
+            index = self._index
+        external = index.external if index is not None else None
+        if patches and external is not None and external.owns(patches[-1].file):
+            return external.root / patches[-1].file
+        return self.tree().root
 
     def env_fix(self, finding: Finding) -> EnvFix | None:
         """The env var a finding's fix sets for the next launch (alone or as an option)."""

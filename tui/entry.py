@@ -12,6 +12,7 @@ eaglebug audit|preflight|fix|undo|launch|stop|status|diagnose ...   headless (se
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,6 +154,10 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             "no launch recorded in this folder (.eaglebug/state.json)",
             "eaglebug -- LAUNCH COMMAND, eaglebug watch --log FILE, or eaglebug demo",
         )
+    if launch_words:  # a model package the launch names but its Python cannot find: say so now
+        from eaglebug.interpreter import external_for_launch
+
+        external_for_launch(launch_words, os.environ)
     config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
     return run_tui(
         config,
