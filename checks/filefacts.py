@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -91,7 +92,9 @@ def prefilter(data: bytes, size: int, mtime_ns: int) -> FileEntry:
 def parse(rel: str, data: bytes) -> Parsed | str:
     """The file's syntax tree, or why it cannot be had (the text of its warning)."""
     try:
-        tree = ast.parse(data, filename=rel)
+        with warnings.catch_warnings():  # the tree's own warnings (an invalid escape) are its own
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data, filename=rel)
         text = data.decode("utf-8", errors="replace")
     except SyntaxError as exc:
         if "encoding" in exc.msg or "decode" in exc.msg:
