@@ -172,8 +172,19 @@ class Launcher:
         launcher_log.info('INFO:     127.0.0.1:40518 - "POST /generate HTTP/1.1" 200 OK')
         self.board.finish("ready", "ready")
         launcher_log.info("The server is fired up and ready to roll!")
+        traffic = threading.Thread(target=self._traffic, args=(serving,), daemon=True)
+        traffic.start()
         while True:
             signal.pause()  # serve until SIGTERM / SIGINT
+
+    def _traffic(self, serving: Serving) -> None:
+        """Users' requests, one every few seconds: the decode lines and the acceptance a
+        serving server reports (the stand-in has no users of its own)."""
+        interval_s = max(self.settings.seconds("serve"), 0.2)
+        while True:
+            time.sleep(interval_s)
+            SglangLog.set_rank(" TP0" if self.tp > 1 else "")
+            serving.generate({"sampling_params": {"max_new_tokens": 64}})
 
 
 def _config(folder: str | None) -> dict[str, Any]:
