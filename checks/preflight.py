@@ -20,12 +20,11 @@ from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
+from eaglebug.checks.memlaunch import GpuFigures, memory_findings
+from eaglebug.checks.memplan import Overheads
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 
-# SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
-# figure preflight assumes then, and says so in the finding.
-ASSUMED_MEM_FRACTION = 0.85
 # Algorithms whose draft is a separate model given by --speculative-draft-model-path.
 _SEPARATE_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE"}
 
@@ -34,6 +33,8 @@ _SEPARATE_DRAFT = {"EAGLE", "EAGLE3", "STANDALONE"}
 class GpuMemory:
     bytes_per_gpu: int
     source: str  # "NVML (NVIDIA H200)", "--gpu-mem-gib"
+    free_bytes: int | None = None  # the least free on any GPU now (NVML, --gpu-free-gib)
+    free_source: str | None = None
 
 
 @dataclass
@@ -73,6 +74,12 @@ class _Flags:
             if dest is not None and self.launch.text(dest) is not None:
                 return self.launch.text(dest)
         return None
+
+    def given(self, *options: str) -> bool:
+        return any(
+            self.dests.get(o) is not None and self.launch.get(self.dests[o]) is not None
+            for o in options
+        )
 
     def number(self, *options: str) -> float | None:
         for option in options:
@@ -134,7 +141,9 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
+    measured: Overheads | None = None,
 ) -> PreflightResult:
+    """`measured`: what the last launch of this command logged (memory), if it ran."""
     specs = server_flags(index)
     version = index.tree.version or "this tree"
     launch = parse_launch(words, specs, version, serve_front_end(index))
@@ -223,40 +232,14 @@ def preflight(
             if algorithm == "EAGLE3":
                 findings.extend(configchecks.check_aux_layers(target.config, draft_config))
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
-        findings.extend(_memory(target, draft, tp, flags, gpu))
+        figures = (
+            GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source)
+            if gpu
+            else None
+        )
+        findings.extend(
+            memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
+        )
     index.save()
     result.findings = sort_findings(findings)
     return result
-
-
-def _memory(
-    target: ModelSource, draft: ModelSource | None, tp: int, flags: _Flags, gpu: GpuMemory | None
-) -> list[Finding]:
-    target_bytes, how = configchecks.weights_bytes(target.path)
-    if target_bytes is None:
-        return [
-            Finding(
-                id="config.memory",
-                severity="info",
-                message=f"memory check skipped: the target's weight size is unknown ({how})",
-            )
-        ]
-    if gpu is None:
-        return [
-            Finding(
-                id="config.memory",
-                severity="info",
-                message="memory check skipped: no GPU found through NVML on this host; pass --gpu-mem-gib N",
-            )
-        ]
-    draft_bytes = configchecks.weights_bytes(draft.path)[0] if draft is not None else None
-    fraction = flags.number("--mem-fraction-static")
-    return configchecks.check_memory(
-        target_bytes,
-        draft_bytes or 0,
-        tp,
-        gpu.bytes_per_gpu,
-        fraction if fraction is not None else ASSUMED_MEM_FRACTION,
-        fraction is None,
-        gpu.source,
-    )

@@ -1,0 +1,169 @@
+"""Where the audited tree keeps its memory arithmetic, found by anchors and kept per tree.
+
+The anchors are SGLang's own names: the function that picks the default
+`--mem-fraction-static` (`_handle_gpu_memory_settings`, a `ServerArgs` method in 0.5.9 and
+0.5.14, `handle_gpu_memory_settings` in `arg_groups/memory_hook.py` from 0.5.22), the one
+that turns free memory into the KV budget (`profile_max_num_token` in 0.5.9,
+`_profile_available_bytes` later), the cell size (`get_cell_size_per_token`, then
+`DefaultPoolConfigurator._compute_cell_size`) and the request limit (`init_memory_pool`, then
+`resolve_max_num_reqs`). What those functions say is not copied: their source text is kept as
+a tree answer (so a warm run parses a few small functions, not the 5,000-line files) and
+`memeval` evaluates it on each launch. A release where an anchor is missing has no such rule,
+and the findings say so.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass, field
+
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memeval import Evaluator, Function, Unknown
+
+_ENVIRON = "sglang/srt/environ.py"
+
+# The files that hold the arithmetic in the releases read so far; a release that moves it
+# elsewhere shows up as a missing anchor in the finding, not as a wrong number.
+_FILES = frozenset(
+    {
+        "server_args.py",
+        "memory_hook.py",
+        "cuda_graph_hook.py",
+        "kv_cache_configurator.py",
+        "pool_configurator.py",
+        "model_runner_kv_cache_mixin.py",
+    }
+)
+# Words a file must contain to be parsed at all (a byte-level prefilter).
+_WORDS = (b"reserved_mem", b"rest_memory", b"cell_size", b"max_num_reqs")
+ANCHORS: dict[str, tuple[str, ...]] = {
+    "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
+    "budget": ("_profile_available_bytes", "profile_max_num_token"),
+    "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
+    "draft_cell": ("DefaultPoolConfigurator.__init__",),
+    "requests": ("resolve_max_num_reqs", "init_memory_pool"),
+}
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """One function's text as the tree has it, with its place (for `file:line`)."""
+
+    qualname: str
+    file: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class EnvDefault:
+    kind: str  # EnvBool, EnvInt, EnvFloat, EnvStr, ...
+    default: object
+    where: str  # file:line
+
+
+@dataclass(frozen=True)
+class MemorySources:
+    functions: tuple[FunctionSource, ...]
+    entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
+    env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
+
+
+def memory_sources(index: TreeIndex) -> MemorySources:
+    """The memory functions of this tree (a tree answer: read once per state of the tree)."""
+    return index.answer("memory_sources", lambda: _memory_sources(index))
+
+
+def _memory_sources(index: TreeIndex) -> MemorySources:
+    found: list[FunctionSource] = []
+    for rel in sorted(index.entries):
+        if not rel.startswith("sglang/srt/") or rel.rsplit("/", 1)[-1] not in _FILES:
+            continue
+        try:
+            data = (index.tree.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(word in data for word in _WORDS):
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        lines = parsed.text.splitlines(keepends=True)
+        for qualname, node in _defs(parsed.tree):
+            end = node.end_lineno or node.lineno
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            found.append(FunctionSource(qualname, rel, start, "".join(lines[start - 1 : end])))
+    names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
+    entries = {
+        rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
+    }
+    return MemorySources(tuple(found), entries, _env_defaults(index))
+
+
+def _env_defaults(index: TreeIndex) -> dict[str, EnvDefault]:
+    """`NAME = EnvInt(100)` in `envs`' class body: the default SGLang reads when unset."""
+    if _ENVIRON not in index.entries:
+        return {}
+    parsed = index.parse_file(_ENVIRON)
+    if parsed is None:
+        return {}
+    constants = Evaluator({}, {})
+    out: dict[str, EnvDefault] = {}
+    for node in ast.walk(parsed.tree):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("Env")
+        ):
+            continue
+        args = node.value.args
+        value = constants.constant(args[0], _ENVIRON) if args else None
+        if not isinstance(value, Unknown):
+            where = f"{_ENVIRON}:{node.lineno}"
+            out[node.targets[0].id] = EnvDefault(node.value.func.id, value, where)
+    return out
+
+
+def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
+    out: list[tuple[str, ast.FunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    out.append((f"{node.name}.{item.name}", item))
+    return out
+
+
+_TABLES: dict[int, tuple[MemorySources, dict[str, Function]]] = {}
+
+
+def function_table(sources: MemorySources) -> dict[str, Function]:
+    """Functions by qualified and by plain name (the first definition of a plain name wins),
+    parsed from their kept text with their lines as in the file (once per sources)."""
+    kept = _TABLES.get(id(sources))
+    if kept is not None and kept[0] is sources:
+        return kept[1]
+    if len(_TABLES) > 4:
+        _TABLES.clear()
+    table: dict[str, Function] = {}
+    for source in sources.functions:
+        try:
+            module = ast.parse(textwrap.dedent(source.text))
+        except SyntaxError:
+            continue
+        node = module.body[0] if module.body else None
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        ast.increment_lineno(module, source.line - 1)
+        owner = source.qualname.rsplit(".", 1)[0] if "." in source.qualname else ""
+        function = Function(source.file, node, owner)
+        table.setdefault(source.qualname, function)
+        table.setdefault(source.qualname.rsplit(".", 1)[-1], function)
+    _TABLES[id(sources)] = (sources, table)
+    return table
