@@ -176,13 +176,22 @@ def _json_text(data: object) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def _gpu(args: argparse.Namespace) -> tuple[int, str] | None:
-    """(bytes per GPU, where that figure came from), or None when no GPU is known."""
+def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None] | None:
+    """(bytes per GPU, its source, free bytes before the load, its source), or None when no
+    GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says."""
+    free = getattr(args, "gpu_free_gib", None)
+    free_given = (int(free * 1024**3), "--gpu-free-gib") if free is not None else (None, None)
     if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
-        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib"
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given
     from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
 
-    return smallest_gpu_memory()
+    found = smallest_gpu_memory()
+    if found is None:
+        return None
+    total, source, free_now, free_from = found
+    if free is not None:
+        return total, source, *free_given
+    return total, source, free_now, free_from
 
 
 def preflight_command(args: argparse.Namespace) -> int:

@@ -143,7 +143,8 @@ class Session:
         if snapshot is None or not snapshot.gpus:
             return None
         smallest = min(g.total_bytes for g in snapshot.gpus)
-        return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}")
+        free = min(g.total_bytes - g.used_bytes for g in snapshot.gpus)
+        return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}", free, "NVML")
 
     # -- findings by key ---------------------------------------------------------------------
     def resolve(self, log_findings: list[Finding]) -> list[Finding]:

@@ -323,3 +323,45 @@ def test_the_json_carries_the_numbers(index_0523: TreeIndex, tmp_path: Path) -> 
     ):
         assert data[key] is not None, key
     assert data["max_running_requests"] == 2048
+
+
+# -- the command line ----------------------------------------------------------------------
+def preflight_json(
+    capsys: pytest.CaptureFixture[str], sglang: Path, *argv: str
+) -> tuple[int, dict[str, Any]]:
+    import eaglebug.cli
+
+    code = eaglebug.cli.main(["preflight", "--sglang", str(sglang), "--json", "--no-cache", *argv])
+    out, _ = capsys.readouterr()
+    found = [f for f in json.loads(out)["findings"] if f["id"] == "config.memory"]
+    return code, one_json(found)
+
+
+def one_json(found: list[dict[str, Any]]) -> dict[str, Any]:
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
+    sglang_0523: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import eaglebug.nvml
+
+    launch = ("--", *LAUNCH, *models(tmp_path))
+    _, given = preflight_json(
+        capsys, sglang_0523, "--gpu-mem-gib", "79.6", "--gpu-free-gib", "30", *launch
+    )
+    assert given["details"]["free_before_load_from"] == "--gpu-free-gib"
+    assert given["details"]["free_before_load_gib"] == 30.0
+    assert given["severity"] == "warning"  # 30 GiB free: a pool shorter than 131072 tokens
+    monkeypatch.setattr(
+        eaglebug.nvml,
+        "smallest_gpu_memory",
+        lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML"),
+    )
+    _, nvml = preflight_json(capsys, sglang_0523, *launch)
+    assert nvml["details"]["gpu_memory_from"] == "NVML (1 x NVIDIA H100 80GB HBM3)"
+    assert (nvml["details"]["free_before_load_gib"], nvml["severity"]) == (75.0, "info")
