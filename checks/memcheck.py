@@ -18,6 +18,7 @@ from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, FlagFix, Option
 from eaglebug.checks.memfit import GIB, MIB, Gpu, MemoryLaunch, ModelShape
+from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.memplan import Overheads, Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memrules import MemorySources
 
@@ -36,7 +37,7 @@ class MemoryInputs:
     free_from: str  # "NVML", "--gpu-free-gib", or why it is assumed
     weights: Weights
     weights_from: str
-    measured: Overheads | None = None
+    measured: MemoryLog | None = None  # the last launch of this command, from its log
     quantization_flag: bool = False  # does the tree accept --quantization
     graph_bs_flag: str | None = None  # --cuda-graph-max-bs (0.5.9), -decode (0.5.23)
 
@@ -46,7 +47,9 @@ def _gib(value: float) -> str:
 
 
 def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
+    measured = inputs.measured.to_json() if inputs.measured else {}
     return {
+        **{f"measured_{key}": value for key, value in measured.items()},
         "max_total_num_tokens": p.max_total_num_tokens,
         "max_running_requests": p.max_running_requests,
         "mem_fraction_static": p.fraction,
@@ -104,7 +107,8 @@ def _predict(inputs: MemoryInputs, launch: MemoryLaunch) -> Prediction:
     if launch.tp != inputs.launch.tp:  # the per-rank share of the same checkpoint
         scale = inputs.launch.tp / launch.tp
         weights = Weights(int(weights.target_bytes * scale), int(weights.draft_bytes * scale))
-    measured = inputs.measured if launch.tp == inputs.launch.tp else None
+    log = inputs.measured if launch.tp == inputs.launch.tp else None
+    measured: Overheads | None = log.overheads() if log is not None else None
     return predict(
         inputs.sources, launch, inputs.target, inputs.draft, inputs.gpu, weights, measured
     )
@@ -133,8 +137,17 @@ def _fraction_for(inputs: MemoryInputs, tokens: int) -> float | None:
         inputs.gpu,
         inputs.weights,
         tokens,
-        inputs.measured,
+        inputs.measured.overheads() if inputs.measured else None,
     )
+
+
+def _actual(inputs: MemoryInputs) -> str:
+    """What the last launch of this command logged, to read beside the prediction."""
+    log = inputs.measured
+    if log is None:
+        return ""
+    tokens = log.max_total_num_tokens or log.kv_tokens
+    return f" [calibrated by the last launch, which logged max_total_num_tokens={tokens}]"
 
 
 def _graph_bs_that_fits(inputs: MemoryInputs, p: Prediction, slack_mb: float) -> int | None:
@@ -215,8 +228,7 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
                 f"predicted max_total_num_tokens={tokens}, max_running_requests="
                 f"{p.max_running_requests}; per GPU: {_gib(p.weights_gib)} weights, "
                 f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token){graphs}; "
-                f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})"
-                + (" [calibrated by the last launch]" if inputs.measured else ""),
+                f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})" + _actual(inputs),
             )
         )
     return findings

@@ -17,7 +17,8 @@ from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memcheck import MemoryInputs, check_memory
 from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
-from eaglebug.checks.memplan import Overheads, Weights
+from eaglebug.checks.memlog import MemoryLog
+from eaglebug.checks.memplan import Weights
 from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.models import ModelSource
 
@@ -50,7 +51,7 @@ def memory_findings(
     flags: LaunchFlags,
     gpu: GpuFigures | None,
     env: Mapping[str, str],
-    measured: Overheads | None = None,
+    measured: MemoryLog | None = None,
 ) -> list[Finding]:
     """`config.memory` for one launch."""
     text, number = flags.text, flags.number

@@ -21,7 +21,7 @@ from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.memlaunch import GpuFigures, memory_findings
-from eaglebug.checks.memplan import Overheads
+from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 
@@ -141,7 +141,7 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
-    measured: Overheads | None = None,
+    measured: MemoryLog | None = None,
 ) -> PreflightResult:
     """`measured`: what the last launch of this command logged (memory), if it ran."""
     specs = server_flags(index)

@@ -203,13 +203,17 @@ def preflight_command(args: argparse.Namespace) -> int:
         )
     tree = _tree(args, words)
     gpu = _gpu(args)
+    from eaglebug.calibration import measured_for
+
+    measured = measured_for(Path.cwd(), words)  # the last launch of this command, if any
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.findings import has_errors
         from eaglebug.checks.preflight import GpuMemory, preflight
         from eaglebug.report import print_preflight
 
-        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None)
+        gpu_memory = GpuMemory(*gpu) if gpu else None
+        result = preflight(index, words, os.environ, gpu_memory, measured)
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if not args.json:
             _warn(result.warnings)
@@ -219,7 +223,9 @@ def preflight_command(args: argparse.Namespace) -> int:
         return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
-    return _answer(args, tree, "preflight", [words, sorted(os.environ.items()), gpu], compute)
+    calibration = measured.to_json() if measured else None
+    parts = [words, sorted(os.environ.items()), gpu, calibration]
+    return _answer(args, tree, "preflight", parts, compute)
 
 
 def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:

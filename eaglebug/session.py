@@ -127,8 +127,11 @@ class Session:
         record = self.current_launch()
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
+        from eaglebug.calibration import measured_for
+
+        measured = measured_for(self.config.workdir, words)
         with self._index_lock:
-            flight = preflight(index, words, environ, self._gpu_memory())
+            flight = preflight(index, words, environ, self._gpu_memory(), measured)
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started

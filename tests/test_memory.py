@@ -365,3 +365,103 @@ def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
     _, nvml = preflight_json(capsys, sglang_0523, *launch)
     assert nvml["details"]["gpu_memory_from"] == "NVML (1 x NVIDIA H100 80GB HBM3)"
     assert (nvml["details"]["free_before_load_gib"], nvml["severity"]) == (75.0, "info")
+
+
+# -- calibration from SGLang's own memory lines ---------------------------------------------
+CORPUS = Path(__file__).parent / "fixtures" / "logs" / "corpus"
+
+
+def test_the_memory_lines_of_real_logs() -> None:
+    from eaglebug.checks.memlog import read_memory_file
+
+    # Docs CI, EAGLE-3 with Llama-3.1-8B on one H100 (float16): target then draft.
+    docs = read_memory_file(CORPUS / "ready_eagle3_llama31_8b_draft_context_warning.log")
+    assert docs is not None
+    assert (docs.free_before_load_gib, docs.target_weights_gib, docs.draft_weights_gib) == (
+        78.58,
+        15.11,
+        1.77,
+    )
+    assert (docs.kv_tokens, docs.kv_gib, docs.max_total_num_tokens) == (20480, 2.5, 20480)
+    assert docs.max_running_requests == 200
+    # A busy CI GPU: the target's "mem usage" is negative, which measures nothing.
+    busy = read_memory_file(CORPUS / "ready_eagle_frspec_busy_gpu_negative_mem.log")
+    assert busy is not None and busy.target_weights_gib is None
+    assert busy.draft_weights_gib is not None
+    # An 8-rank DP attention fragment, markdown-quoted: the MLA pool's single KV size.
+    dsv32 = read_memory_file(CORPUS / "flashmla_no_kernel_image_quoted_dsv32.log")
+    assert dsv32 is not None and (dsv32.kv_tokens, dsv32.kv_gib) == (3627136, 162.38)
+
+
+@pytest.mark.parametrize("release", ["0.5.9", "0.5.23"])
+def test_the_log_forms_are_the_trees_own(release: str) -> None:
+    """The wording the reader matches is what the release logs (not a guess)."""
+    from tests.sglang_releases import release as tree_of
+
+    root = tree_of(release) / "sglang" / "srt"
+    texts = "".join(
+        path.read_text(errors="replace")
+        for folder in ("model_executor", "mem_cache", "managers")
+        for path in (root / folder).rglob("*.py")
+    )
+    for wording in (
+        "Load weight begin. avail mem=",
+        "Load weight end. ",
+        "is allocated",
+        "#tokens: {num_tokens}, K size: {k_size_GB:.2f} GB, ",
+        "Memory pool end. ",
+        "max_total_num_tokens=",
+        "mem usage=",
+    ):
+        assert wording in texts, wording
+
+
+def test_the_next_preflight_of_the_same_launch_is_calibrated(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    from eaglebug.calibration import measured_for
+    from eaglebug.state import LaunchRecord, State, save_state
+
+    flags = models(tmp_path)
+    words = [*LAUNCH, *flags]
+    log = tmp_path / "launch-001.log"
+    log.write_text(
+        "[2026-01-30 10:36:06 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "[2026-01-30 10:37:10 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16,"
+        " avail mem=55.00 GB, mem usage=15.00 GB.\n"
+        "[2026-01-30 10:37:12 TP0] Load weight end. type=LlamaForCausalLMEagle3, dtype=torch."
+        "bfloat16, avail mem=53.00 GB, mem usage=2.00 GB.\n"
+        "[2026-01-30 10:37:20 TP0] KV Cache is allocated. #tokens: 250000, K size: 15.26 GB, "
+        "V size: 15.26 GB\n"
+        "[2026-01-30 10:38:00 TP0] Capture cuda graph end. Time elapsed: 20.00 s. mem usage=3.00 GB."
+        " avail mem=4.00 GB.\n"
+    )
+    record = LaunchRecord(1, list(words), {}, str(log), 4242, 1.0, 1.0)
+    save_state(tmp_path, State(launches=[record]))
+    assert measured_for(tmp_path, ["python", "-m", "other"]) is None
+    measured = measured_for(tmp_path, words)
+    assert measured is not None and measured.free_before_load_gib == 70.0
+    plain = details(one(memory(index_0523, *flags)))
+    result = preflight(index_0523, words, {}, H100, measured)
+    calibrated = one([f for f in result.findings if f.id == "config.memory"])
+    got = details(calibrated)
+    assert got["calibrated"] is True and plain["calibrated"] is False
+    assert got["free_before_load_gib"] == 70.0 and got["weights_gib_per_gpu"] == 17.0
+    assert got["measured_kv_tokens"] == 250000 and got["measured_graph_gib"] == 3.0
+    assert got["max_total_num_tokens"] < plain["max_total_num_tokens"]  # less was free
+    assert "logged max_total_num_tokens=250000" in calibrated.message
+
+
+def test_diagnose_shows_the_memory_the_launch_measured(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import eaglebug.cli
+
+    log = CORPUS / "ready_eagle3_llama31_8b_draft_context_warning.log"
+    eaglebug.cli.main(["diagnose", "--log", str(log), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["memory"]["max_total_num_tokens"] == 20480
+    assert data["memory"]["draft_weights_gib"] == 1.77
+    eaglebug.cli.main(["diagnose", "--log", str(log)])
+    text = capsys.readouterr().out
+    assert "memory (TP0): 78.58 GB free before the load, weights 15.11 + draft 1.77 GB" in text
