@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.flagwords import with_flags
 from eaglebug.checks.launch import env_and_argv
 from eaglebug.checks.memlog import MemoryLog, read_memory_file
 from eaglebug.state import load_state
@@ -26,7 +27,8 @@ def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
         return None
     argv = env_and_argv(words)[1]
     for record in reversed(state.launches):
-        if record.argv == argv:
+        # The same command, whatever flag fixes that launch ran with.
+        if record.argv == with_flags(argv, record.flag_additions):
             found = read_memory_file(Path(record.log))
             if found is not None and found.free_before_load_gib is not None:
                 return found

@@ -465,3 +465,38 @@ def test_diagnose_shows_the_memory_the_launch_measured(
     eaglebug.cli.main(["diagnose", "--log", str(log)])
     text = capsys.readouterr().out
     assert "memory (TP0): 78.58 GB free before the load, weights 15.11 + draft 1.77 GB" in text
+
+
+def test_flag_fixes_replace_the_same_spelling_and_go_last() -> None:
+    from eaglebug.checks.flagwords import SWITCH, with_flags
+
+    words = [
+        "A=1",
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--mem-fraction-static=0.9",
+        "--tp",
+        "2",
+    ]
+    out = with_flags(words, {"--mem-fraction-static": "0.81", "--disable-cuda-graph": SWITCH})
+    assert out == [
+        "A=1",
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--tp",
+        "2",
+        "--mem-fraction-static",
+        "0.81",
+        "--disable-cuda-graph",
+    ]
+    assert with_flags(out, {"--tp": "4"})[-2:] == ["--tp", "4"]
+    assert with_flags(out, {"--tp": "4"}).count("2") == 0
+    assert with_flags(["python -m sglang.launch_server --tp 2"], {}) == [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--tp",
+        "2",
+    ]
