@@ -46,6 +46,14 @@ ANCHORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Evaluated directly, not only through the anchors' calls.
+_ALSO = (
+    "DefaultPoolConfigurator.calculate_pool_sizes",
+    "_apply_token_constraints",
+    "get_cell_size_per_token",
+)
+
+
 @dataclass(frozen=True)
 class FunctionSource:
     """One function's text as the tree has it, with its place (for `file:line`)."""
@@ -77,6 +85,7 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
+    calls: dict[str, set[str]] = {}
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or rel.rsplit("/", 1)[-1] not in _FILES:
             continue
@@ -93,12 +102,50 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            found.append(FunctionSource(qualname, rel, start, "".join(lines[start - 1 : end])))
+            text = "".join(lines[start - 1 : end])
+            found.append(FunctionSource(qualname, rel, start, text))
+            calls[qualname] = _called(node)
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
-    return MemorySources(tuple(found), entries, _env_defaults(index))
+    kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
+    return MemorySources(
+        tuple(f for f in found if f.qualname in kept), entries, _env_defaults(index)
+    )
+
+
+def _called(node: ast.FunctionDef) -> set[str]:
+    """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
+    out: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            if isinstance(func, ast.Name):
+                out.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                out.add(func.attr)
+    return out
+
+
+def _reachable(
+    found: list[FunctionSource], calls: dict[str, set[str]], roots: list[str]
+) -> set[str]:
+    """The functions the anchors can reach by name: only those are kept and parsed again."""
+    by_name: dict[str, list[str]] = {}
+    for f in found:
+        by_name.setdefault(f.qualname, []).append(f.qualname)
+        by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f.qualname)
+    kept: set[str] = set()
+    todo = [q for root in roots for q in by_name.get(root, [])]
+    while todo:
+        qualname = todo.pop()
+        if qualname in kept:
+            continue
+        kept.add(qualname)
+        for name in calls.get(qualname, ()):
+            todo.extend(by_name.get(name, []))
+    return kept
 
 
 def _env_defaults(index: TreeIndex) -> dict[str, EnvDefault]:

@@ -384,7 +384,13 @@ def status_command(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        _write_json({"launches": rows, "pending_env": state.pending_env})
+        _write_json(
+            {
+                "launches": rows,
+                "pending_env": state.pending_env,
+                "pending_flags": state.pending_flags,
+            }
+        )
         return EXIT_OK
     if not rows:
         sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")

@@ -16,6 +16,7 @@ import pytest
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, FlagFix
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memfit import Gpu
 from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.tree import locate
 from tests.configs import write_model
@@ -500,3 +501,70 @@ def test_flag_fixes_replace_the_same_spelling_and_go_last() -> None:
         "--tp",
         "2",
     ]
+
+
+# -- anchors: SGLang's own numbers from public logs (tests/fixtures/memory/anchors.json) ----
+ANCHORS = {
+    a["name"]: a
+    for a in json.loads(
+        (Path(__file__).parent / "fixtures" / "memory" / "anchors.json").read_text()
+    )["anchors"]
+}
+
+
+def test_anchor_the_minimum_fraction_sglang_printed_on_8_h200(index_0523: TreeIndex) -> None:
+    """InferenceX #2128: DeepSeek-V4-Pro FP8, --tp 8 --mem-fraction-static 0.88 on H200; SGLang
+    printed a minimum viable fraction of 0.9113 (0.9335 with the 3.07 GB MTP draft). The
+    budget arithmetic is evaluated with the logged figures (free before the load = avail +
+    usage); the cell (not reached before the raise) is DeepSeek-V3's MLA shape."""
+    from eaglebug.checks.memfit import MemoryLaunch, model_shape
+    from eaglebug.checks.memlog import MemoryLog
+    from eaglebug.checks.memplan import Weights, minimum_fraction, predict
+    from eaglebug.checks.memrules import memory_sources
+
+    anchor = ANCHORS["dsv4_pro_h200_tp8_no_kv_budget"]
+    measured = anchor["measured"]
+    sources = memory_sources(index_0523)
+    shape = model_shape(DEEPSEEK_V3, None)
+    assert not isinstance(shape, str)
+    gpu = Gpu(143771 * MIB, int(139.5 * GIB))
+    free = measured["avail_after_target_gb"] + measured["target_weights_gb"]
+    for draft_gb, printed in (
+        (0.0, anchor["sglang"]["minimum_mem_fraction_static"]),
+        (anchor["sglang"]["draft_weights_gb"], anchor["sglang"]["minimum_mem_fraction_static_mtp"]),
+    ):
+        log = MemoryLog(
+            "TP0",
+            free,
+            measured["target_weights_gb"],
+            draft_gb or None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        algorithm = "NEXTN" if draft_gb else None
+        launch = MemoryLaunch(
+            "deepseek-ai/DeepSeek-V4-Pro", tp=8, mem_fraction_static=0.88, algorithm=algorithm
+        )
+        draft = shape if draft_gb else None
+        made = predict(sources, launch, shape, draft, gpu, Weights(0, 0), log.overheads())
+        assert made.raised is not None and made.raised.message is not None
+        assert "Loaded weights leave no GPU memory for the KV cache" in made.raised.message
+        ours = minimum_fraction(
+            sources, launch, shape, draft, gpu, Weights(0, 0), 1, log.overheads()
+        )
+        assert ours is not None and abs(ours - printed) <= 0.001, (ours, printed)
+
+
+def test_anchor_the_kv_sizes_sglang_logged_for_llama_and_its_eagle3_draft(
+    index_059: TreeIndex, tmp_path: Path
+) -> None:
+    """The docs-CI notebook (H100, float16): SGLang logged K + V = 2.50 GB for the target's
+    20480 tokens and 0.08 GB for the draft's; the cells the tree's formula gives match."""
+    anchor = ANCHORS["llama31_8b_eagle3_h100_docs_ci_cells"]
+    tokens = anchor["sglang"]["tokens"]
+    found = details(memory(index_059, *models(tmp_path))[0])
+    assert round(tokens * found["kv_cell_bytes"] / GIB, 2) == anchor["sglang"]["target_kv_gb"]
+    assert round(tokens * found["draft_kv_cell_bytes"] / GIB, 2) == anchor["sglang"]["draft_kv_gb"]
