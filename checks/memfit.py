@@ -190,6 +190,7 @@ class Context:
         decode_backend = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
         dtype = self.kv_bytes(shape)
         return {
+            **self.sources.defaults,  # what the launch does not say, as the tree defaults it
             # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
             "tp_size": launch.tp,
             "pp_size": launch.pp,
@@ -200,7 +201,6 @@ class Context:
             "launch_world_size": launch.tp * launch.pp,
             "mem_fraction_static": launch.mem_fraction_static,
             "chunked_prefill_size": launch.chunked_prefill_size,
-            "max_prefill_tokens": 16384,
             "cuda_graph_max_bs": launch.cuda_graph_max_bs,
             "cuda_graph_bs": None,
             "cuda_graph_config.decode.max_bs": launch.cuda_graph_max_bs,
@@ -211,8 +211,6 @@ class Context:
             "cuda_graph_config.prefill.backend": "Backend.DISABLED",
             "_cuda_graph_config_locked": [],
             "disable_cuda_graph": launch.disable_cuda_graph,
-            "disable_cuda_graph_padding": False,
-            "enable_piecewise_cuda_graph": False,
             "piecewise_cuda_graph_max_tokens": None,
             "piecewise_cuda_graph_tokens": None,
             "max_running_requests": launch.max_running_requests,
@@ -221,16 +219,12 @@ class Context:
             "device": "cuda",
             "disaggregation_mode": "null",
             "enable_dp_attention": False,
-            "enable_symm_mem": False,
             "enable_hisparse": False,
             "enable_hierarchical_cache": False,
             "enable_unified_memory": False,
-            "language_only": False,
-            "language_model_only": False,
             "speculative_algorithm": algorithm,
             "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
             "model_path": launch.model_path,
-            "torch_compile_max_bs": 32,
             "moe_a2a_backend": "none",
             "max_mamba_cache_size": None,
             "mm_feature_transport": None,
@@ -248,6 +242,7 @@ class Context:
             "layer_info.start_layer": 0,
             "layer_info.end_layer": shape.layers,
             "spec_aux_config.eagle_draft_num_layers": draft_layers,
+            "eagle_draft_num_layers": draft_layers,  # 0.5.14: on the model runner
             "spec_aux_config.dflash_draft_num_layers": None,
             "post_capture_kv_active": False,
             "model_config.is_multimodal": shape.multimodal,
@@ -268,6 +263,19 @@ class Context:
 
         def const(value: object) -> Stub:
             return lambda ev, args, kwargs: value
+
+        def stand_in(name: str, value: object, last_arg: bool = False) -> Stub:
+            """A tree function this launch's shape does not reach (a hybrid model, a fused
+            draft pool, DP attention): its plain answer, said in `assumed` when it is asked."""
+
+            def answer(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+                said = args[-1] if last_arg and args else value
+                note = f"stand-in: {name}() taken as {said!r}"
+                if note not in ev.assumed:
+                    ev.assumed.append(note)
+                return said
+
+            return answer
 
         def first_arg(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             return args[0] if args else Ref("")
@@ -297,6 +305,7 @@ class Context:
                 "is_eagle": algorithm in {"EAGLE", "EAGLE3", "NEXTN"},
                 "is_standalone": algorithm == "STANDALONE",
                 "is_dflash_family": algorithm in {"DFLASH", "DSPARK"},
+                "is_dflash": algorithm == "DFLASH",
             }
             return const(table[kind])
 
@@ -332,27 +341,33 @@ class Context:
             "is_float4_e2m1fn_x2": is_fp4,
             "is_deepseek_nsa": dsa,
             "is_deepseek_dsa": dsa,
-            "is_minimax_sparse": const(False),
-            "uses_minimax_m3_nvfp4_native_stack": const(False),
+            "is_minimax_sparse": stand_in("is_minimax_sparse", False),
+            "uses_minimax_m3_nvfp4_native_stack": stand_in(
+                "uses_minimax_m3_nvfp4_native_stack", False
+            ),
             "use_mla_backend": const(shape.mla),
             "get_attention_tp_size": const(self.launch.tp),
-            "get_glm_dsa_layer_split_effective_num_layers": lambda ev, args, kwargs: args[-1],
-            "parse_qsa_profile": const(None),
-            "fused_entry_bytes": const(None),
-            "compute_page_shard_scratch_bytes": const(0),
-            "mambaish_config": const(None),
-            "hybrid_gdn_config": const(None),
-            "hybrid_kda_config": const(None),
+            "get_glm_dsa_layer_split_effective_num_layers": stand_in(
+                "get_glm_dsa_layer_split_effective_num_layers", None, last_arg=True
+            ),
+            "parse_qsa_profile": stand_in("parse_qsa_profile", None),
+            "fused_entry_bytes": stand_in("fused_entry_bytes", None),
+            "compute_page_shard_scratch_bytes": stand_in("compute_page_shard_scratch_bytes", 0),
+            "mambaish_config": stand_in("mambaish_config", None),
+            "hybrid_gdn_config": stand_in("hybrid_gdn_config", None),
+            "hybrid_kda_config": stand_in("hybrid_kda_config", None),
             "MemoryPoolConfig": namespace,
             "declare_resolution": declare,
             "resolving_view": first_arg,
             "resolved_view": first_arg,
             "deepcopy": first_arg,
-            "attn_dp_enabled_of": const(False),
-            "post_capture_kv_sizing_planned": const(False),
+            "attn_dp_enabled_of": stand_in("attn_dp_enabled_of", False),
+            "post_capture_kv_sizing_planned": stand_in("post_capture_kv_sizing_planned", False),
             "model_config_of": const(Ref("model_config")),
             "get_model_config": const(Ref("model_config")),
-            "expand_multimodal_decode_graph_to_running_limit": const(None),
+            "expand_multimodal_decode_graph_to_running_limit": stand_in(
+                "expand_multimodal_decode_graph_to_running_limit", None
+            ),
             "gc.collect": const(0),
             "envs.get": env_get,
             "envs.is_set": lambda ev, args, kwargs: str(args[0]) in environ,
@@ -360,6 +375,7 @@ class Context:
             "spec_algorithm.is_eagle": spec("is_eagle"),
             "spec_algorithm.is_standalone": spec("is_standalone"),
             "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
+            "spec_algorithm.is_dflash": spec("is_dflash"),
         }
         for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
             stubs[accessor] = const(Ref(""))

@@ -218,7 +218,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
         tokens = capped.value // ctx.launch.page_size * ctx.launch.page_size
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * cell_size / GIB
-    reqs, _ = ctx.run("resolve_max_num_reqs", [tokens], ctx.target, env)
+    reqs, _ = ctx.run(ctx.sources.entries["requests"], [tokens], ctx.target, env)
     if isinstance(reqs.value, int):
         out.max_running_requests = reqs.value
     else:

@@ -42,15 +42,21 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "budget": ("_profile_available_bytes", "profile_max_num_token"),
     "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
     "draft_cell": ("DefaultPoolConfigurator.__init__",),
-    "requests": ("resolve_max_num_reqs", "init_memory_pool"),
+    "requests": ("resolve_max_num_reqs", "_resolve_max_num_reqs", "init_memory_pool"),
 }
 
 
 # Evaluated directly, not only through the anchors' calls.
 _ALSO = (
     "DefaultPoolConfigurator.calculate_pool_sizes",
+    "DefaultPoolConfigurator.__init__",
     "_apply_token_constraints",
     "get_cell_size_per_token",
+    "init_memory_pool",
+    "profile_max_num_token",
+    "_profile_available_bytes",
+    "resolve_max_num_reqs",
+    "_resolve_max_num_reqs",
 )
 
 
@@ -76,6 +82,7 @@ class MemorySources:
     functions: tuple[FunctionSource, ...]
     entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
     env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
+    defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -111,8 +118,43 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
     return MemorySources(
-        tuple(f for f in found if f.qualname in kept), entries, _env_defaults(index)
+        tuple(f for f in found if f.qualname in kept),
+        entries,
+        _env_defaults(index),
+        _server_defaults(index),
     )
+
+
+_ARGS_FILES = ("sglang/srt/server_args.py",)
+_ARGS_FOLDER = "sglang/srt/arg_groups/fields/"
+
+
+def _server_defaults(index: TreeIndex) -> dict[str, object]:
+    """`name: T = default` of the server-args classes (0.5.9's `ServerArgs`, 0.5.23's field
+    groups): what a flag the launch does not give is, for the arithmetic."""
+    constants = Evaluator({}, {})
+    out: dict[str, object] = {}
+    rels = [r for r in sorted(index.entries) if r in _ARGS_FILES or r.startswith(_ARGS_FOLDER)]
+    for rel in rels:
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        for cls in parsed.tree.body:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for stmt in cls.body:
+                if not (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.value is not None
+                ):
+                    continue
+                # None defaults stay unknown: several are objects the hooks fill in
+                # (cuda_graph_config), which the evaluator follows as attribute paths.
+                value = constants.constant(stmt.value, rel)
+                if isinstance(value, (bool, int, float, str)):
+                    out.setdefault(stmt.target.id, value)
+    return out
 
 
 def _called(node: ast.FunctionDef) -> set[str]:

@@ -568,3 +568,38 @@ def test_anchor_the_kv_sizes_sglang_logged_for_llama_and_its_eagle3_draft(
     found = details(memory(index_059, *models(tmp_path))[0])
     assert round(tokens * found["kv_cell_bytes"] / GIB, 2) == anchor["sglang"]["target_kv_gb"]
     assert round(tokens * found["draft_kv_cell_bytes"] / GIB, 2) == anchor["sglang"]["draft_kv_gb"]
+
+
+@pytest.mark.parametrize(
+    ("version", "counted", "cell"),
+    [
+        ("0.5.9", False, 131072),
+        ("0.5.10", False, 131072),
+        ("0.5.14", True, 135168),
+        ("0.5.22", True, 135168),
+        ("0.5.23", True, 135168),
+    ],
+)
+def test_every_release_in_the_cache_reads_completely(
+    version: str, counted: bool, cell: int
+) -> None:
+    """Each release's own shape: whether the draft is charged to the target's budget and its
+    layer added to the target's cells (0.5.14 on), with nothing left unread."""
+    from eaglebug.checks.memfit import MemoryLaunch, model_shape
+    from eaglebug.checks.memplan import Weights, predict
+    from eaglebug.checks.memrules import memory_sources
+    from tests.sglang_releases import release
+
+    sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))
+    target, draft = model_shape(LLAMA31_8B, None), model_shape(EAGLE3_LLAMA31_8B, None)
+    assert not isinstance(target, str) and not isinstance(draft, str)
+    weights = Weights(LLAMA31_8B_BYTES, EAGLE3_LLAMA31_8B_BYTES)
+    gpu = Gpu(81559 * MIB, int(78.58 * GIB))
+    made = predict(sources, MemoryLaunch("m", algorithm="EAGLE3"), target, draft, gpu, weights)
+    assert made.unknown == []
+    assert (made.draft_counted, made.kv_cell_bytes) == (counted, cell)
+    assert made.max_total_num_tokens and made.max_running_requests == 2048
+    # 0.5.10 reserves for its piecewise CUDA graphs by default (read from ServerArgs' defaults).
+    assert (
+        (made.graph_reserve_mb or 0) > 512 if version == "0.5.10" else made.graph_reserve_mb == 512
+    )
