@@ -255,7 +255,15 @@ def _no_budget(inputs: MemoryInputs, p: Prediction, numbers: str, context: int) 
         )
     tp = _larger_tp(inputs, max(context, 1))
     if tp is not None:
-        options.append(FlagFix("--tp", str(tp), f"the weights split over {tp} GPUs"))
+        split = FlagFix("--tp", str(tp), f"the weights split over {tp} GPUs")
+        # A fraction that leaves less than the tree's own reserve trades this error for an
+        # out-of-memory in the graph capture: the larger --tp comes first then.
+        cramped = (
+            options
+            and p.reserved_mb is not None
+            and (inputs.gpu.total_bytes / MIB * (1 - float(options[0].value or 0)) < p.reserved_mb)
+        )
+        options.insert(0 if cramped else len(options), split)
     if inputs.quantization_flag:
         options.append(
             FlagFix("--quantization", "fp8", "about half the weights; accuracy may drop")

@@ -150,6 +150,8 @@ def test_the_weights_leave_no_kv_budget_on_both_sides(index: TreeIndex, tmp_path
     raised = flag_value(above, "--mem-fraction-static")
     assert raised is not None and float(raised) > fraction
     assert flag_value(above, "--tp") == "2"
+    # That fraction would leave less than the tree's reserve for the graphs: --tp comes first.
+    assert isinstance(above.fix, Choice) and above.fix.options[0].text() == "--tp 2"
     # The fraction the fix gives does leave a pool of one full request.
     fixed = memory(
         index, *models(tmp_path / "c"), "--mem-fraction-static", raised, "--context-length", "8192"
