@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.flagwords import with_flags
 from eaglebug.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -93,7 +94,8 @@ class Server:
     def launch(
         self, argv: list[str], env_additions: dict[str, str], flags: dict[str, str] | None = None
     ) -> LaunchRecord:
-        """Start `argv` (with `flags`, the accepted flag fixes, already in it: recorded)."""
+        """Start `argv`. `flags`: the flag fixes the caller has put in it (recorded); None
+        (`eaglebug launch`): the pending flag fixes go into it here."""
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
         running = self.attached()
@@ -104,7 +106,10 @@ class Server:
                 "stop it first (eaglebug stop), or relaunch from the TUI",
             )
         with self.editing() as state:
-            return self._launch(state, argv, env_additions, flags or {})
+            if flags is None:
+                flags = dict(state.pending_flags)
+                argv = with_flags(argv, flags)
+            return self._launch(state, argv, env_additions, flags)
 
     def _launch(
         self,
