@@ -605,3 +605,22 @@ def test_every_release_in_the_cache_reads_completely(
     assert (
         (made.graph_reserve_mb or 0) > 512 if version == "0.5.10" else made.graph_reserve_mb == 512
     )
+
+
+def test_a_measured_graph_capture_bigger_than_the_slack_is_an_error(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    from eaglebug.checks.memlog import MemoryLog
+
+    words = [*LAUNCH, *models(tmp_path)]
+
+    def graphs(gib: float) -> list[Finding]:
+        log = MemoryLog("TP0", 78.58, 15.0, 1.7, None, None, gib, None, None)
+        result = preflight(index_0523, words, {}, H100, log)
+        return [f for f in result.findings if "outside the static pool" in f.message]
+
+    assert graphs(3.0) == []  # the default leaves 13.1 GiB outside the pool
+    found = one(graphs(20.0))
+    assert found.severity == "error" and "the CUDA graphs" in found.message
+    lower = flag_value(found, "--mem-fraction-static")
+    assert lower is not None and float(lower) < 0.835
