@@ -143,6 +143,10 @@ class Evaluator:
         except _Raise as stop:
             return stop.raised
 
+    def value(self, node: ast.expr, file: str) -> object:
+        """An expression of the tree evaluated on the values (a raise cannot happen here)."""
+        return self._expr(node, {}, file)
+
     def constant(self, node: ast.expr, file: str) -> object:
         """A literal expression's value (`1 * 1024`), or Unknown."""
         value = self._expr(node, {}, file)

@@ -10,12 +10,13 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass, field, replace
 
-from eaglebug.checks.memeval import Raised, Ref
+from eaglebug.checks.memeval import Evaluator, Raised, Ref
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
-from eaglebug.checks.memrules import MemorySources
+from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources
 
 
 @dataclass(frozen=True)
@@ -247,8 +248,8 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * out.kv_cell_bytes / GIB
     reqs = [s for s in pool.steps if s.name == "max_num_reqs" and isinstance(s.value, int)]
-    if reqs:
-        out.max_running_requests = min(int(reqs[-1].value), tokens // 2)  # type: ignore[call-overload]
+    if reqs and isinstance(reqs[-1].value, int):
+        out.max_running_requests = _request_limit(ctx, env, tokens, reqs[-1].value)
     if ctx.draft is not None and ctx.launch.algorithm:
         draft_values = ctx.values(ctx.draft, draft_worker=True)
         layers = ctx.draft.nextn_layers or ctx.draft.layers
@@ -257,6 +258,24 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
             out.draft_cell_bytes = reading.value
         else:
             out.unknown.append(f"the draft's cell size not read ({reading.unknown})")
+
+
+def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size: int) -> int | None:
+    """0.5.9's `self.max_running_requests = min(...)` (model_runner.py), evaluated with the
+    pool just sized: its token count and the request pool's size; a release without it
+    (0.5.10: `config.max_running_requests`) keeps the request pool's size."""
+    source = next((f for f in ctx.sources.functions if f.qualname == REQUEST_LIMIT), None)
+    if source is None:
+        return pool_size
+    try:
+        node = ast.parse(source.text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    ast.increment_lineno(node, source.line - 1)
+    values = dict(env)
+    values.update({"max_total_num_tokens": tokens, "req_to_token_pool.size": pool_size})
+    made = Evaluator({}, values).value(node, source.file)
+    return made if isinstance(made, int) else None
 
 
 def minimum_fraction(

@@ -33,10 +33,20 @@ _FILES = frozenset(
         "kv_cache_configurator.py",
         "pool_configurator.py",
         "model_runner_kv_cache_mixin.py",
+        "model_runner.py",
     }
 )
+# Where a release sets the runner's request limit outside a function of its own (0.5.9:
+# `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
+REQUEST_LIMIT = "=max_running_requests"
 # Words a file must contain to be parsed at all (a byte-level prefilter).
-_WORDS = (b"reserved_mem", b"rest_memory", b"cell_size", b"max_num_reqs")
+_WORDS = (
+    b"reserved_mem",
+    b"rest_memory",
+    b"cell_size",
+    b"max_num_reqs",
+    b"self.max_running_requests = min(",
+)
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
     "budget": ("_profile_available_bytes", "profile_max_num_token"),
@@ -106,6 +116,9 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
+        if rel.endswith("/model_runner.py"):
+            found.extend(_request_limit(parsed.tree, rel, parsed.text))
+            continue
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -117,6 +130,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
+    kept.add(REQUEST_LIMIT)
     return MemorySources(
         tuple(f for f in found if f.qualname in kept),
         entries,
@@ -155,6 +169,24 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                 if isinstance(value, (bool, int, float, str)):
                     out.setdefault(stmt.target.id, value)
     return out
+
+
+def _request_limit(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.max_running_requests = <expr>` (the first), as its expression's text."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == "max_running_requests"
+            and isinstance(node.targets[0].value, ast.Name)
+            and node.targets[0].value.id == "self"
+            and isinstance(node.value, ast.Call)
+        ):
+            segment = ast.get_source_segment(text, node.value)
+            if segment:
+                return [FunctionSource(REQUEST_LIMIT, rel, node.value.lineno, segment)]
+    return []
 
 
 def _called(node: ast.FunctionDef) -> set[str]:

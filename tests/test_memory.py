@@ -624,3 +624,28 @@ def test_a_measured_graph_capture_bigger_than_the_slack_is_an_error(
     assert found.severity == "error" and "the CUDA graphs" in found.message
     lower = flag_value(found, "--mem-fraction-static")
     assert lower is not None and float(lower) < 0.835
+
+
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_max_running_requests_given_and_derived(version: str) -> None:
+    """0.5.9 takes it from `self.max_running_requests = min(...)` in model_runner.py, 0.5.23
+    from `resolve_max_num_reqs`: the flag's value when given, else the tree's estimate."""
+    from eaglebug.checks.memfit import MemoryLaunch, model_shape
+    from eaglebug.checks.memplan import Weights, predict
+    from eaglebug.checks.memrules import REQUEST_LIMIT, memory_sources
+    from tests.sglang_releases import release
+
+    sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))
+    kept = [f for f in sources.functions if f.qualname == REQUEST_LIMIT]
+    assert bool(kept) is (version == "0.5.9")
+    target = model_shape(LLAMA31_8B, None)
+    assert not isinstance(target, str)
+    gpu = Gpu(81559 * MIB, int(78.58 * GIB))
+    for given, expected in ((None, 2048), (48, 48), (10**6, None)):
+        launch = MemoryLaunch("m", max_running_requests=given)
+        made = predict(sources, launch, target, None, gpu, Weights(LLAMA31_8B_BYTES, 0))
+        tokens = made.max_total_num_tokens or 0
+        # More than the pool can hold: 0.5.23 caps it at half the tokens; 0.5.9 does not
+        # (its request pool is sized to the flag).
+        cap = given if version == "0.5.9" else min(given or 0, tokens // 2)
+        assert made.max_running_requests == (expected or cap)
