@@ -36,9 +36,6 @@ _DEFAULT_CONTEXT_KEYS = (
 _DEFAULT_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 _TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-# Below this much room for the KV cache per GPU, a launch starts but serves little.
-_KV_WARN_BYTES = 4 * GIB
-_KV_WARN_FRACTION = 0.10
 
 
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -409,56 +406,3 @@ def weights_bytes(model_dir: Path | None) -> tuple[int | None, str]:
     if files:
         return sum(p.stat().st_size for p in files), f"sizes of {len(files)} weight files"
     return None, "no weight files"
-
-
-def check_memory(
-    target_bytes: int,
-    draft_bytes: int,
-    tp: int,
-    gpu_bytes: int,
-    fraction: float,
-    fraction_assumed: bool,
-    gpu_source: str,
-) -> list[Finding]:
-    per_gpu = (target_bytes + draft_bytes) / tp
-    budget = gpu_bytes * fraction
-    left = budget - per_gpu
-    details = {
-        "weights_per_gpu_bytes": int(per_gpu),
-        "budget_per_gpu_bytes": int(budget),
-        "kv_cache_bytes": int(left),
-        "gpu_memory_bytes": gpu_bytes,
-        "gpu_memory_from": gpu_source,
-        "mem_fraction_static": fraction,
-        "mem_fraction_assumed": fraction_assumed,
-        "tp": tp,
-    }
-    numbers = (
-        f"{per_gpu / GIB:.1f} GiB of weights per GPU (target + draft over --tp {tp}) against "
-        f"{budget / GIB:.1f} GiB ({fraction:g} x {gpu_bytes / GIB:.0f} GiB)"
-    )
-    if fraction_assumed:
-        numbers += " [--mem-fraction-static not given; SGLang picks it, assumed here]"
-    if left <= 0:
-        return [
-            Finding(
-                id="config.memory",
-                severity="error",
-                message=f"the weights do not fit: {numbers}",
-                attribute="mem_fraction_static",
-                fix=AdviceFix("a larger --tp, a quantized checkpoint, or GPUs with more memory"),
-                evidence=ConfigEvidence.of(details),
-            )
-        ]
-    if left < max(_KV_WARN_BYTES, _KV_WARN_FRACTION * budget):
-        return [
-            Finding(
-                id="config.memory",
-                severity="warning",
-                message=f"only {left / GIB:.1f} GiB per GPU left for the KV cache: {numbers}",
-                attribute="mem_fraction_static",
-                fix=AdviceFix("raise --mem-fraction-static a little, or a larger --tp"),
-                evidence=ConfigEvidence.of(details),
-            )
-        ]
-    return []

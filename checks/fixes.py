@@ -124,11 +124,25 @@ class Choice:
         """The option the TUI can set for the next launch."""
         return next((o for o in self.options if isinstance(o, EnvFix)), None)
 
+    @property
+    def flag(self) -> FlagFix | None:
+        """The first flag option (what `p` sets when the choice has no env option)."""
+        return next((o for o in self.options if isinstance(o, FlagFix)), None)
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": "choice", "options": [o.to_json() for o in self.options]}
 
 
 Fix: TypeAlias = PatchFix | EnvFix | FlagFix | AdviceFix | Choice
+
+
+def flag_of(fix: Fix | None) -> FlagFix | None:
+    """The launch flag a finding's fix sets, alone or as the first flag option."""
+    if isinstance(fix, FlagFix):
+        return fix
+    if isinstance(fix, Choice):
+        return fix.flag
+    return None
 
 
 def env_of(fix: Fix | None) -> EnvFix | None:

@@ -22,18 +22,18 @@ from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.fixes import AdviceFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
+from eaglebug.checks.memlaunch import GpuFigures, memory_findings
+from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
-
-# SGLang sizes the static pool itself when --mem-fraction-static is not given; this is the
-# figure preflight assumes then, and says so in the finding.
-ASSUMED_MEM_FRACTION = 0.85
 
 
 @dataclass(frozen=True)
 class GpuMemory:
     bytes_per_gpu: int
     source: str  # "NVML (NVIDIA H200)", "--gpu-mem-gib"
+    free_bytes: int | None = None  # the least free on any GPU now (NVML, --gpu-free-gib)
+    free_source: str | None = None
 
 
 @dataclass
@@ -75,6 +75,12 @@ class _Flags:
             if dest is not None and self.launch.text(dest) is not None:
                 return self.launch.text(dest)
         return None
+
+    def given(self, *options: str) -> bool:
+        return any(
+            self.dests.get(o) is not None and self.launch.get(self.dests[o]) is not None
+            for o in options
+        )
 
     def number(self, *options: str) -> float | None:
         for option in options:
@@ -136,10 +142,13 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
+    *,
     external: ExternalPackage | None = None,
+    measured: MemoryLog | None = None,
 ) -> PreflightResult:
     """`external`: the out-of-tree model package to audit with (`--external-models`); else the
-    one the launch's `SGLANG_EXTERNAL_MODEL_PACKAGE` names, if the index has none yet."""
+    one the launch's `SGLANG_EXTERNAL_MODEL_PACKAGE` names, if the index has none yet.
+    `measured`: what the last launch of this command logged (memory), if it ran."""
     if index.external is None:
         external = external or for_launch(words, environ)
         if external is not None:
@@ -242,7 +251,14 @@ def preflight(
                     auxlayers.aux_layer_findings(index, target_class, target.config, draft_config)
                 )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
-        findings.extend(_memory(target, draft, tp, flags, gpu))
+        figures = (
+            GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source)
+            if gpu
+            else None
+        )
+        findings.extend(
+            memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
+        )
     findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
     index.save()
     result.findings = sort_findings(findings)
@@ -258,36 +274,3 @@ def _loaded_per_gpu(
         total = configchecks.weights_bytes(source.path)[0] if source is not None else None
         sizes[role] = total // tp if total is not None else None
     return sizes
-
-
-def _memory(
-    target: ModelSource, draft: ModelSource | None, tp: int, flags: _Flags, gpu: GpuMemory | None
-) -> list[Finding]:
-    target_bytes, how = configchecks.weights_bytes(target.path)
-    if target_bytes is None:
-        return [
-            Finding(
-                id="config.memory",
-                severity="info",
-                message=f"memory check skipped: the target's weight size is unknown ({how})",
-            )
-        ]
-    if gpu is None:
-        return [
-            Finding(
-                id="config.memory",
-                severity="info",
-                message="memory check skipped: no GPU found through NVML on this host; pass --gpu-mem-gib N",
-            )
-        ]
-    draft_bytes = configchecks.weights_bytes(draft.path)[0] if draft is not None else None
-    fraction = flags.number("--mem-fraction-static")
-    return configchecks.check_memory(
-        target_bytes,
-        draft_bytes or 0,
-        tp,
-        gpu.bytes_per_gpu,
-        fraction if fraction is not None else ASSUMED_MEM_FRACTION,
-        fraction is None,
-        gpu.source,
-    )

@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Parse the exact launch command (flags as the SGLang tree defines them), read "
         "the target and draft configs, audit both classes and check the configs against each "
         "other and the GPUs.",
-        usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] -- LAUNCH COMMAND...",
+        usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] [--gpu-free-gib N] "
+        "-- LAUNCH COMMAND...",
     )
     _tree_flag(p)
     p.add_argument(
@@ -132,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=number(above=0, maximum=1e6),
         metavar="N",
         help="memory per GPU in GiB, when NVML cannot tell",
+    )
+    p.add_argument(
+        "--gpu-free-gib",
+        type=number(above=0, maximum=1e6),
+        metavar="N",
+        help="free memory per GPU before the load in GiB (default: NVML's least free now)",
     )
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
     p.set_defaults(run=commands.preflight_command)

@@ -224,13 +224,22 @@ def _json_text(data: object) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def _gpu(args: argparse.Namespace) -> tuple[int, str] | None:
-    """(bytes per GPU, where that figure came from), or None when no GPU is known."""
+def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None] | None:
+    """(bytes per GPU, its source, free bytes before the load, its source), or None when no
+    GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says."""
+    free = getattr(args, "gpu_free_gib", None)
+    free_given = (int(free * 1024**3), "--gpu-free-gib") if free is not None else (None, None)
     if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
-        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib"
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given
     from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
 
-    return smallest_gpu_memory()
+    found = smallest_gpu_memory()
+    if found is None:
+        return None
+    total, source, free_now, free_from = found
+    if free is not None:
+        return total, source, *free_given
+    return total, source, free_now, free_from
 
 
 def preflight_command(args: argparse.Namespace) -> int:
@@ -243,13 +252,19 @@ def preflight_command(args: argparse.Namespace) -> int:
     tree = _tree(args, words)
     gpu = _gpu(args)
     external = _external(args, words)
+    from eaglebug.calibration import measured_for
+
+    measured = measured_for(Path.cwd(), words)  # the last launch of this command, if any
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.findings import has_errors
         from eaglebug.checks.preflight import GpuMemory, preflight
         from eaglebug.report import print_preflight
 
-        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None, external)
+        gpu_memory = GpuMemory(*gpu) if gpu else None
+        result = preflight(
+            index, words, os.environ, gpu_memory, external=external, measured=measured
+        )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if not args.json:
             _warn(result.warnings)
@@ -259,7 +274,8 @@ def preflight_command(args: argparse.Namespace) -> int:
         return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
-    parts = [words, sorted(os.environ.items()), gpu]
+    calibration = measured.to_json() if measured else None
+    parts = [words, sorted(os.environ.items()), gpu, calibration]
     return _answer(args, tree, "preflight", parts, compute, external)
 
 
@@ -301,7 +317,7 @@ def fix_command(args: argparse.Namespace) -> int:
     external = _external(args, words)
     index = _index(args, tree, None, external=external)
     if words:
-        selection = preflight(index, words, os.environ, None, external)
+        selection = preflight(index, words, os.environ, None, external=external)
         reports = selection.reports
         algorithm = selection.algorithm or args.algorithm
         target = next((r.ref.qualname for r in reports if r.role == "target"), None)
@@ -420,7 +436,13 @@ def status_command(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        _write_json({"launches": rows, "pending_env": state.pending_env})
+        _write_json(
+            {
+                "launches": rows,
+                "pending_env": state.pending_env,
+                "pending_flags": state.pending_flags,
+            }
+        )
         return EXIT_OK
     if not rows:
         sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")

@@ -51,6 +51,16 @@ class ApplyPatch:
 
 
 @dataclass(frozen=True)
+class AcceptFlag:
+    """Give the next launch a flag (a flag fix: `--mem-fraction-static 0.81`)."""
+
+    flag: str
+    value: str  # "" for a switch
+    label = "set the flag for the next launch"
+    failed = "not accepted"
+
+
+@dataclass(frozen=True)
 class AcceptEnv:
     """Set an environment variable for the next launch."""
 
@@ -92,8 +102,14 @@ class Stop:
     failed = "stop"
 
 
-Action = ApplyPatch | AcceptEnv | Undo | Relaunch | Launch | Stop
-RECHECK_AFTER = (ApplyPatch, AcceptEnv, Undo, Relaunch)  # they change what the checks see
+Action = ApplyPatch | AcceptEnv | AcceptFlag | Undo | Relaunch | Launch | Stop
+RECHECK_AFTER = (
+    ApplyPatch,
+    AcceptEnv,
+    AcceptFlag,
+    Undo,
+    Relaunch,
+)  # they change what the checks see
 
 
 # -- what is reported --------------------------------------------------------------------------
@@ -328,6 +344,10 @@ class Controller:
             case AcceptEnv(variable=name, value=value):
                 session.accept_env(name, value)
                 return [Note("pending", f"{name}={value} will be set for the next launch")]
+            case AcceptFlag(flag=flag, value=value):
+                session.accept_flag(flag, value)
+                words = f"{flag} {value}".strip()
+                return [Note("pending", f"the next launch runs with {words}")]
             case Undo():
                 done = session.undo_last()
                 return [Note("undone", f"reverted {done.reverted[:10]} ({done.summary})")]

@@ -22,6 +22,7 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.files import regular_file
 from eaglebug.checks.findings import Finding, has_errors
 from eaglebug.checks.logparse import LogAnalyzer, analyze_file, finding_json
+from eaglebug.checks.memlog import MemoryLog, read_memory_file
 from eaglebug.findingview import finding_lines, markup
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
     stalled = analyzer.stalled(silent, stall_limits(args)) if silent is not None else None
     if stalled is not None:
         findings.append(stalled)
+    memory = read_memory_file(path)
     if args.json:
         data = analyzer.to_json()
         data["findings"] = [finding_json(f) for f in findings]
@@ -121,9 +123,10 @@ def diagnose_command(args: argparse.Namespace) -> int:
         data["acceptance"] = (
             {"reports": len(acceptance), "last": acceptance[-1].length} if acceptance else None
         )
+        data["memory"] = memory.to_json() if memory else None
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_diagnosis(path, analyzer, findings)
+        print_diagnosis(path, analyzer, findings, memory=memory)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
 
 
@@ -146,8 +149,36 @@ def _print_finding(console: Console, f: Finding) -> None:
         console.print(text)
 
 
+def memory_line(memory: MemoryLog) -> str:
+    """SGLang's own memory figures of the launch, as it logged them (GB = GiB)."""
+    parts = []
+    if memory.free_before_load_gib is not None:
+        parts.append(f"{memory.free_before_load_gib:.2f} GB free before the load")
+    if memory.target_weights_gib is not None:
+        draft = (
+            f" + draft {memory.draft_weights_gib:.2f}"
+            if memory.draft_weights_gib is not None
+            else ""
+        )
+        parts.append(f"weights {memory.target_weights_gib:.2f}{draft} GB")
+    tokens = memory.max_total_num_tokens or memory.kv_tokens
+    if tokens is not None:
+        size = f" ({memory.kv_gib:.2f} GB)" if memory.kv_gib is not None else ""
+        parts.append(f"KV pool {tokens} tokens{size}")
+    if memory.graph_gib is not None:
+        parts.append(f"CUDA graphs {memory.graph_gib:.2f} GB")
+    if memory.max_running_requests is not None:
+        parts.append(f"max_running_requests {memory.max_running_requests}")
+    rank = f" ({memory.rank})" if memory.rank else ""
+    return f"memory{rank}: " + ", ".join(parts)
+
+
 def print_diagnosis(
-    path: Path, analyzer: LogAnalyzer, findings: list[Finding], console: Console | None = None
+    path: Path,
+    analyzer: LogAnalyzer,
+    findings: list[Finding],
+    console: Console | None = None,
+    memory: MemoryLog | None = None,
 ) -> None:
     console = console or _console()
     console.print(f"[dim]eaglebug diagnose · {_escape(str(path))}[/]")
@@ -160,6 +191,8 @@ def print_diagnosis(
     if progress is not None:
         line += f" · weights {progress.done}/{progress.total} shards ({progress.percent}%)"
     console.print(line)
+    if memory is not None:
+        console.print(_escape(memory_line(memory)))
     console.print()
     if not findings:
         console.print("  [green]ok[/]  no failure in the log")

@@ -10,8 +10,9 @@ from typing import Any
 from eaglebug.gpu.nvml_source import NvmlSource
 
 
-def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str] | None:
-    """(total bytes, "NVML (N x name)") of the smallest GPU here: tensor parallel shards are equal.
+def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str] | None:
+    """(total bytes, "NVML (N x name)", least free bytes now, "NVML") of the GPUs here: the
+    smallest GPU's size (tensor parallel shards are equal) and the least free on any of them.
 
     None when NVML is unavailable or no GPU answers. `nvml_module` replaces `pynvml` in tests.
     """
@@ -20,9 +21,10 @@ def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str] | None:
         box = source.sample()
     finally:
         source.close()
-    sizes = [(gpu.total_bytes, gpu.name) for gpu in box.gpus if gpu.state == "ok"]
-    sizes = [(total, name) for total, name in sizes if total > 0]
-    if not sizes:
+    gpus = [gpu for gpu in box.gpus if gpu.state == "ok" and gpu.total_bytes > 0]
+    if not gpus:
         return None
-    total_bytes, name = min(sizes, key=lambda size: size[0])
-    return total_bytes, f"NVML ({len(box.gpus)} x {name})"
+    smallest = min(gpus, key=lambda gpu: gpu.total_bytes)
+    # SGLang sizes the KV pool from the least free memory across its ranks.
+    free_bytes = min(gpu.total_bytes - gpu.used_bytes for gpu in gpus)
+    return smallest.total_bytes, f"NVML ({len(box.gpus)} x {smallest.name})", free_bytes, "NVML"

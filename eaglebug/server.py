@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from eaglebug.checks.errors import InputError
+from eaglebug.checks.flagwords import with_flags
 from eaglebug.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -90,7 +91,11 @@ class Server:
         """The pids of everything of the launch that still runs."""
         return sorted(members(launch_id(record)))
 
-    def launch(self, argv: list[str], env_additions: dict[str, str]) -> LaunchRecord:
+    def launch(
+        self, argv: list[str], env_additions: dict[str, str], flags: dict[str, str] | None = None
+    ) -> LaunchRecord:
+        """Start `argv`. `flags`: the flag fixes the caller has put in it (recorded); None
+        (`eaglebug launch`): the pending flag fixes go into it here."""
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
         running = self.attached()
@@ -101,9 +106,18 @@ class Server:
                 "stop it first (eaglebug stop), or relaunch from the TUI",
             )
         with self.editing() as state:
-            return self._launch(state, argv, env_additions)
+            if flags is None:
+                flags = dict(state.pending_flags)
+                argv = with_flags(argv, flags)
+            return self._launch(state, argv, env_additions, flags)
 
-    def _launch(self, state: State, argv: list[str], env_additions: dict[str, str]) -> LaunchRecord:
+    def _launch(
+        self,
+        state: State,
+        argv: list[str],
+        env_additions: dict[str, str],
+        flags: dict[str, str] | None = None,
+    ) -> LaunchRecord:
         """Start the server only once the state can be written, and record it at once; a
         server that cannot be recorded is stopped again (nothing runs that `stop` cannot find).
         """
@@ -146,15 +160,19 @@ class Server:
             create_time=create_time,
             started_at=time.time(),
             tag=tag,
+            flag_additions=dict(flags or {}),
         )
         pending = dict(state.pending_env)
+        pending_flags = dict(state.pending_flags)
         state.launches.append(record)
         state.pending_env = {}
+        state.pending_flags = {}
         try:
             save_state(self.workdir, state)
         except BaseException:
             state.launches.pop()
             state.pending_env = pending
+            state.pending_flags = pending_flags
             stop_tree(launch_id(record), grace_s=0.0, reap=self._reap)
             raise
         return record

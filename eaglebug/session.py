@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding, FindingKey
-from eaglebug.checks.fixes import EnvFix, PatchFix, env_of
+from eaglebug.checks.fixes import EnvFix, FlagFix, PatchFix, env_of, flag_of
+from eaglebug.checks.flagwords import SWITCH, with_flags
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.proctree import StopResult
 from eaglebug.server import Server, wait_gpu_released
@@ -106,11 +107,21 @@ class Session:
     def pending_env(self) -> dict[str, str]:
         return dict(load_state(self.config.workdir).pending_env)
 
+    def pending_flags(self) -> dict[str, str]:
+        return dict(load_state(self.config.workdir).pending_flags)
+
+    def next_flags(self) -> dict[str, str]:
+        """The flag fixes the next launch runs with: the current launch's and the pending."""
+        state = load_state(self.config.workdir)
+        launched = state.latest.flag_additions if state.latest is not None else {}
+        return {**launched, **state.pending_flags}
+
     # -- checks ---------------------------------------------------------------------------
     def run_checks(self) -> CheckResult:
         """Preflight of the launch command (with accepted env fixes), and the patches for it."""
         started = time.monotonic()
-        words = self.launch_words
+        base = self.launch_words
+        words = with_flags(base, self.next_flags()) if base else base
         if not words:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
@@ -127,11 +138,15 @@ class Session:
         record = self.current_launch()
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
+        from eaglebug.calibration import measured_for
         from eaglebug.interpreter import external_for_launch
 
         external = external_for_launch(words, environ)  # where the launch's python finds it
+        measured = measured_for(self.config.workdir, base)
         with self._index_lock:
-            flight = preflight(index, words, environ, self._gpu_memory(), external)
+            flight = preflight(
+                index, words, environ, self._gpu_memory(), external=external, measured=measured
+            )
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
@@ -146,7 +161,8 @@ class Session:
         if snapshot is None or not snapshot.gpus:
             return None
         smallest = min(g.total_bytes for g in snapshot.gpus)
-        return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}")
+        free = min(g.total_bytes - g.used_bytes for g in snapshot.gpus)
+        return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}", free, "NVML")
 
     # -- findings by key ---------------------------------------------------------------------
     def resolve(self, log_findings: list[Finding]) -> list[Finding]:
@@ -216,7 +232,12 @@ class Session:
         out: dict[FindingKey, str] = {}
         for finding in findings:
             env = env_of(finding.fix)
-            if env is not None and state.pending_env.get(env.variable) == env.value:
+            flag = flag_of(finding.fix)
+            env_pending = env is not None and state.pending_env.get(env.variable) == env.value
+            flag_pending = flag is not None and state.pending_flags.get(flag.flag) == (
+                flag.value or SWITCH
+            )
+            if env_pending or flag_pending:
                 out[finding.key] = PENDING
             elif finding.id.startswith("log.") and any(
                 r.class_name == finding.class_ and finding.attribute in r.methods
@@ -299,6 +320,17 @@ class Session:
         with self.server.editing() as state:
             state.pending_env[name] = value
 
+    def flag_fix(self, finding: Finding) -> FlagFix | None:
+        """The launch flag a finding's fix sets for the next launch (where no env fix does)."""
+        if finding.severity == "info" or env_of(finding.fix) is not None:
+            return None
+        return flag_of(finding.fix)
+
+    def accept_flag(self, flag: str, value: str) -> None:
+        self._refuse_if_readonly("changing the next launch")
+        with self.server.editing() as state:
+            state.pending_flags[flag] = value
+
     # -- the server -------------------------------------------------------------------------
     def relaunch(
         self, wait_gpu_s: float = 120.0
@@ -327,7 +359,10 @@ class Session:
         else:
             words_env, argv = env_and_argv(words)
             env.update(words_env)
-        record = self.server.launch(argv, env)
+        flags = self.next_flags()
+        if not self.config.run_argv:  # a stand-in (the demo's) runs as itself
+            argv = with_flags(argv, flags)
+        record = self.server.launch(argv, env, flags)
         return stopped, holding, record
 
     def _gpu_holders(self) -> list[int]:

@@ -41,6 +41,7 @@ class LaunchRecord:
     outcome: str = "running"  # running | ready | crashed | stopped | exited
     exit_code: int | None = None
     tag: str = ""  # EAGLEBUG_LAUNCH in the environment of the launch's processes
+    flag_additions: dict[str, str] = field(default_factory=dict)  # flag fixes it ran with
 
 
 @dataclass
@@ -60,6 +61,7 @@ class State:
     pending_env: dict[str, str] = field(
         default_factory=dict
     )  # accepted env fixes for the next launch
+    pending_flags: dict[str, str] = field(default_factory=dict)  # accepted flag fixes, likewise
 
     @property
     def latest(self) -> LaunchRecord | None:
@@ -178,6 +180,7 @@ def load_state(workdir: Path) -> State:
                 for i, p in enumerate(_list(data, "patches"))
             ],
             pending_env=_check(data.get("pending_env", {}), dict[str, str], "pending_env"),
+            pending_flags=_check(data.get("pending_flags", {}), dict[str, str], "pending_flags"),
         )
     except UnicodeDecodeError:
         raise InputError(
@@ -233,6 +236,7 @@ def save_state(workdir: Path, state: State) -> None:
         "launches": [asdict(r) for r in state.launches],
         "patches": [asdict(p) for p in state.patches],
         "pending_env": state.pending_env,
+        "pending_flags": state.pending_flags,
     }
     try:
         fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=folder)

@@ -132,22 +132,23 @@ def test_launch_flag_values_no_launch_can_use(
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-5", "0", "lots"])
+@pytest.mark.parametrize("flag", ["--gpu-mem-gib", "--gpu-free-gib"])
 def test_gpu_mem_gib_must_be_a_positive_finite_number(
-    sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str], value: str
+    sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str], value: str, flag: str
 ) -> None:
     run = cli(
         capsys,
         "preflight",
         "--sglang",
         str(sglang_059),
-        "--gpu-mem-gib",
+        flag,
         value,
         "--",
         *LAUNCH,
         "--model-path",
         str(models / "target"),
     )
-    refused(run, "--gpu-mem-gib")
+    refused(run, flag)
 
 
 # -- the state file ----------------------------------------------------------------------------

@@ -369,13 +369,21 @@ def test_sglang_role(name: str | None, cmdline: list[str] | None, role: str | No
 def test_smallest_gpu_memory_through_the_fake_module() -> None:
     gpus = [FakeGpu(name="NVIDIA H200", total_bytes=141 * GIB) for _ in range(4)]
     gpus[2] = FakeGpu(name="NVIDIA H100 80GB HBM3", total_bytes=80 * GIB)
+    gpus[1].used_bytes = 100 * GIB  # someone else's process: the least free is 41 GiB
     nvml = FakeNvml(gpus)
-    assert smallest_gpu_memory(nvml) == (80 * GIB, "NVML (4 x NVIDIA H100 80GB HBM3)")
+    assert smallest_gpu_memory(nvml) == (
+        80 * GIB,
+        "NVML (4 x NVIDIA H100 80GB HBM3)",
+        41 * GIB,
+        "NVML",
+    )
     assert nvml.initialised == 0  # it shut NVML down again
     assert nvml.count("nvmlDeviceGetComputeRunningProcesses", 0) == 0  # no process lists
 
     gpus[2].lost = True  # a lost GPU does not count
-    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)")
+    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 41 * GIB, "NVML")
+    gpus[1].lost = True
+    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 141 * GIB, "NVML")
     assert smallest_gpu_memory(FakeNvml([])) is None
 
 

@@ -127,6 +127,18 @@ def test_pending_env_is_applied_to_the_next_launch_only(server: Server, tmp_path
     server.stop(record, grace_s=1.0)
 
 
+def test_pending_flags_go_into_the_next_launch_only(server: Server, tmp_path: Path) -> None:
+    state = load_state(tmp_path)
+    state.pending_flags = {"--ranks": "2"}
+    save_state(tmp_path, state)
+    record = server.launch(standin("--ranks", "1"), {})  # as `eaglebug launch` does
+    assert record.argv[-2:] == ["--ranks", "2"] and record.argv.count("--ranks") == 1
+    assert record.flag_additions == {"--ranks": "2"}
+    assert psutil.Process(record.pid).cmdline()[-2:] == ["--ranks", "2"]
+    assert load_state(tmp_path).pending_flags == {}
+    server.stop(record, grace_s=1.0)
+
+
 def test_wait_gpu_released_reports_holders_until_they_let_go() -> None:
     holders = [[11, 12], [12], []]
     calls = iter(holders)

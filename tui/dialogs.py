@@ -1,6 +1,6 @@
 """What each mutating key asks before it acts, and the action a yes hands to the controller.
 
-`p` on a finding: an env fix is a yes/no with each option's trade-off, a patch is its diff, an
+`p` on a finding: an env or flag fix is a yes/no with each option's trade-off, a patch is its diff, an
 already committed fix or one without an automatic fix is a sentence instead. `u` and `r` are a
 yes/no saying exactly what they will do. Nothing here acts: the screen submits the action.
 """
@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, PatchFix
-from eaglebug.controller import AcceptEnv, Action, ApplyPatch, Relaunch, Stop, Undo
+from eaglebug.controller import AcceptEnv, AcceptFlag, Action, ApplyPatch, Relaunch, Stop, Undo
 from eaglebug.session import Session
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
@@ -51,6 +51,15 @@ def fix(session: Session, finding: Finding | None) -> Ask | Say:
             body.append(f"{option.tradeoff}\n", style="dim")
         screen = ConfirmModal(f"next launch: {env.text()}", body, yes="Use it (y)")
         return Ask(screen, AcceptEnv(env.variable, env.value))
+    flag = session.flag_fix(finding)
+    if flag is not None:
+        body = Text(f"Launch with {flag.text()} next time (r relaunches).\n\n")
+        options = finding.fix.options if isinstance(finding.fix, Choice) else (flag,)
+        for option in options:
+            body.append(f"{option.text()}: ", style="bold")
+            body.append(f"{option.tradeoff}\n", style="dim")
+        screen = ConfirmModal(f"next launch: {flag.text()}", body, yes="Use it (y)")
+        return Ask(screen, AcceptFlag(flag.flag, flag.value or ""))
     patch = session.patch_for(finding)
     done = session.committed_fix(finding) if patch is None else None
     if done is not None:
@@ -74,6 +83,7 @@ def relaunch(session: Session) -> Ask:
     record = session.current_launch()
     running = session.server.attached()
     pending = session.pending_env()
+    flags = session.pending_flags()
     body = Text()
     if running is not None:
         body.append(
@@ -83,6 +93,9 @@ def relaunch(session: Session) -> Ask:
     body.append("launch again" if record else "Launch now")
     if pending:
         body.append(" with " + " ".join(f"{k}={v}" for k, v in pending.items()), style="bold")
+    if flags:
+        words = " ".join(f"{k} {v}".strip() for k, v in flags.items())
+        body.append((" and " if pending else " with ") + words, style="bold")
     body.append("?")
     return Ask(ConfirmModal("relaunch" if record else "launch", body), Relaunch())
 

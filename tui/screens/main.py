@@ -357,7 +357,9 @@ class MainScreen(Screen[None]):
         if session.config.readonly:
             return out
         finding = self.query_one(ChecksPanel).current
-        if finding is not None and (session.patch_for(finding) or session.env_fix(finding)):
+        if finding is not None and (
+            session.patch_for(finding) or session.env_fix(finding) or session.flag_fix(finding)
+        ):
             label = f"Fix {finding.attribute or finding.id}"
             out.append(SystemCommand("patch: apply", label, self.action_patch))
         state = session.server.state()

@@ -1,0 +1,408 @@
+"""Will it fit: SGLang's own memory arithmetic for one launch, evaluated from the audited tree.
+
+The tree's functions (found by `memrules`) run in `memeval` on the launch's numbers: the GPU's
+total memory (what `get_device_memory_capacity` would report) gives the default
+`--mem-fraction-static` with its reserve terms; the free memory before the load (the minimum
+across ranks, as SGLang measures it) less the weights per rank gives what
+`get_available_gpu_memory` reports after the load; the KV budget, the raise when there is none,
+the cell size (target and, where the tree adds them, the draft's layers), the page rounding
+and the request limit follow from the tree. What is this module's own is only the stand-ins
+for what a live process would answer (free memory, dtype sizes, the model config's fields).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
+from eaglebug.checks.memrules import MemorySources, function_table
+
+GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
+MIB = 1 << 20
+# torch element sizes of the dtypes a --kv-cache-dtype or a config's torch_dtype names.
+_DTYPE_BYTES = {
+    "float32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
+_WATCH = frozenset(
+    {
+        "reserved_mem",
+        "mem_fraction_static",
+        "chunked_prefill_size",
+        "max_bs",
+        "cuda_graph_max_bs",
+        "rest_memory",
+        "cell_size",
+        "_cell_size",
+        "max_num_reqs",
+        "max_total_num_tokens",
+        "estimated",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The model-config fields SGLang's cell size and request estimate read."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    kv_lora_rank: int | None
+    rope_dim: int | None
+    context_len: int
+    dtype_bytes: int
+    nextn_layers: int | None
+    multimodal: bool
+    dsa: bool
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+
+def _int(config: Mapping[str, Any], key: str) -> int | None:
+    value = config.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShape | str:
+    """The shape of a model from its config.json, or why it cannot be had."""
+    text = config
+    for key in ("text_config", "language_config", "llm_config"):
+        if isinstance(config.get(key), dict):
+            text = config[key]
+            break
+    layers = _int(text, "num_hidden_layers")
+    heads = _int(text, "num_attention_heads")
+    hidden = _int(text, "hidden_size")
+    if layers is None or heads is None or hidden is None:
+        return "config.json lacks num_hidden_layers / num_attention_heads / hidden_size"
+    kv_heads = _int(text, "num_key_value_heads") or heads
+    rank = _int(text, "kv_lora_rank")
+    head_dim = _int(text, "head_dim") or hidden // heads
+    v_head_dim = head_dim
+    if rank is not None:  # MLA: ModelConfig's head_dim is the rope + nope width
+        head_dim = (_int(text, "qk_rope_head_dim") or 0) + (_int(text, "qk_nope_head_dim") or 0)
+        v_head_dim = _int(text, "v_head_dim") or head_dim
+    dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
+    length = context_len or _int(text, "max_position_embeddings") or 0
+    return ModelShape(
+        layers=layers,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=v_head_dim,
+        kv_lora_rank=rank,
+        rope_dim=_int(text, "qk_rope_head_dim"),
+        context_len=length,
+        dtype_bytes=_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2),
+        nextn_layers=_int(text, "num_nextn_predict_layers"),
+        multimodal=any(k in config for k in ("vision_config", "vision_tower")),
+        dsa="index_topk" in text,
+    )
+
+
+@dataclass(frozen=True)
+class MemoryLaunch:
+    """The launch's flags that the arithmetic reads (None: SGLang picks)."""
+
+    model_path: str
+    tp: int = 1
+    pp: int = 1
+    mem_fraction_static: float | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    max_running_requests: int | None = None
+    max_total_tokens: int | None = None
+    kv_cache_dtype: str = "auto"
+    page_size: int = 1
+    algorithm: str | None = None
+    disable_cuda_graph: bool = False
+    speculative_num_draft_tokens: int | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    total_bytes: int
+    free_bytes: int  # before the load, the minimum across the launch's GPUs
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One rule's outcome: a value, or a raise, or why it could not be read."""
+
+    value: object
+    steps: tuple[Step, ...] = ()
+    assumed: tuple[str, ...] = ()
+    raised: Raised | None = None
+    unknown: str | None = None
+    anchor: str = ""  # "file:line" of the function read
+
+    @property
+    def ok(self) -> bool:
+        return self.unknown is None and self.raised is None
+
+    def line_of(self, name: str) -> str | None:
+        """Where the tree last assigned `name` in this reading."""
+        hits = [s for s in self.steps if s.name.rsplit(".", 1)[-1] == name and s.line > 0]
+        return f"{hits[-1].file}:{hits[-1].line}" if hits else None
+
+
+@dataclass
+class Context:
+    """The evaluator's world for one launch: the tree's functions, the values, the stubs."""
+
+    sources: MemorySources
+    launch: MemoryLaunch
+    target: ModelShape
+    draft: ModelShape | None
+    gpu: Gpu
+    table: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.table = function_table(self.sources)
+
+    def kv_bytes(self, shape: ModelShape) -> int | None:
+        if self.launch.kv_cache_dtype in {"auto", ""}:
+            return shape.dtype_bytes
+        return _DTYPE_BYTES.get(self.launch.kv_cache_dtype)
+
+    def values(self, shape: ModelShape, draft_worker: bool = False) -> dict[str, object]:
+        launch = self.launch
+        algorithm = launch.algorithm
+        draft_layers = None
+        if self.draft is not None and algorithm in {"EAGLE", "EAGLE3", "STANDALONE", "NEXTN"}:
+            draft_layers = self.draft.nextn_layers or self.draft.layers
+        elif algorithm in {"EAGLE", "NEXTN"} and shape.nextn_layers:
+            draft_layers = shape.nextn_layers
+        decode_backend = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
+        dtype = self.kv_bytes(shape)
+        return {
+            **self.sources.defaults,  # what the launch does not say, as the tree defaults it
+            # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
+            "tp_size": launch.tp,
+            "pp_size": launch.pp,
+            "attn_tp_size": launch.tp,
+            "attn_dcp_size": 1,
+            "attn_dp_size": 1,
+            "dp_size": 1,
+            "launch_world_size": launch.tp * launch.pp,
+            "mem_fraction_static": launch.mem_fraction_static,
+            "chunked_prefill_size": launch.chunked_prefill_size,
+            "cuda_graph_max_bs": launch.cuda_graph_max_bs,
+            "cuda_graph_bs": None,
+            "cuda_graph_config.decode.max_bs": launch.cuda_graph_max_bs,
+            "cuda_graph_config.decode.bs": None,
+            "cuda_graph_config.decode.backend": decode_backend,
+            "cuda_graph_config.prefill.max_bs": None,
+            "cuda_graph_config.prefill.bs": None,
+            "cuda_graph_config.prefill.backend": "Backend.DISABLED",
+            "_cuda_graph_config_locked": [],
+            "disable_cuda_graph": launch.disable_cuda_graph,
+            "piecewise_cuda_graph_max_tokens": None,
+            "piecewise_cuda_graph_tokens": None,
+            "max_running_requests": launch.max_running_requests,
+            "max_total_tokens": launch.max_total_tokens,
+            "page_size": launch.page_size,
+            "device": "cuda",
+            "disaggregation_mode": "null",
+            "enable_dp_attention": False,
+            "enable_hisparse": False,
+            "enable_hierarchical_cache": False,
+            "enable_unified_memory": False,
+            "speculative_algorithm": algorithm,
+            "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
+            "model_path": launch.model_path,
+            "moe_a2a_backend": "none",
+            "max_mamba_cache_size": None,
+            "mm_feature_transport": None,
+            "prefill_max_requests": None,
+            # the configurator / model runner
+            "mambaish_config": None,
+            "is_hybrid_swa": False,
+            "is_draft_worker": draft_worker,
+            "is_draft_model": draft_worker,
+            "use_mla_backend": shape.mla,
+            "kv_cache_dtype": dtype,
+            "kv_cache_dtype_str": launch.kv_cache_dtype,
+            "num_effective_layers": shape.layers,
+            "layer_info.num_effective_layers": shape.layers,
+            "layer_info.start_layer": 0,
+            "layer_info.end_layer": shape.layers,
+            "spec_aux_config.eagle_draft_num_layers": draft_layers,
+            "eagle_draft_num_layers": draft_layers,  # 0.5.14: on the model runner
+            "spec_aux_config.dflash_draft_num_layers": None,
+            "post_capture_kv_active": False,
+            "model_config.is_multimodal": shape.multimodal,
+            "model_config.context_len": shape.context_len,
+            "model_config.head_dim": shape.head_dim,
+            "model_config.v_head_dim": shape.v_head_dim,
+            "model_config.kv_lora_rank": shape.kv_lora_rank,
+            "model_config.qk_rope_head_dim": shape.rope_dim,
+            "model_config.num_hidden_layers": shape.layers,
+            "model_config.quantization": None,
+            "model_config.hf_config": Ref("model_config.hf_config"),
+            "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
+        }
+
+    def stubs(self, shape: ModelShape, avail_gb: float | None = None) -> dict[str, Stub]:
+        """What a live process would answer, for this launch's numbers."""
+        total_mib = self.gpu.total_bytes / MIB
+
+        def const(value: object) -> Stub:
+            return lambda ev, args, kwargs: value
+
+        def stand_in(name: str, value: object, last_arg: bool = False) -> Stub:
+            """A tree function this launch's shape does not reach (a hybrid model, a fused
+            draft pool, DP attention): its plain answer, said in `assumed` when it is asked."""
+
+            def answer(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+                said = args[-1] if last_arg and args else value
+                note = f"stand-in: {name}() taken as {said!r}"
+                if note not in ev.assumed:
+                    ev.assumed.append(note)
+                return said
+
+            return answer
+
+        def first_arg(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return args[0] if args else Ref("")
+
+        def declare(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            for key, value in kwargs.items():
+                ev.values[key] = value
+                ev.steps.append(Step("(resolution)", 0, key, f"{key}={value!r}", value))
+            return None
+
+        def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return args[0] if isinstance(args[0], int) else Unknown("KV cache dtype")
+
+        def is_fp4(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return "fp4" in self.launch.kv_cache_dtype
+
+        def dsa(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return Unknown("sparse-attention (DSA) indexer cells") if shape.dsa else False
+
+        def namespace(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return types.SimpleNamespace(**kwargs)
+
+        def spec(kind: str) -> Stub:
+            algorithm = self.launch.algorithm or ""
+            table = {
+                "is_none": not algorithm,
+                "is_eagle": algorithm in {"EAGLE", "EAGLE3", "NEXTN"},
+                "is_standalone": algorithm == "STANDALONE",
+                "is_dflash_family": algorithm in {"DFLASH", "DSPARK"},
+                "is_dflash": algorithm == "DFLASH",
+            }
+            return const(table[kind])
+
+        environ = dict(self.launch.env)
+
+        def env_get(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            name = str(args[0])
+            declared = self.sources.env.get(name)
+            if declared is None:
+                return Unknown(f"{name} is not declared in sglang/srt/environ.py")
+            if name not in environ:
+                return declared.default
+            raw = environ[name]
+            try:
+                if declared.kind == "EnvBool":
+                    return raw.lower() in {"1", "true", "yes", "y"}
+                if declared.kind == "EnvInt":
+                    return int(raw)
+                if declared.kind == "EnvFloat":
+                    return float(raw)
+            except ValueError:
+                return declared.default
+            return raw
+
+        avail = Unknown("free memory after the load") if avail_gb is None else avail_gb
+        stubs: dict[str, Stub] = {
+            "get_device_memory_capacity": const(total_mib),
+            "get_available_gpu_memory": const(avail),
+            "get_num_kv_heads": lambda ev, args, kwargs: max(
+                1, shape.kv_heads // int(args[0]) if args and isinstance(args[0], int) else 1
+            ),
+            "_element_size": element_size,
+            "is_float4_e2m1fn_x2": is_fp4,
+            "is_deepseek_nsa": dsa,
+            "is_deepseek_dsa": dsa,
+            "is_minimax_sparse": stand_in("is_minimax_sparse", False),
+            "uses_minimax_m3_nvfp4_native_stack": stand_in(
+                "uses_minimax_m3_nvfp4_native_stack", False
+            ),
+            "use_mla_backend": const(shape.mla),
+            "get_attention_tp_size": const(self.launch.tp),
+            "get_glm_dsa_layer_split_effective_num_layers": stand_in(
+                "get_glm_dsa_layer_split_effective_num_layers", None, last_arg=True
+            ),
+            "parse_qsa_profile": stand_in("parse_qsa_profile", None),
+            "fused_entry_bytes": stand_in("fused_entry_bytes", None),
+            "compute_page_shard_scratch_bytes": stand_in("compute_page_shard_scratch_bytes", 0),
+            "mambaish_config": stand_in("mambaish_config", None),
+            "hybrid_gdn_config": stand_in("hybrid_gdn_config", None),
+            "hybrid_kda_config": stand_in("hybrid_kda_config", None),
+            "MemoryPoolConfig": namespace,
+            "declare_resolution": declare,
+            "resolving_view": first_arg,
+            "resolved_view": first_arg,
+            "deepcopy": first_arg,
+            "attn_dp_enabled_of": stand_in("attn_dp_enabled_of", False),
+            "post_capture_kv_sizing_planned": stand_in("post_capture_kv_sizing_planned", False),
+            "model_config_of": const(Ref("model_config")),
+            "get_model_config": const(Ref("model_config")),
+            "expand_multimodal_decode_graph_to_running_limit": stand_in(
+                "expand_multimodal_decode_graph_to_running_limit", None
+            ),
+            "gc.collect": const(0),
+            "envs.get": env_get,
+            "envs.is_set": lambda ev, args, kwargs: str(args[0]) in environ,
+            "spec_algorithm.is_none": spec("is_none"),
+            "spec_algorithm.is_eagle": spec("is_eagle"),
+            "spec_algorithm.is_standalone": spec("is_standalone"),
+            "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
+            "spec_algorithm.is_dflash": spec("is_dflash"),
+        }
+        for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
+            stubs[accessor] = const(Ref(""))
+        for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):
+            stubs[accessor] = const(Ref(""))
+        return stubs
+
+    def run(
+        self,
+        name: str,
+        args: list[object],
+        shape: ModelShape,
+        values: dict[str, object] | None = None,
+        avail_gb: float | None = None,
+    ) -> tuple[Reading, dict[str, object]]:
+        """Evaluate one of the tree's functions; the values it leaves come back too."""
+        function = self.table.get(name)
+        if function is None:
+            return Reading(None, unknown=f"this tree has no {name}"), {}
+        env = values if values is not None else self.values(shape)
+        ev = Evaluator(self.table, env, self.stubs(shape, avail_gb), _WATCH)
+        result = ev.call(name, args, {})
+        anchor = f"{function.file}:{function.node.lineno}"
+        common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}
+        if isinstance(result, Raised):
+            return Reading(None, raised=result, **common), env  # type: ignore[arg-type]
+        if isinstance(result, (Unknown, Ref)):
+            why = result.why if isinstance(result, Unknown) else f"{result.path} is not known"
+            return Reading(None, unknown=why, **common), env  # type: ignore[arg-type]
+        return Reading(result, **common), env  # type: ignore[arg-type]

@@ -1,0 +1,129 @@
+"""The memory check's inputs, from a parsed launch: flags, model folders, the GPU, the log.
+
+Kept apart from the arithmetic so preflight only hands over what it has: the launch's flag
+values (by option name, whatever `dest` the release gives them), the two models, and the GPU
+as NVML (or `--gpu-mem-gib` / `--gpu-free-gib`) reports it; a first launch's measurements
+replace the estimates they measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from eaglebug.checks import configchecks
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memcheck import MemoryInputs, check_memory
+from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memlog import MemoryLog
+from eaglebug.checks.memplan import Weights
+from eaglebug.checks.memrules import memory_sources
+from eaglebug.checks.models import ModelSource
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    total_bytes: int
+    source: str
+    free_bytes: int | None = None
+    free_source: str | None = None
+
+
+class LaunchFlags(Protocol):
+    """Flag values by option name (preflight's view of the parsed launch)."""
+
+    def text(self, *options: str) -> str | None: ...
+    def number(self, *options: str) -> float | None: ...
+    def given(self, *options: str) -> bool: ...
+
+
+def _skip(message: str) -> list[Finding]:
+    return [Finding(id="config.memory", severity="info", message=message)]
+
+
+def memory_findings(
+    index: TreeIndex,
+    target: ModelSource,
+    draft: ModelSource | None,
+    algorithm: str | None,
+    flags: LaunchFlags,
+    gpu: GpuFigures | None,
+    env: Mapping[str, str],
+    measured: MemoryLog | None = None,
+) -> list[Finding]:
+    """`config.memory` for one launch."""
+    text, number = flags.text, flags.number
+    target_bytes, how = configchecks.weights_bytes(target.path)
+    if target_bytes is None:
+        return _skip(f"memory check skipped: the target's weight size is unknown ({how})")
+    if gpu is None:
+        return _skip(
+            "memory check skipped: no GPU found through NVML on this host; pass --gpu-mem-gib N "
+            "(and --gpu-free-gib N)"
+        )
+    assert target.config is not None
+    context = number("--context-length")
+    shape = model_shape(target.config, int(context) if context else None)
+    if isinstance(shape, str):
+        return _skip(f"memory check skipped: the target's {shape}")
+    draft_shape = None
+    draft_bytes = 0
+    if draft is not None and draft.config is not None:
+        made = model_shape(draft.config, None)
+        draft_shape = made if not isinstance(made, str) else None
+        draft_bytes = configchecks.weights_bytes(draft.path)[0] or 0
+
+    def whole(*options: str) -> int | None:
+        value = number(*options)
+        return int(value) if value is not None else None
+
+    tp = whole("--tp-size", "--tensor-parallel-size") or 1
+    pp = whole("--pp-size", "--pipeline-parallel-size") or 1
+    launch = MemoryLaunch(
+        model_path=text("--model-path") or "",
+        tp=tp,
+        pp=pp,
+        mem_fraction_static=number("--mem-fraction-static"),
+        chunked_prefill_size=whole("--chunked-prefill-size"),
+        cuda_graph_max_bs=whole("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
+        max_running_requests=whole("--max-running-requests"),
+        max_total_tokens=whole("--max-total-tokens"),
+        kv_cache_dtype=text("--kv-cache-dtype") or "auto",
+        page_size=whole("--page-size") or 1,
+        algorithm=algorithm,
+        disable_cuda_graph=flags.given("--disable-cuda-graph")
+        or text("--cuda-graph-backend-decode") == "disabled",
+        speculative_num_draft_tokens=whole("--speculative-num-draft-tokens"),
+        env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("SGLANG_"))),
+    )
+    free = gpu.free_bytes if gpu.free_bytes is not None else gpu.total_bytes
+    free_from = gpu.free_source or "not known: the whole GPU assumed free (pass --gpu-free-gib)"
+    if measured is not None and measured.free_before_load_gib is not None:
+        free_from = "measured by the last launch (Load weight begin)"
+    per_rank = tp * pp
+    inputs = MemoryInputs(
+        sources=memory_sources(index),
+        launch=launch,
+        target=shape,
+        draft=draft_shape,
+        gpu=Gpu(gpu.total_bytes, free),
+        gpu_from=gpu.source,
+        free_from=free_from,
+        weights=Weights(target_bytes // per_rank, draft_bytes // tp),
+        weights_from=how + (", split by --tp x --pp" if per_rank > 1 else ""),
+        measured=measured,
+        quantization_flag=not flags.given("--quantization")
+        and bool(_flag(index, "--quantization")),
+        graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
+    )
+    return check_memory(inputs)
+
+
+def _flag(index: TreeIndex, *options: str) -> str | None:
+    """The first of these spellings that this tree accepts."""
+    from eaglebug.checks.serverflags import server_flags
+
+    known = {o for spec in server_flags(index) for o in spec.options}
+    return next((o for o in options if o in known), None)

@@ -1,0 +1,290 @@
+"""Where the audited tree keeps its memory arithmetic, found by anchors and kept per tree.
+
+The anchors are SGLang's own names: the function that picks the default
+`--mem-fraction-static` (`_handle_gpu_memory_settings`, a `ServerArgs` method in 0.5.9 and
+0.5.14, `handle_gpu_memory_settings` in `arg_groups/memory_hook.py` from 0.5.22), the one
+that turns free memory into the KV budget (`profile_max_num_token` in 0.5.9,
+`_profile_available_bytes` later), the cell size (`get_cell_size_per_token`, then
+`DefaultPoolConfigurator._compute_cell_size`) and the request limit (`init_memory_pool`, then
+`resolve_max_num_reqs`). What those functions say is not copied: their source text is kept as
+a tree answer (so a warm run parses a few small functions, not the 5,000-line files) and
+`memeval` evaluates it on each launch. A release where an anchor is missing has no such rule,
+and the findings say so.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass, field
+
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memeval import Evaluator, Function, Unknown
+
+_ENVIRON = "sglang/srt/environ.py"
+
+# The files that hold the arithmetic in the releases read so far; a release that moves it
+# elsewhere shows up as a missing anchor in the finding, not as a wrong number.
+_FILES = frozenset(
+    {
+        "server_args.py",
+        "memory_hook.py",
+        "cuda_graph_hook.py",
+        "kv_cache_configurator.py",
+        "pool_configurator.py",
+        "model_runner_kv_cache_mixin.py",
+        "model_runner.py",
+    }
+)
+# Where a release sets the runner's request limit outside a function of its own (0.5.9:
+# `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
+REQUEST_LIMIT = "=max_running_requests"
+# Words a file must contain to be parsed at all (a byte-level prefilter).
+_WORDS = (
+    b"reserved_mem",
+    b"rest_memory",
+    b"cell_size",
+    b"max_num_reqs",
+    b"self.max_running_requests = min(",
+)
+ANCHORS: dict[str, tuple[str, ...]] = {
+    "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
+    "budget": ("_profile_available_bytes", "profile_max_num_token"),
+    "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
+    "draft_cell": ("DefaultPoolConfigurator.__init__",),
+    "requests": ("resolve_max_num_reqs", "_resolve_max_num_reqs", "init_memory_pool"),
+}
+
+
+# Evaluated directly, not only through the anchors' calls.
+_ALSO = (
+    "DefaultPoolConfigurator.calculate_pool_sizes",
+    "DefaultPoolConfigurator.__init__",
+    "_apply_token_constraints",
+    "get_cell_size_per_token",
+    "init_memory_pool",
+    "profile_max_num_token",
+    "_profile_available_bytes",
+    "resolve_max_num_reqs",
+    "_resolve_max_num_reqs",
+)
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """One function's text as the tree has it, with its place (for `file:line`)."""
+
+    qualname: str
+    file: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class EnvDefault:
+    kind: str  # EnvBool, EnvInt, EnvFloat, EnvStr, ...
+    default: object
+    where: str  # file:line
+
+
+@dataclass(frozen=True)
+class MemorySources:
+    functions: tuple[FunctionSource, ...]
+    entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
+    env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
+    defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
+
+
+def memory_sources(index: TreeIndex) -> MemorySources:
+    """The memory functions of this tree (a tree answer: read once per state of the tree)."""
+    return index.answer("memory_sources", lambda: _memory_sources(index))
+
+
+def _memory_sources(index: TreeIndex) -> MemorySources:
+    found: list[FunctionSource] = []
+    calls: dict[str, set[str]] = {}
+    for rel in sorted(index.entries):
+        if not rel.startswith("sglang/srt/") or rel.rsplit("/", 1)[-1] not in _FILES:
+            continue
+        try:
+            data = (index.tree.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(word in data for word in _WORDS):
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        lines = parsed.text.splitlines(keepends=True)
+        if rel.endswith("/model_runner.py"):
+            found.extend(_request_limit(parsed.tree, rel, parsed.text))
+            continue
+        for qualname, node in _defs(parsed.tree):
+            end = node.end_lineno or node.lineno
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            text = "".join(lines[start - 1 : end])
+            found.append(FunctionSource(qualname, rel, start, text))
+            calls[qualname] = _called(node)
+    names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
+    entries = {
+        rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
+    }
+    kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
+    kept.add(REQUEST_LIMIT)
+    return MemorySources(
+        tuple(f for f in found if f.qualname in kept),
+        entries,
+        _env_defaults(index),
+        _server_defaults(index),
+    )
+
+
+_ARGS_FILES = ("sglang/srt/server_args.py",)
+_ARGS_FOLDER = "sglang/srt/arg_groups/fields/"
+
+
+def _server_defaults(index: TreeIndex) -> dict[str, object]:
+    """`name: T = default` of the server-args classes (0.5.9's `ServerArgs`, 0.5.23's field
+    groups): what a flag the launch does not give is, for the arithmetic."""
+    constants = Evaluator({}, {})
+    out: dict[str, object] = {}
+    rels = [r for r in sorted(index.entries) if r in _ARGS_FILES or r.startswith(_ARGS_FOLDER)]
+    for rel in rels:
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        for cls in parsed.tree.body:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for stmt in cls.body:
+                if not (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.value is not None
+                ):
+                    continue
+                # None defaults stay unknown: several are objects the hooks fill in
+                # (cuda_graph_config), which the evaluator follows as attribute paths.
+                value = constants.constant(stmt.value, rel)
+                if isinstance(value, (bool, int, float, str)):
+                    out.setdefault(stmt.target.id, value)
+    return out
+
+
+def _request_limit(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.max_running_requests = <expr>` (the first), as its expression's text."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == "max_running_requests"
+            and isinstance(node.targets[0].value, ast.Name)
+            and node.targets[0].value.id == "self"
+            and isinstance(node.value, ast.Call)
+        ):
+            segment = ast.get_source_segment(text, node.value)
+            if segment:
+                return [FunctionSource(REQUEST_LIMIT, rel, node.value.lineno, segment)]
+    return []
+
+
+def _called(node: ast.FunctionDef) -> set[str]:
+    """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
+    out: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            if isinstance(func, ast.Name):
+                out.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                out.add(func.attr)
+    return out
+
+
+def _reachable(
+    found: list[FunctionSource], calls: dict[str, set[str]], roots: list[str]
+) -> set[str]:
+    """The functions the anchors can reach by name: only those are kept and parsed again."""
+    by_name: dict[str, list[str]] = {}
+    for f in found:
+        by_name.setdefault(f.qualname, []).append(f.qualname)
+        by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f.qualname)
+    kept: set[str] = set()
+    todo = [q for root in roots for q in by_name.get(root, [])]
+    while todo:
+        qualname = todo.pop()
+        if qualname in kept:
+            continue
+        kept.add(qualname)
+        for name in calls.get(qualname, ()):
+            todo.extend(by_name.get(name, []))
+    return kept
+
+
+def _env_defaults(index: TreeIndex) -> dict[str, EnvDefault]:
+    """`NAME = EnvInt(100)` in `envs`' class body: the default SGLang reads when unset."""
+    if _ENVIRON not in index.entries:
+        return {}
+    parsed = index.parse_file(_ENVIRON)
+    if parsed is None:
+        return {}
+    constants = Evaluator({}, {})
+    out: dict[str, EnvDefault] = {}
+    for node in ast.walk(parsed.tree):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("Env")
+        ):
+            continue
+        args = node.value.args
+        value = constants.constant(args[0], _ENVIRON) if args else None
+        if not isinstance(value, Unknown):
+            where = f"{_ENVIRON}:{node.lineno}"
+            out[node.targets[0].id] = EnvDefault(node.value.func.id, value, where)
+    return out
+
+
+def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
+    out: list[tuple[str, ast.FunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    out.append((f"{node.name}.{item.name}", item))
+    return out
+
+
+_TABLES: dict[int, tuple[MemorySources, dict[str, Function]]] = {}
+
+
+def function_table(sources: MemorySources) -> dict[str, Function]:
+    """Functions by qualified and by plain name (the first definition of a plain name wins),
+    parsed from their kept text with their lines as in the file (once per sources)."""
+    kept = _TABLES.get(id(sources))
+    if kept is not None and kept[0] is sources:
+        return kept[1]
+    if len(_TABLES) > 4:
+        _TABLES.clear()
+    table: dict[str, Function] = {}
+    for source in sources.functions:
+        try:
+            module = ast.parse(textwrap.dedent(source.text))
+        except SyntaxError:
+            continue
+        node = module.body[0] if module.body else None
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        ast.increment_lineno(module, source.line - 1)
+        owner = source.qualname.rsplit(".", 1)[0] if "." in source.qualname else ""
+        function = Function(source.file, node, owner)
+        table.setdefault(source.qualname, function)
+        table.setdefault(source.qualname.rsplit(".", 1)[-1], function)
+    _TABLES[id(sources)] = (sources, table)
+    return table

@@ -1,0 +1,35 @@
+"""The last launch of a command, as its own log measured it: preflight's calibration.
+
+eaglebug records each launch it starts (argv, log file) in `.eaglebug/state.json`; the newest
+launch with the same argv is "the same launch", and SGLang's memory lines in its log (free
+memory before the load, weights, KV pool, CUDA graphs) replace the estimates on the next
+preflight of that command. A state file that cannot be read gives no calibration (the command
+that owns it reports it); preflight is never refused for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.flagwords import with_flags
+from eaglebug.checks.launch import env_and_argv
+from eaglebug.checks.memlog import MemoryLog, read_memory_file
+from eaglebug.state import load_state
+
+
+def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
+    """What the newest recorded launch of these words logged about memory, if any."""
+    try:
+        state = load_state(workdir)
+    except InputError:
+        return None
+    argv = env_and_argv(words)[1]
+    for record in reversed(state.launches):
+        # The same command, whatever flag fixes that launch ran with.
+        if record.argv == with_flags(argv, record.flag_additions):
+            found = read_memory_file(Path(record.log))
+            if found is not None and found.free_before_load_gib is not None:
+                return found
+    return None

@@ -1,0 +1,113 @@
+"""Published model configs for the memory tests, the keys SGLang's memory arithmetic reads.
+
+Each is the `config.json` of a public Hugging Face repository (URL beside it), cut to the keys
+that matter here (layers, heads, MLA ranks, context, dtype, the NextN layer count); the sizes
+are the checkpoints' `model.safetensors.index.json` `metadata.total_size` where noted, else the
+size SGLang itself logged for the loaded weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.configs import kimi_k25, kimi_k25_eagle3
+
+GIB = 1 << 30
+
+# https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
+LLAMA31_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 131072,
+    "rope_scaling": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "torch_dtype": "bfloat16",
+    "vocab_size": 128256,
+}
+# model.safetensors.index.json of the same repository: "total_size": 16060522496
+LLAMA31_8B_BYTES = 16060522496
+
+# https://huggingface.co/jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B/blob/main/config.json
+EAGLE3_LLAMA31_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 2048,
+    "draft_vocab_size": 32000,
+    "torch_dtype": "float16",
+    "vocab_size": 128256,
+}
+# SGLang's own log of this draft loading (tests/fixtures/logs/corpus/
+# ready_eagle3_llama31_8b_draft_context_warning.log): "mem usage=1.77 GB".
+EAGLE3_LLAMA31_8B_BYTES = int(1.77 * GIB)
+
+# https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+DEEPSEEK_V3: dict[str, Any] = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_nextn_predict_layers": 1,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "max_position_embeddings": 163840,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+    "torch_dtype": "bfloat16",
+    "vocab_size": 129280,
+}
+# The FP8 checkpoint with its NextN layer, about 689 GB (163 shards of ~4.3 GB).
+DEEPSEEK_V3_BYTES = 689 * 10**9
+
+
+def kimi_k25_config() -> dict[str, Any]:
+    """Kimi-K2.5 (tests/configs.py: the published layout, a DeepseekV3 text model inside)."""
+    return kimi_k25()
+
+
+def kimi_k25_eagle3_config() -> dict[str, Any]:
+    return kimi_k25_eagle3()
+
+
+# Kimi-K2.5's INT4 (compressed-tensors) checkpoint, about 595 GB.
+KIMI_K25_BYTES = 595 * 10**9
+# Its EAGLE-3 draft: one 7168-wide layer, a 163840 x 7168 embedding and a 32000-token head.
+KIMI_K25_EAGLE3_BYTES = 3 * GIB
