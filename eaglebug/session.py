@@ -360,8 +360,7 @@ class Session:
             words_env, argv = env_and_argv(words)
             env.update(words_env)
         flags = self.next_flags()
-        if not self.config.run_argv:  # a stand-in (the demo's) runs as itself
-            argv = with_flags(argv, flags)
+        argv = with_flags(argv, flags)  # the demo's stand-in takes SGLang's own flags too
         record = self.server.launch(argv, env, flags)
         return stopped, holding, record
 

@@ -538,7 +538,11 @@ def test_wide_screens_are_not_narrow(scenario: DemoScenario) -> None:
     app = demo(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: all(app.main.query(f"#{n}") for n in ("gpus", "log", "checks")),
+            "the three panels",
+        )
         assert not app.main.has_class("narrow")
         gpus, log, checks = (app.main.query_one(f"#{n}").region for n in ("gpus", "log", "checks"))
         assert gpus.right <= log.x and log.right <= checks.x

@@ -63,8 +63,9 @@ def run_demo(
     interval_s: float = 1.0,
     readonly: bool = False,
     stall_limits: dict[str, float] | None = None,
+    story: str = "seed",
 ) -> int:
-    scenario = DemoScenario.prepare(fast=fast)
+    scenario = DemoScenario.prepare(fast=fast, story=story)
     app = demo_app(scenario, readonly, interval_s, stall_limits)
     app.run()
     # A real server outlives eaglebug; the demo's stand-in is a toy, so it ends with the demo.

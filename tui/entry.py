@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--fast", action="store_true", help="demo: a launch takes seconds, not minutes")
     p.add_argument(
+        "--scenario",
+        choices=("seed", "silent"),
+        default="seed",
+        help="demo: seed (three crashes to ready, the default) or silent (ready, but the draft's "
+        "tokens are all rejected)",
+    )
+    p.add_argument(
         "--headless",
         action="store_true",
         help="demo: narrate the story on stdout instead of the TUI (the default without a terminal)",
@@ -126,7 +133,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
         if args.headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
             from eaglebug.demo.story import run_story
 
-            return run_story(fast=args.fast or not args.headless)
+            return run_story(fast=args.fast or not args.headless, story=args.scenario)
         from eaglebug.tui.demo import run_demo
 
         return run_demo(
@@ -134,6 +141,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             interval_s=args.interval,
             readonly=args.readonly,
             stall_limits=cli.stall_limits(args),
+            story=args.scenario,
         )
     if args.mode == "watch":
         if not args.log:

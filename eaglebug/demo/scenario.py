@@ -46,6 +46,7 @@ TARGET_SHARDS = 64
 TARGET_TOTAL_BYTES = 594_000_000_000  # Kimi-K2.5's checkpoint, about 594 GB
 GIT_NAME = "eaglebug demo"
 GIT_EMAIL = "demo@eaglebug.invalid"
+STORIES = ("seed", "silent")
 DEFAULT_PORT = 30000  # ServerArgs.port's default, for manifests written before the port was kept
 IMPORT_MESSAGE = "sglang-mini: the demo's SGLang-shaped tree (0.5.9 shapes)"
 
@@ -108,6 +109,7 @@ class DemoScenario:
     gpu_bytes: int = 141 * GIB  # each simulated GPU's memory (an H200)
     created_s: float = field(default_factory=time.time)
     port: int = DEFAULT_PORT  # the stand-in's HTTP port on the loopback (a free one, picked once)
+    story: str = "seed"  # seed: three crashes to ready; silent: ready, but nothing accepted
 
     # -- where things are -----------------------------------------------------------------
     @property
@@ -144,7 +146,9 @@ class DemoScenario:
             "--model-path",
             str(self.model_path),
             "--speculative-algorithm",
-            "EAGLE3",
+            # The silent story's one mistake: EAGLE for an EAGLE-3 draft (the target captures
+            # no aux hidden states, so the draft's tokens are all rejected).
+            "EAGLE" if self.story == "silent" else "EAGLE3",
             "--speculative-draft-model-path",
             str(self.draft_path),
             "--tp",
@@ -203,6 +207,7 @@ class DemoScenario:
         seconds: float | None = None,
         fast: bool = False,
         gpu_bytes: int = 141 * GIB,
+        story: str = "seed",
     ) -> DemoScenario:
         """Copy the tree into a new git repository and write the model folders.
 
@@ -218,8 +223,16 @@ class DemoScenario:
                 "open it as it is (DemoScenario.open), or pick another folder",
             )
         source = example_tree()
+        if story not in STORIES:
+            raise InputError(f"no demo scenario {story!r}", f"choose one of: {', '.join(STORIES)}")
         scenario = cls(
-            root, tp=tp, seconds=seconds, fast=fast, gpu_bytes=gpu_bytes, port=free_port()
+            root,
+            tp=tp,
+            seconds=seconds,
+            fast=fast,
+            gpu_bytes=gpu_bytes,
+            port=free_port(),
+            story=story,
         )
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".preparing-", dir=root))
@@ -251,6 +264,7 @@ class DemoScenario:
                 gpu_bytes=int(data["gpu_bytes"]),
                 created_s=float(data.get("created_s", 0.0)),
                 port=int(data.get("port", DEFAULT_PORT)),
+                story=str(data.get("story", "seed")),
             )
         except FileNotFoundError:
             raise InputError(
@@ -273,6 +287,8 @@ class DemoScenario:
         draft.mkdir(parents=True)
         shutil.copyfile(source / "draft" / "config.json", draft / "config.json")
         (staging / "work").mkdir()
+        if self.story == "silent":
+            _already_fixed(tree, models / TARGET_NAME, draft)
 
 
 def _commit_tree(tree: Path) -> None:
@@ -291,6 +307,27 @@ def _commit_tree(tree: Path) -> None:
             f"cannot make the demo's git repository in {tree}: {str(exc).strip().splitlines()[0]}",
             "is git installed and on PATH?",
         ) from None
+
+
+def _already_fixed(tree: Path, target: Path, draft: Path) -> None:
+    """The silent story starts where the seed story ends: the wrapper's delegations committed
+    (with eaglebug's own fix, as a user would have), and a draft trained for the target's whole
+    context. What is left is a mistake that crashes nothing."""
+    from eaglebug.checks.audit import audit
+    from eaglebug.checks.index import TreeIndex
+    from eaglebug.checks.patching import plan_patches
+    from eaglebug.checks.tree import locate
+    from eaglebug.fixing import apply_patch
+
+    index = TreeIndex(locate(str(tree)), use_cache=False)
+    for patch in plan_patches(index, audit(index, MODEL_CLASS, "EAGLE3").reports):
+        if patch.methods:
+            apply_patch(patch, commit=True, reaudit=list)
+    target_config = json.loads((target / "config.json").read_text(encoding="utf-8"))
+    text = target_config.get("text_config") or target_config
+    draft_config = json.loads((draft / "config.json").read_text(encoding="utf-8"))
+    draft_config["max_position_embeddings"] = text["max_position_embeddings"]
+    (draft / "config.json").write_text(json.dumps(draft_config, indent=2), encoding="utf-8")
 
 
 def _write_target(config: Path, folder: Path) -> None:

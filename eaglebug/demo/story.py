@@ -4,6 +4,11 @@ The same scratch tree, stand-in server and session as the TUI demo, driven step 
 narrated on stdout: preflight finds the blockers, the first launch crashes, the patches are
 committed, the next launch crashes on the context length, the env fix is accepted, and the last
 launch is ready. Useful in CI, over a pipe, and to see the loop at a glance.
+
+The silent story (`--scenario silent`) starts where that one ends, with one mistake left that
+crashes nothing: `--speculative-algorithm EAGLE` for an EAGLE-3 draft. Preflight flags it, the
+launch is ready anyway, the probe measures an acceptance of 1.0 (runtime.low_acceptance, naming
+the flagged cause), the flag fix is made pending, and the relaunch accepts about three tokens.
 """
 
 from __future__ import annotations
@@ -52,10 +57,66 @@ def _launch(session: Session, step: str, say: Callable[[str], None]) -> LogAnaly
     return analyzer
 
 
+def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
+    """Probe the ready server (its own port on the loopback) and say what the watchdog says."""
+    from eaglebug.checks.acceptance import Report, low_acceptance
+    from eaglebug.probe import probe, url_of_launch
+
+    record = session.current_launch()
+    if record is None:
+        return None
+    result = probe(url_of_launch(record.argv), max_new_tokens=64, timeout_s=10.0)
+    reports = [Report(s.accept_length, None, "probe") for s in result.samples if s.accept_length]
+    length = result.accept_length
+    say(
+        f"  probe: accept length {length:.2f}, {result.tokens_per_s:.0f} tokens/s"
+        if length
+        else "  probe: no acceptance reported"
+    )
+    checks = session.last
+    flags = [w for w in session.launch_words if w.startswith("--")]
+    low = low_acceptance(reports, checks.findings if checks else None, flags)
+    if low is not None:
+        say(f"  {low.severity} {low.id}: {low.message}")
+    return length
+
+
+def _silent(session: Session, say: Callable[[str], None]) -> int:
+    from eaglebug.checks.fixes import flag_of
+
+    checks = session.run_checks()
+    errors = [f for f in checks.findings if f.severity == "error"]
+    say(f"\npreflight: {len(errors)} problem(s), none of which crashes the launch")
+    for finding in errors:
+        say(f"  error {finding.id}: {finding.message}")
+    if not _launch(session, "as given", say).ready:
+        say("\nthe launch did not reach ready")
+        return 1
+    before = _acceptance(session, say)
+    fix = next((flag_of(f.fix) for f in errors if flag_of(f.fix) is not None), None)
+    if fix is None:
+        say("\nno flag fix to try")
+        return 1
+    session.accept_flag(fix.flag, fix.value or "")
+    say(f"\naccepted for the next launch: {fix.text()}")
+    if not _launch(session, "with the flag fix", say).ready:
+        say("\nthe relaunch did not reach ready")
+        return 1
+    after = _acceptance(session, say)
+    if before is not None and after is not None and after > before:
+        say(f"\nthe speed-up is back: {before:.2f} -> {after:.2f} tokens per verify step")
+        return 0
+    say("\nthe acceptance did not improve")
+    return 1
+
+
 def run_story(
-    fast: bool = True, root: Path | None = None, say: Callable[[str], None] = _say
+    fast: bool = True,
+    root: Path | None = None,
+    say: Callable[[str], None] = _say,
+    story: str = "seed",
 ) -> int:
-    scenario = DemoScenario.prepare(root, fast=fast)
+    scenario = DemoScenario.prepare(root, fast=fast, story=story)
     say(f"eaglebug demo (no terminal: the story, narrated)\n{scenario.describe()}")
     session = Session(
         SessionConfig(
@@ -68,6 +129,8 @@ def run_story(
         )
     )
     try:
+        if story == "silent":
+            return _silent(session, say)
         checks = session.run_checks()
         errors = [f for f in checks.findings if f.severity == "error"]
         say(f"\npreflight: {len(errors)} launch blockers found before any launch")

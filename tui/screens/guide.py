@@ -1,4 +1,5 @@
-"""Guided mode: what EAGLE-3 needs from a target, the checks, each fix and why, the launch.
+"""Guided mode: what EAGLE-3 needs from a target, the checks, each fix and why, the launch, and
+once it is ready whether the draft's tokens are accepted.
 
 Every step is built from this session's real results (the audited tree's call sites, the
 preflight findings, the patches, the live milestones), not from canned text. The step the user
@@ -18,6 +19,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from eaglebug.acceptwatch import AcceptanceSnapshot
+from eaglebug.checks.acceptance import THRESHOLD
+from eaglebug.checks.evidence import RuntimeEvidence
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import env_of, flag_of
 from eaglebug.session import CheckResult
 from eaglebug.tui.render import syntax
 
@@ -72,6 +78,62 @@ def _checks(result: CheckResult) -> RenderableType:
     return Group(*parts)
 
 
+def _launch_fix(finding: Finding) -> RenderableType:
+    """A fix that changes the launch (a flag, an env var), not the code."""
+    fix = flag_of(finding.fix) or env_of(finding.fix)
+    parts: list[RenderableType] = [Text(f"Why: {finding.message}\n")]
+    if fix is not None:
+        parts.append(Text("The fix: ", style="bold") + Text(fix.text(), style="green"))
+        if fix.tradeoff:
+            parts.append(Text(f"  {fix.tradeoff}", style="dim"))
+    parts.append(
+        Text(
+            "\nOn the main screen, select the finding and press p: it becomes pending for the "
+            "next launch (nothing is written to your files); r relaunches with it.",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def _working(snapshot: AcceptanceSnapshot | None, runtime: list[Finding]) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text(
+            "A ready server can still have lost its speed-up: the target verifies every token, "
+            "so the answers stay right, and the only symptom is an acceptance length near 1.0 "
+            f"(an EAGLE-3 draft trained for its target accepts about 2.5-4). Below {THRESHOLD:g} "
+            "for three reports in a row is runtime.low_acceptance. s runs the probe.\n"
+        )
+    ]
+    latest = snapshot.latest if snapshot is not None else None
+    if latest is None:
+        state = snapshot.state if snapshot is not None and snapshot.url else "not ready yet"
+        parts.append(Text(f"  acceptance: {state}", style="dim"))
+    else:
+        style = "bold red" if latest.length < THRESHOLD else "bold green"
+        parts.append(
+            Text("  acceptance now: ")
+            + Text(f"{latest.length:.2f}", style=style)
+            + Text(
+                f"  ({latest.source}, {len(snapshot.reports) if snapshot else 0} reports)",
+                style="dim",
+            )
+        )
+    for finding in runtime:
+        evidence = finding.evidence
+        parts.append(Text(f"\n✗ {finding.id}", style="bold red") + Text(f"  {finding.message}"))
+        if isinstance(evidence, RuntimeEvidence):
+            for cause in evidence.causes:
+                mark, style = {True: ("✗", "red"), False: ("✓", "green"), None: ("?", "dim")}[
+                    cause.flagged
+                ]
+                parts.append(
+                    Text(f"  {mark} {cause.text}", style=style)
+                    + Text(f"  ({cause.check})", style="dim")
+                )
+    return Group(*parts)
+
+
 class GuideScreen(ModalScreen[int]):
     BINDINGS = [
         Binding("right,n,space", "step(1)", "Next", tooltip="Next step", id="guide.next"),
@@ -86,11 +148,16 @@ class GuideScreen(ModalScreen[int]):
     ]
 
     def __init__(
-        self, result: CheckResult, milestones: Callable[[], list[str]], start: int = 0
+        self,
+        result: CheckResult,
+        milestones: Callable[[], list[str]],
+        start: int = 0,
+        acceptance: Callable[[], tuple[AcceptanceSnapshot | None, list[Finding]]] | None = None,
     ) -> None:
         super().__init__(classes="modal")
         self.result = result
         self.milestones = milestones
+        self.acceptance = acceptance or (lambda: (None, []))
         self.steps: list[tuple[str, Callable[[], RenderableType]]] = [
             ("What EAGLE-3 needs from your target", lambda: _needs(result)),
             ("What preflight found", lambda: _checks(result)),
@@ -98,8 +165,17 @@ class GuideScreen(ModalScreen[int]):
         for patch in result.patches:
             if patch.methods:
                 self.steps.append((f"Fix: {patch.short_class}", self._patch_step(patch)))
+        for finding in result.findings:
+            if finding.severity == "error" and (flag_of(finding.fix) or env_of(finding.fix)):
+                self.steps.append((f"Fix: {finding.id}", self._launch_fix_step(finding)))
         self.steps.append(("The launch, as it happens", self._launch))
+        self.steps.append(
+            ("After ready: is the draft accepted?", lambda: _working(*self.acceptance()))
+        )
         self.index = min(max(start, 0), len(self.steps) - 1)
+
+    def _launch_fix_step(self, finding: Finding) -> Callable[[], RenderableType]:
+        return lambda: _launch_fix(finding)
 
     def _patch_step(self, patch: Patch) -> Callable[[], RenderableType]:
         return lambda: self._patch(patch)
@@ -137,7 +213,7 @@ class GuideScreen(ModalScreen[int]):
         self.set_interval(1.0, self._refresh_live)
 
     def _refresh_live(self) -> None:
-        if self.index == len(self.steps) - 1:
+        if self.index >= len(self.steps) - 2:  # the launch and the acceptance update live
             self.render_step()
 
     def render_step(self) -> None:

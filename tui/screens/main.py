@@ -13,38 +13,35 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer
 
-from eaglebug.checks.acceptance import Report, low_acceptance
-from eaglebug.checks.errors import InputError
+from eaglebug.acceptwatch import AcceptanceSnapshot
 from eaglebug.checks.findings import Finding
 from eaglebug.controller import ActionDone, ChecksFinished, ChecksRequested, Controller, Note
 from eaglebug.problems import Problem
-from eaglebug.session import CheckResult, Session
+from eaglebug.session import CheckResult
 from eaglebug.tui import dialogs
 from eaglebug.tui.messages import (
-    AcceptanceSampled,
     ControllerReported,
     FindingOpened,
     GpuSampled,
-    ProbeFinished,
     WatchUpdated,
 )
 from eaglebug.tui.runner import reported, show_problem
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
+from eaglebug.tui.screens.serving import ServingParts
 from eaglebug.tui.widgets.checks_panel import ChecksPanel
 from eaglebug.tui.widgets.gpu_panel import GpuPanel
 from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import LogPanel
 
 if TYPE_CHECKING:
-    from eaglebug.tui.app import EaglebugApp
+    pass
 
 # Below this width the three panels stack instead of standing side by side; from it up to
 # ROOMY_COLUMNS the GPUs and checks are narrow (no sparklines) so the log gets most of the width.
@@ -54,7 +51,7 @@ MUTATING = frozenset({"patch", "undo", "relaunch", "stop"})
 CHECKING = "running the checks…"
 
 
-class MainScreen(Screen[None]):
+class MainScreen(ServingParts):
     """The one main screen. Modals stack above it."""
 
     BINDINGS = [
@@ -159,18 +156,6 @@ class MainScreen(Screen[None]):
         self.guide_step = 0
 
     # -- what it renders ------------------------------------------------------------------------
-    @property
-    def eaglebug(self) -> EaglebugApp:
-        from eaglebug.tui.app import EaglebugApp
-
-        app = self.app
-        assert isinstance(app, EaglebugApp)
-        return app
-
-    @property
-    def session(self) -> Session:
-        return self.eaglebug.session
-
     @property
     def controller(self) -> Controller:
         return self.eaglebug.controller
@@ -324,7 +309,10 @@ class MainScreen(Screen[None]):
         def remember(step: int | None) -> None:
             self.guide_step = step or 0
 
-        screen = GuideScreen(result, lambda: list(self.milestones), self.guide_step)
+        def acceptance() -> tuple[AcceptanceSnapshot | None, list[Finding]]:
+            return self.query_one(PhaseHeader).acceptance, list(self.runtime_findings)
+
+        screen = GuideScreen(result, lambda: list(self.milestones), self.guide_step, acceptance)
         self.app.push_screen(screen, remember)
 
     # -- the command palette --------------------------------------------------------------------
@@ -433,69 +421,6 @@ class MainScreen(Screen[None]):
                 self._checks_done(generation, result)
             case ActionDone():
                 self.refresh_checks()  # what is pending or fixed may have changed
-
-    @on(AcceptanceSampled)
-    def _show_acceptance(self, message: AcceptanceSampled) -> None:
-        if self.eaglebug.winding_down:
-            return
-        snap = message.snapshot
-        self.query_one(PhaseHeader).acceptance = snap
-        result = self.check_result
-        words = self.session.launch_words
-        finding = low_acceptance(
-            snap.reports,
-            result.findings if result is not None else None,
-            [w for w in words if w.startswith("--")] if words else None,
-        )
-        found = (finding,) if finding is not None else ()
-        if found != self.runtime_findings:
-            self.runtime_findings = found
-            self.refresh_checks()
-
-    def _server_url(self) -> str | None:
-        """The loopback URL of the recorded launch's own port; None when nothing was
-        launched from here (a log watched read-only) or its port cannot be read."""
-        from eaglebug.probe import url_of_launch
-
-        latest = self.session.server.state().latest
-        if latest is None:
-            return None
-        try:
-            return url_of_launch(latest.argv)
-        except InputError:
-            return None
-
-    @reported("probe")
-    def action_probe(self) -> None:
-        url = self._server_url()
-        if url is None or self.query_one(PhaseHeader).phase != "ready":
-            self.notify("the probe needs a ready server launched from here", title="probe")
-            return
-        self.notify(f"probing {url}…", title="probe")
-        self._run_probe(url)
-
-    @work(thread=True, exclusive=True, group="probe")
-    def _run_probe(self, url: str) -> None:
-        """On a worker thread: a few short prompts, bounded in requests and time."""
-        from eaglebug.probe import PROMPTS, probe
-
-        try:
-            result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
-        except InputError as exc:
-            self.post_message(ProbeFinished(str(exc), "error"))
-            return
-        length = result.accept_length
-        if length is None:
-            self.post_message(ProbeFinished(f"{url}: no acceptance reported", "warning"))
-            return
-        self.eaglebug.accept_watch.add(Report(length, None, "probe"))
-        text = f"accept length {length:.2f}, {result.tokens_per_s:.1f} tokens/s"
-        self.post_message(ProbeFinished(text, "information"))
-
-    @on(ProbeFinished)
-    def _show_probe(self, message: ProbeFinished) -> None:
-        if not self.eaglebug.winding_down:
-            self.notify(message.text, title="probe", severity=message.severity)
 
     @on(FindingOpened)
     @reported("evidence")

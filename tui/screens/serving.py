@@ -1,0 +1,109 @@
+"""What the main screen does once the server serves: the acceptance it reads, the probe.
+
+A part of `MainScreen` (its base), kept apart so each file stays one subject: the acceptance
+watch's snapshots go to the header and, through `low_acceptance`, to the checks as
+`runtime.low_acceptance`; `s` runs the probe on a worker thread against the ready server's own
+port on the loopback, and its report joins the watch's record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.screen import Screen
+
+from eaglebug.checks.acceptance import Report, low_acceptance
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.findings import Finding
+from eaglebug.session import CheckResult, Session
+from eaglebug.tui.messages import AcceptanceSampled, ProbeFinished
+from eaglebug.tui.runner import reported
+from eaglebug.tui.widgets.header import PhaseHeader
+
+if TYPE_CHECKING:
+    from eaglebug.tui.app import EaglebugApp
+
+
+class ServingParts(Screen[None]):
+    check_result: CheckResult | None = None  # the main screen's newest checks
+    runtime_findings: tuple[Finding, ...] = ()  # the acceptance watchdog's
+
+    @property
+    def eaglebug(self) -> EaglebugApp:
+        from eaglebug.tui.app import EaglebugApp
+
+        app = self.app
+        assert isinstance(app, EaglebugApp)
+        return app
+
+    @property
+    def session(self) -> Session:
+        return self.eaglebug.session
+
+    def refresh_checks(self) -> None:
+        """The main screen's: the checks list, rebuilt."""
+        raise NotImplementedError
+
+    @on(AcceptanceSampled)
+    def _show_acceptance(self, message: AcceptanceSampled) -> None:
+        if self.eaglebug.winding_down:
+            return
+        snap = message.snapshot
+        self.query_one(PhaseHeader).acceptance = snap
+        result = self.check_result
+        words = self.session.launch_words
+        finding = low_acceptance(
+            snap.reports,
+            result.findings if result is not None else None,
+            [w for w in words if w.startswith("--")] if words else None,
+        )
+        found = (finding,) if finding is not None else ()
+        if found != self.runtime_findings:
+            self.runtime_findings = found
+            self.refresh_checks()
+
+    def _server_url(self) -> str | None:
+        """The loopback URL of the recorded launch's own port; None when nothing was
+        launched from here (a log watched read-only) or its port cannot be read."""
+        from eaglebug.probe import url_of_launch
+
+        latest = self.session.server.state().latest
+        if latest is None:
+            return None
+        try:
+            return url_of_launch(latest.argv)
+        except InputError:
+            return None
+
+    @reported("probe")
+    def action_probe(self) -> None:
+        url = self._server_url()
+        if url is None or self.query_one(PhaseHeader).phase != "ready":
+            self.notify("the probe needs a ready server launched from here", title="probe")
+            return
+        self.notify(f"probing {url}…", title="probe")
+        self._run_probe(url)
+
+    @work(thread=True, exclusive=True, group="probe")
+    def _run_probe(self, url: str) -> None:
+        """On a worker thread: a few short prompts, bounded in requests and time."""
+        from eaglebug.probe import PROMPTS, probe
+
+        try:
+            result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
+        except InputError as exc:
+            self.post_message(ProbeFinished(str(exc), "error"))
+            return
+        length = result.accept_length
+        if length is None:
+            self.post_message(ProbeFinished(f"{url}: no acceptance reported", "warning"))
+            return
+        self.eaglebug.accept_watch.add(Report(length, None, "probe"))
+        text = f"accept length {length:.2f}, {result.tokens_per_s:.1f} tokens/s"
+        self.post_message(ProbeFinished(text, "information"))
+
+    @on(ProbeFinished)
+    def _show_probe(self, message: ProbeFinished) -> None:
+        if not self.eaglebug.winding_down:
+            self.notify(message.text, title="probe", severity=message.severity)
