@@ -24,6 +24,7 @@ from eaglebug.checks.findings import CallSite, Finding, Severity
 from eaglebug.checks.fixes import PatchFix
 from eaglebug.checks.guards import GuardContext, possible
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.protocols import protocol_members
 from eaglebug.checks.reach import ResolvedUse, origin_role
 from eaglebug.checks.workers import WorkerScopes
 
@@ -110,6 +111,7 @@ class ClassAudit:
             provides=lambda a: self.provider(a) is not None,
             origin_role=lambda o: origin_role(o, use_role),
             class_name=self.ref.facts.name,
+            protocol_members=lambda cls: protocol_members(self.index, cls),
         )
 
     def speculative(self, u: ResolvedUse) -> bool:

@@ -10,12 +10,16 @@ and walked, statement by statement (expressions cannot assign).
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
+from collections.abc import Callable
 
-from eaglebug.checks.conditions import Cond, negated
-from eaglebug.checks.consumers import function_nodes
+from eaglebug.checks.classfacts import module_facts
+from eaglebug.checks.conditions import Cond, Origin, negated
+from eaglebug.checks.consumers import FunctionNode, assignments, function_nodes
 from eaglebug.checks.filefacts import Parsed, module_name, parse
+from eaglebug.checks.flagvalues import Lookup, MakeReader, value_paths
 from eaglebug.checks.scanner import FunctionScanner, Stack, exits_early
 from eaglebug.checks.sourcefiles import SourceFiles, read_file
 from eaglebug.checks.uses import ConsumerFacts
@@ -45,7 +49,7 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
         parsed = files.peek(rel) or parse(rel, data)
         if isinstance(parsed, str):
             return parsed
-        return scan_flags(parsed, module_name(rel)[0], present)
+        return scan_flags(parsed, *module_name(rel), present)
 
     results = files.mapper(job, rels, [files.entries[r].size for r in rels])
     for rel, result in zip(rels, results, strict=True):
@@ -57,18 +61,70 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
     return found
 
 
-def scan_flags(parsed: Parsed, module: str, names: frozenset[str]) -> Assignments:
+def scan_flags(parsed: Parsed, module: str, is_package: bool, names: frozenset[str]) -> Assignments:
     """Where in one module the attributes `names` are set to something truthy, and under what."""
     out: Assignments = {}
     lines = parsed.text.splitlines()
-    for cls_name, _cls, fn in function_nodes(parsed.tree):
+    facts = module_facts(parsed.tree, module, is_package)
+    nodes = function_nodes(parsed.tree)
+    table: dict[tuple[str | None, str], FunctionNode] = {}
+    for cls_name, _cls, fn in nodes:
+        table.setdefault((cls_name, fn.name), fn)
+
+    def reader_for(
+        cls_name: str | None, fn: FunctionNode, params: dict[str, Origin]
+    ) -> FunctionScanner:
+        """A scanner that only reads tests (`cond`) and references; it records no uses."""
         scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
-        # The scanner only reads the tests here (`cond`); it records no uses.
-        reader = FunctionScanner(
-            module, {}, set(), lines, scope, cls_name, False, False, {}, {}, ConsumerFacts()
+        return FunctionScanner(
+            module,
+            facts.imports,
+            facts.functions,
+            lines,
+            scope,
+            cls_name,
+            False,
+            False,
+            {},
+            params,
+            ConsumerFacts(),
         )
-        _assignments_under(reader, names, fn.body, (), out)
+
+    def lookup(cls_name: str | None, name: str) -> FunctionNode | None:
+        return table.get((cls_name, name))
+
+    for cls_name, _cls, fn in nodes:
+        reader = reader_for(cls_name, fn, {})
+        assigns = assignments(fn)
+        if any(
+            isinstance(t, ast.Attribute) and t.attr in names
+            for a in assigns
+            for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+        ):
+            reader.collect_aliases(assigns)
+            _assignments_under(
+                reader,
+                names,
+                fn.body,
+                (),
+                out,
+                functools.partial(_paths, reader, cls_name, lookup, reader_for),
+            )
     return out
+
+
+# The conditions under which an assigned value is truthy (`flagvalues.py`); None: not known.
+ValuePaths = Callable[[ast.expr], "list[tuple[Cond, ...]] | None"]
+
+
+def _paths(
+    reader: FunctionScanner,
+    cls_name: str | None,
+    lookup: Lookup,
+    make_reader: MakeReader,
+    value: ast.expr,
+) -> list[tuple[Cond, ...]] | None:
+    return value_paths(reader, value, cls_name, lookup, make_reader)
 
 
 def _assignments_under(
@@ -77,30 +133,41 @@ def _assignments_under(
     body: list[ast.stmt],
     stack: Stack,
     out: Assignments,
+    paths: ValuePaths,
 ) -> None:
     for stmt in body:
         if isinstance(stmt, ast.Assign):
-            _assignment(reader, names, stmt, stack, out)
+            _assignment(reader, names, stmt, stack, out, paths)
         elif isinstance(stmt, (ast.If, ast.While)):
-            _assignments_under(reader, names, stmt.body, (*stack, (stmt.test, False)), out)
-            _assignments_under(reader, names, stmt.orelse, (*stack, (stmt.test, True)), out)
+            _assignments_under(reader, names, stmt.body, (*stack, (stmt.test, False)), out, paths)
+            _assignments_under(reader, names, stmt.orelse, (*stack, (stmt.test, True)), out, paths)
         elif isinstance(stmt, ast.Try):
             for block in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
-                _assignments_under(reader, names, block, stack, out)
+                _assignments_under(reader, names, block, stack, out, paths)
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            _assignments_under(reader, names, stmt.body, stack, out)
+            _assignments_under(reader, names, stmt.body, stack, out, paths)
         if isinstance(stmt, ast.If) and not stmt.orelse and exits_early(stmt.body):
             stack = (*stack, (stmt.test, True))
 
 
 def _assignment(
-    reader: FunctionScanner, names: frozenset[str], stmt: ast.Assign, stack: Stack, out: Assignments
+    reader: FunctionScanner,
+    names: frozenset[str],
+    stmt: ast.Assign,
+    stack: Stack,
+    out: Assignments,
+    paths: ValuePaths,
 ) -> None:
-    """Record the wanted attributes this assignment makes truthy, with the tests in force."""
+    """Record the wanted attributes this assignment makes truthy, with the tests in force and,
+    where the value is a presence test of the model (or a helper's), that test too."""
     if isinstance(stmt.value, ast.Constant) and not stmt.value.value:
         return
     attrs = [t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and t.attr in names]
     if attrs:
         conds = tuple(negated(reader.cond(node), negate) for node, negate in stack)
+        found = paths(stmt.value)
         for attr in attrs:
-            out.setdefault(attr, []).append(conds)
+            if found is None:
+                out.setdefault(attr, []).append(conds)
+            else:  # one entry per way the value can be truthy; none: it never is
+                out.setdefault(attr, []).extend(conds + path for path in found)

@@ -16,8 +16,11 @@ from eaglebug.checks.conditions import (
     And,
     ClassIs,
     Cond,
+    Const,
     Flag,
     HasAttr,
+    IsInstance,
+    NoneTest,
     Not,
     Opaque,
     Or,
@@ -175,6 +178,10 @@ class FunctionScanner:
                 origin = self.origin(node.args[0])
                 if origin is not None:
                     return HasAttr(origin, str(node.args[1].value))
+            if name == "isinstance" and len(node.args) == 2 and not node.keywords:
+                test = self.isinstance_cond(node.args[0], node.args[1])
+                if test is not None:
+                    return test
             if (
                 name == "callable"
                 and len(node.args) == 1
@@ -212,11 +219,43 @@ class FunctionScanner:
                 if origin is not None:
                     test = ClassIs(origin, right.value)
                     return test if isinstance(node.ops[0], ast.Eq) else Not(test)
+            # `x is None` / `x is not None`: a model reference is never None; on a plain
+            # name (a parameter) the caller's argument decides it
+            if (
+                isinstance(right, ast.Constant)
+                and right.value is None
+                and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            ):
+                is_none: Cond | None = None
+                if self.origin(left) is not None:
+                    is_none = Const(False)
+                elif isinstance(left, ast.Name):
+                    is_none = NoneTest(left.id)
+                if is_none is not None:
+                    return is_none if isinstance(node.ops[0], ast.Is) else Not(is_none)
         if isinstance(node, ast.Attribute):
             return Flag(node.attr)
         if isinstance(node, ast.Name):
-            return Flag(node.id)
+            return Const(True) if self.origin(node) is not None else Flag(node.id, True)
         return Opaque(ast.unparse(node))
+
+    def isinstance_cond(self, subject: ast.expr, classes: ast.expr) -> Cond | None:
+        """`isinstance(ref, P)` (or a tuple of classes), the classes resolved in this module;
+        whether P is a runtime-checkable Protocol is decided at audit time."""
+        origin = self.origin(subject)
+        if origin is None:
+            return None
+        elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        tests: list[Cond] = []
+        for elt in elts:
+            name = dotted(elt)
+            if name is None:
+                return None
+            head, _, rest = name.partition(".")
+            target = self.imports.get(head)
+            resolved = (f"{target}.{rest}" if rest else target) if target else None
+            tests.append(IsInstance(origin, resolved or f"{self.module}.{name}"))
+        return tests[0] if len(tests) == 1 else Or(tuple(tests))
 
     # -- walking --------------------------------------------------------------------------
     def stmts(self, body: list[ast.stmt], stack: Stack) -> None:

@@ -1,0 +1,153 @@
+"""Guard shapes of the runtime, each on a small synthetic tree: what a use depends on.
+
+Each test writes the shape once and audits a class that passes the guard and one that does
+not, so both sides of the rule are checked: the guard cuts the requirement where the code
+only runs for a model that has the names, and keeps it where the code runs regardless.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.synthetic import audit_tree, findings_for, write_tree
+
+RUNNER = "sglang/srt/model_executor/model_runner.py"
+HELPERS = "sglang/srt/model_executor/helpers.py"
+WORKER = "sglang/srt/speculative/eagle_worker.py"
+MODELS = "sglang/srt/models/foo.py"
+
+MODEL_CLASSES = """
+from torch import nn
+
+
+class PlainLM(nn.Module):
+    pass
+
+
+class WidthLM(nn.Module):
+    def get_aux_width(self):
+        return 4
+
+    def set_projector(self, projector):
+        return True
+
+    def should_project(self):
+        return True
+"""
+
+
+def _runner(body: str, imports: str = "") -> str:
+    return (
+        "from typing import Protocol, runtime_checkable\n"
+        "from sglang.srt.speculative.spec_info import SpeculativeAlgorithm\n"
+        f"{imports}\n\n"
+        "class ModelRunner:\n"
+        "    def __init__(self, server_args):\n"
+        "        self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.algo)\n"
+        "\n"
+        "    def load_model(self):\n"
+        + "".join(f"        {line}\n" for line in body.strip("\n").splitlines())
+    )
+
+
+def _missing(root: Path, cls: str, attribute: str, algorithm: str = "EAGLE3") -> list[str]:
+    result = audit_tree(root, cls, algorithm)
+    return [f.severity for f in findings_for(result, attribute) if f.id == "interface.missing"]
+
+
+def test_runtime_checkable_protocol_is_a_presence_check(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path,
+        {
+            HELPERS: """
+            from typing import Protocol, runtime_checkable
+
+
+            @runtime_checkable
+            class SupportsWidth(Protocol):
+                def get_aux_width(self) -> int: ...
+
+
+            class NotAProtocol:
+                def get_aux_width(self) -> int: ...
+
+
+            def width(model):
+                if isinstance(model, SupportsWidth):
+                    return model.get_aux_width()
+                return 0
+
+
+            def width_unguarded(model):
+                if isinstance(model, NotAProtocol):
+                    return model.get_aux_width()
+                return 0
+            """,
+            RUNNER: _runner(
+                "if self.spec_algorithm.is_eagle3():\n    width(self.model)",
+                "from sglang.srt.model_executor.helpers import width",
+            ),
+            MODELS: MODEL_CLASSES,
+        },
+    )
+    # The Protocol's member is checked before the call: a class without it never calls it.
+    assert _missing(root, "PlainLM", "get_aux_width") == []
+    assert _missing(root, "WidthLM", "get_aux_width") == []
+    # isinstance of an ordinary class is not a presence check: the call stays required.
+    runner = (root / RUNNER).read_text().replace("import width", "import width_unguarded")
+    (root / RUNNER).write_text(runner.replace("width(self.model)", "width_unguarded(self.model)"))
+    assert _missing(root, "PlainLM", "get_aux_width") == ["error"]
+
+
+def test_flag_assigned_from_a_presence_check_guards(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path,
+        {
+            WORKER: """
+            from typing import Protocol, runtime_checkable
+
+
+            @runtime_checkable
+            class SupportsProjection(Protocol):
+                def set_projector(self, projector) -> bool: ...
+
+                def should_project(self) -> bool: ...
+
+
+            def _configure(*, target_model, enabled: bool) -> bool:
+                if not enabled:
+                    return False
+                if not isinstance(target_model, SupportsProjection):
+                    return False
+                return bool(target_model.set_projector(None))
+
+
+            class EAGLEWorker:
+                def __init__(self, server_args, target_worker):
+                    self.target_worker = target_worker
+                    self.projection_enabled = _configure(
+                        target_model=self.target_worker.model_runner.model, enabled=True
+                    )
+                    self.has_width = hasattr(self.target_worker.model_runner.model, "get_aux_width")
+                    self.always = _configure_plain(self.target_worker.model_runner.model)
+
+                def forward(self):
+                    if self.projection_enabled:
+                        self.target_worker.model_runner.model.should_project()
+                    if self.has_width:
+                        self.target_worker.model_runner.model.get_aux_width()
+                    if self.always:
+                        self.target_worker.model_runner.model.should_project_always()
+
+
+            def _configure_plain(model):
+                return True
+            """,
+            MODELS: MODEL_CLASSES,
+        },
+    )
+    for attribute in ("should_project", "get_aux_width", "set_projector"):
+        assert _missing(root, "PlainLM", attribute) == [], attribute
+    # A flag the helper sets truthy whatever the model is still guards nothing.
+    assert _missing(root, "PlainLM", "should_project_always") == ["error"]
+    assert _missing(root, "WidthLM", "should_project_always") == ["error"]
