@@ -388,27 +388,43 @@ class FunctionScanner:
         else:
             self.expr(func, stack)
         bindings: list[tuple[int | str, Origin]] = []
+        others: list[tuple[int | str, ast.expr]] = []
         for i, arg in enumerate(node.args):
             origin = self.origin(arg)
             if origin is not None:
                 bindings.append((i, origin))
             else:
                 self.expr(arg, stack)
+                others.append((i, arg))
         for kw in node.keywords:
             origin = self.origin(kw.value)
             if origin is not None and kw.arg:
                 bindings.append((kw.arg, origin))
             else:
                 self.expr(kw.value, stack)
+                if kw.arg:
+                    others.append((kw.arg, kw.value))
         if bindings:
             callee = self.callee(func)
             if callee is not None:
                 kept = tuple(b for b in bindings if self.only is None or b[1] == self.only)
                 if kept:
                     conds, guards = self.resolve_stack(stack)
+                    args: list[tuple[int | str, Cond, Cond]] = [
+                        (b[0], Const(True), Const(False)) for b in bindings if b not in kept
+                    ]
+                    args += [(b, *self.arg_conds(arg)) for b, arg in others]
                     self.out.calls.append(
-                        CallEdge(callee, kept, conds, guards, node.lineno, self.scope)
+                        CallEdge(callee, kept, conds, guards, node.lineno, self.scope, tuple(args))
                     )
+
+    def arg_conds(self, arg: ast.expr) -> tuple[Cond, Cond]:
+        """An argument as a test on the parameter it arrives in would read it."""
+        if isinstance(arg, ast.Constant):
+            return Const(bool(arg.value)), Const(arg.value is None)
+        if isinstance(arg, ast.Name):
+            return Flag(arg.id, True), NoneTest(arg.id)  # passed on: the caller's caller decides
+        return self.cond(arg), Opaque(f"{ast.unparse(arg)} is None")
 
     def callee(self, func: ast.expr) -> str | None:
         if isinstance(func, ast.Name):

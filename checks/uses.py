@@ -73,6 +73,10 @@ class CallEdge:
     guards: tuple[str, ...]
     line: int
     scope: str
+    # The other arguments, as the callee's tests on them would read: position or keyword ->
+    # (the argument's truth, whether it is None). `reach.py` decides the callee's tests on
+    # its parameters with them (`conditions.substitute`).
+    args: tuple[tuple[int | str, Cond, Cond], ...] = ()
 
 
 @dataclass

@@ -151,3 +151,58 @@ def test_flag_assigned_from_a_presence_check_guards(tmp_path: Path) -> None:
     # A flag the helper sets truthy whatever the model is still guards nothing.
     assert _missing(root, "PlainLM", "should_project_always") == ["error"]
     assert _missing(root, "WidthLM", "should_project_always") == ["error"]
+
+
+SHARE = """
+def share(target, *, draft=None):
+    if draft is not None and hasattr(target, "get_embed_and_head_for_draft"):
+        return target.get_embed_and_head_for_draft(draft)
+    return target.get_embed_and_head()
+
+
+def capture(model, *, use_aux, ids):
+    if use_aux:
+        model.set_eagle3_layers_to_capture(ids)
+"""
+
+FOR_DRAFT = """
+from torch import nn
+
+
+class ForDraftLM(nn.Module):
+    def get_embed_and_head_for_draft(self, draft_embedding):
+        return draft_embedding, None
+"""
+
+
+def test_guard_on_an_argument_every_caller_passes(tmp_path: Path) -> None:
+    caller = "share(self.target_worker.model_runner.model, draft=self.draft_model_runner.model)"
+    root = write_tree(
+        tmp_path,
+        {
+            HELPERS: SHARE,
+            WORKER: (
+                "from sglang.srt.model_executor.helpers import share\n\n\n"
+                "class EAGLEWorker:\n"
+                "    def __init__(self, server_args, target_worker, draft_model_runner):\n"
+                "        self.target_worker = target_worker\n"
+                "        self.draft_model_runner = draft_model_runner\n\n"
+                "    def init_lm_head(self):\n"
+                f"        {caller}\n"
+            ),
+            RUNNER: _runner(
+                "capture(self.model, use_aux=self.spec_algorithm.is_eagle3(), ids=[1])",
+                "from sglang.srt.model_executor.helpers import capture",
+            ),
+            MODELS: FOR_DRAFT,
+        },
+    )
+    # Every caller passes a draft model: the branch that returns first is the one taken.
+    assert _missing(root, "ForDraftLM", "get_embed_and_head") == []
+    # The flag argument is the algorithm's predicate: EAGLE3 needs the capture, EAGLE not.
+    assert _missing(root, "ForDraftLM", "set_eagle3_layers_to_capture", "EAGLE3") == ["error"]
+    assert _missing(root, "ForDraftLM", "set_eagle3_layers_to_capture", "EAGLE") == []
+    # A caller that passes no draft model reaches the plain getter.
+    worker = (root / WORKER).read_text()
+    (root / WORKER).write_text(worker.replace("draft=self.draft_model_runner.model", "draft=None"))
+    assert _missing(root, "ForDraftLM", "get_embed_and_head") == ["error"]
