@@ -98,7 +98,11 @@ def resolve_consumers(files: SourceFiles) -> list[ResolvedUse]:
             continue
         for use in summary.uses:
             if args:
-                use = dataclasses.replace(use, conds=tuple(substitute(c, args) for c in use.conds))
+                use = dataclasses.replace(
+                    use,
+                    conds=tuple(substitute(c, args) for c in use.conds),
+                    one_of=tuple((n, substitute(c, args)) for n, c in use.one_of),
+                )
             resolved.append(
                 ResolvedUse(
                     use, callee_rel, item.role, item.conds, item.guards, item.via, item.origin_scope

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from eaglebug.checks.chains import hasattr_names, raise_chain, raise_message
 from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.conditions import (
     And,
@@ -104,6 +105,7 @@ class FunctionScanner:
         self.only = only  # when set, record only what flows from this origin (param summaries)
         self.self_assigns: list[tuple[str, Origin]] = []
         self.in_handler = 0
+        self.chained: set[int] = set()  # `elif` links already recorded with their chain
 
     # -- references -----------------------------------------------------------------------
     def origin(self, node: ast.expr) -> Origin | None:
@@ -272,6 +274,8 @@ class FunctionScanner:
                 and isinstance(stmt.test.op, ast.Not)
                 and _ends_in_raise(stmt.body)
             )
+            if isinstance(stmt, ast.If) and id(stmt) not in self.chained:
+                self.one_of(stmt, stack)
             self.expr(stmt.test, stack, hasattr_raises=raising)
             self.stmts(stmt.body, (*stack, (stmt.test, False)))
             self.stmts(stmt.orelse, (*stack, (stmt.test, True)))
@@ -442,16 +446,50 @@ class FunctionScanner:
                     return f"{resolved}.{func.attr}"
         return None
 
+    def one_of(self, stmt: ast.If, stack: Stack) -> None:
+        """Record an if/elif chain of hasattr tests on one reference that ends in a raise."""
+        chain = raise_chain(stmt)
+        if chain is None:
+            return
+        links, raised = chain
+        alternatives: list[tuple[str, Cond]] = []
+        origins: set[Origin] = set()
+        for link in links:
+            found: list[tuple[Origin, str]] = []
+            for subject, name in hasattr_names(link.test):
+                tested = self.origin(subject)
+                if tested is not None:
+                    found.append((tested, name))
+            if not found:
+                return  # a branch that does not test the model: not a requirement of it
+            origins.add(found[0][0])
+            alternatives.append((found[0][1], self.cond(link.test)))
+        if len(origins) != 1:
+            return
+        self.chained.update(id(link) for link in links[1:])
+        origin = origins.pop()
+        self.use(
+            origin,
+            " or ".join(name for name, _ in alternatives),
+            UseKind.ONE_OF,
+            raised,
+            stack,
+            one_of=tuple(alternatives),
+            message=raise_message(raised),
+        )
+
     def use(
         self,
         origin: Origin,
         attribute: str,
         kind: UseKind,
-        node: ast.expr,
+        node: ast.expr | ast.stmt,
         stack: Stack,
         n_args: int = 0,
         keywords: tuple[str, ...] = (),
         star: bool = False,
+        one_of: tuple[tuple[str, Cond], ...] = (),
+        message: str | None = None,
     ) -> None:
         if self.only is not None and origin != self.only:
             return
@@ -472,5 +510,7 @@ class FunctionScanner:
                 keywords,
                 star,
                 in_handler=self.in_handler > 0,
+                one_of=one_of,
+                message=message,
             )
         )

@@ -206,3 +206,74 @@ def test_guard_on_an_argument_every_caller_passes(tmp_path: Path) -> None:
     worker = (root / WORKER).read_text()
     (root / WORKER).write_text(worker.replace("draft=self.draft_model_runner.model", "draft=None"))
     assert _missing(root, "ForDraftLM", "get_embed_and_head") == ["error"]
+
+
+CHAIN = """
+def configure(*, model, use_aux: bool, ids, is_special: bool) -> None:
+    if use_aux:
+        if is_special and hasattr(model, "set_special_layers"):
+            model.set_special_layers(ids)
+        elif hasattr(model, "set_plain_layers"):
+            model.set_plain_layers(ids)
+        else:
+            raise ValueError(
+                f"Model {model.__class__.__name__} implements neither "
+                "set_special_layers nor set_plain_layers."
+            )
+"""
+
+CHAIN_MODELS = """
+from torch import nn
+
+
+class NeitherLM(nn.Module):
+    pass
+
+
+class SpecialLM(nn.Module):
+    def set_special_layers(self, ids):
+        self.ids = ids
+
+
+class PlainLayersLM(nn.Module):
+    def set_plain_layers(self, ids):
+        self.ids = ids
+"""
+
+
+def test_if_elif_else_raise_chain_requires_one_of_the_names(tmp_path: Path) -> None:
+    call = (
+        "configure(model=self.model, use_aux=self.spec_algorithm.is_eagle(),"
+        " ids=[1], is_special=self.spec_algorithm.is_eagle3())"
+    )
+    root = write_tree(
+        tmp_path,
+        {
+            HELPERS: CHAIN,
+            RUNNER: _runner(call, "from sglang.srt.model_executor.helpers import configure"),
+            MODELS: CHAIN_MODELS,
+        },
+    )
+    both = "set_special_layers or set_plain_layers"
+    result = audit_tree(root, "NeitherLM", "EAGLE3")
+    (finding,) = [f for f in result.findings if f.severity == "error"]
+    assert (finding.id, finding.attribute) == ("interface.missing", both)
+    details = finding.to_json()["details"]
+    assert details["one_of"] == ["set_special_layers", "set_plain_layers"]
+    assert details["sglang_message"] == (
+        "Model {model.__class__.__name__} implements neither set_special_layers nor "
+        "set_plain_layers."
+    )
+    raise_line = next(
+        i for i, line in enumerate((root / HELPERS).read_text().splitlines(), 1) if "raise" in line
+    )
+    assert details["read_from"] == f"{HELPERS}:{raise_line}"
+    # Either name takes a branch under EAGLE3; neither call is required on its own.
+    for cls in ("SpecialLM", "PlainLayersLM"):
+        assert [f for f in audit_tree(root, cls, "EAGLE3").findings if f.severity == "error"] == []
+    # Under EAGLE the special branch cannot be taken: only the plain name will do.
+    (eagle,) = [f for f in audit_tree(root, "SpecialLM", "EAGLE").findings if f.severity == "error"]
+    assert eagle.attribute == "set_plain_layers"
+    assert "cannot be taken for EAGLE" in eagle.message
+    # Not reached at all where the outer flag is false.
+    assert audit_tree(root, "NeitherLM", "STANDALONE").findings == []
