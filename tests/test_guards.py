@@ -277,3 +277,63 @@ def test_if_elif_else_raise_chain_requires_one_of_the_names(tmp_path: Path) -> N
     assert "cannot be taken for EAGLE" in eagle.message
     # Not reached at all where the outer flag is false.
     assert audit_tree(root, "NeitherLM", "STANDALONE").findings == []
+
+
+EAGLE_DRAFT = """
+from sglang.srt.model_executor.helpers import share
+
+
+class EagleDraftWorker:
+    def __init__(self, target_worker, draft_runner):
+        self.target_worker = target_worker
+        self.draft_runner = draft_runner
+        self.init_lm_head()
+
+    def init_lm_head(self):
+        embed, head = self._resolve_shared()
+        self.draft_runner.model.set_embed_and_head(embed, head)
+
+    def _resolve_shared(self):
+        return share(self.target_worker.model_runner.model)
+
+
+class EAGLEWorker:
+    def __init__(self, server_args, target_worker):
+        self.draft_worker = EagleDraftWorker(target_worker, None)
+"""
+
+STANDALONE_DRAFT = """
+from sglang.srt.speculative.eagle_worker import EAGLEWorker, EagleDraftWorker
+
+
+class StandaloneDraftWorker(EagleDraftWorker):
+    def init_lm_head(self):
+        pass
+
+
+class StandaloneWorker(EAGLEWorker):
+    def __init__(self, server_args, target_worker):
+        self.draft_worker = StandaloneDraftWorker(target_worker, None)
+"""
+
+
+def test_a_subclass_override_that_does_nothing_cuts_the_path(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path,
+        {
+            HELPERS: SHARE,
+            WORKER: EAGLE_DRAFT,
+            "sglang/srt/speculative/standalone_worker.py": STANDALONE_DRAFT,
+            MODELS: MODEL_CLASSES,
+        },
+    )
+    # EAGLE's draft worker reaches the helper through init_lm_head -> _resolve_shared.
+    assert _missing(root, "PlainLM", "get_embed_and_head", "EAGLE") == ["error"]
+    # STANDALONE's draft worker overrides init_lm_head with `pass`: the helper never runs.
+    assert _missing(root, "PlainLM", "get_embed_and_head", "STANDALONE") == []
+    # Without the override, the inherited path runs for STANDALONE too.
+    standalone = root / "sglang/srt/speculative/standalone_worker.py"
+    standalone.write_text(
+        STANDALONE_DRAFT.replace("    def init_lm_head(self):\n        pass\n", "    pass\n")
+    )
+    assert _missing(root, "PlainLM", "get_embed_and_head", "STANDALONE") == ["error"]
