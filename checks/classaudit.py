@@ -119,8 +119,14 @@ class ClassAudit:
         """Does this use run only because speculative decoding is on?
 
         True for draft-side uses, code in the speculative package or in worker modules, and
-        uses whose guards cannot hold in a launch without speculative decoding.
+        uses whose guards cannot hold in a launch without speculative decoding. Never for an
+        algorithm the tree's `create_worker` gives no worker (`NONE`): such a launch runs no
+        speculative decoding, so nothing it needs is a speculative requirement.
         """
+        if self.algo.workers and not any(
+            self.algorithm in served for served in self.algo.workers.values()
+        ):
+            return False
         if u.role == "draft" or u.file.startswith(_SPECULATIVE):
             return True
         if any(v.startswith(_SPECULATIVE) for v in u.via):

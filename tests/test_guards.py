@@ -337,3 +337,17 @@ def test_a_subclass_override_that_does_nothing_cuts_the_path(tmp_path: Path) -> 
         STANDALONE_DRAFT.replace("    def init_lm_head(self):\n        pass\n", "    pass\n")
     )
     assert _missing(root, "PlainLM", "get_embed_and_head", "STANDALONE") == ["error"]
+
+
+def test_an_algorithm_without_a_worker_has_no_speculative_requirement(tmp_path: Path) -> None:
+    body = (
+        "if self.spec_algorithm.is_none() and server_args.return_aux:\n"
+        "    self.model.set_eagle3_layers_to_capture([1])"
+    )
+    root = write_tree(tmp_path, {RUNNER: _runner(body), MODELS: MODEL_CLASSES})
+    # NONE's launch runs no speculative worker: what it needs is another feature's, an info.
+    result = audit_tree(root, "PlainLM", "NONE")
+    assert [(f.severity, f.attribute) for f in result.findings] == [
+        ("info", "set_eagle3_layers_to_capture")
+    ]
+    assert audit_tree(root, "PlainLM", "EAGLE3").findings == []
