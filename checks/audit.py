@@ -17,6 +17,7 @@ from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.promotion import promoted
 from eaglebug.checks.workers import WorkerScopes
 
 __all__ = ["AuditResult", "ClassReport", "audit", "find_class"]
@@ -29,6 +30,7 @@ class AuditResult:
     algorithm: str
     reports: list[ClassReport]
     warnings: list[str]
+    promoted_from: str | None = None  # the launch's spelling, when the tree rewrites it
 
     @property
     def findings(self) -> list[Finding]:
@@ -76,10 +78,27 @@ def audit(
     algorithm: str = "EAGLE3",
     draft_class: str | None = None,
 ) -> AuditResult:
-    """Audit the target class (role target) and, if given, the draft class (role draft).
+    """Audit the target class (role target) and, if given, the draft class (role draft),
+    under the algorithm the server will run: the tree may rewrite the launch's spelling for
+    the draft's architecture (`promotion.py`).
 
     The reports are a tree answer: asked again of an unchanged tree, they are read back."""
     algo = algorithm_facts(index)
+    notes: list[str] = []
+    rewrite = promoted(index, algorithm, draft_class)
+    promoted_from = None
+    if rewrite is not None and rewrite.to is not None and rewrite.to.upper() in algo.members:
+        draft = (draft_class or "").rsplit(".", 1)[-1]
+        notes.append(
+            f"--speculative-algorithm {algorithm.upper()} with a {draft} draft: SGLang promotes "
+            f"it to {rewrite.to} ({rewrite.read_from}); audited as {rewrite.to}"
+        )
+        promoted_from, algorithm = algorithm.upper(), rewrite.to
+    elif rewrite is not None and rewrite.to is None:
+        notes.append(
+            f"--speculative-algorithm {algorithm.upper()} is refused for this draft "
+            f"({rewrite.read_from}): {rewrite.message}"
+        )
     canonical = algo.canonical(algorithm)
     reports = index.answer(
         f"audit:{class_name}:{canonical}:{draft_class}",
@@ -91,7 +110,8 @@ def audit(
         package_dir=str(index.tree.package_dir),
         algorithm=canonical,
         reports=reports,
-        warnings=list(dict.fromkeys(index.warnings)),
+        warnings=list(dict.fromkeys([*notes, *index.warnings])),
+        promoted_from=promoted_from,
     )
 
 

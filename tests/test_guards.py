@@ -351,3 +351,53 @@ def test_an_algorithm_without_a_worker_has_no_speculative_requirement(tmp_path: 
         ("info", "set_eagle3_layers_to_capture")
     ]
     assert audit_tree(root, "PlainLM", "EAGLE3").findings == []
+
+
+HOOK = """
+from typing import Optional
+
+
+def _resolve_alias(speculative_algorithm: Optional[str], speculative_draft_model_path):
+    is_assistant_draft = False
+    if speculative_draft_model_path:
+        draft_archs = read_archs(speculative_draft_model_path)
+        is_assistant_draft = any(arch in ("AssistantLM",) for arch in draft_archs)
+    if speculative_algorithm == "EAGLE3" and is_assistant_draft:
+        raise ValueError("AssistantLM draft requires EAGLE.")
+    if speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE":
+        if is_assistant_draft:
+            return "STANDALONE"
+        return "EAGLE"
+    return speculative_algorithm
+"""
+
+ASSISTANT = """
+from torch import nn
+
+
+class AssistantLM(nn.Module):
+    pass
+
+
+class OtherDraftLM(nn.Module):
+    pass
+"""
+
+
+def test_the_tree_promotes_the_algorithm_for_a_draft_architecture(tmp_path: Path) -> None:
+    hook = "sglang/srt/arg_groups/speculative_hook.py"
+    root = write_tree(
+        tmp_path,
+        {hook: HOOK, MODELS: MODEL_CLASSES, "sglang/srt/models/assistant.py": ASSISTANT},
+    )
+    line = next(i for i, t in enumerate(HOOK.splitlines(), 0) if 'return "STANDALONE"' in t)
+    result = audit_tree(root, "PlainLM", "NEXTN", "AssistantLM")
+    assert (result.algorithm, result.promoted_from) == ("STANDALONE", "NEXTN")
+    assert any(f"{hook}:{line}" in w and "audited as STANDALONE" in w for w in result.warnings)
+    assert audit_tree(root, "PlainLM", "EAGLE", "AssistantLM").algorithm == "STANDALONE"
+    # Another draft, or no draft: the launch's algorithm stands.
+    assert audit_tree(root, "PlainLM", "NEXTN", "OtherDraftLM").algorithm == "EAGLE"
+    assert audit_tree(root, "PlainLM", "NEXTN").promoted_from is None
+    refused = audit_tree(root, "PlainLM", "EAGLE3", "AssistantLM")
+    assert refused.algorithm == "EAGLE3"
+    assert any("AssistantLM draft requires EAGLE." in w for w in refused.warnings)
