@@ -9,6 +9,7 @@ each class. A whole audit is kept as a tree answer, so asking again costs nothin
 from __future__ import annotations
 
 import difflib
+import weakref
 from dataclasses import dataclass
 
 from eaglebug.checks.algorithms import AlgorithmFacts, algorithm_facts
@@ -21,6 +22,8 @@ from eaglebug.checks.promotion import promoted
 from eaglebug.checks.workers import WorkerScopes
 
 __all__ = ["AuditResult", "ClassReport", "audit", "find_class"]
+
+_SCOPES: weakref.WeakKeyDictionary[TreeIndex, WorkerScopes] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -123,7 +126,9 @@ def _reports(
     algo: AlgorithmFacts,
 ) -> list[ClassReport]:
     uses = index.consumers()
-    scopes = WorkerScopes(index, algo)
+    scopes = _SCOPES.get(index)
+    if scopes is None:  # one per index: what it learns of the workers holds for every audit
+        scopes = _SCOPES[index] = WorkerScopes(index, algo)
     reports = []
     for name, role in ((class_name, "target"), (draft_class, "draft")):
         if name:

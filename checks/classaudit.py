@@ -297,8 +297,9 @@ class ClassAudit:
 
     def one_of(self, uses: list[ResolvedUse]) -> None:
         """An if/elif chain of hasattr tests ending in a raise (`chains.py`): an error when
-        every branch's test can be false for this class and algorithm, naming the names that
-        would take a branch here (a branch whose other tests cannot hold does not count)."""
+        every branch's test is false for this class and algorithm, naming the names that would
+        take a branch here (a branch whose other tests cannot hold does not count); a warning
+        when a name the class has is tried under a test the audit cannot decide."""
         raising = [
             u
             for u in uses
@@ -307,24 +308,34 @@ class ClassAudit:
         if not raising:
             return
         first = raising[0]
+        ctx = self.context(first.role)
         names = [n for n, _ in first.use.one_of]
         accepted = []
+        undecided = []
         for name, test in first.use.one_of:
-            ctx = dataclasses.replace(
-                self.context(first.role), provides=functools.partial(self.provided, name)
-            )
-            if evaluate(test, ctx) is not False:
+            assumed = dataclasses.replace(ctx, provides=functools.partial(self.provided, name))
+            if evaluate(test, assumed) is not False:
                 accepted.append(name)
+            if evaluate(test, ctx) is None:
+                undecided.append(name)
         accepted = accepted or names
         speculative = [u for u in raising if self.speculative(u)]
         cls = self.ref.facts.name
         found = [(n, d) for n in accepted if (d := self.find_delegate(n)) is not None]
         others = [n for n in names if n not in accepted]
-        if len(accepted) > 1:
+        lacking = [n for n in accepted if not self.provided("", n)]
+        if undecided:
+            message = (
+                f"{cls} has {', '.join(undecided)}, but SGLang tries it only under a test "
+                f"eaglebug cannot decide for {self.algorithm}; where it fails, the {self.role} "
+                f"model needs {' or '.join(lacking) or 'another branch'}"
+            )
+        elif len(accepted) > 1:
             message = f"{cls} has none of {', '.join(accepted)}, one of which"
         else:
             message = f"{cls} has no {accepted[0]}, which"
-        message += f" the {self.role} model needs for {self.algorithm}"
+        if not undecided:
+            message += f" the {self.role} model needs for {self.algorithm}"
         if others:
             message += f" (the branch for {', '.join(others)} cannot be taken for {self.algorithm})"
         if first.use.message:
@@ -337,11 +348,14 @@ class ClassAudit:
             delegate_classes=found[0][1].classes if found else (),
             delegate_provider=found[0][1].provider.owner if found else None,
         )
+        severity: Severity = "info"
+        if speculative:
+            severity = "warning" if undecided else "error"
         self._report(
             " or ".join(accepted),
             speculative or raising,
             id="interface.missing",
-            severity="error" if speculative else "info",
+            severity=severity,
             message=message,
             delegate=found[0][1].attribute if found else None,
             fix=self._delegation(*found[0]) if found else None,  # the first the inner has

@@ -15,8 +15,8 @@ import os
 import re
 from collections.abc import Callable
 
-from eaglebug.checks.classfacts import module_facts
-from eaglebug.checks.conditions import Cond, Origin, negated
+from eaglebug.checks.classfacts import dotted, module_facts
+from eaglebug.checks.conditions import Cond, Flag, Origin, negated
 from eaglebug.checks.consumers import FunctionNode, assignments, function_nodes
 from eaglebug.checks.filefacts import Parsed, module_name, parse
 from eaglebug.checks.flagvalues import Lookup, MakeReader, value_paths
@@ -31,7 +31,8 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
     """Every truthy assignment of these attribute names in the runtime, in walk order."""
     found: Assignments = {n: [] for n in names}
     alternatives = b"|".join(sorted(n.encode() for n in names))
-    assigned = re.compile(rb"\.(" + alternatives + rb")\s*=[^=]")
+    # `.name = ...`, or `Config(..., name=...)` (a keyword of a constructor call)
+    assigned = re.compile(rb"(?:\.|[(,]\s*)(" + alternatives + rb")\s*=[^=]")
     root = str(files.tree.root)
     rels = files.runtime_files()
 
@@ -101,15 +102,15 @@ def scan_flags(parsed: Parsed, module: str, is_package: bool, names: frozenset[s
             for a in assigns
             for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
         ):
-            reader.collect_aliases(assigns)
-            _assignments_under(
-                reader,
-                names,
-                fn.body,
-                (),
-                out,
-                functools.partial(_paths, reader, cls_name, lookup, reader_for),
-            )
+            reader.collect_aliases(assigns)  # a presence test may name an alias of the model
+        _assignments_under(
+            reader,
+            names,
+            fn.body,
+            (),
+            out,
+            functools.partial(_paths, reader, cls_name, lookup, reader_for),
+        )
     return out
 
 
@@ -136,6 +137,8 @@ def _assignments_under(
     paths: ValuePaths,
 ) -> None:
     for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
+            _keywords(reader, names, stmt, stack, out)
         if isinstance(stmt, ast.Assign):
             _assignment(reader, names, stmt, stack, out, paths)
         elif isinstance(stmt, (ast.If, ast.While)):
@@ -148,6 +151,27 @@ def _assignments_under(
             _assignments_under(reader, names, stmt.body, stack, out, paths)
         if isinstance(stmt, ast.If) and not stmt.orelse and exits_early(stmt.body):
             stack = (*stack, (stmt.test, True))
+
+
+def _keywords(
+    reader: FunctionScanner, names: frozenset[str], stmt: ast.stmt, stack: Stack, out: Assignments
+) -> None:
+    """`SpecAuxHiddenStateConfig(is_dspark=spec_algorithm.is_dspark())` (sglang 0.5.23) sets
+    the config's attribute as its constructor's keyword: truthy where the value is."""
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call) or not node.keywords:
+            continue
+        callee = (dotted(node.func) or "").rsplit(".", 1)[-1]
+        if not callee[:1].isupper():
+            continue
+        for kw in node.keywords:
+            if kw.arg not in names or (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                continue
+            value = reader.cond(kw.value)
+            if isinstance(value, Flag) and value.name == kw.arg:
+                continue  # passed through (`name=self.cfg.name`): not where it is decided
+            conds = tuple(negated(reader.cond(n), negate) for n, negate in stack)
+            out.setdefault(kw.arg, []).append((*conds, value))
 
 
 def _assignment(

@@ -26,6 +26,7 @@ from eaglebug.checks.conditions import (
     Opaque,
     Or,
     Origin,
+    Pred,
     negated,
     substitute,
 )
@@ -38,15 +39,16 @@ Lookup = Callable[[str | None, str], FunctionNode | None]
 MakeReader = Callable[[str | None, FunctionNode, dict[str, Origin]], FunctionScanner]
 
 
-def presence(cond: Cond) -> bool:
-    """Does this condition test the model for an attribute (so it can decide a use)?"""
+def decisive(cond: Cond) -> bool:
+    """Does this condition test the model for an attribute, or the algorithm (so the audit
+    can decide it: `self.is_dspark = spec_algorithm.is_dspark()` is the predicate itself)?"""
     match cond:
-        case HasAttr() | IsInstance():
+        case HasAttr() | IsInstance() | Pred():
             return True
         case Not(inner):
-            return presence(inner)
+            return decisive(inner)
         case And(parts) | Or(parts):
-            return any(presence(c) for c in parts)
+            return any(decisive(c) for c in parts)
     return False
 
 
@@ -71,7 +73,7 @@ def value_paths(
             _returns(callee, fn.body, (), owner, lookup, make_reader, depth, paths)
             return [tuple(substitute(c, args) for c in path) for path in paths]
     test = reader.cond(value)
-    return [(test,)] if presence(test) else None
+    return [(test,)] if decisive(test) else None
 
 
 def _callee(

@@ -46,6 +46,7 @@ class WorkerScopes:
         self._memo: dict[str, frozenset[str] | None] = {}
         self._runs: dict[tuple[str, str, str], bool] = {}
         self._elsewhere: dict[str, bool] = {}
+        self._self_calls: dict[tuple[str, str], frozenset[str]] = {}
 
     def is_worker_module(self, module: str) -> bool:
         return module in self.own
@@ -140,14 +141,17 @@ class WorkerScopes:
 
     def _calls_self(self, ref: ClassRef, method: str, callee: str) -> bool:
         """Does `ref.method` call `self.callee(...)`?"""
-        fn = self._function(ref, method)
-        return fn is not None and any(
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == callee
-            and dotted(node.func.value) == "self"
-            for node in ast.walk(fn)
-        )
+        key = (ref.qualname, method)
+        if key not in self._self_calls:
+            fn = self._function(ref, method)
+            self._self_calls[key] = frozenset(
+                node.func.attr
+                for node in (ast.walk(fn) if fn is not None else ())
+                if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and dotted(node.func.value) == "self"
+            )
+        return callee in self._self_calls[key]
 
     def _called_elsewhere(self, method: str) -> bool:
         """Is `method` called on something other than self anywhere in the worker modules?"""
