@@ -334,21 +334,28 @@ def _record_inner(
     )
 
 
-def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
-    facts = ModuleFacts(module=module, is_package=is_package)
+def module_imports(tree: ast.Module, module: str, is_package: bool) -> dict[str, str]:
+    """Local name -> dotted target of the module's own imports (without its class facts)."""
+    imports: dict[str, str] = {}
     for node in _import_statements(tree.body):
         if isinstance(node, ast.ImportFrom):
             base = resolve_relative(module, is_package, node.level, node.module)
             for alias in node.names:
                 if alias.name != "*":
-                    facts.imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
+                    imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    facts.imports.setdefault(alias.asname, alias.name)
+                    imports.setdefault(alias.asname, alias.name)
                 else:
                     head = alias.name.split(".", 1)[0]
-                    facts.imports.setdefault(head, head)
+                    imports.setdefault(head, head)
+    return imports
+
+
+def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
+    facts = ModuleFacts(module=module, is_package=is_package)
+    facts.imports = module_imports(tree, module, is_package)
     for stmt in tree.body:
         _top_level(stmt, facts)
     return facts

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Callable
 
-from eaglebug.checks.classfacts import dotted, module_facts
+from eaglebug.checks.classfacts import dotted, module_imports
 from eaglebug.checks.conditions import Cond, Flag, Origin, negated
 from eaglebug.checks.consumers import FunctionNode, assignments, function_nodes
 from eaglebug.checks.filefacts import Parsed, module_name, parse
@@ -31,8 +31,10 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
     """Every truthy assignment of these attribute names in the runtime, in walk order."""
     found: Assignments = {n: [] for n in names}
     alternatives = b"|".join(sorted(n.encode() for n in names))
-    # `.name = ...`, or `Config(..., name=...)` (a keyword of a constructor call)
-    assigned = re.compile(rb"(?:\.|[(,]\s*)(" + alternatives + rb")\s*=[^=]")
+    assigned = re.compile(rb"\.(" + alternatives + rb")\s*=[^=]")
+    # `Config(..., name=...)`: a keyword of a constructor call, found with byte searches (a
+    # pattern over every file would cost more than the rest of the flag search)
+    needles = [n.encode() for n in names]
     root = str(files.tree.root)
     rels = files.runtime_files()
 
@@ -45,12 +47,13 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
             except OSError:
                 return None
         present = frozenset(m.decode() for m in assigned.findall(data))
-        if not present:
+        keywords = frozenset(n.decode() for n in needles if _keyword_in(data, n))
+        if not present and not keywords:
             return None
         parsed = files.peek(rel) or parse(rel, data)
         if isinstance(parsed, str):
             return parsed
-        return scan_flags(parsed, *module_name(rel), present)
+        return scan_flags(parsed, *module_name(rel), present | keywords, keywords)
 
     results = files.mapper(job, rels, [files.entries[r].size for r in rels])
     for rel, result in zip(rels, results, strict=True):
@@ -62,11 +65,42 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
     return found
 
 
-def scan_flags(parsed: Parsed, module: str, is_package: bool, names: frozenset[str]) -> Assignments:
-    """Where in one module the attributes `names` are set to something truthy, and under what."""
+_SPACE = frozenset(b" \t\r\n")
+
+
+def _keyword_in(data: bytes, name: bytes) -> bool:
+    """Is `name=` passed as a keyword (after `(` or `,`) with a value of its own, not passed
+    through (`name=name`, `name=self.cfg.name`)?"""
+    needle = name + b"="
+    at = data.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        i = at - 1
+        while i >= 0 and data[i] in _SPACE:
+            i -= 1
+        if i >= 0 and data[i] in b"(," and data[end : end + 1] != b"=":
+            value = re.split(rb"[,)\n]", data[end : end + 200], maxsplit=1)[0].strip()
+            if value != name and not value.endswith(b"." + name):
+                return True
+        at = data.find(needle, end)
+    return False
+
+
+def scan_flags(
+    parsed: Parsed,
+    module: str,
+    is_package: bool,
+    names: frozenset[str],
+    keywords: frozenset[str] = frozenset(),
+) -> Assignments:
+    """Where in one module the attributes `names` are set to something truthy, and under what
+    (`keywords`: those also set as a constructor's keyword in this module)."""
     out: Assignments = {}
     lines = parsed.text.splitlines()
-    facts = module_facts(parsed.tree, module, is_package)
+    imports = module_imports(parsed.tree, module, is_package)
+    functions = {
+        s.name for s in parsed.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     nodes = function_nodes(parsed.tree)
     table: dict[tuple[str | None, str], FunctionNode] = {}
     for cls_name, _cls, fn in nodes:
@@ -79,8 +113,8 @@ def scan_flags(parsed: Parsed, module: str, is_package: bool, names: frozenset[s
         scope = f"{module}.{cls_name}.{fn.name}" if cls_name else f"{module}.{fn.name}"
         return FunctionScanner(
             module,
-            facts.imports,
-            facts.functions,
+            imports,
+            functions,
             lines,
             scope,
             cls_name,
@@ -106,6 +140,7 @@ def scan_flags(parsed: Parsed, module: str, is_package: bool, names: frozenset[s
         _assignments_under(
             reader,
             names,
+            keywords,
             fn.body,
             (),
             out,
@@ -131,24 +166,28 @@ def _paths(
 def _assignments_under(
     reader: FunctionScanner,
     names: frozenset[str],
+    keywords: frozenset[str],
     body: list[ast.stmt],
     stack: Stack,
     out: Assignments,
     paths: ValuePaths,
 ) -> None:
+    def under(block: list[ast.stmt], inner: Stack) -> None:
+        _assignments_under(reader, names, keywords, block, inner, out, paths)
+
     for stmt in body:
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
-            _keywords(reader, names, stmt, stack, out)
+        if keywords and isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
+            _keywords(reader, keywords, stmt, stack, out)
         if isinstance(stmt, ast.Assign):
             _assignment(reader, names, stmt, stack, out, paths)
         elif isinstance(stmt, (ast.If, ast.While)):
-            _assignments_under(reader, names, stmt.body, (*stack, (stmt.test, False)), out, paths)
-            _assignments_under(reader, names, stmt.orelse, (*stack, (stmt.test, True)), out, paths)
+            under(stmt.body, (*stack, (stmt.test, False)))
+            under(stmt.orelse, (*stack, (stmt.test, True)))
         elif isinstance(stmt, ast.Try):
             for block in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
-                _assignments_under(reader, names, block, stack, out, paths)
+                under(block, stack)
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            _assignments_under(reader, names, stmt.body, stack, out, paths)
+            under(stmt.body, stack)
         if isinstance(stmt, ast.If) and not stmt.orelse and exits_early(stmt.body):
             stack = (*stack, (stmt.test, True))
 
@@ -158,6 +197,9 @@ def _keywords(
 ) -> None:
     """`SpecAuxHiddenStateConfig(is_dspark=spec_algorithm.is_dspark())` (sglang 0.5.23) sets
     the config's attribute as its constructor's keyword: truthy where the value is."""
+    text = "\n".join(reader.lines[stmt.lineno - 1 : stmt.end_lineno])
+    if not any(f"{k}=" in text for k in names):
+        return  # the statement's text cannot hold one: do not walk it
     for node in ast.walk(stmt):
         if not isinstance(node, ast.Call) or not node.keywords:
             continue

@@ -401,3 +401,27 @@ def test_the_tree_promotes_the_algorithm_for_a_draft_architecture(tmp_path: Path
     refused = audit_tree(root, "PlainLM", "EAGLE3", "AssistantLM")
     assert refused.algorithm == "EAGLE3"
     assert any("AssistantLM draft requires EAGLE." in w for w in refused.warnings)
+
+
+def test_a_flag_set_as_a_constructor_keyword_is_decided_by_its_value(tmp_path: Path) -> None:
+    body = (
+        "self.aux = AuxConfig(is_special=self.spec_algorithm.is_eagle3())\n"
+        "configure(model=self.model, use_aux=self.spec_algorithm.is_eagle(), ids=[1],"
+        " is_special=self.aux.is_special)"
+    )
+    root = write_tree(
+        tmp_path,
+        {
+            HELPERS: CHAIN + "\n\nclass AuxConfig:\n    is_special: bool = False\n",
+            RUNNER: _runner(
+                body, "from sglang.srt.model_executor.helpers import AuxConfig, configure"
+            ),
+            MODELS: CHAIN_MODELS,
+        },
+    )
+    # EAGLE: the keyword is the predicate, false: the special branch cannot be taken.
+    (eagle,) = [f for f in audit_tree(root, "SpecialLM", "EAGLE").findings if f.severity == "error"]
+    assert eagle.attribute == "set_plain_layers"
+    # EAGLE3: it may be taken, but a flag is never proven true: a warning, not an error.
+    eagle3 = audit_tree(root, "SpecialLM", "EAGLE3").findings
+    assert [f.severity for f in eagle3 if f.id == "interface.missing"] == ["warning"]
