@@ -11,6 +11,41 @@ with the tree's own message from the raise.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from eaglebug.checks.conditions import Cond, Origin
+
+
+@dataclass(frozen=True)
+class Chain:
+    links: tuple[ast.If, ...]  # the `if` and each `elif`
+    raised: ast.Raise
+    origin: Origin  # the model reference every branch tests
+    alternatives: tuple[tuple[str, Cond], ...]  # each branch's name and its whole test
+
+
+def read_chain(
+    stmt: ast.If,
+    origin_of: Callable[[ast.expr], Origin | None],
+    cond_of: Callable[[ast.expr], Cond],
+) -> Chain | None:
+    """The chain starting at `stmt`, when each branch tests one model reference for a name."""
+    found = raise_chain(stmt)
+    if found is None:
+        return None
+    links, raised = found
+    alternatives: list[tuple[str, Cond]] = []
+    origins: set[Origin] = set()
+    for link in links:
+        tested = [(o, n) for s, n in hasattr_names(link.test) if (o := origin_of(s)) is not None]
+        if not tested:
+            return None  # a branch that does not test the model: not a requirement of it
+        origins.add(tested[0][0])
+        alternatives.append((tested[0][1], cond_of(link.test)))
+    if len(origins) != 1:
+        return None
+    return Chain(tuple(links), raised, origins.pop(), tuple(alternatives))
 
 
 def raise_chain(stmt: ast.If) -> tuple[list[ast.If], ast.Raise] | None:

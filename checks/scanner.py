@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from eaglebug.checks.chains import hasattr_names, raise_chain, raise_message
+from eaglebug.checks.chains import raise_message, read_chain
 from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.conditions import (
     And,
@@ -448,35 +448,13 @@ class FunctionScanner:
 
     def one_of(self, stmt: ast.If, stack: Stack) -> None:
         """Record an if/elif chain of hasattr tests on one reference that ends in a raise."""
-        chain = raise_chain(stmt)
-        if chain is None:
-            return
-        links, raised = chain
-        alternatives: list[tuple[str, Cond]] = []
-        origins: set[Origin] = set()
-        for link in links:
-            found: list[tuple[Origin, str]] = []
-            for subject, name in hasattr_names(link.test):
-                tested = self.origin(subject)
-                if tested is not None:
-                    found.append((tested, name))
-            if not found:
-                return  # a branch that does not test the model: not a requirement of it
-            origins.add(found[0][0])
-            alternatives.append((found[0][1], self.cond(link.test)))
-        if len(origins) != 1:
-            return
-        self.chained.update(id(link) for link in links[1:])
-        origin = origins.pop()
-        self.use(
-            origin,
-            " or ".join(name for name, _ in alternatives),
-            UseKind.ONE_OF,
-            raised,
-            stack,
-            one_of=tuple(alternatives),
-            message=raise_message(raised),
-        )
+        chain = read_chain(stmt, self.origin, self.cond)
+        if chain is not None:
+            self.chained.update(id(link) for link in chain.links[1:])
+            attribute = " or ".join(name for name, _ in chain.alternatives)
+            message = raise_message(chain.raised)
+            self.use(chain.origin, attribute, UseKind.ONE_OF, chain.raised, stack,
+                     one_of=chain.alternatives, message=message)  # fmt: skip
 
     def use(
         self,
