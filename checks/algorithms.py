@@ -161,9 +161,20 @@ def _dispatch(
             for alias in node.names:
                 local[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     found: set[str] = set()
+    # Names the function assigns itself (`platform_worker_cls = self.get_platform_worker_cls()`
+    # in 0.5.23): a value found at run time, not a worker class of the tree.
+    assigned = {
+        t.id
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
 
     def walk(stmts: list[ast.stmt]) -> bool:
         for stmt in stmts:
+            if isinstance(stmt, ast.Assert) and evaluator.value(stmt.test, member) is False:
+                return True  # `assert not self.is_none()`: this member gets no worker
             if isinstance(stmt, ast.If):
                 value = evaluator.value(stmt.test, member)
                 body_returns = walk(stmt.body) if value is not False else False
@@ -175,7 +186,7 @@ def _dispatch(
             elif isinstance(stmt, ast.Return):
                 if stmt.value is not None:
                     name = dotted(stmt.value)
-                    if name:
+                    if name and name not in assigned:
                         found.add(local.get(name, name))
                 return True
             elif isinstance(stmt, ast.Raise):

@@ -9,6 +9,7 @@ each class. A whole audit is kept as a tree answer, so asking again costs nothin
 from __future__ import annotations
 
 import difflib
+import weakref
 from dataclasses import dataclass
 
 from eaglebug.checks import steps
@@ -19,9 +20,12 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.external import ExternalPackage
 from eaglebug.checks.findings import Finding, sort_findings
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.promotion import promoted
 from eaglebug.checks.workers import WorkerScopes
 
 __all__ = ["AuditResult", "ClassReport", "audit", "find_class"]
+
+_SCOPES: weakref.WeakKeyDictionary[TreeIndex, WorkerScopes] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -32,6 +36,7 @@ class AuditResult:
     reports: list[ClassReport]
     warnings: list[str]
     external: ExternalPackage | None = None  # an out-of-tree model package in the index
+    promoted_from: str | None = None  # the launch's spelling, when the tree rewrites it
 
     @property
     def findings(self) -> list[Finding]:
@@ -79,10 +84,27 @@ def audit(
     algorithm: str = "EAGLE3",
     draft_class: str | None = None,
 ) -> AuditResult:
-    """Audit the target class (role target) and, if given, the draft class (role draft).
+    """Audit the target class (role target) and, if given, the draft class (role draft),
+    under the algorithm the server will run: the tree may rewrite the launch's spelling for
+    the draft's architecture (`promotion.py`).
 
     The reports are a tree answer: asked again of an unchanged tree, they are read back."""
     algo = algorithm_facts(index)
+    notes: list[str] = []
+    rewrite = promoted(index, algorithm, draft_class)
+    promoted_from = None
+    if rewrite is not None and rewrite.to is not None and rewrite.to.upper() in algo.members:
+        draft = (draft_class or "").rsplit(".", 1)[-1]
+        notes.append(
+            f"--speculative-algorithm {algorithm.upper()} with a {draft} draft: SGLang promotes "
+            f"it to {rewrite.to} ({rewrite.read_from}); audited as {rewrite.to}"
+        )
+        promoted_from, algorithm = algorithm.upper(), rewrite.to
+    elif rewrite is not None and rewrite.to is None:
+        notes.append(
+            f"--speculative-algorithm {algorithm.upper()} is refused for this draft "
+            f"({rewrite.read_from}): {rewrite.message}"
+        )
     canonical = algo.canonical(algorithm)
     reports = index.answer(
         f"audit:{class_name}:{canonical}:{draft_class}{index.classes.choice_key}",
@@ -94,8 +116,9 @@ def audit(
         package_dir=str(index.tree.package_dir),
         algorithm=canonical,
         reports=reports,
-        warnings=list(dict.fromkeys(index.warnings)),
+        warnings=list(dict.fromkeys([*notes, *index.warnings])),
         external=index.external,
+        promoted_from=promoted_from,
     )
 
 
@@ -107,7 +130,9 @@ def _reports(
     algo: AlgorithmFacts,
 ) -> list[ClassReport]:
     uses = index.consumers()
-    scopes = WorkerScopes(index, algo)
+    scopes = _SCOPES.get(index)
+    if scopes is None:  # one per index: what it learns of the workers holds for every audit
+        scopes = _SCOPES[index] = WorkerScopes(index, algo)
     reports = []
     for name, role in ((class_name, "target"), (draft_class, "draft")):
         if name:

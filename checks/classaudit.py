@@ -10,20 +10,22 @@ guarded delegations that silently do nothing, and signatures the calls cannot bi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.algorithms import AlgorithmFacts
 from eaglebug.checks.classindex import ClassRef, Provider
-from eaglebug.checks.conditions import Cond, flag_names
+from eaglebug.checks.conditions import Cond, Not, flag_names
 from eaglebug.checks.delegates import Delegate, find_delegate, picked_by, summary
 from eaglebug.checks.delegation import DelegationPlanner
 from eaglebug.checks.evidence import InterfaceEvidence, Site
 from eaglebug.checks.findings import CallSite, Finding, Severity
 from eaglebug.checks.fixes import PatchFix
-from eaglebug.checks.guards import GuardContext, possible
+from eaglebug.checks.guards import GuardContext, evaluate, possible
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.protocols import protocol_members
 from eaglebug.checks.reach import ResolvedUse, origin_role
 from eaglebug.checks.workers import WorkerScopes
 
@@ -110,14 +112,21 @@ class ClassAudit:
             provides=lambda a: self.provider(a) is not None,
             origin_role=lambda o: origin_role(o, use_role),
             class_name=self.ref.facts.name,
+            protocol_members=lambda cls: protocol_members(self.index, cls),
         )
 
     def speculative(self, u: ResolvedUse) -> bool:
         """Does this use run only because speculative decoding is on?
 
         True for draft-side uses, code in the speculative package or in worker modules, and
-        uses whose guards cannot hold in a launch without speculative decoding.
+        uses whose guards cannot hold in a launch without speculative decoding. Never for an
+        algorithm the tree's `create_worker` gives no worker (`NONE`): such a launch runs no
+        speculative decoding, so nothing it needs is a speculative requirement.
         """
+        if self.algo.workers and not any(
+            self.algorithm in served for served in self.algo.workers.values()
+        ):
+            return False
         if u.role == "draft" or u.file.startswith(_SPECULATIVE):
             return True
         if any(v.startswith(_SPECULATIVE) for v in u.via):
@@ -130,7 +139,9 @@ class ClassAudit:
 
     def load_flags(self, uses: list[ResolvedUse]) -> None:
         """Fetch the assignments of every flag these uses' guards name, and of flags in those."""
-        pending = {n for u in uses for n in flag_names(u.conds)} - {_ROLE_FLAG}
+        pending = {
+            n for u in uses for n in flag_names((*u.conds, *(c for _, c in u.use.one_of)))
+        } - {_ROLE_FLAG}
         for _ in range(3):
             pending -= set(self.flag_table)
             if not pending:
@@ -159,14 +170,21 @@ class ClassAudit:
 
     def run(self, uses: list[ResolvedUse]) -> ClassReport:
         candidates: dict[str, list[ResolvedUse]] = {}
+        chains: dict[str, list[ResolvedUse]] = {}
         for u in uses:
             if (
                 u.role in {self.role, "any"}
                 and u.use.required
                 and _in_scope(u, self.scopes, self.algorithm)
             ):
-                candidates.setdefault(u.use.attribute, []).append(u)
-        self.load_flags([u for a, us in candidates.items() if self.needs_guards(a, us) for u in us])
+                by_name = chains if u.use.one_of else candidates
+                by_name.setdefault(u.use.attribute, []).append(u)
+        self.load_flags(
+            [u for a, us in candidates.items() if self.needs_guards(a, us) for u in us]
+            + [u for us in chains.values() for u in us]
+        )
+        for chain in chains.values():
+            self.one_of(chain)
         missing_required: list[str] = []
         for attribute in sorted(candidates):
             required = [u for u in candidates[attribute] if possible(u.conds, self.context(u.role))]
@@ -273,6 +291,77 @@ class ClassAudit:
             fix=fix,
             evidence=evidence,
         )
+
+    def one_of(self, uses: list[ResolvedUse]) -> None:
+        """An if/elif chain of hasattr tests ending in a raise (`chains.py`): an error when
+        every branch's test is false for this class and algorithm, naming the names that would
+        take a branch here (a branch whose other tests cannot hold does not count); a warning
+        when a name the class has is tried under a test the audit cannot decide."""
+        raising = [
+            u
+            for u in uses
+            if possible((*u.conds, *(Not(c) for _, c in u.use.one_of)), self.context(u.role))
+        ]
+        if not raising:
+            return
+        first = raising[0]
+        ctx = self.context(first.role)
+        names = [n for n, _ in first.use.one_of]
+        accepted = []
+        undecided = []
+        for name, test in first.use.one_of:
+            assumed = dataclasses.replace(ctx, provides=functools.partial(self.provided, name))
+            if evaluate(test, assumed) is not False:
+                accepted.append(name)
+            if evaluate(test, ctx) is None:
+                undecided.append(name)
+        accepted = accepted or names
+        speculative = [u for u in raising if self.speculative(u)]
+        cls = self.ref.facts.name
+        found = [(n, d) for n in accepted if (d := self.find_delegate(n)) is not None]
+        others = [n for n in names if n not in accepted]
+        lacking = [n for n in accepted if not self.provided("", n)]
+        if undecided:
+            message = (
+                f"{cls} has {', '.join(undecided)}, but SGLang tries it only under a test "
+                f"eaglebug cannot decide for {self.algorithm}; where it fails, the {self.role} "
+                f"model needs {' or '.join(lacking) or 'another branch'}"
+            )
+        elif len(accepted) > 1:
+            message = f"{cls} has none of {', '.join(accepted)}, one of which"
+        else:
+            message = f"{cls} has no {accepted[0]}, which"
+        if not undecided:
+            message += f" the {self.role} model needs for {self.algorithm}"
+        if others:
+            message += f" (the branch for {', '.join(others)} cannot be taken for {self.algorithm})"
+        if first.use.message:
+            message += f'; SGLang raises "{first.use.message}"'
+        evidence = self._evidence(
+            speculative or raising,
+            one_of=tuple(accepted),
+            read_from=f"{first.file}:{first.use.line}",
+            sglang_message=first.use.message,
+            delegate_classes=found[0][1].classes if found else (),
+            delegate_provider=found[0][1].provider.owner if found else None,
+        )
+        severity: Severity = "info"
+        if speculative:
+            severity = "warning" if undecided else "error"
+        self._report(
+            " or ".join(accepted),
+            speculative or raising,
+            id="interface.missing",
+            severity=severity,
+            message=message,
+            delegate=found[0][1].attribute if found else None,
+            fix=self._delegation(*found[0]) if found else None,  # the first the inner has
+            evidence=evidence,
+        )
+
+    def provided(self, assumed: str, attribute: str) -> bool:
+        """Does the class provide `attribute`, were it to provide `assumed` too?"""
+        return attribute == assumed or self.provider(attribute) is not None
 
     def general_missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
         """Missing, but only needed by runtime features other than speculative decoding."""

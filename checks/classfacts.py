@@ -273,25 +273,32 @@ def _class_facts(node: ast.ClassDef, registry: bool) -> ClassFacts:
     return facts
 
 
+def module_imports(tree: ast.Module, module: str, is_package: bool) -> dict[str, str]:
+    """Local name -> dotted target of the module's own imports (without its class facts)."""
+    imports: dict[str, str] = {}
+    for node in _import_statements(tree.body):
+        if isinstance(node, ast.ImportFrom):
+            base = resolve_relative(module, is_package, node.level, node.module)
+            for alias in node.names:
+                if alias.name != "*":
+                    imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports.setdefault(alias.asname, alias.name)
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    imports.setdefault(head, head)
+    return imports
+
+
 def module_facts(
     tree: ast.Module, module: str, is_package: bool, text: str | None = None
 ) -> ModuleFacts:
     """The facts of one module; `text`, its source, spares looking for registry calls in
     the (nearly all) modules that never name the registry."""
     facts = ModuleFacts(module=module, is_package=is_package)
-    for node in _import_statements(tree.body):
-        if isinstance(node, ast.ImportFrom):
-            base = resolve_relative(module, is_package, node.level, node.module)
-            for alias in node.names:
-                if alias.name != "*":
-                    facts.imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    facts.imports.setdefault(alias.asname, alias.name)
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    facts.imports.setdefault(head, head)
+    facts.imports = module_imports(tree, module, is_package)
     registry = text is None or _REGISTRY_CALL[1] in text
     for stmt in tree.body:
         _top_level(stmt, facts, registry)

@@ -47,9 +47,27 @@ class Pred:
 
 @dataclass(frozen=True)
 class Flag:
-    """`server_args.enable_x` / `enable_x`: decided by where the runtime sets it truthy."""
+    """`server_args.enable_x` / `enable_x`: decided by where the runtime sets it truthy.
+
+    `bare` marks a plain name (`if enable_x:`): when it is a parameter of the function, what
+    the caller passes decides it (`reach.py` puts the argument's condition in its place)."""
 
     name: str
+    bare: bool = False
+
+
+@dataclass(frozen=True)
+class NoneTest:
+    """`x is None` on a plain name: decided only where a caller's argument for it is known."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A test whose value is known: a constant argument, or a model reference (never None)."""
+
+    value: bool
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,15 @@ class HasAttr:
 
     origin: Origin
     attribute: str
+
+
+@dataclass(frozen=True)
+class IsInstance:
+    """`isinstance(model, P)`: a presence test of P's members when P is a runtime-checkable
+    Protocol of the tree (`protocols.py`); any other class leaves it undecided."""
+
+    origin: Origin
+    cls: str  # the class as resolved in the testing module
 
 
 @dataclass(frozen=True)
@@ -90,7 +117,9 @@ class Opaque:
     text: str
 
 
-Cond: TypeAlias = Pred | Flag | HasAttr | ClassIs | Not | And | Or | Opaque
+Cond: TypeAlias = (
+    Pred | Flag | NoneTest | Const | HasAttr | IsInstance | ClassIs | Not | And | Or | Opaque
+)
 
 
 def negated(cond: Cond, negate: bool) -> Cond:
@@ -131,3 +160,28 @@ def tri_or(values: Iterable[Tri]) -> Tri:
     """True if any is True, else unknown if any is unknown, else False (Kleene)."""
     seen = list(values)
     return True if True in seen else (None if None in seen else False)
+
+
+# -- a callee's tests on its parameters, decided by a caller's arguments ----------------------
+
+# Parameter name -> (the argument's truth as a condition, whether it is None as a condition).
+ArgConds: TypeAlias = dict[str, tuple[Cond, Cond]]
+
+
+def substitute(cond: Cond, args: ArgConds) -> Cond:
+    """`cond` with the callee's tests on its plain parameters replaced by what the caller
+    passes (`if draft_model is not None` where every caller passes a draft model)."""
+    if not args:
+        return cond
+    match cond:
+        case Flag(name, True) if name in args:
+            return args[name][0]
+        case NoneTest(name) if name in args:
+            return args[name][1]
+        case Not(inner):
+            return Not(substitute(inner, args))
+        case And(parts):
+            return And(tuple(substitute(c, args) for c in parts))
+        case Or(parts):
+            return Or(tuple(substitute(c, args) for c in parts))
+    return cond

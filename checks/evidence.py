@@ -70,6 +70,9 @@ class InterfaceEvidence:
     chain: tuple[str, ...] = ()  # from the audited class up to the owner
     signature: str | None = None  # the owner's signature, for signature findings
     family_of: str | None = None  # the get_/set_ sibling that brought this one in
+    one_of: tuple[str, ...] = ()  # a one-of requirement: the names, any of which would do
+    read_from: str | None = None  # where the tree raises (file:line), for a one-of
+    sglang_message: str | None = None  # what that raise says
 
     def site(self, file: str, line: int) -> Site | None:
         return next((s for s in self.sites if s.file == file and s.line == line), None)
@@ -97,6 +100,12 @@ class InterfaceEvidence:
             out["signature"] = self.signature
         if self.family_of:
             out["family_of"] = self.family_of
+        if self.one_of:
+            out["one_of"] = list(self.one_of)
+        if self.read_from:
+            out["read_from"] = self.read_from
+        if self.sglang_message:
+            out["sglang_message"] = self.sglang_message
         return out
 
 

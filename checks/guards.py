@@ -13,8 +13,10 @@ from eaglebug.checks.conditions import (
     And,
     ClassIs,
     Cond,
+    Const,
     Flag,
     HasAttr,
+    IsInstance,
     Not,
     Or,
     Origin,
@@ -29,6 +31,10 @@ _DRAFT_FLAG = "is_draft_worker"
 _MAX_FLAG_DEPTH = 3
 
 
+def _no_protocols(_cls: str) -> frozenset[str] | None:
+    return None
+
+
 @dataclass(frozen=True)
 class GuardContext:
     algorithm: str
@@ -38,6 +44,8 @@ class GuardContext:
     provides: Callable[[str], bool]  # does the audited class provide this attribute?
     origin_role: Callable[[Origin], str]
     class_name: str | None = None
+    # The members a runtime-checkable Protocol checks (`protocols.py`); None: not one.
+    protocol_members: Callable[[str], frozenset[str] | None] = _no_protocols
 
 
 def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> Tri:
@@ -56,6 +64,13 @@ def evaluate(cond: Cond, ctx: GuardContext, depth: int = 0) -> Tri:
         case HasAttr(origin, attribute):
             if ctx.origin_role(origin) in {ctx.role, "any"}:
                 return ctx.provides(attribute)
+            return None
+        case Const(value):
+            return value
+        case IsInstance(origin, cls):
+            members = ctx.protocol_members(cls)
+            if members is not None and ctx.origin_role(origin) in {ctx.role, "any"}:
+                return tri_and([ctx.provides(m) for m in sorted(members)])
             return None
         case ClassIs(origin, name):
             if ctx.origin_role(origin) in {ctx.role, "any"} and ctx.class_name is not None:

@@ -9,9 +9,10 @@ the call sites on the way.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from eaglebug.checks.conditions import Cond, Origin, Seed
+from eaglebug.checks.conditions import ArgConds, Cond, Const, Origin, Seed, substitute
 from eaglebug.checks.consumers import MAX_CALL_DEPTH, Entry, bound_parameter, scan_parameter
 from eaglebug.checks.sourcefiles import SourceFiles
 from eaglebug.checks.uses import CallEdge, ConsumerFacts, Use
@@ -49,6 +50,7 @@ class _Pending:
     guards: tuple[str, ...]
     via: tuple[str, ...]
     origin_scope: str
+    outer: ArgConds = dataclasses.field(default_factory=dict)  # the caller's own arguments
 
 
 def origin_role(origin: Origin, context_role: str) -> str:
@@ -79,14 +81,15 @@ def resolve_consumers(files: SourceFiles) -> list[ResolvedUse]:
                         )
                     )
     files.parse_all(*_calls_into(files, queue))  # parsed together, not one by one below
-    seen: set[tuple[str, str, str, tuple[Cond, ...]]] = set()
+    seen: set[tuple[str, str, str, tuple[Cond, ...], frozenset[object]]] = set()
     while queue:
         item = queue.pop()
         target = _callee(files, item.edge.callee, item.binding)
         if target is None:
             continue
         callee_rel, qualname, param = target
-        key = (callee_rel, f"{qualname}:{param}", item.role, item.conds)
+        args = _arguments(files, callee_rel, qualname, item)
+        key = (callee_rel, f"{qualname}:{param}", item.role, item.conds, frozenset(args.items()))
         if key in seen:
             continue
         seen.add(key)
@@ -94,6 +97,12 @@ def resolve_consumers(files: SourceFiles) -> list[ResolvedUse]:
         if summary is None:
             continue
         for use in summary.uses:
+            if args:
+                use = dataclasses.replace(
+                    use,
+                    conds=tuple(substitute(c, args) for c in use.conds),
+                    one_of=tuple((n, substitute(c, args)) for n, c in use.one_of),
+                )
             resolved.append(
                 ResolvedUse(
                     use, callee_rel, item.role, item.conds, item.guards, item.via, item.origin_scope
@@ -108,13 +117,36 @@ def resolve_consumers(files: SourceFiles) -> list[ResolvedUse]:
                         nxt,
                         binding,
                         item.role,
-                        item.conds + nxt.conds,
+                        item.conds + tuple(substitute(c, args) for c in nxt.conds),
                         item.guards + nxt.guards,
                         (*item.via, f"{callee_rel}:{nxt.line}"),
                         item.origin_scope,
+                        args,
                     )
                 )
     return resolved
+
+
+def _arguments(files: SourceFiles, rel: str, qualname: str, item: _Pending) -> ArgConds:
+    """What the call passes into the callee's other parameters, by name, decided as far as the
+    caller's own arguments go: a model reference is truthy and never None."""
+    facts = files.module_of(rel)[0]
+    module = files.module(facts)
+    if module is None:
+        return {}
+    params = files.entries[rel].param_names
+    passed: list[tuple[int | str, Cond, Cond]] = [
+        (b, Const(True), Const(False)) for b, _origin in item.edge.bindings if b != item.binding
+    ]
+    passed += [
+        (b, substitute(t, item.outer), substitute(n, item.outer)) for b, t, n in item.edge.args
+    ]
+    out: ArgConds = {}
+    for binding, truth, none in passed:
+        bound = bound_parameter(qualname, binding, module.classes, params)
+        if bound is not None and bound[0] == qualname:
+            out[bound[1]] = (truth, none)
+    return out
 
 
 def _calls_into(

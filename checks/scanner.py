@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import ast
 
+from eaglebug.checks.chains import raise_message, read_chain
 from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.conditions import (
     And,
     ClassIs,
     Cond,
+    Const,
     Flag,
     HasAttr,
+    IsInstance,
+    NoneTest,
     Not,
     Opaque,
     Or,
@@ -101,6 +105,7 @@ class FunctionScanner:
         self.only = only  # when set, record only what flows from this origin (param summaries)
         self.self_assigns: list[tuple[str, Origin]] = []
         self.in_handler = 0
+        self.chained: set[int] = set()  # `elif` links already recorded with their chain
 
     # -- references -----------------------------------------------------------------------
     def origin(self, node: ast.expr) -> Origin | None:
@@ -175,6 +180,10 @@ class FunctionScanner:
                 origin = self.origin(node.args[0])
                 if origin is not None:
                     return HasAttr(origin, str(node.args[1].value))
+            if name == "isinstance" and len(node.args) == 2 and not node.keywords:
+                test = self.isinstance_cond(node.args[0], node.args[1])
+                if test is not None:
+                    return test
             if (
                 name == "callable"
                 and len(node.args) == 1
@@ -212,11 +221,43 @@ class FunctionScanner:
                 if origin is not None:
                     test = ClassIs(origin, right.value)
                     return test if isinstance(node.ops[0], ast.Eq) else Not(test)
+            # `x is None` / `x is not None`: a model reference is never None; on a plain
+            # name (a parameter) the caller's argument decides it
+            if (
+                isinstance(right, ast.Constant)
+                and right.value is None
+                and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            ):
+                is_none: Cond | None = None
+                if self.origin(left) is not None:
+                    is_none = Const(False)
+                elif isinstance(left, ast.Name):
+                    is_none = NoneTest(left.id)
+                if is_none is not None:
+                    return is_none if isinstance(node.ops[0], ast.Is) else Not(is_none)
         if isinstance(node, ast.Attribute):
             return Flag(node.attr)
         if isinstance(node, ast.Name):
-            return Flag(node.id)
+            return Const(True) if self.origin(node) is not None else Flag(node.id, True)
         return Opaque(ast.unparse(node))
+
+    def isinstance_cond(self, subject: ast.expr, classes: ast.expr) -> Cond | None:
+        """`isinstance(ref, P)` (or a tuple of classes), the classes resolved in this module;
+        whether P is a runtime-checkable Protocol is decided at audit time."""
+        origin = self.origin(subject)
+        if origin is None:
+            return None
+        elts = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        tests: list[Cond] = []
+        for elt in elts:
+            name = dotted(elt)
+            if name is None:
+                return None
+            head, _, rest = name.partition(".")
+            target = self.imports.get(head)
+            resolved = (f"{target}.{rest}" if rest else target) if target else None
+            tests.append(IsInstance(origin, resolved or f"{self.module}.{name}"))
+        return tests[0] if len(tests) == 1 else Or(tuple(tests))
 
     # -- walking --------------------------------------------------------------------------
     def stmts(self, body: list[ast.stmt], stack: Stack) -> None:
@@ -233,6 +274,8 @@ class FunctionScanner:
                 and isinstance(stmt.test.op, ast.Not)
                 and _ends_in_raise(stmt.body)
             )
+            if isinstance(stmt, ast.If) and id(stmt) not in self.chained:
+                self.one_of(stmt, stack)
             self.expr(stmt.test, stack, hasattr_raises=raising)
             self.stmts(stmt.body, (*stack, (stmt.test, False)))
             self.stmts(stmt.orelse, (*stack, (stmt.test, True)))
@@ -349,27 +392,43 @@ class FunctionScanner:
         else:
             self.expr(func, stack)
         bindings: list[tuple[int | str, Origin]] = []
+        others: list[tuple[int | str, ast.expr]] = []
         for i, arg in enumerate(node.args):
             origin = self.origin(arg)
             if origin is not None:
                 bindings.append((i, origin))
             else:
                 self.expr(arg, stack)
+                others.append((i, arg))
         for kw in node.keywords:
             origin = self.origin(kw.value)
             if origin is not None and kw.arg:
                 bindings.append((kw.arg, origin))
             else:
                 self.expr(kw.value, stack)
+                if kw.arg:
+                    others.append((kw.arg, kw.value))
         if bindings:
             callee = self.callee(func)
             if callee is not None:
                 kept = tuple(b for b in bindings if self.only is None or b[1] == self.only)
                 if kept:
                     conds, guards = self.resolve_stack(stack)
+                    args: list[tuple[int | str, Cond, Cond]] = [
+                        (b[0], Const(True), Const(False)) for b in bindings if b not in kept
+                    ]
+                    args += [(b, *self.arg_conds(arg)) for b, arg in others]
                     self.out.calls.append(
-                        CallEdge(callee, kept, conds, guards, node.lineno, self.scope)
+                        CallEdge(callee, kept, conds, guards, node.lineno, self.scope, tuple(args))
                     )
+
+    def arg_conds(self, arg: ast.expr) -> tuple[Cond, Cond]:
+        """An argument as a test on the parameter it arrives in would read it."""
+        if isinstance(arg, ast.Constant):
+            return Const(bool(arg.value)), Const(arg.value is None)
+        if isinstance(arg, ast.Name):
+            return Flag(arg.id, True), NoneTest(arg.id)  # passed on: the caller's caller decides
+        return self.cond(arg), Opaque(f"{ast.unparse(arg)} is None")
 
     def callee(self, func: ast.expr) -> str | None:
         if isinstance(func, ast.Name):
@@ -387,16 +446,28 @@ class FunctionScanner:
                     return f"{resolved}.{func.attr}"
         return None
 
+    def one_of(self, stmt: ast.If, stack: Stack) -> None:
+        """Record an if/elif chain of hasattr tests on one reference that ends in a raise."""
+        chain = read_chain(stmt, self.origin, self.cond)
+        if chain is not None:
+            self.chained.update(id(link) for link in chain.links[1:])
+            attribute = " or ".join(name for name, _ in chain.alternatives)
+            message = raise_message(chain.raised)
+            self.use(chain.origin, attribute, UseKind.ONE_OF, chain.raised, stack,
+                     one_of=chain.alternatives, message=message)  # fmt: skip
+
     def use(
         self,
         origin: Origin,
         attribute: str,
         kind: UseKind,
-        node: ast.expr,
+        node: ast.expr | ast.stmt,
         stack: Stack,
         n_args: int = 0,
         keywords: tuple[str, ...] = (),
         star: bool = False,
+        one_of: tuple[tuple[str, Cond], ...] = (),
+        message: str | None = None,
     ) -> None:
         if self.only is not None and origin != self.only:
             return
@@ -417,5 +488,7 @@ class FunctionScanner:
                 keywords,
                 star,
                 in_handler=self.in_handler > 0,
+                one_of=one_of,
+                message=message,
             )
         )

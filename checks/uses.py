@@ -21,6 +21,7 @@ class UseKind(enum.Enum):
     GETATTR_DEFAULT = "getattr-default"  # getattr(model, "x", default): never raises
     HASATTR = "hasattr"  # hasattr(model, "x"): optional
     HASATTR_RAISE = "hasattr-raise"  # `if not hasattr(model, "x"): raise ...`: required
+    ONE_OF = "one-of"  # `if hasattr(a) ... elif hasattr(b) ... else: raise`: one is required
 
     @property
     def required(self) -> bool:
@@ -28,7 +29,9 @@ class UseKind(enum.Enum):
         return self in _REQUIRED
 
 
-_REQUIRED = frozenset({UseKind.CALL, UseKind.READ, UseKind.GETATTR, UseKind.HASATTR_RAISE})
+_REQUIRED = frozenset(
+    {UseKind.CALL, UseKind.READ, UseKind.GETATTR, UseKind.HASATTR_RAISE, UseKind.ONE_OF}
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ class Use:
     # Inside an `except` handler: it runs only after something else failed, so it is not
     # what a launch needs (never required; its JSON kind gets an `-in-handler` suffix).
     in_handler: bool = False
+    # ONE_OF: each name with the test of its branch (`chains.py`); the raise runs when every
+    # test is false, and says `message`.
+    one_of: tuple[tuple[str, Cond], ...] = ()
+    message: str | None = None
 
     @property
     def required(self) -> bool:
@@ -73,6 +80,10 @@ class CallEdge:
     guards: tuple[str, ...]
     line: int
     scope: str
+    # The other arguments, as the callee's tests on them would read: position or keyword ->
+    # (the argument's truth, whether it is None). `reach.py` decides the callee's tests on
+    # its parameters with them (`conditions.substitute`).
+    args: tuple[tuple[int | str, Cond, Cond], ...] = ()
 
 
 @dataclass
