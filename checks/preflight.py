@@ -13,6 +13,7 @@ from typing import Any
 
 from eaglebug.checks import configchecks
 from eaglebug.checks.algorithms import algorithm_facts
+from eaglebug.checks.attnchecks import GpuArch, check_attention
 from eaglebug.checks.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
@@ -134,6 +135,7 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
+    gpu_arch: GpuArch | None = None,
 ) -> PreflightResult:
     specs = server_flags(index)
     version = index.tree.version or "this tree"
@@ -224,6 +226,8 @@ def preflight(
                 findings.extend(configchecks.check_aux_layers(target.config, draft_config))
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
+        if algorithm is not None:
+            findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch))
     index.save()
     result.findings = sort_findings(findings)
     return result

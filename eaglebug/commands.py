@@ -21,6 +21,7 @@ from eaglebug.checks.tree import SglangTree, locate
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
+    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.findings import Finding
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.models import ModelSource
@@ -185,6 +186,18 @@ def _gpu(args: argparse.Namespace) -> tuple[int, str] | None:
     return smallest_gpu_memory()
 
 
+def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
+    """The GPUs' compute capability: --gpu-arch, else NVML's, else unknown."""
+    from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+
+    if getattr(args, "gpu_arch", None):
+        return parse_gpu_arch(args.gpu_arch)
+    from eaglebug.nvml import compute_capability
+
+    found = compute_capability()
+    return GpuArch(*found) if found else None
+
+
 def preflight_command(args: argparse.Namespace) -> int:
     words = _launch_words(args)
     if not words:
@@ -194,13 +207,14 @@ def preflight_command(args: argparse.Namespace) -> int:
         )
     tree = _tree(args, words)
     gpu = _gpu(args)
+    arch = _gpu_arch(args)
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.findings import has_errors
         from eaglebug.checks.preflight import GpuMemory, preflight
         from eaglebug.report import print_preflight
 
-        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None)
+        result = preflight(index, words, os.environ, GpuMemory(*gpu) if gpu else None, arch)
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if not args.json:
             _warn(result.warnings)
@@ -210,7 +224,8 @@ def preflight_command(args: argparse.Namespace) -> int:
         return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
-    return _answer(args, tree, "preflight", [words, sorted(os.environ.items()), gpu], compute)
+    selection = [words, sorted(os.environ.items()), gpu, arch.capability if arch else None]
+    return _answer(args, tree, "preflight", selection, compute)
 
 
 def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:

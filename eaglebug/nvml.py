@@ -26,3 +26,16 @@ def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str] | None:
         return None
     total_bytes, name = min(sizes, key=lambda size: size[0])
     return total_bytes, f"NVML ({len(box.gpus)} x {name})"
+
+
+def compute_capability(nvml_module: Any = None) -> tuple[tuple[int, int], str] | None:
+    """((major, minor), "NVML (N x name)") of the oldest GPU here, or None without NVML."""
+    source = NvmlSource(nvml_module, with_processes=False)
+    try:
+        found = source.capabilities()
+    finally:
+        source.close()
+    if not found:
+        return None
+    capability, name = min(found)
+    return capability, f"NVML ({len(found)} x {name})"

@@ -1,0 +1,324 @@
+"""`config.attention_backend`: what the audited tree's attention rules say of one launch.
+
+`attnrules.resolve` runs the tree's argument resolution and backend factories; this turns what
+they refused into findings. A refusal during argument resolution costs seconds at launch, so it
+is a warning; a backend factory that fails runs after the model is loaded, so it is an error.
+Each fix is the launch change that the same tree accepts: the candidates (backends the tree's
+own message names, top-k 1, page size 1, each registered backend) are run through the tree again
+and the first that clears the refusal is offered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eaglebug.checks import attnrules
+from eaglebug.checks.errors import InputError
+from eaglebug.checks.evidence import ConfigEvidence
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import AdviceFix, Choice, FlagFix
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.launch import LaunchSpec
+from eaglebug.checks.treeinterp import Interpreter
+from eaglebug.checks.treevalues import UNKNOWN, OneOf, Raised, Sentinel, World
+
+# The launch's fields whose refusals are this check's (the rest are other checks' business).
+ATTENTION_FIELDS = frozenset(
+    {
+        "attention_backend",
+        "prefill_attention_backend",
+        "decode_attention_backend",
+        "speculative_draft_attention_backend",
+        "speculative_attention_mode",
+        "page_size",
+        "speculative_eagle_topk",
+    }
+)
+_FLAG_OF = {
+    "attention_backend": "--attention-backend",
+    "speculative_eagle_topk": "--speculative-eagle-topk",
+    "page_size": "--page-size",
+    "speculative_draft_attention_backend": "--speculative-draft-attention-backend",
+}
+# Each candidate is a run of the tree's resolution (~0.1-0.5 s): how many backends to try.
+_MAX_BACKEND_TRIES = 4
+_ARCH = re.compile(r"^sm_?(\d{2,3})([a-z]?)$")
+
+
+@dataclass(frozen=True)
+class GpuArch:
+    capability: tuple[int, int]
+    source: str  # "--gpu-arch sm90", "NVML (NVIDIA H200)"
+
+    @property
+    def name(self) -> str:
+        return f"sm{self.capability[0]}{self.capability[1]}"
+
+
+def parse_gpu_arch(text: str) -> GpuArch:
+    """`sm90`, `sm100`, `sm_120`, `9.0`: the compute capability a GPU reports."""
+    word = text.strip().lower()
+    match = _ARCH.match(word)
+    if match:
+        digits = match.group(1)
+        return GpuArch((int(digits[:-1]), int(digits[-1])), f"--gpu-arch {text}")
+    major, dot, minor = word.partition(".")
+    if dot and major.isdigit() and minor.isdigit() and 0 < int(major) < 100:
+        return GpuArch((int(major), int(minor)), f"--gpu-arch {text}")
+    raise InputError(
+        f"--gpu-arch {text!r}: not a GPU architecture",
+        "give the compute capability as sm80, sm90, sm100, sm120 (or 9.0)",
+    )
+
+
+def _is_mla(config: Mapping[str, Any] | None) -> bool | None:
+    """Multi-head latent attention: the config carries a latent KV rank."""
+    if config is None:
+        return None
+    for key in ("text_config", "language_config", "llm_config"):
+        inner = config.get(key)
+        if isinstance(inner, dict):
+            config = inner
+            break
+    return "kv_lora_rank" in config and config.get("kv_lora_rank") is not None
+
+
+def _archs(config: Mapping[str, Any] | None) -> tuple[str, ...]:
+    archs = config.get("architectures") if config else None
+    return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+
+
+def check_attention(
+    index: TreeIndex,
+    launch: LaunchSpec,
+    target_config: Mapping[str, Any] | None,
+    draft_config: Mapping[str, Any] | None,
+    gpu: GpuArch | None,
+) -> list[Finding]:
+    if target_config is None:
+        return []
+    if gpu is None:
+        return [
+            Finding(
+                id="config.attention_backend",
+                severity="info",
+                message="attention-backend check skipped: the GPU's architecture is unknown "
+                "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
+            )
+        ]
+    values = attnrules.launch_values(index, launch)
+    models = attnrules.Models(
+        _archs(target_config),
+        _archs(draft_config),
+        _is_mla(target_config),
+        _is_mla(draft_config),
+        target_config,
+        draft_config,
+    )
+    run = attnrules.resolve(index, values, gpu.capability, models)
+    if run is None:
+        return []
+    version = index.tree.version or "this tree"
+    findings: list[Finding] = []
+    common = _common(run, gpu)
+    seen: set[tuple[str, int]] = set()
+    for raised in run.raised:
+        if (
+            not raised.definite
+            or not raised.reads & ATTENTION_FIELDS
+            or (raised.rel, raised.line) in seen
+        ):
+            continue
+        seen.add((raised.rel, raised.line))
+        fix = _fix_before_load(index, values, gpu, models, raised)
+        findings.append(
+            Finding(
+                id="config.attention_backend",
+                severity="warning",
+                message=f"SGLang {version} refuses this launch while checking its arguments "
+                f"(before loading): {raised.message or raised.condition}",
+                attribute="+".join(sorted(raised.reads & ATTENTION_FIELDS)),
+                fix=fix,
+                evidence=_evidence(raised, common),
+            )
+        )
+    target_failing = {(b, r.rel, r.line) for role, b, r in run.after_load if role == "target"}
+    for role, backend, raised in run.after_load:
+        inherited = launch.get("speculative_draft_attention_backend") is None
+        if role == "draft" and inherited and (backend, raised.rel, raised.line) in target_failing:
+            continue  # the draft inherits the target's backend: the target's fix is the draft's
+        flag = (
+            "--attention-backend" if role == "target" else "--speculative-draft-attention-backend"
+        )
+        found = _fix_after_load(index, run, gpu, models, role, backend)
+        evidence = _evidence(
+            raised, {**common, "backend": backend, "draft_backend_from": run.draft_backend_from}
+        )
+        findings.append(
+            Finding(
+                id="config.attention_backend",
+                severity="error",
+                message=f"the {role}'s attention backend {backend} fails after the {role} is "
+                f"loaded ({raised.rel.rsplit('/', 1)[-1]}:{raised.line}): {raised.message or raised.condition}",
+                role=role,
+                attribute="speculative_draft_attention_backend"
+                if role == "draft"
+                else "attention_backend",
+                fix=found or AdviceFix(f"pick {flag} from the backends this SGLang registers"),
+                evidence=evidence,
+            )
+        )
+    if not findings and launch.get("attention_backend") is None:
+        findings.extend(_auto_pick(run, gpu, common))
+    return findings
+
+
+def _auto_pick(run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]) -> list[Finding]:
+    """What `auto` chose, where, when nothing was refused: the figure to check a log against."""
+    backend = run.values.get("attention_backend")
+    where = run.writes.get("attention_backend")
+    if backend is UNKNOWN or where is None:
+        return []
+    picked = (
+        " or ".join(sorted(str(v) for v in backend.values)) + " (the tree's choice depends on "
+        "model facts read at load time)"
+        if isinstance(backend, OneOf)
+        else str(backend)
+    )
+    draft = common.get("draft_backend")
+    return [
+        Finding(
+            id="config.attention_backend",
+            severity="info",
+            message=f"auto picks the {picked} attention backend on {gpu.name} for this model "
+            f"(page size {common['page_size']}, speculative top-k "
+            f"{common['speculative_eagle_topk']}); the draft runs {draft}; "
+            "SGLang's attention rules accept the launch",
+            attribute="attention_backend",
+            evidence=ConfigEvidence.of(common, read_from=f"{where.rel}:{where.line}"),
+        )
+    ]
+
+
+def _shown(value: Any) -> Any:
+    if value is UNKNOWN:
+        return None
+    if isinstance(value, OneOf):
+        return sorted(str(v) for v in value.values)
+    return value
+
+
+def _common(run: attnrules.Resolution, gpu: GpuArch) -> dict[str, Any]:
+    out: dict[str, Any] = {k: _shown(run.values.get(k)) for k in sorted(ATTENTION_FIELDS)}
+    out["gpu_arch"] = gpu.name
+    out["gpu_arch_from"] = gpu.source
+    out["draft_backend"] = _shown(run.draft_backend)
+    return out
+
+
+def _evidence(raised: Raised, values: dict[str, Any]) -> ConfigEvidence:
+    return ConfigEvidence.of(
+        {**values, "condition": raised.condition, "raises": raised.kind},
+        read_from=f"{raised.rel}:{raised.line}",
+        sglang=raised.message,
+    )
+
+
+def _still(run: attnrules.Resolution | None, raised: Raised) -> bool:
+    """Does the changed launch still fail (there, or anywhere else in these rules)?"""
+    if run is None:
+        return True
+    before = any(
+        r.definite and r.reads & ATTENTION_FIELDS
+        for r in run.raised
+        if (r.rel, r.line) != (raised.rel, raised.line)
+    )
+    again = any(r.definite and (r.rel, r.line) == (raised.rel, raised.line) for r in run.raised)
+    return again or before or bool(run.after_load)
+
+
+def _fix_before_load(
+    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: attnrules.Models, raised: Raised
+) -> Choice | FlagFix | AdviceFix:
+    registered = [b for b in attnrules.nvidia_backends(index) if b in attnrules.registry(index)]
+    named = [
+        b
+        for b in registered
+        if raised.message and re.search(rf"['\"]{re.escape(b)}['\"]", raised.message)
+    ]
+    candidates: list[tuple[str, Any]] = [("attention_backend", b) for b in named]
+    if "speculative_eagle_topk" in raised.reads:
+        candidates.append(("speculative_eagle_topk", 1))
+    if "page_size" in raised.reads:
+        candidates.append(("page_size", 1))
+    if not named and "attention_backend" in raised.reads:  # a gate that names no way out
+        auto = attnrules.auto_backend(index, values, gpu.capability, models, "target")
+        tried = {values.get("attention_backend")}
+        ordered = dict.fromkeys([*([auto] if auto else []), *registered])
+        candidates += [("attention_backend", b) for b in ordered if b not in tried][
+            :_MAX_BACKEND_TRIES
+        ]
+    options: list[FlagFix] = []
+    for field, value in candidates:
+        if field not in _FLAG_OF or values.get(field) == value:
+            continue
+        changed = dict(values)
+        changed[field] = value
+        if field == "speculative_eagle_topk" and changed.get("speculative_num_steps") is None:
+            continue  # SGLang picks steps, top-k and draft tokens together; advice below
+        if not _still(attnrules.resolve(index, changed, gpu.capability, models), raised):
+            options.append(
+                FlagFix(
+                    _FLAG_OF[field],
+                    str(value),
+                    f"the same SGLang accepts {_FLAG_OF[field]} {value} here",
+                )
+            )
+        if len(options) == 3:
+            break
+    if not options:
+        return AdviceFix(f"change what the rule tests: {raised.condition}")
+    return options[0] if len(options) == 1 else Choice(tuple(options))
+
+
+def _fix_after_load(
+    index: TreeIndex,
+    run: attnrules.Resolution,
+    gpu: GpuArch,
+    models: attnrules.Models,
+    role: str,
+    failing: str,
+) -> FlagFix | None:
+    """The first backend the tree registers whose factory accepts this role's model on this GPU."""
+    entry = attnrules._entry(index)
+    if entry is None:
+        return None
+    mla = models.draft_mla if role == "draft" else models.target_mla
+    world = World(
+        values=dict(run.values),
+        probes=attnrules.capability_probes(index, gpu.capability),
+        capability=gpu.capability,
+        platform_names=attnrules.platform_names(index),
+        architectures=models.draft_architectures if role == "draft" else models.architectures,
+        mla=mla,
+    )
+    flag = "--speculative-draft-attention-backend" if role == "draft" else "--attention-backend"
+    factories = attnrules.registry(index)
+    auto = attnrules.auto_backend(index, dict(run.values), gpu.capability, models, role)
+    for name in dict.fromkeys([*([auto] if auto else []), *attnrules.nvidia_backends(index)]):
+        ref = factories.get(name)
+        if name == failing or ref is None:
+            continue
+        interp = Interpreter(index, replace(world), entry[1])
+        interp.call(ref, [Sentinel("runner")], {})
+        if not interp.raised and ref.node.body:
+            why = (
+                f"what auto picks for the {role}'s model on {gpu.name}"
+                if name == auto
+                else f"its factory in {ref.rel.rsplit('/', 1)[-1]} accepts the {role} on {gpu.name}"
+            )
+            return FlagFix(flag, name, why)
+    return None
