@@ -121,7 +121,7 @@ def check_attention(
     run = attnrules.resolve(index, values, gpu.capability, models)
     if run is None:
         return []
-    version = index.tree.version or "this tree"
+    version = f"SGLang {index.tree.version}" if index.tree.version else "this SGLang tree"
     findings: list[Finding] = []
     common = _common(run, gpu)
     seen: set[tuple[str, int]] = set()
@@ -138,7 +138,7 @@ def check_attention(
             Finding(
                 id="config.attention_backend",
                 severity="warning",
-                message=f"SGLang {version} refuses this launch while checking its arguments "
+                message=f"{version} refuses this launch while checking its arguments "
                 f"(before loading): {raised.message or raised.condition}",
                 attribute="+".join(sorted(raised.reads & ATTENTION_FIELDS)),
                 fix=fix,
@@ -153,7 +153,7 @@ def check_attention(
         flag = (
             "--attention-backend" if role == "target" else "--speculative-draft-attention-backend"
         )
-        found = _fix_after_load(index, run, gpu, models, role, backend)
+        found = _fix_after_load(index, run, gpu, models, role, backend, raised.message)
         evidence = _evidence(
             raised, {**common, "backend": backend, "draft_backend_from": run.draft_backend_from}
         )
@@ -240,15 +240,19 @@ def _still(run: attnrules.Resolution | None, raised: Raised) -> bool:
     return again or before or bool(run.after_load)
 
 
+def _named(message: str | None, backends: list[str]) -> list[str]:
+    """The backends SGLang's message names, in the order it names them."""
+    if not message:
+        return []
+    places = {b: re.search(rf"(?<![\w-]){re.escape(b)}(?![\w-])", message) for b in backends}
+    return sorted((b for b, m in places.items() if m), key=lambda b: places[b].start())  # type: ignore[union-attr]
+
+
 def _fix_before_load(
     index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: attnrules.Models, raised: Raised
 ) -> Choice | FlagFix | AdviceFix:
     registered = [b for b in attnrules.nvidia_backends(index) if b in attnrules.registry(index)]
-    named = [
-        b
-        for b in registered
-        if raised.message and re.search(rf"['\"]{re.escape(b)}['\"]", raised.message)
-    ]
+    named = _named(raised.message, registered)
     candidates: list[tuple[str, Any]] = [("attention_backend", b) for b in named]
     if "speculative_eagle_topk" in raised.reads:
         candidates.append(("speculative_eagle_topk", 1))
@@ -291,8 +295,10 @@ def _fix_after_load(
     models: attnrules.Models,
     role: str,
     failing: str,
+    message: str | None,
 ) -> FlagFix | None:
-    """The first backend the tree registers whose factory accepts this role's model on this GPU."""
+    """The first backend whose factory accepts this role's model on this GPU: those SGLang's
+    message names first, then what `auto` picks for the role's model, then the tree's list."""
     entry = attnrules._entry(index)
     if entry is None:
         return None
@@ -308,7 +314,9 @@ def _fix_after_load(
     flag = "--speculative-draft-attention-backend" if role == "draft" else "--attention-backend"
     factories = attnrules.registry(index)
     auto = attnrules.auto_backend(index, dict(run.values), gpu.capability, models, role)
-    for name in dict.fromkeys([*([auto] if auto else []), *attnrules.nvidia_backends(index)]):
+    listed = attnrules.nvidia_backends(index)
+    named = _named(message, list(listed))
+    for name in dict.fromkeys([*named, *([auto] if auto else []), *listed]):
         ref = factories.get(name)
         if name == failing or ref is None:
             continue
@@ -316,7 +324,9 @@ def _fix_after_load(
         interp.call(ref, [Sentinel("runner")], {})
         if not interp.raised and ref.node.body:
             why = (
-                f"what auto picks for the {role}'s model on {gpu.name}"
+                "what SGLang's own message suggests"
+                if name in named
+                else f"what auto picks for the {role}'s model on {gpu.name}"
                 if name == auto
                 else f"its factory in {ref.rel.rsplit('/', 1)[-1]} accepts the {role} on {gpu.name}"
             )

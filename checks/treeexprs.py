@@ -26,6 +26,7 @@ from eaglebug.checks.treevalues import (
     TRUTHY,
     UNKNOWN,
     FuncRef,
+    Maybe,
     OneOf,
     Sentinel,
     _binop,
@@ -275,6 +276,8 @@ class Expressions:
             if isinstance(result, dict):
                 for key, value in result.items():
                     if isinstance(key, str):
+                        if isinstance(value, Maybe):  # some paths leave the field as it was
+                            value = _merge_value(self.state.fields.get(key, UNKNOWN), value.value)
                         self.write(key, value, args[1].rel, args[1].node.lineno)
             elif isinstance(result, OneOf) or result is UNKNOWN:
                 for key in _dict_keys(args[1].node):
@@ -294,6 +297,13 @@ class Expressions:
             if isinstance(base, Sentinel) and base.kind.startswith("algo:"):
                 return self.algo_method(base, func.attr, args, kwargs)
         target = self.expr(func)
+        if (
+            target == Sentinel("builtin:isinstance")
+            and len(node.args) == 2
+            and args[0] in (Sentinel("hf_config"), Sentinel("hf_config:draft"))
+            and dotted(node.args[1]) == "dict"
+        ):
+            return False  # a transformers PretrainedConfig, not a dict
         if (
             target == Sentinel("builtin:isinstance")
             and args

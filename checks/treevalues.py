@@ -102,9 +102,22 @@ class _State:
         return _State(dict(self.fields), dict(self.writes))
 
 
+@dataclass(frozen=True)
+class Maybe:
+    """A key that only some branches of a merged dict returned: the field may keep its value."""
+
+    value: Any
+
+
 def _merge_value(a: Any, b: Any) -> Any:
     if a is UNKNOWN or b is UNKNOWN:
         return UNKNOWN
+    if isinstance(a, dict) and isinstance(b, dict):  # post-process results: merge key by key
+        keys = list(dict.fromkeys([*a, *b]))
+        return {
+            k: _merge_value(a[k], b[k]) if k in a and k in b else Maybe(a.get(k, b.get(k)))
+            for k in keys
+        }
     if a == b and type(a) is type(b):
         return a
     try:
