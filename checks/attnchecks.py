@@ -98,8 +98,8 @@ def check_attention(
     draft_config: Mapping[str, Any] | None,
     gpu: GpuArch | None,
 ) -> list[Finding]:
-    if target_config is None:
-        return []
+    if target_config is None or attnrules.entry(index) is None:
+        return []  # no argument resolution in this tree: no rules to run
     if gpu is None:
         return [
             Finding(
@@ -138,8 +138,9 @@ def check_attention(
             Finding(
                 id="config.attention_backend",
                 severity="warning",
-                message=f"{version} refuses this launch while checking its arguments "
-                f"(before loading): {raised.message or raised.condition}",
+                message=f"{version} refuses this launch while checking its arguments, before "
+                f"anything loads ({_where(raised)})"
+                + ("" if raised.message else f": {raised.condition}"),
                 attribute="+".join(sorted(raised.reads & ATTENTION_FIELDS)),
                 fix=fix,
                 evidence=_evidence(raised, common),
@@ -162,7 +163,7 @@ def check_attention(
                 id="config.attention_backend",
                 severity="error",
                 message=f"the {role}'s attention backend {backend} fails after the {role} is "
-                f"loaded ({raised.rel.rsplit('/', 1)[-1]}:{raised.line}): {raised.message or raised.condition}",
+                f"loaded ({_where(raised)})" + ("" if raised.message else f": {raised.condition}"),
                 role=role,
                 attribute="speculative_draft_attention_backend"
                 if role == "draft"
@@ -201,6 +202,10 @@ def _auto_pick(run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]) 
             evidence=ConfigEvidence.of(common, read_from=f"{where.rel}:{where.line}"),
         )
     ]
+
+
+def _where(raised: Raised) -> str:
+    return f"{raised.rel.rsplit('/', 1)[-1]}:{raised.line}"
 
 
 def _shown(value: Any) -> Any:
@@ -299,7 +304,7 @@ def _fix_after_load(
 ) -> FlagFix | None:
     """The first backend whose factory accepts this role's model on this GPU: those SGLang's
     message names first, then what `auto` picks for the role's model, then the tree's list."""
-    entry = attnrules._entry(index)
+    entry = attnrules.entry(index)
     if entry is None:
         return None
     mla = models.draft_mla if role == "draft" else models.target_mla

@@ -202,7 +202,7 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     return values
 
 
-def _entry(index: TreeIndex) -> tuple[FuncRef, tuple[str, str]] | None:
+def entry(index: TreeIndex) -> tuple[FuncRef, tuple[str, str]] | None:
     """Where the tree resolves its server args, and the ServerArgs class `self.x()` reaches."""
     args_rel = "sglang/srt/server_args.py"
     parsed = index.parse_file(args_rel) if args_rel in index.entries else None
@@ -304,10 +304,10 @@ def resolve(
     index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
 ) -> Resolution | None:
     """Run the tree's resolution, then its backend factories for the target and the draft."""
-    entry = _entry(index)
-    if entry is None:
+    found = entry(index)
+    if found is None:
         return None
-    ref, args_class = entry
+    ref, args_class = found
     world = World(
         values=values,
         probes=capability_probes(index, capability),

@@ -25,6 +25,7 @@ from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
+    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.audit import ClassReport
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.patching import Patch
@@ -64,6 +65,9 @@ class SessionConfig:
     # server is checked as `python -m sglang.launch_server ...` but runs as itself).
     run_argv: list[str] = field(default_factory=list)
     run_env: dict[str, str] = field(default_factory=dict)
+    gpu_arch: str | None = (
+        None  # --gpu-arch, for the attention checks; else NVML's (not the demo's)
+    )
 
 
 class Session:
@@ -128,13 +132,26 @@ class Session:
         launched = record.env_additions if record is not None else {}
         environ = {**os.environ, **launched, **self.pending_env()}
         with self._index_lock:
-            flight = preflight(index, words, environ, self._gpu_memory())
+            flight = preflight(index, words, environ, self._gpu_memory(), self._gpu_arch())
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
         )
         self.last = result
         return result
+
+    def _gpu_arch(self) -> GpuArch | None:
+        """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
+        from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+
+        if self.config.gpu_arch is not None:
+            return parse_gpu_arch(self.config.gpu_arch)
+        if self.config.demo_label is not None:
+            return None
+        from eaglebug.nvml import compute_capability
+
+        found = compute_capability()
+        return GpuArch(*found) if found else None
 
     def _gpu_memory(self) -> GpuMemory | None:
         from eaglebug.checks.preflight import GpuMemory

@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="every node's GPUs from this Prometheus (default: $EAGLEBUG_PROMETHEUS)",
     )
+    p.add_argument(
+        "--gpu-arch",
+        metavar="SM",
+        help="the GPUs' architecture for the attention checks (sm90, sm100, ...), when NVML cannot tell",
+    )
     cli.stall_flags(p)  # the same limits `diagnose` takes, for the log.stalled warning
     return p
 
@@ -117,10 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
+    from eaglebug.checks.attnchecks import parse_gpu_arch
     from eaglebug.session import SessionConfig
     from eaglebug.state import load_state
 
     workdir = Path.cwd()
+    if args.gpu_arch is not None:
+        parse_gpu_arch(args.gpu_arch)  # a bad value stops here, in one line
     if args.mode == "demo":
         if args.headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
             from eaglebug.demo.story import run_story
@@ -141,7 +149,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
 
         log = Path(args.log)
         ensure_text_log(log)
-        config = SessionConfig(workdir, args.sglang, [], log, readonly=True)
+        config = SessionConfig(workdir, args.sglang, [], log, readonly=True, gpu_arch=args.gpu_arch)
         return run_tui(
             config,
             _gpu_source(args),
@@ -153,7 +161,9 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             "no launch recorded in this folder (.eaglebug/state.json)",
             "eaglebug -- LAUNCH COMMAND, eaglebug watch --log FILE, or eaglebug demo",
         )
-    config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
+    config = SessionConfig(
+        workdir, args.sglang, launch_words, None, readonly=args.readonly, gpu_arch=args.gpu_arch
+    )
     return run_tui(
         config,
         _gpu_source(args),
