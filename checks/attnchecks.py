@@ -97,6 +97,7 @@ def check_attention(
     target_config: Mapping[str, Any] | None,
     draft_config: Mapping[str, Any] | None,
     gpu: GpuArch | None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     if target_config is None or attnrules.entry(index) is None:
         return []  # no argument resolution in this tree: no rules to run
@@ -117,6 +118,7 @@ def check_attention(
         _is_mla(draft_config),
         target_config,
         draft_config,
+        environ=dict(environ or {}),
     )
     run = attnrules.resolve(index, values, gpu.capability, models)
     if run is None:

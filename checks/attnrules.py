@@ -292,12 +292,16 @@ def registry(index: TreeIndex) -> dict[str, FuncRef]:
 
 @dataclass(frozen=True)
 class Models:
+    """What the launch serves (target and draft, as their configs say) and the environment the
+    server's process sees (`envs.SGLANG_*.get()` reads it)."""
+
     architectures: tuple[str, ...]
     draft_architectures: tuple[str, ...]
     target_mla: bool | None
     draft_mla: bool | None
     target_config: Mapping[str, Any]
     draft_config: Mapping[str, Any] | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)  # the server's environment
 
 
 def resolve(
@@ -316,6 +320,7 @@ def resolve(
         architectures=models.architectures,
         draft_architectures=models.draft_architectures,
         mla=models.target_mla,
+        environ=dict(models.environ),
         config={
             k: v for k, v in models.target_config.items() if isinstance(v, (int, float, str, bool))
         },
@@ -358,7 +363,12 @@ def auto_backend(
         cleared[name] = None
     if role == "draft":
         models = Models(
-            models.draft_architectures, (), models.draft_mla, None, models.draft_config or {}
+            models.draft_architectures,
+            (),
+            models.draft_mla,
+            None,
+            models.draft_config or {},
+            environ=models.environ,
         )
     run = resolve(index, cleared, capability, replace(models, draft_mla=None))
     picked = run.values.get("attention_backend") if run is not None else None

@@ -227,7 +227,9 @@ def preflight(
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
         if algorithm is not None:
-            findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch))
+            findings.extend(
+                check_attention(index, launch, target.config, draft_config, gpu_arch, env)
+            )
     index.save()
     result.findings = sort_findings(findings)
     return result

@@ -246,6 +246,10 @@ class Expressions:
         last = name.rsplit(".", 1)[-1]
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
+        if last == "get" and isinstance(func, ast.Attribute) and not args:
+            declared = self.env_field(func.value)
+            if declared is not None:
+                return declared
         if last in _IDENTITY and args:
             return args[0]
         if last in {"get_platform"} or name == "current_platform.is_out_of_tree":
@@ -345,6 +349,31 @@ class Expressions:
                     return UNKNOWN
                 return tuple(result) if isinstance(result, list) else result
         return UNKNOWN
+
+    def env_field(self, node: ast.expr) -> Any:
+        """`envs.SGLANG_X.get()`: the variable from the launch's environment, parsed by the
+        tree's own `EnvBool.parse` (etc.), else the default its `Envs` declaration gives; None
+        when `node` is not such a field."""
+        name = dotted(node)
+        if name is None or not name.startswith("envs.") or name.count(".") != 1:
+            return None
+        declared = self.env_declaration(name.split(".", 1)[1])
+        if declared is None:
+            return None
+        kind, default, rel = declared
+        raw = self.world.environ.get(name.split(".", 1)[1])
+        if raw is None:
+            return default
+        parse = self.env_parser(rel, kind)
+        if parse is None:
+            return UNKNOWN
+        return self.call(parse, [raw], {})
+
+    def env_declaration(self, variable: str) -> tuple[str, Any, str] | None:
+        raise NotImplementedError
+
+    def env_parser(self, rel: str, kind: str) -> FuncRef | None:
+        raise NotImplementedError
 
     def algo_method(
         self, algo: Sentinel, method: str, args: list[Any], kwargs: dict[str, Any]

@@ -42,6 +42,7 @@ from eaglebug.checks.treevalues import (
     _truth,
 )
 
+_ENVIRON = "sglang/srt/environ.py"
 _MAX_DEPTH = 24
 _MAX_STEPS = 400_000
 
@@ -129,6 +130,46 @@ class Interpreter(Expressions):
             return self.expr(node)
         finally:
             self.stack.pop()
+
+    def env_declaration(self, variable: str) -> tuple[str, Any, str] | None:
+        """(`EnvBool`, its default, file) of `Envs.<variable>` in the tree's `environ.py`."""
+        rel = _ENVIRON
+        parsed = self.index.parse_file(rel) if rel in self.index.entries else None
+        if parsed is None:
+            return None
+        for cls in parsed.tree.body:
+            if not (isinstance(cls, ast.ClassDef) and cls.name == "Envs"):
+                continue
+            for stmt in cls.body:
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == variable for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Call)
+                ):
+                    kind = dotted(stmt.value.func) or ""
+                    default = _literal(stmt.value.args[0]) if stmt.value.args else None
+                    return kind, default, rel
+        return None
+
+    def env_parser(self, rel: str, kind: str) -> FuncRef | None:
+        """The `parse` method of an env field class (`EnvBool.parse`), following its bases."""
+        parsed = self.index.parse_file(rel)
+        if parsed is None:
+            return None
+        classes = {c.name: c for c in parsed.tree.body if isinstance(c, ast.ClassDef)}
+        todo, seen = [kind], set()
+        while todo:
+            name = todo.pop(0)
+            cls = classes.get(name)
+            if cls is None or name in seen:
+                continue
+            seen.add(name)
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == "parse":
+                    module = rel[:-3].replace("/", ".")
+                    return FuncRef(rel, module, stmt, name, Sentinel(f"env:{kind}"))
+            todo += [dotted(b) or "" for b in cls.bases]
+        return None
 
     def lookup_dotted(self, dotted_name: str, depth: int = 0) -> Any:
         if self.module(dotted_name) is not None:
@@ -234,6 +275,9 @@ class Interpreter(Expressions):
                         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                         for target in targets:
                             self.assign(target, UNKNOWN, node.lineno)
+                if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
+                    # the loop may leave early: what follows runs only on some paths
+                    frame.tests.append((f"<loop at line {stmt.lineno}>", frozenset(), False))
             case ast.FunctionDef(name=name):
                 frame.locals[name] = FuncRef(frame.rel, frame.module, stmt)
             case ast.ImportFrom(module=module, level=level, names=aliases):

@@ -10,7 +10,7 @@ server args, the platform, a model config, torch on a CUDA build).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,7 @@ class World:
     architectures: tuple[str, ...] = ()
     draft_architectures: tuple[str, ...] = ()
     mla: bool | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)  # what the server's process sees
     config: dict[str, Any] = field(default_factory=dict)
 
 

@@ -61,13 +61,15 @@ def check(trees: dict[str, TreeIndex]) -> Check:
         target: Mapping[str, Any] | None = None,
         draft: Mapping[str, Any] | None = None,
         command: tuple[str, ...] = ("python", "-m", "sglang.launch_server"),
+        environ: Mapping[str, str] | None = None,
     ) -> list[Finding]:
         index = trees[version]
         words = [*command, *flags]
         launch = parse_launch(words, server_flags(index), version, serve_front_end(index))
         target = llama() if target is None else target
         is_spec = "--speculative-algorithm" in flags
-        return check_attention(index, launch, target, (draft or eagle3()) if is_spec else None, gpu)
+        draft = (draft or eagle3()) if is_spec else None
+        return check_attention(index, launch, target, draft, gpu, launch.env(environ or {}))
 
     return run
 
@@ -208,6 +210,21 @@ def test_trtllm_mha_needs_topk_one(version: str, check: Check, trees: dict[str, 
         refusals(check(version, *LLAMA_RUN, *TOPK1, "--attention-backend", "trtllm_mha", gpu=SM100))
         == []
     )
+
+
+# -- rules that read the environment ------------------------------------------------------------
+def test_spec_v2_needs_topk_one_on_059(check: Check) -> None:
+    """0.5.9 refuses top-k > 1 only when SGLANG_ENABLE_SPEC_V2 is set (read with the tree's own
+    EnvBool parser); `VAR=value` in front of the command counts like the environment."""
+    flags = (*LLAMA_RUN, *TOPK4)
+    [finding] = refusals(check("0.5.9", *flags, environ={"SGLANG_ENABLE_SPEC_V2": "true"}))
+    assert evidence(finding).sglang_message == (
+        "Spec v2 currently only supports topk = 1 for speculative decoding."
+    )
+    assert refusals(check("0.5.9", *flags, environ={"SGLANG_ENABLE_SPEC_V2": "0"})) == []
+    assert refusals(check("0.5.9", *flags)) == []  # EnvBool(False): off unless set
+    in_front = ("SGLANG_ENABLE_SPEC_V2=1", "python", "-m", "sglang.launch_server")
+    assert len(refusals(check("0.5.9", *flags, command=in_front))) == 1
 
 
 # -- what auto picks ------------------------------------------------------------------------------
