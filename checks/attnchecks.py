@@ -10,6 +10,8 @@ and the first that clears the refusal is offered.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -43,6 +45,10 @@ _FLAG_OF = {
     "page_size": "--page-size",
     "speculative_draft_attention_backend": "--speculative-draft-attention-backend",
 }
+# The findings for one launch on one GPU are a tree answer (the launch, configs, GPU and the
+# environment variables the tree declares are the key); the newest few launches are kept.
+_ANSWER = "attention:"
+_KEEP_ANSWERS = 16
 # Each candidate is a run of the tree's resolution (~0.1-0.5 s): how many backends to try.
 _MAX_BACKEND_TRIES = 4
 _ARCH = re.compile(r"^sm_?(\d{2,3})([a-z]?)$")
@@ -99,7 +105,7 @@ def check_attention(
     gpu: GpuArch | None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Finding]:
-    if target_config is None or attnrules.entry(index) is None:
+    if target_config is None or not attnrules.has_resolution(index):
         return []  # no argument resolution in this tree: no rules to run
     if gpu is None:
         return [
@@ -110,6 +116,26 @@ def check_attention(
                 "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
             )
         ]
+    read = {name: (environ or {}).get(name) for name in attnrules.env_names(index)}
+    environ = {name: value for name, value in read.items() if value is not None}
+    subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, environ]
+    digest = hashlib.sha256(json.dumps(subject, sort_keys=True, default=str).encode()).hexdigest()
+    key = f"{_ANSWER}{digest}"
+    found = index.answer(
+        key, lambda: _check(index, launch, target_config, draft_config, gpu, environ)
+    )
+    index.answers.drop_oldest(_ANSWER, _KEEP_ANSWERS)
+    return found
+
+
+def _check(
+    index: TreeIndex,
+    launch: LaunchSpec,
+    target_config: Mapping[str, Any],
+    draft_config: Mapping[str, Any] | None,
+    gpu: GpuArch,
+    environ: Mapping[str, str],
+) -> list[Finding]:
     values = attnrules.launch_values(index, launch)
     models = attnrules.Models(
         _archs(target_config),

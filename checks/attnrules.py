@@ -202,6 +202,30 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     return values
 
 
+def has_resolution(index: TreeIndex) -> bool:
+    """Does the tree resolve its server args where `entry` looks (a tree answer)?"""
+    return index.answer("attn_has_resolution", lambda: entry(index) is not None)
+
+
+def env_names(index: TreeIndex) -> tuple[str, ...]:
+    """The variables the tree's `Envs` declares (`environ.py`): what `envs.X.get()` can read."""
+    return index.answer("attn_env_names", lambda: _env_names(index))
+
+
+def _env_names(index: TreeIndex) -> tuple[str, ...]:
+    rel = "sglang/srt/environ.py"
+    parsed = index.parse_file(rel) if rel in index.entries else None
+    if parsed is None:
+        return ()
+    names: list[str] = []
+    for cls in parsed.tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name == "Envs":
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign):
+                    names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return tuple(names)
+
+
 def entry(index: TreeIndex) -> tuple[FuncRef, tuple[str, str]] | None:
     """Where the tree resolves its server args, and the ServerArgs class `self.x()` reaches."""
     args_rel = "sglang/srt/server_args.py"

@@ -384,3 +384,28 @@ def test_unknown_gpu_says_how_to_tell(check: Check, trees: dict[str, TreeIndex])
     launch = parse_launch(["--model-path", "/m", *EAGLE], server_flags(index), "0.5.23")
     [finding] = check_attention(index, launch, llama(), eagle3(), None)
     assert finding.severity == "info" and "--gpu-arch" in finding.message
+
+
+# -- kept as a tree answer ------------------------------------------------------------------------
+def test_a_warm_run_reads_the_answer(sglang_059: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same tree state, launch, configs, GPU and SGLang env vars: the findings come from the
+    answers file, without running the tree again; an SGLANG_* variable that changes is a new key."""
+    from eaglebug.checks import attnrules
+
+    def findings(environ: dict[str, str]) -> list[Finding]:
+        index = TreeIndex(locate(str(sglang_059)))
+        launch = parse_launch([*LLAMA_RUN, *TOPK4], server_flags(index), "0.5.9")
+        found = check_attention(index, launch, llama(), eagle3(), SM90, environ)
+        index.save()
+        return found
+
+    cold = findings({"SGLANG_ENABLE_SPEC_V2": "1", "HOME": "/a"})
+    assert len(refusals(cold)) == 1
+
+    def no_run(*args: object) -> None:
+        raise AssertionError("the tree was run again")
+
+    monkeypatch.setattr(attnrules, "resolve", no_run)
+    assert findings({"SGLANG_ENABLE_SPEC_V2": "1", "HOME": "/b"}) == cold  # HOME is not read
+    with pytest.raises(AssertionError, match="run again"):
+        findings({"SGLANG_ENABLE_SPEC_V2": "0"})
