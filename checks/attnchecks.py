@@ -168,7 +168,8 @@ def _check(
                 severity="warning",
                 message=f"{version} refuses this launch while checking its arguments, before "
                 f"anything loads ({_where(raised)})"
-                + ("" if raised.message else f": {raised.condition}"),
+                + ("" if raised.message else f": {raised.condition}")
+                + _auto_note(launch, run, raised),
                 attribute="+".join(sorted(raised.reads & ATTENTION_FIELDS)),
                 fix=fix,
                 evidence=_evidence(raised, common),
@@ -230,6 +231,17 @@ def _auto_pick(run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]) 
             evidence=ConfigEvidence.of(common, read_from=f"{where.rel}:{where.line}"),
         )
     ]
+
+
+def _auto_note(launch: LaunchSpec, run: attnrules.Resolution, raised: Raised) -> str:
+    """When the refused backend is one the launch did not ask for: where the tree chose it."""
+    if launch.get("attention_backend") is not None or "attention_backend" not in raised.reads:
+        return ""
+    where = run.writes.get("attention_backend")
+    backend = run.values.get("attention_backend")
+    if where is None or not isinstance(backend, str):
+        return ""
+    return f"; {backend} is auto's own pick for this model and GPU ({where.rel.rsplit('/', 1)[-1]}:{where.line})"
 
 
 def _where(raised: Raised) -> str:

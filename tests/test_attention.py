@@ -227,6 +227,12 @@ def test_spec_v2_needs_topk_one_on_059(check: Check) -> None:
     assert len(refusals(check("0.5.9", *flags, command=in_front))) == 1
 
 
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.22", "0.5.23"])
+def test_later_releases_lack_the_spec_v2_rule(version: str, check: Check) -> None:
+    environ = {"SGLANG_ENABLE_SPEC_V2": "1"}
+    assert refusals(check(version, *LLAMA_RUN, *TOPK4, environ=environ)) == []
+
+
 # -- what auto picks ------------------------------------------------------------------------------
 def auto(findings: list[Finding]) -> Finding:
     infos = [f for f in findings if f.severity == "info"]
@@ -295,6 +301,22 @@ def test_mla_backend_fails_for_the_eagle3_draft_on_059(
     assert refusals(fixed) == []
     on_hopper = check("0.5.9", *flags, gpu=SM90, target=DEEPSEEK_V3)  # fa3 serves both
     assert refusals(on_hopper) == []
+
+
+def test_auto_pick_refused_for_topk_4_on_059(check: Check) -> None:
+    """DeepSeek-V3 with top-k 4 on sm100 under 0.5.9: auto's trtllm_mla snaps the page size to
+    64, which its own top-k rule then refuses; 0.5.23's auto (flashinfer) takes it."""
+    flags = ("--model-path", "/m/dsv3", "--tp", "8", *EAGLE, *TOPK4)
+    found = [
+        f
+        for f in refusals(check("0.5.9", *flags, gpu=SM100, target=DEEPSEEK_V3))
+        if f.severity == "warning"
+    ]
+    assert len(found) == 1
+    assert "trtllm_mla is auto's own pick" in found[0].message
+    assert evidence(found[0]).value("page_size") == 64
+    assert found[0].fix is not None and found[0].fix.text() == "--attention-backend flashinfer"
+    assert refusals(check("0.5.23", *flags, gpu=SM100, target=DEEPSEEK_V3)) == []
 
 
 def test_later_releases_give_the_draft_a_draft_backend(check: Check) -> None:
