@@ -61,7 +61,16 @@ class Expressions:
     _reads: set[str]
     steps: int
 
-    def call(self, ref: FuncRef, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call(
+        self,
+        ref: FuncRef,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        reads: dict[int | str, frozenset[str]] | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    def measured(self, node: ast.expr) -> tuple[Any, frozenset[str]]:
         raise NotImplementedError
 
     def lookup(self, module: str, name: str, depth: int = 0) -> Any:
@@ -178,6 +187,7 @@ class Expressions:
     def name(self, name: str) -> Any:
         frame = self.stack[-1]
         if name in frame.locals:
+            self._reads |= frame.local_reads.get(name, frozenset())
             return frame.locals[name]
         if name in self.world.probes and name not in frame.imports:
             return Sentinel(f"probe:{name}")
@@ -216,7 +226,10 @@ class Expressions:
                 if attr == "use_mla_backend" and base.kind == "runner":
                     return _tri(self.world.mla)
                 if attr == "attention_arch":
-                    return _tri_name(self.world.mla, "MLA", "MHA")
+                    # what `AttentionArch.MLA` evaluates to (`class_member`)
+                    return _tri_name(
+                        self.world.mla, "member:AttentionArch.MLA", "member:AttentionArch.MHA"
+                    )
                 if attr == "server_args":
                     return ARGS
                 return UNKNOWN
@@ -234,8 +247,8 @@ class Expressions:
             if base.kind.startswith("torch:"):
                 path = f"{base.kind[6:]}.{attr}"
                 return _TORCH_ATTRS[path] if path in _TORCH_ATTRS else Sentinel(f"torch:{path}")
-            if base.kind.startswith("enum:"):
-                return attr
+            if base.kind.startswith("class:"):
+                return self.class_member(base.kind, attr)
             if base.kind.startswith("module:"):
                 return self.lookup_dotted(f"{base.kind[7:]}.{attr}")
         return UNKNOWN
@@ -244,8 +257,16 @@ class Expressions:
         func = node.func
         name = dotted(func) or ""
         last = name.rsplit(".", 1)[-1]
-        args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
+        reads: dict[int | str, frozenset[str]] = {}
+        args: list[Any] = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                value, reads[len(args)] = self.measured(a)
+                args.append(value)
+        kwargs: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg:
+                kwargs[k.arg], reads[k.arg] = self.measured(k.value)
         if last == "get" and isinstance(func, ast.Attribute) and not args:
             declared = self.env_field(func.value)
             if declared is not None:
@@ -337,9 +358,7 @@ class Expressions:
         if isinstance(target, Sentinel) and target.kind.startswith("builtin:"):
             return _builtin(target.kind[8:], args)
         if isinstance(target, FuncRef):
-            if isinstance(func, ast.Attribute) and target.owner is not None:
-                return self.call(target, args, kwargs)
-            return self.call(target, args, kwargs)
+            return self.call(target, args, kwargs, reads)
         if last in _STR_METHODS and isinstance(func, ast.Attribute):
             base = self.expr(func.value)
             if isinstance(base, str) and all(isinstance(a, (str, tuple, int)) for a in args):
@@ -349,6 +368,24 @@ class Expressions:
                     return UNKNOWN
                 return tuple(result) if isinstance(result, list) else result
         return UNKNOWN
+
+    def class_member(self, kind: str, attr: str) -> Any:
+        """`Phase.DECODE`, `AttentionArch.MLA`: a member the class body assigns (compared by
+        identity, as an enum's members are); anything else on a class is unknown."""
+        _, module, name = kind.split(":", 2)
+        found = self.lookup_module(module)
+        if found is None:
+            return UNKNOWN
+        for cls in found.body:
+            if isinstance(cls, ast.ClassDef) and cls.name == name:
+                for stmt in cls.body:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                        return Sentinel(f"member:{name}.{attr}")
+        return UNKNOWN
+
+    def lookup_module(self, module: str) -> ast.Module | None:
+        raise NotImplementedError
 
     def env_field(self, node: ast.expr) -> Any:
         """`envs.SGLANG_X.get()`: the variable from the launch's environment, parsed by the

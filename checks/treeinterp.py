@@ -61,6 +61,9 @@ class _Frame:
     owner: str | None
     returns: list[Any] = field(default_factory=list)
     tests: list[tuple[str, frozenset[str], bool]] = field(default_factory=list)
+    # The server-args fields each local (or parameter) was computed from, so a test on the
+    # local reads them too (`backend = view.attention_backend; if backend == ...`).
+    local_reads: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class Interpreter(Expressions):
@@ -91,6 +94,10 @@ class Interpreter(Expressions):
                 self._modules[module] = (rel, parsed.tree, _imports(parsed.tree, module, rel))
         return self._modules[module]
 
+    def lookup_module(self, module: str) -> ast.Module | None:
+        found = self.module(module)
+        return found[1] if found else None
+
     def lookup(self, module: str, name: str, depth: int = 0) -> Any:
         """A module-level name: a function, a constant, or what an import brings in."""
         found = self.module(module)
@@ -101,7 +108,7 @@ class Interpreter(Expressions):
             if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
                 return FuncRef(rel, module, stmt)
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
-                return Sentinel(f"enum:{name}")
+                return Sentinel(f"class:{module}:{name}")
             if isinstance(stmt, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == name for t in stmt.targets
             ):
@@ -193,7 +200,15 @@ class Interpreter(Expressions):
         return None
 
     # -- running ---------------------------------------------------------------------------
-    def call(self, ref: FuncRef, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call(
+        self,
+        ref: FuncRef,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        reads: dict[int | str, frozenset[str]] | None = None,
+    ) -> Any:
+        """Run `ref` with these arguments; `reads` gives the fields each argument (by
+        position or keyword) was computed from."""
         if len(self.stack) >= _MAX_DEPTH or any(
             f.function == ref.node.name and f.rel == ref.rel for f in self.stack
         ):
@@ -217,6 +232,11 @@ class Interpreter(Expressions):
         found = self.module(ref.module)
         imports = dict(found[2]) if found else {}
         frame = _Frame(ref.rel, ref.module, ref.node.name, bound, imports, ref.owner)
+        for key, read in (reads or {}).items():
+            if isinstance(key, int) and key < len(names):
+                frame.local_reads[names[key]] = read
+            elif isinstance(key, str):
+                frame.local_reads[key] = read
         self.stack.append(frame)
         try:
             self.block(ref.node.body)
@@ -244,9 +264,12 @@ class Interpreter(Expressions):
             case ast.Expr(value=value):
                 self.expr(value)
             case ast.Assign(targets=targets, value=value):
-                result = self.expr(value)
+                result, read = self.measured(value)
                 for target in targets:
                     self.assign(target, result, stmt.lineno)
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            frame.local_reads[name.id] = read
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 self.assign(target, self.expr(value), stmt.lineno)
             case ast.AugAssign(target=target, op=op, value=value):
@@ -263,10 +286,10 @@ class Interpreter(Expressions):
                 self.record(stmt, exc, None)
                 raise _Branch
             case ast.Assert(test=test, msg=msg):
-                self._reads = set()
-                truth = _truth(self.expr(test))
+                value, read = self.measured(test)
+                truth = _truth(value)
                 if truth is not True:
-                    self.record(stmt, None, msg, test, definite_test=truth is False)
+                    self.record(stmt, None, msg, test, truth is False, read)
             case ast.With(body=body) | ast.Try(body=body):
                 self.block(body)
             case ast.For() | ast.While() | ast.AsyncFor():
@@ -290,11 +313,21 @@ class Interpreter(Expressions):
             case _:
                 pass
 
+    def measured(self, node: ast.expr) -> tuple[Any, frozenset[str]]:
+        """The value of `node` and the fields it read (the enclosing expression reads them too)."""
+        outer = self._reads
+        self._reads = set()
+        try:
+            value = self.expr(node)
+            return value, frozenset(self._reads)
+        finally:
+            outer |= self._reads
+            self._reads = outer
+
     def branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
         frame = self.stack[-1]
-        self._reads = set()
-        truth = _truth(self.expr(test))
-        reads = frozenset(self._reads)
+        value, reads = self.measured(test)
+        truth = _truth(value)
         text = ast.unparse(test)
         if truth is True:
             if _ends(orelse):  # the rest of the function runs because the test held
@@ -344,8 +377,9 @@ class Interpreter(Expressions):
         msg: ast.expr | None,
         test: ast.expr | None = None,
         definite_test: bool = True,
+        test_reads: frozenset[str] = frozenset(),
     ) -> None:
-        reads = set(self._reads)
+        reads = set(test_reads)
         kind = "AssertionError"
         message: Any = None
         if exc is not None:

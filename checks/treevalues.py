@@ -41,7 +41,7 @@ class OneOf:
 class Sentinel:
     """An object of the run whose attributes mean something: the args, the platform, a model."""
 
-    kind: str  # args | platform | model | hf_config | runner | enum:<Name>
+    kind: str  # args | platform | model | hf_config | runner | class:<module>:<Name> | member:<Class>.<NAME> | ...
 
 
 ARGS = Sentinel("args")
@@ -211,7 +211,7 @@ def _tri(value: bool | None) -> Any:
 
 
 def _tri_name(value: bool | None, yes: str, no: str) -> Any:
-    return UNKNOWN if value is None else (yes if value else no)
+    return UNKNOWN if value is None else Sentinel(yes if value else no)
 
 
 def _truth(value: Any) -> bool | None:

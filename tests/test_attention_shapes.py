@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from enum import Enum
 from typing import Optional
 
 from sglang.srt.utils.common import is_sm100_supported, topk_is_one
@@ -51,6 +52,15 @@ ATTENTION_BACKEND_CHOICES = [
 ]
 
 
+class Mode(Enum):
+    FAST = "fast"
+    SAFE = "safe"
+
+
+def _mode_of(backend):
+    return Mode.FAST if backend == "trtllm_mha" else Mode.SAFE
+
+
 @dataclass
 class ServerArgs:
     model_path: Optional[str] = None
@@ -65,6 +75,7 @@ class ServerArgs:
         self._handle_backend()
         self._handle_page_size()
         self._handle_speculative_decoding()
+        self._handle_backend_modes()
 
     def _handle_backend(self):
         if self.attention_backend is None:
@@ -93,10 +104,17 @@ class ServerArgs:
             and self.page_size > 1
             and self.attention_backend not in tree_backends
         ):
-            raise ValueError(
+            raise ValueError(  # the rule
                 f"topk {self.speculative_eagle_topk} with page size {self.page_size} "
                 f"needs {tree_backends}; got {self.attention_backend!r}"
             )
+
+    def _handle_backend_modes(self):
+        backend = self.attention_backend
+        if backend == "torch_native":
+            assert self.speculative_algorithm is None, "torch_native cannot serve speculative decoding"
+        if _mode_of(backend) == Mode.FAST and self.page_size == 1:
+            raise ValueError("the fast mode needs pages")
 
     @staticmethod
     def add_cli_args(parser):
@@ -208,7 +226,10 @@ def test_imported_helper_and_probe_decide_the_branch(index: TreeIndex, tree: Pat
     result = resolved(index, arch="sm100")
     assert result.values["attention_backend"] == "trtllm_mha"
     write = result.writes["attention_backend"]
-    assert (write.rel, write.line) == (SERVER, line_of(tree, SERVER, '= "trtllm_mha"'))
+    assert (write.rel, write.line) == (
+        SERVER,
+        line_of(tree, SERVER, 'self.attention_backend = "trtllm_mha"'),
+    )
     assert (
         resolved(index, "--speculative-eagle-topk", "2", arch="sm100").values["attention_backend"]
         != "trtllm_mha"
@@ -229,7 +250,7 @@ def test_rule_reads_the_snapped_page_size(index: TreeIndex, tree: Path) -> None:
     local tuple and the values as the tree's f-string would."""
     [finding] = run(index, *SPEC, "--attention-backend", "flashmla")
     assert finding.severity == "warning"
-    assert details(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, 'raise ValueError(')}"
+    assert details(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, '# the rule')}"
     assert details(finding).sglang_message == (
         "topk 4 with page size 64 needs ('flashinfer', 'fa3'); got 'flashmla'"
     )
@@ -308,6 +329,22 @@ def test_factory_raise_on_mla_hits_the_draft_only(index: TreeIndex) -> None:
         target=MLA,
     )
     assert [f for f in fixed if f.severity == "error"] == []
+
+
+def test_a_local_carries_the_fields_it_was_read_from(index: TreeIndex) -> None:
+    """`backend = self.attention_backend; if backend == ...`: the test reads the backend."""
+    [finding] = run(index, *SPEC, "--attention-backend", "torch_native", "--page-size", "1")
+    assert details(finding).sglang_message == "torch_native cannot serve speculative decoding"
+    assert finding.attribute == "attention_backend"
+    assert run(index, "--attention-backend", "torch_native") == []
+
+
+def test_enum_members_compare_by_identity(index: TreeIndex) -> None:
+    """A helper returns an enum member; the caller compares it with another member."""
+    refused = run(index, "--attention-backend", "trtllm_mha", "--page-size", "1", arch="sm100")
+    assert [details(f).sglang_message for f in refused] == ["the fast mode needs pages"]
+    assert run(index, "--attention-backend", "trtllm_mha", "--page-size", "16", arch="sm100") == []
+    assert run(index, "--attention-backend", "triton", "--page-size", "1") == []
 
 
 def test_nvidia_backends_come_from_the_choice_sections(index: TreeIndex) -> None:
