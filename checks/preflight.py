@@ -226,10 +226,7 @@ def preflight(
                 findings.extend(configchecks.check_aux_layers(target.config, draft_config))
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         findings.extend(_memory(target, draft, tp, flags, gpu))
-        if algorithm is not None:
-            findings.extend(
-                check_attention(index, launch, target.config, draft_config, gpu_arch, env)
-            )
+        findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
     index.save()
     result.findings = sort_findings(findings)
     return result
