@@ -24,6 +24,7 @@ from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec
+from eaglebug.checks.serverflags import server_flags
 from eaglebug.checks.treeinterp import Interpreter
 from eaglebug.checks.treevalues import UNKNOWN, OneOf, Raised, Sentinel, World
 
@@ -201,16 +202,20 @@ def _check(
                 evidence=evidence,
             )
         )
-    if not findings and launch.get("attention_backend") is None:
-        findings.extend(_auto_pick(run, gpu, common))
+    if not findings:
+        findings.extend(_accepted(launch, run, gpu, common))
     return findings
 
 
-def _auto_pick(run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]) -> list[Finding]:
-    """What `auto` chose, where, when nothing was refused: the figure to check a log against."""
+def _accepted(
+    launch: LaunchSpec, run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]
+) -> list[Finding]:
+    """Nothing refused: the backend the launch will run (auto's pick, and where the tree made
+    it) and the draft's (and where it comes from), the figures to check a log against."""
     backend = run.values.get("attention_backend")
+    given = launch.get("attention_backend") is not None
     where = run.writes.get("attention_backend")
-    if backend is UNKNOWN or where is None:
+    if backend is UNKNOWN or (where is None and not given):
         return []
     picked = (
         " or ".join(sorted(str(v) for v in backend.values)) + " (the tree's choice depends on "
@@ -218,17 +223,23 @@ def _auto_pick(run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]) 
         if isinstance(backend, OneOf)
         else str(backend)
     )
+    spec = run.values.get("speculative_algorithm") is not None
+    said = f"auto picks the {picked}" if not given else f"the {picked}"
+    said += f" attention backend on {gpu.name} (page size {common['page_size']}"
+    said += f", speculative top-k {common['speculative_eagle_topk']})" if spec else ")"
     draft = common.get("draft_backend")
+    if spec and draft is not None:
+        said += f"; the draft runs {draft}"
+        if run.draft_backend_from:
+            said += f" ({run.draft_backend_from.rsplit('/', 1)[-1]})"
+    read_from = f"{where.rel}:{where.line}" if where is not None else run.draft_backend_from
     return [
         Finding(
             id="config.attention_backend",
             severity="info",
-            message=f"auto picks the {picked} attention backend on {gpu.name} for this model "
-            f"(page size {common['page_size']}, speculative top-k "
-            f"{common['speculative_eagle_topk']}); the draft runs {draft}; "
-            "SGLang's attention rules accept the launch",
+            message=f"{said}; SGLang's attention rules accept the launch",
             attribute="attention_backend",
-            evidence=ConfigEvidence.of(common, read_from=f"{where.rel}:{where.line}"),
+            evidence=ConfigEvidence.of(common, read_from=read_from),
         )
     ]
 
@@ -357,6 +368,8 @@ def _fix_after_load(
         mla=mla,
     )
     flag = "--speculative-draft-attention-backend" if role == "draft" else "--attention-backend"
+    if not any(flag in spec.options for spec in server_flags(index)):
+        return None  # this release has no such flag: the advice says what to pick instead
     factories = attnrules.registry(index)
     auto = attnrules.auto_backend(index, dict(run.values), gpu.capability, models, role)
     listed = attnrules.nvidia_backends(index)
@@ -375,5 +388,9 @@ def _fix_after_load(
                 if name == auto
                 else f"its factory in {ref.rel.rsplit('/', 1)[-1]} accepts the {role} on {gpu.name}"
             )
+            if role == "draft":  # what the flag does, where the tree reads it
+                why += f"; the draft runner builds it instead of the target's {failing}" + (
+                    f" ({run.draft_backend_from})" if run.draft_backend_from else ""
+                )
             return FlagFix(flag, name, why)
     return None

@@ -211,6 +211,11 @@ def resolved(index: TreeIndex, *flags: str, arch: str = "sm90") -> attnrules.Res
     return result
 
 
+def refused(findings: list[Finding]) -> list[Finding]:
+    """The refusals (an accepted launch has one info finding: what it will run)."""
+    return [f for f in findings if f.severity != "info"]
+
+
 def details(finding: Finding) -> ConfigEvidence:
     assert isinstance(finding.evidence, ConfigEvidence)
     return finding.evidence
@@ -260,9 +265,14 @@ def test_rule_reads_the_snapped_page_size(index: TreeIndex, tree: Path) -> None:
 
 def test_rule_other_sides(index: TreeIndex) -> None:
     triton = ("--attention-backend", "triton")
-    assert run(index, *SPEC, *triton, "--page-size", "1") == []
+    assert refused(run(index, *SPEC, *triton, "--page-size", "1")) == []
     assert [f.severity for f in run(index, *SPEC, *triton, "--page-size", "8")] == ["warning"]
-    assert run(index, *SPEC, *triton, "--page-size", "8", "--speculative-eagle-topk", "1") == []
+    [accepted] = run(index, *SPEC, *triton, "--page-size", "1")
+    assert accepted.message.startswith("the triton attention backend on sm90 (page size 1, ")
+    assert (
+        refused(run(index, *SPEC, *triton, "--page-size", "8", "--speculative-eagle-topk", "1"))
+        == []
+    )
 
 
 def test_undecided_backend_is_not_reported(index: TreeIndex) -> None:
@@ -333,18 +343,25 @@ def test_factory_raise_on_mla_hits_the_draft_only(index: TreeIndex) -> None:
 
 def test_a_local_carries_the_fields_it_was_read_from(index: TreeIndex) -> None:
     """`backend = self.attention_backend; if backend == ...`: the test reads the backend."""
-    [finding] = run(index, *SPEC, "--attention-backend", "torch_native", "--page-size", "1")
+    [finding] = refused(
+        run(index, *SPEC, "--attention-backend", "torch_native", "--page-size", "1")
+    )
     assert details(finding).sglang_message == "torch_native cannot serve speculative decoding"
     assert finding.attribute == "attention_backend"
-    assert run(index, "--attention-backend", "torch_native") == []
+    assert refused(run(index, "--attention-backend", "torch_native")) == []
 
 
 def test_enum_members_compare_by_identity(index: TreeIndex) -> None:
     """A helper returns an enum member; the caller compares it with another member."""
-    refused = run(index, "--attention-backend", "trtllm_mha", "--page-size", "1", arch="sm100")
-    assert [details(f).sglang_message for f in refused] == ["the fast mode needs pages"]
-    assert run(index, "--attention-backend", "trtllm_mha", "--page-size", "16", arch="sm100") == []
-    assert run(index, "--attention-backend", "triton", "--page-size", "1") == []
+    found = refused(
+        run(index, "--attention-backend", "trtllm_mha", "--page-size", "1", arch="sm100")
+    )
+    assert [details(f).sglang_message for f in found] == ["the fast mode needs pages"]
+    assert (
+        refused(run(index, "--attention-backend", "trtllm_mha", "--page-size", "16", arch="sm100"))
+        == []
+    )
+    assert refused(run(index, "--attention-backend", "triton", "--page-size", "1")) == []
 
 
 def test_nvidia_backends_come_from_the_choice_sections(index: TreeIndex) -> None:
