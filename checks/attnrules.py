@@ -350,7 +350,13 @@ def resolve(
         },
     )
     run = Interpreter(index, world, args_class)
-    run.call(ref, [ARGS] if ref.owner is None else [], {})
+    try:
+        run.call(ref, [ARGS] if ref.owner is None else [], {})
+    except RecursionError:  # an expression nested past Python's stack: say so, check nothing
+        index.warnings.append(
+            f"{ref.rel}: the argument resolution nests too deep to follow; attention rules skipped"
+        )
+        return None
     resolved = run.state.fields
     result = Resolution(
         resolved, run.state.writes, run.raised, entry=f"{ref.rel}:{ref.node.lineno}"

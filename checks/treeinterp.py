@@ -216,7 +216,7 @@ class Interpreter(Expressions):
         params = ref.node.args
         names = [a.arg for a in (*params.posonlyargs, *params.args)]
         bound: dict[str, Any] = {}
-        if ref.owner is not None:
+        if ref.owner is not None and names:
             bound[names[0]] = ARGS if ref.bound_self is None else ref.bound_self
             names = names[1:]
         defaults = params.defaults

@@ -373,3 +373,14 @@ def test_nvidia_backends_come_from_the_choice_sections(index: TreeIndex) -> None
         "trtllm_mha",
         "triton",
     )
+
+
+def test_too_deep_to_follow_is_a_warning_not_a_crash(
+    index: TreeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def too_deep(*args: object, **kwargs: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(attnrules.Interpreter, "call", too_deep)
+    assert run(index, *SPEC, "--page-size", "4") == []  # a launch no other case asks about
+    assert any("nests too deep to follow" in w for w in index.warnings)
