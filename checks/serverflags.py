@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.classfacts import dotted
@@ -37,6 +37,7 @@ class FlagSpec:
     file: str
     line: int
     value_type: str | None = None  # "int" | "float" when argparse converts the value
+    action_class: str | None = None  # `action=SomeAction`: a class of the tree, read later
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
         action = _constant(keywords.get("action"))
         nargs = _constant(keywords.get("nargs"))
         dest = _constant(keywords.get("dest"))
+        custom = not isinstance(keywords.get("action"), (ast.Constant, type(None)))
         specs.append(
             FlagSpec(
                 options=tuple(options),
@@ -127,6 +129,9 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
                 file=rel,
                 line=node.lineno,
                 value_type=_value_type(keywords.get("type")),
+                action_class=action.rsplit(".", 1)[-1]
+                if custom and isinstance(action, str) and nargs is None
+                else None,
             )
         )
     return specs
@@ -249,7 +254,43 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
         cached = files.entries[rel].derived.get("flags")
         if isinstance(cached, list):
             specs.extend(cached)
-    return specs
+    takes = {name: _action_nargs(index, name) for name in {s.action_class for s in specs} if name}
+    return [
+        replace(spec, nargs="0")
+        if spec.action_class and takes.get(spec.action_class) == 0
+        else spec
+        for spec in specs
+    ]
+
+
+def _action_nargs(index: TreeIndex, name: str) -> object:
+    """The `nargs` default of a custom argparse action's `__init__` (0: a switch, as
+    `DeprecatedStoreTrueAction`), read from the class in the tree; None if it has none."""
+    for rel, entry in index.entries.items():
+        if name not in entry.class_names:
+            continue
+        parsed = index.parse_file(rel)
+        for cls in ast.walk(parsed.tree) if parsed else ():
+            if not (isinstance(cls, ast.ClassDef) and cls.name == name):
+                continue
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                    args = fn.args.args
+                    defaults = dict(
+                        zip(
+                            [a.arg for a in args[len(args) - len(fn.args.defaults) :]],
+                            fn.args.defaults,
+                            strict=True,
+                        )
+                    )
+                    kw = {
+                        a.arg: d
+                        for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+                        if d is not None
+                    }
+                    default = defaults.get("nargs", kw.get("nargs"))
+                    return _constant(default) if default is not None else None
+    return None
 
 
 def _flag_specs(parsed: Parsed, rel: str) -> list[FlagSpec]:
