@@ -106,6 +106,9 @@ def check_attention(
     gpu: GpuArch | None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Finding]:
+    """The attention findings of one launch on one GPU architecture (`environ`: what the
+    server's process would see). Kept as a tree answer: a warm run reads it without running
+    the tree again."""
     if target_config is None or not attnrules.has_resolution(index):
         return []  # no argument resolution in this tree: no rules to run
     if gpu is None:
