@@ -79,6 +79,7 @@ class Session:
         self._index_lock = threading.Lock()
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
+        self._nvml_arch: tuple[GpuArch | None] | None = None  # NVML's answer, once asked
 
     # -- what is being watched ------------------------------------------------------------
     @property
@@ -148,10 +149,12 @@ class Session:
             return parse_gpu_arch(self.config.gpu_arch)
         if self.config.demo_label is not None:
             return None
-        from eaglebug.nvml import compute_capability
+        if self._nvml_arch is None:  # asked once: a box's GPUs do not change architecture
+            from eaglebug.nvml import compute_capability
 
-        found = compute_capability()
-        return GpuArch(*found) if found else None
+            found = compute_capability()
+            self._nvml_arch = (GpuArch(*found) if found else None,)
+        return self._nvml_arch[0]
 
     def _gpu_memory(self) -> GpuMemory | None:
         from eaglebug.checks.preflight import GpuMemory
