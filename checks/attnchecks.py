@@ -228,11 +228,11 @@ def _accepted(
     )
     spec = run.values.get("speculative_algorithm") is not None
     said = f"auto picks the {picked}" if not given else f"the {picked}"
-    said += f" attention backend on {gpu.name} (page size {common['page_size']}"
-    said += f", speculative top-k {common['speculative_eagle_topk']})" if spec else ")"
+    said += f" attention backend on {gpu.name} (page size {_or(common['page_size'])}"
+    said += f", speculative top-k {_or(common['speculative_eagle_topk'])})" if spec else ")"
     draft = common.get("draft_backend")
     if spec and draft is not None:
-        said += f"; the draft runs {draft}"
+        said += f"; the draft runs {_or(draft)}"
         if run.draft_backend_from:
             said += f" ({run.draft_backend_from.rsplit('/', 1)[-1]})"
     read_from = f"{where.rel}:{where.line}" if where is not None else run.draft_backend_from
@@ -260,6 +260,11 @@ def _auto_note(launch: LaunchSpec, run: attnrules.Resolution, raised: Raised) ->
 
 def _where(raised: Raised) -> str:
     return f"{raised.rel.rsplit('/', 1)[-1]}:{raised.line}"
+
+
+def _or(value: Any) -> str:
+    """A value as a message says it: alternatives joined with `or`."""
+    return " or ".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
 
 def _shown(value: Any) -> Any:

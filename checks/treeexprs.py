@@ -249,6 +249,8 @@ class Expressions:
                 return _TORCH_ATTRS[path] if path in _TORCH_ATTRS else Sentinel(f"torch:{path}")
             if base.kind.startswith("class:"):
                 return self.class_member(base.kind, attr)
+            if base.kind.startswith("member:") and attr == "name":  # `Enum.MEMBER.name`
+                return base.kind.rsplit(".", 1)[-1]
             if base.kind.startswith("module:"):
                 return self.lookup_dotted(f"{base.kind[7:]}.{attr}")
         return UNKNOWN
@@ -256,7 +258,7 @@ class Expressions:
     def call_expr(self, node: ast.Call) -> Any:
         func = node.func
         name = dotted(func) or ""
-        last = name.rsplit(".", 1)[-1]
+        last = func.attr if isinstance(func, ast.Attribute) else name.rsplit(".", 1)[-1]
         reads: dict[int | str, frozenset[str]] = {}
         args: list[Any] = []
         for a in node.args:

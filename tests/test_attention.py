@@ -257,6 +257,16 @@ def test_auto_on_blackwell_for_llama_follows_topk(check: Check) -> None:
     assert evidence(one).read_from.startswith("sglang/srt/server_args.py:")  # type: ignore[union-attr]
 
 
+def test_auto_on_blackwell_for_llama_0523(check: Check) -> None:
+    """0.5.23 keeps the rule (trtllm_mha only for a top-k known to be 1: `_forces_eagle_topk_one`
+    compares `str(algorithm).upper()` with `SpeculativeAlgorithm.DFLASH.name`); whether the
+    model has attention sinks or asymmetric K/V heads is decided at load time, so alternatives."""
+    unset = auto(check("0.5.23", *LLAMA_RUN, gpu=SM100))
+    assert evidence(unset).value("attention_backend") == ("flashinfer", "triton")
+    one = auto(check("0.5.23", *LLAMA_RUN, *TOPK1, gpu=SM100))
+    assert evidence(one).value("attention_backend") == ("fa4", "trtllm_mha")
+
+
 def test_auto_for_deepseek_on_blackwell(check: Check) -> None:
     """0.5.23 picks flashinfer for MLA on sm100; on Hopper fa3 (get_default_attn_backend)."""
     target = DEEPSEEK_V3
