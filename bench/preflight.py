@@ -12,8 +12,8 @@ Everything runs as separate processes from compiled bytecode, as in `audit_vs_gr
 helpers this uses): cold runs each get a fresh cache folder, warm runs share one filled by an
 untimed run; best of N. An info row keeps the older yardstick, warm preflight against a warm
 audit of the same tree. The launch is the Kimi-K2.5 + EAGLE-3 seed scenario, with configs
-written to a scratch folder. A benchmark, not a test: exit 0 whatever the ratios, 1 only when
-a command fails outright.
+written to a scratch folder, on 8 x H200 (`--gpu-arch sm90`, so the attention rules run too).
+A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails outright.
 
     python bench/preflight.py [--sglang PATH] [--runs N]
 """
@@ -80,7 +80,7 @@ def write_models(scratch: Path) -> tuple[Path, Path]:
 def preflight_argv(tree: Path, target: Path, draft: Path) -> list[str]:
     return [
         sys.executable, "-m", "eaglebug", "preflight", "--sglang", str(tree), "--json",
-        "--gpu-mem-gib", "141", "--",
+        "--gpu-mem-gib", "141", "--gpu-arch", "sm90", "--",
         "python", "-m", "sglang.launch_server", "--model-path", str(target),
         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft),
         "--tp", "8", "--trust-remote-code",

@@ -13,6 +13,7 @@ from typing import Any
 
 from eaglebug.checks import auxlayers, configchecks, deprecations, draftchecks, steps
 from eaglebug.checks.algorithms import algorithm_facts
+from eaglebug.checks.attnchecks import GpuArch, check_attention
 from eaglebug.checks.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.draftarch import draft_mode_class, first_architecture
 from eaglebug.checks.errors import InputError
@@ -142,6 +143,7 @@ def preflight(
     words: Sequence[str],
     environ: Mapping[str, str],
     gpu: GpuMemory | None = None,
+    gpu_arch: GpuArch | None = None,
     *,
     external: ExternalPackage | None = None,
     measured: MemoryLog | None = None,
@@ -259,6 +261,7 @@ def preflight(
         findings.extend(
             memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
         )
+        findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
     findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
     index.save()
     result.findings = sort_findings(findings)

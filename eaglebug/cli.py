@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the target and draft configs, audit both classes and check the configs against each "
         "other and the GPUs.",
         usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] [--gpu-free-gib N] "
-        "-- LAUNCH COMMAND...",
+        "[--gpu-arch SM] -- LAUNCH COMMAND...",
     )
     _tree_flag(p)
     p.add_argument(
@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=number(above=0, maximum=1e6),
         metavar="N",
         help="free memory per GPU before the load in GiB (default: NVML's least free now)",
+    )
+    p.add_argument(
+        "--gpu-arch",
+        metavar="SM",
+        help="the GPUs' architecture (sm90, sm100, sm120, or 9.0), when NVML cannot tell",
     )
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
     p.set_defaults(run=commands.preflight_command)

@@ -21,6 +21,7 @@ from eaglebug.checks.tree import SglangTree, locate
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
+    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.external import ExternalPackage
     from eaglebug.checks.findings import Finding
     from eaglebug.checks.index import TreeIndex
@@ -242,6 +243,18 @@ def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None] | 
     return total, source, free_now, free_from
 
 
+def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
+    """The GPUs' compute capability: --gpu-arch, else NVML's, else unknown."""
+    from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+
+    if getattr(args, "gpu_arch", None):
+        return parse_gpu_arch(args.gpu_arch)
+    from eaglebug.nvml import compute_capability
+
+    found = compute_capability()
+    return GpuArch(*found) if found else None
+
+
 def preflight_command(args: argparse.Namespace) -> int:
     words = _launch_words(args)
     if not words:
@@ -255,6 +268,7 @@ def preflight_command(args: argparse.Namespace) -> int:
     from eaglebug.calibration import measured_for
 
     measured = measured_for(Path.cwd(), words)  # the last launch of this command, if any
+    arch = _gpu_arch(args)
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks.findings import has_errors
@@ -263,7 +277,7 @@ def preflight_command(args: argparse.Namespace) -> int:
 
         gpu_memory = GpuMemory(*gpu) if gpu else None
         result = preflight(
-            index, words, os.environ, gpu_memory, external=external, measured=measured
+            index, words, os.environ, gpu_memory, arch, external=external, measured=measured
         )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if not args.json:
@@ -275,7 +289,8 @@ def preflight_command(args: argparse.Namespace) -> int:
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
     calibration = measured.to_json() if measured else None
-    parts = [words, sorted(os.environ.items()), gpu, calibration]
+    capability = arch.capability if arch else None
+    parts = [words, sorted(os.environ.items()), gpu, capability, calibration]
     return _answer(args, tree, "preflight", parts, compute, external)
 
 

@@ -28,3 +28,16 @@ def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str] | 
     # SGLang sizes the KV pool from the least free memory across its ranks.
     free_bytes = min(gpu.total_bytes - gpu.used_bytes for gpu in gpus)
     return smallest.total_bytes, f"NVML ({len(box.gpus)} x {smallest.name})", free_bytes, "NVML"
+
+
+def compute_capability(nvml_module: Any = None) -> tuple[tuple[int, int], str] | None:
+    """((major, minor), "NVML (N x name)") of the oldest GPU here, or None without NVML."""
+    source = NvmlSource(nvml_module, with_processes=False)
+    try:
+        found = source.capabilities()
+    finally:
+        source.close()
+    if not found:
+        return None
+    capability, name = min(found)
+    return capability, f"NVML ({len(found)} x {name})"

@@ -26,6 +26,7 @@ from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
+    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.audit import ClassReport
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.patching import Patch
@@ -65,6 +66,9 @@ class SessionConfig:
     # server is checked as `python -m sglang.launch_server ...` but runs as itself).
     run_argv: list[str] = field(default_factory=list)
     run_env: dict[str, str] = field(default_factory=dict)
+    gpu_arch: str | None = (
+        None  # --gpu-arch, for the attention checks; else NVML's (not the demo's)
+    )
 
 
 class Session:
@@ -76,6 +80,7 @@ class Session:
         self._index_lock = threading.Lock()
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
+        self._nvml_arch: tuple[GpuArch | None] | None = None  # NVML's answer, once asked
 
     # -- what is being watched ------------------------------------------------------------
     @property
@@ -145,7 +150,13 @@ class Session:
         measured = measured_for(self.config.workdir, base)
         with self._index_lock:
             flight = preflight(
-                index, words, environ, self._gpu_memory(), external=external, measured=measured
+                index,
+                words,
+                environ,
+                self._gpu_memory(),
+                self._gpu_arch(),
+                external=external,
+                measured=measured,
             )
             patches = plan_patches(index, flight.reports)
         result = CheckResult(
@@ -153,6 +164,21 @@ class Session:
         )
         self.last = result
         return result
+
+    def _gpu_arch(self) -> GpuArch | None:
+        """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
+        from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+
+        if self.config.gpu_arch is not None:
+            return parse_gpu_arch(self.config.gpu_arch)
+        if self.config.demo_label is not None:
+            return None
+        if self._nvml_arch is None:  # asked once: a box's GPUs do not change architecture
+            from eaglebug.nvml import compute_capability
+
+            found = compute_capability()
+            self._nvml_arch = (GpuArch(*found) if found else None,)
+        return self._nvml_arch[0]
 
     def _gpu_memory(self) -> GpuMemory | None:
         from eaglebug.checks.preflight import GpuMemory

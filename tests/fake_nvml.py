@@ -97,6 +97,7 @@ class FakeGpu:
     uuid: str = ""
     used_bytes: int = 0
     total_bytes: int = 141 * GIB
+    capability: tuple[int, int] = (9, 0)  # an H200 is sm90
     utilization_pct: int = 0
     temperature_c: int = 35
     power_mw: int = 120_000
@@ -153,6 +154,9 @@ class FakeNvml:
     # -- device -----------------------------------------------------------------------------
     def nvmlDeviceGetName(self, handle: Handle) -> str | bytes:
         return self._gpu("nvmlDeviceGetName", handle.index).name
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Handle) -> tuple[int, int]:
+        return self._gpu("nvmlDeviceGetCudaComputeCapability", handle.index).capability
 
     def nvmlDeviceGetUUID(self, handle: Handle) -> str:
         gpu = self._gpu("nvmlDeviceGetUUID", handle.index)

@@ -134,6 +134,7 @@ def cli(
     main()'s gc tuning for short-lived processes is undone afterwards.
     """
     monkeypatch.setattr(eaglebug.nvml, "smallest_gpu_memory", lambda: None)
+    monkeypatch.setattr(eaglebug.nvml, "compute_capability", lambda: None)
     monkeypatch.delenv(ENV_VAR, raising=False)
     thresholds = gc.get_threshold()
 

@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="every node's GPUs from this Prometheus (default: $EAGLEBUG_PROMETHEUS)",
     )
+    p.add_argument(
+        "--gpu-arch",
+        metavar="SM",
+        help="the GPUs' architecture for the attention checks (sm90, sm100, ...), when NVML cannot tell",
+    )
     cli.stall_flags(p)  # the same limits `diagnose` takes, for the log.stalled warning
     return p
 
@@ -125,10 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
+    from eaglebug.checks.attnchecks import parse_gpu_arch
     from eaglebug.session import SessionConfig
     from eaglebug.state import load_state
 
     workdir = Path.cwd()
+    if args.gpu_arch is not None:
+        parse_gpu_arch(args.gpu_arch)  # a bad value stops here, in one line
     if args.mode == "demo":
         if args.headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
             from eaglebug.demo.story import run_story
@@ -150,7 +158,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
 
         log = Path(args.log)
         ensure_text_log(log)
-        config = SessionConfig(workdir, args.sglang, [], log, readonly=True)
+        config = SessionConfig(workdir, args.sglang, [], log, readonly=True, gpu_arch=args.gpu_arch)
         return run_tui(
             config,
             _gpu_source(args),
@@ -166,7 +174,9 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
         from eaglebug.interpreter import external_for_launch
 
         external_for_launch(launch_words, os.environ)
-    config = SessionConfig(workdir, args.sglang, launch_words, None, readonly=args.readonly)
+    config = SessionConfig(
+        workdir, args.sglang, launch_words, None, readonly=args.readonly, gpu_arch=args.gpu_arch
+    )
     return run_tui(
         config,
         _gpu_source(args),

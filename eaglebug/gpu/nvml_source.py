@@ -158,6 +158,26 @@ class NvmlSource:
             log.info("GPU sampling unavailable: %s", self._unavailable)
         return self._unavailable
 
+    def capabilities(self) -> list[tuple[tuple[int, int], str]]:
+        """Each answering GPU's CUDA compute capability and name (for the attention rules)."""
+        count = self._device_count()
+        if isinstance(count, NvmlFailure):
+            return []
+        found: list[tuple[tuple[int, int], str]] = []
+        for index in range(count):
+            handle = self._call("nvmlDeviceGetHandleByIndex", index, gpu=index, field="handle")
+            if isinstance(handle, NvmlFailure):
+                continue
+            cap = self._call(
+                "nvmlDeviceGetCudaComputeCapability", handle, gpu=index, field="capability"
+            )
+            name = self._call("nvmlDeviceGetName", handle, gpu=index, field="name")
+            if isinstance(cap, tuple) and len(cap) == 2 and all(isinstance(v, int) for v in cap):
+                found.append(
+                    ((cap[0], cap[1]), _text(name) if not isinstance(name, NvmlFailure) else "GPU")
+                )
+        return found
+
     def _call(self, function: str, *args: Any, gpu: int | None = None, field: str = "") -> Any:
         """`pynvml.<function>(*args)`, or an `NvmlFailure`. The only place NVML is called.
 
