@@ -187,7 +187,9 @@ def capability_probes(
 
 
 def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
-    """The launch's values typed as argparse would give them, over the fields' defaults."""
+    """The launch's values typed as argparse would give them, over the fields' defaults, and
+    renamed as the tree's `ServerArgs.from_cli_args` renames them (0.5.9: `args.tp_size =
+    args.tensor_parallel_size`)."""
     values = dict(field_defaults(index))
     types = {spec.dest: spec.value_type for spec in server_flags(index)}
     for dest, raw in launch.values.items():
@@ -199,7 +201,45 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
             values[dest] = tuple(raw)
         else:
             values[dest] = raw
+    for field_name, dest in cli_renames(index):
+        if dest in launch.values:
+            values[field_name] = values[dest]
     return values
+
+
+def cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:
+    """(field, argparse dest) for each `args.field = args.dest` in `from_cli_args`."""
+    return index.answer("cli_renames", lambda: _cli_renames(index))
+
+
+def _cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:
+    method = _server_args_method(index, "from_cli_args")
+    if method is None:
+        return ()
+    out: list[tuple[str, str]] = []
+    for stmt in method.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(target := stmt.targets[0], ast.Attribute)
+            and isinstance(stmt.value, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and isinstance(stmt.value.value, ast.Name)
+            and target.value.id == stmt.value.value.id
+        ):
+            out.append((target.attr, stmt.value.attr))
+    return tuple(out)
+
+
+def _server_args_method(index: TreeIndex, name: str) -> ast.FunctionDef | None:
+    rel = "sglang/srt/server_args.py"
+    parsed = index.parse_file(rel) if rel in index.entries else None
+    for cls in parsed.tree.body if parsed else ():
+        if isinstance(cls, ast.ClassDef) and cls.name == "ServerArgs":
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+                    return stmt
+    return None
 
 
 def has_resolution(index: TreeIndex) -> bool:
@@ -328,15 +368,10 @@ class Models:
     environ: Mapping[str, str] = field(default_factory=dict)  # the server's environment
 
 
-def resolve(
+def _world(
     index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
-) -> Resolution | None:
-    """Run the tree's resolution, then its backend factories for the target and the draft."""
-    found = entry(index)
-    if found is None:
-        return None
-    ref, args_class = found
-    world = World(
+) -> World:
+    return World(
         values=values,
         probes=capability_probes(index, capability),
         capability=capability,
@@ -349,6 +384,33 @@ def resolve(
             k: v for k, v in models.target_config.items() if isinstance(v, (int, float, str, bool))
         },
     )
+
+
+def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models) -> list[Raised]:
+    """What `ServerArgs.check_server_args` (the launcher calls it after the resolution: 0.5.9
+    and 0.5.23 `engine.py`) refuses for these resolved values."""
+    method = _server_args_method(index, "check_server_args")
+    if method is None:
+        return []
+    args_class = ("sglang/srt/server_args.py", "ServerArgs")
+    run = Interpreter(index, _world(index, dict(resolved), None, models), args_class)
+    ref = FuncRef(args_class[0], "sglang.srt.server_args", method, "ServerArgs")
+    try:
+        run.call(ref, [], {})
+    except RecursionError:
+        return []
+    return list(run.raised)
+
+
+def resolve(
+    index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
+) -> Resolution | None:
+    """Run the tree's resolution, then its backend factories for the target and the draft."""
+    found = entry(index)
+    if found is None:
+        return None
+    ref, args_class = found
+    world = _world(index, values, capability, models)
     run = Interpreter(index, world, args_class)
     try:
         run.call(ref, [ARGS] if ref.owner is None else [], {})

@@ -26,6 +26,7 @@ from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.memlaunch import GpuFigures, memory_findings
 from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.models import ModelSource, resolve_model
+from eaglebug.checks.multinode import check_multinode
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 
 
@@ -262,6 +263,7 @@ def preflight(
             memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
         )
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
+        findings.extend(check_multinode(index, launch, specs, target.config, env))
     findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
     index.save()
     result.findings = sort_findings(findings)

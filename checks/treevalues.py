@@ -280,6 +280,10 @@ def _binop(op: ast.operator, a: Any, b: Any) -> Any:
                 return a // b
             case ast.Div():
                 return a / b
+            case ast.Mod():
+                return a % b
+            case ast.Pow() if abs(b) <= 64:
+                return a**b
     except ZeroDivisionError:
         return UNKNOWN
     return UNKNOWN

@@ -1,0 +1,232 @@
+"""Multi-node launches: one command run on every node, with `--nnodes N --node-rank i
+--dist-init-addr host:port` (often from SLURM).
+
+The flags are the tree's own (their spellings, aliases and defaults read from its
+`server_args.py` / `arg_groups`). Two kinds of finding, both `config.multinode`:
+
+- What the tree itself refuses while checking the arguments, found by running its argument
+  resolution on the launch (`attnrules.resolve`, the interpreter the attention checks use):
+  every definite refusal whose conditions read the node layout (`(tp_size * pp_size) % nnodes
+  == 0` in 0.5.9's `check_server_args` and 0.5.23's `validation_hook.py`, a multi-node DP
+  replica in 0.5.23, ...), with SGLang's message and file:line. A warning: it fails seconds
+  into the launch, but on every node.
+- What only shows on the other nodes, where no check of SGLang's is: with `--nnodes > 1`, a
+  missing `--dist-init-addr` (no node can find node 0), a loopback one (only node 0 can reach
+  it), a missing `--node-rank` (every node would think it is node 0), a rank outside
+  0..nnodes-1. And, for a good layout, an info line with what each node runs: `tp x pp / nnodes`
+  GPUs, and that the model path must hold the same files on every node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from eaglebug.checks import attnrules
+from eaglebug.checks.evidence import ConfigEvidence
+from eaglebug.checks.findings import Finding
+from eaglebug.checks.fixes import AdviceFix, FlagFix
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.launch import LaunchSpec
+from eaglebug.checks.serverflags import FlagSpec
+
+NODE_FIELDS = frozenset({"nnodes", "node_rank", "dist_init_addr"})
+_ID = "config.multinode"
+_ANSWER = "multinode:"
+_KEEP_ANSWERS = 16
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _flag(specs: list[FlagSpec], dest: str) -> FlagSpec | None:
+    return next((s for s in specs if s.dest == dest), None)
+
+
+def _where(spec: FlagSpec | None) -> str | None:
+    return f"{spec.file}:{spec.line}" if spec is not None else None
+
+
+def _loopback(addr: str) -> bool:
+    host = addr.rsplit(":", 1)[0].strip("[]") if ":" in addr else addr
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified
+
+
+def check_multinode(
+    index: TreeIndex,
+    launch: LaunchSpec,
+    specs: list[FlagSpec],
+    target_config: Mapping[str, Any] | None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    """The node-layout findings of one launch (the tree's refusals kept as a tree answer)."""
+    if _flag(specs, "nnodes") is None:
+        return []  # a tree without multi-node launches
+    values = attnrules.launch_values(index, launch)
+    findings = _refusals(index, values, target_config, environ)
+    nnodes = _int(values.get("nnodes")) or 1
+    if nnodes > 1:
+        findings += _layout(values, launch, specs, nnodes)
+    return findings
+
+
+def _refusals(
+    index: TreeIndex,
+    values: dict[str, Any],
+    target_config: Mapping[str, Any] | None,
+    environ: Mapping[str, str] | None,
+) -> list[Finding]:
+    if target_config is None or not attnrules.has_resolution(index):
+        return []
+    read = {name: (environ or {}).get(name) for name in attnrules.env_names(index)}
+    env = {name: value for name, value in read.items() if value is not None}
+    subject = [sorted(values.items(), key=str), target_config, env]
+    digest = hashlib.sha256(json.dumps(subject, sort_keys=True, default=str).encode()).hexdigest()
+    found = index.answer(
+        f"{_ANSWER}{digest}", lambda: _run_refusals(index, values, target_config, env)
+    )
+    index.answers.drop_oldest(_ANSWER, _KEEP_ANSWERS)
+    return found
+
+
+def _run_refusals(
+    index: TreeIndex,
+    values: dict[str, Any],
+    target_config: Mapping[str, Any],
+    environ: Mapping[str, str],
+) -> list[Finding]:
+    archs = target_config.get("architectures")
+    models = attnrules.Models(
+        tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
+        (),
+        None,
+        None,
+        target_config,
+        None,
+        environ=dict(environ),
+    )
+    run = attnrules.resolve(index, values, None, models)
+    if run is None:
+        return []
+    raised_all = [*run.raised, *attnrules.check_server_args(index, run.values, models)]
+    version = f"SGLang {index.tree.version}" if index.tree.version else "this SGLang tree"
+    out: list[Finding] = []
+    seen: set[tuple[str, int]] = set()
+    for raised in raised_all:
+        if not raised.definite or not raised.reads & NODE_FIELDS:
+            continue
+        if (raised.rel, raised.line) in seen:
+            continue
+        seen.add((raised.rel, raised.line))
+        said = raised.message or raised.condition
+        out.append(
+            Finding(
+                id=_ID,
+                severity="warning",
+                message=f"{version} refuses this node layout while checking its arguments, on "
+                f"every node ({raised.rel}:{raised.line}): {said}",
+                attribute="+".join(sorted(raised.reads & (NODE_FIELDS | {"tp_size", "pp_size"}))),
+                fix=AdviceFix("make --tp x --pp a multiple of --nnodes (GPUs split evenly)"),
+                evidence=ConfigEvidence.of(
+                    {
+                        "nnodes": values.get("nnodes"),
+                        "tp_size": values.get("tp_size"),
+                        "pp_size": values.get("pp_size"),
+                        "condition": raised.condition,
+                    },
+                    read_from=f"{raised.rel}:{raised.line}",
+                    sglang=raised.message,
+                ),
+            )
+        )
+    return out
+
+
+def _layout(
+    values: dict[str, Any], launch: LaunchSpec, specs: list[FlagSpec], nnodes: int
+) -> list[Finding]:
+    out: list[Finding] = []
+    addr = values.get("dist_init_addr")
+    addr_spec, rank_spec = _flag(specs, "dist_init_addr"), _flag(specs, "node_rank")
+    shown = {"nnodes": nnodes, "node_rank": values.get("node_rank"), "dist_init_addr": addr}
+    if not addr:
+        out.append(
+            Finding(
+                id=_ID,
+                severity="warning",
+                message=f"--nnodes {nnodes} without --dist-init-addr: the nodes have no address "
+                "to find node 0 at, and the launch waits at distributed init on every node",
+                attribute="dist_init_addr",
+                fix=FlagFix("--dist-init-addr", "NODE0_HOST:PORT", "the same on every node"),
+                evidence=ConfigEvidence.of(shown, read_from=_where(addr_spec)),
+            )
+        )
+    elif _loopback(str(addr)):
+        out.append(
+            Finding(
+                id=_ID,
+                severity="warning",
+                message=f"--dist-init-addr {addr} is a loopback address with --nnodes {nnodes}: "
+                "only node 0 can reach it; the other nodes wait at distributed init",
+                attribute="dist_init_addr",
+                fix=FlagFix(
+                    "--dist-init-addr", "NODE0_HOST:PORT", "node 0's address on the network"
+                ),
+                evidence=ConfigEvidence.of(shown, read_from=_where(addr_spec)),
+            )
+        )
+    rank = _int(values.get("node_rank"))
+    if launch.get("node_rank") is None:
+        out.append(
+            Finding(
+                id=_ID,
+                severity="warning",
+                message=f"--nnodes {nnodes} without --node-rank: every node that runs this "
+                f"command is node {rank if rank is not None else 0}; give each its own rank",
+                attribute="node_rank",
+                fix=AdviceFix(
+                    f"run the command on each node with its --node-rank 0..{nnodes - 1} "
+                    "(SLURM: --node-rank $SLURM_NODEID)"
+                ),
+                evidence=ConfigEvidence.of(shown, read_from=_where(rank_spec)),
+            )
+        )
+    elif rank is not None and not 0 <= rank < nnodes:
+        out.append(
+            Finding(
+                id=_ID,
+                severity="error",
+                message=f"--node-rank {rank} is outside 0..{nnodes - 1} for --nnodes {nnodes}: "
+                "the other nodes wait for a rank that never joins",
+                attribute="node_rank",
+                fix=FlagFix("--node-rank", str(nnodes - 1) if rank >= nnodes else "0"),
+                evidence=ConfigEvidence.of(shown, read_from=_where(rank_spec)),
+            )
+        )
+    tp, pp = _int(values.get("tp_size")) or 1, _int(values.get("pp_size")) or 1
+    if not out and (tp * pp) % nnodes == 0:
+        out.append(
+            Finding(
+                id=_ID,
+                severity="info",
+                message=f"{nnodes} nodes, {tp * pp // nnodes} GPUs each (--tp {tp} x --pp {pp}); "
+                f"run this same command on every node with its --node-rank, node 0 at {addr}; "
+                "the model path must hold the same files on every node",
+                evidence=ConfigEvidence.of(shown, read_from=_where(_flag(specs, "nnodes"))),
+            )
+        )
+    return out
