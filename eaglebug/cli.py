@@ -199,7 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Phase, progress and failure findings (one per failure, whatever the "
         "number of ranks printing it) from an SGLang server log.",
     )
-    p.add_argument("--log", required=True, metavar="FILE", help="the server's log file")
+    p.add_argument(
+        "--log",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="the server's log file; again for each node's log of a multi-node launch",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     stall_flags(p)
     p.add_argument(

@@ -1,4 +1,5 @@
-"""`eaglebug diagnose --log FILE [--json]`: what an SGLang log says about its launch.
+"""`eaglebug diagnose --log FILE [--log FILE ...] [--json]`: what an SGLang log says about its
+launch (several logs: one per node of a multi-node launch, read as one, see `lognodes`).
 
 Prints the launch phase, the weight-loading progress and the log findings (one per problem,
 with the ranks that reported it). Exit 0 when nothing is at error severity, 1 otherwise; a file
@@ -103,15 +104,26 @@ def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> fl
 def diagnose_command(args: argparse.Namespace) -> int:
     from eaglebug.cli import stall_limits
 
-    path = Path(args.log)
-    ensure_text_log(path)
-    analyzer = analyze_file(path)
-    findings = analyzer.findings()
+    paths = [Path(log) for log in (args.log if isinstance(args.log, list) else [args.log])]
+    for each in paths:
+        ensure_text_log(each)
+    path = paths[0]  # node 0's: the one that serves, with the decode lines and the memory
+    nodes: dict[str, str] | None = None
+    if len(paths) > 1:
+        from eaglebug.checks.lognodes import analyze_nodes, with_nodes
+
+        analyzer, rank_nodes, tags = analyze_nodes(paths)
+        findings = with_nodes(analyzer.findings(), rank_nodes)
+        nodes = {tag: str(each) for tag, each in zip(tags, paths, strict=True)}
+    else:
+        analyzer = analyze_file(path)
+        findings = analyzer.findings()
     acceptance = acceptance_reports(path)
     low = low_acceptance(acceptance, threshold=getattr(args, "min_accept", None) or THRESHOLD)
     if low is not None:
         findings.append(low)
-    silent = silence_s(path, analyzer)
+    silences = [s for each in paths if (s := silence_s(each, analyzer)) is not None]
+    silent = min(silences) if silences else None
     stalled = analyzer.stalled(silent, stall_limits(args)) if silent is not None else None
     if stalled is not None:
         findings.append(stalled)
@@ -124,9 +136,12 @@ def diagnose_command(args: argparse.Namespace) -> int:
             {"reports": len(acceptance), "last": acceptance[-1].length} if acceptance else None
         )
         data["memory"] = memory.to_json() if memory else None
+        if nodes is not None:
+            data["nodes"] = nodes
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_diagnosis(path, analyzer, findings, memory=memory)
+        shown = path if nodes is None else Path(" + ".join(str(each) for each in paths))
+        print_diagnosis(shown, analyzer, findings, memory=memory)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
 
 
