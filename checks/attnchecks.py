@@ -14,14 +14,14 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from eaglebug.checks import attnrules
-from eaglebug.checks.errors import InputError
 from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import AdviceFix, Choice, FlagFix
+from eaglebug.checks.gpuarch import GpuArch, parse_gpu_arch
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec
 from eaglebug.checks.serverflags import server_flags
@@ -48,37 +48,11 @@ _FLAG_OF = {
 }
 # The findings for one launch on one GPU are a tree answer (the launch, configs, GPU and the
 # environment variables the tree declares are the key); the newest few launches are kept.
+__all__ = ["ATTENTION_FIELDS", "GpuArch", "check_attention", "parse_gpu_arch"]
 _ANSWER = "attention:"
 _KEEP_ANSWERS = 16
 # Each candidate is a run of the tree's resolution (~0.1-0.5 s): how many backends to try.
 _MAX_BACKEND_TRIES = 4
-_ARCH = re.compile(r"^sm_?(\d{2,3})([a-z]?)$")
-
-
-@dataclass(frozen=True)
-class GpuArch:
-    capability: tuple[int, int]
-    source: str  # "--gpu-arch sm90", "NVML (NVIDIA H200)"
-
-    @property
-    def name(self) -> str:
-        return f"sm{self.capability[0]}{self.capability[1]}"
-
-
-def parse_gpu_arch(text: str) -> GpuArch:
-    """`sm90`, `sm100`, `sm_120`, `9.0`: the compute capability a GPU reports."""
-    word = text.strip().lower()
-    match = _ARCH.match(word)
-    if match:
-        digits = match.group(1)
-        return GpuArch((int(digits[:-1]), int(digits[-1])), f"--gpu-arch {text}")
-    major, dot, minor = word.partition(".")
-    if dot and major.isdigit() and minor.isdigit() and 0 < int(major) < 100:
-        return GpuArch((int(major), int(minor)), f"--gpu-arch {text}")
-    raise InputError(
-        f"--gpu-arch {text!r}: not a GPU architecture",
-        "give the compute capability as sm80, sm90, sm100, sm120 (or 9.0)",
-    )
 
 
 def _is_mla(config: Mapping[str, Any] | None) -> bool | None:

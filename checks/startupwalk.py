@@ -34,6 +34,7 @@ _MAX_DEPTH = 80
 _MAX_ASIDE = 3
 # Milestones whose insides are not walked: the server is up by then; a line that only runs
 # there is found by name (see `steps.py`) or is not part of the start-up.
+_TABLES_KEPT = 8
 _UNWALKED = frozenset({"serving", "warmup"})
 _RUNNER_RE = re.compile(rb"\bself\.(model_runner|tp_worker|draft_worker|target_worker)\b")
 
@@ -253,10 +254,15 @@ class _Tracer:
         return False
 
     def _table(self, rel: str) -> _Table:
-        table = self.tables.get(rel)
+        """The file's functions by name; the few files in use are kept (a syntax tree is ten
+        times its source), the rest parsed again if the walk comes back to them."""
+        table = self.tables.pop(rel, None)
         if table is None:
             parsed = self.index.parse_file(rel)
-            table = self.tables[rel] = _Table.of(parsed.tree if parsed else None)
+            table = _Table.of(parsed.tree if parsed else None)
+        self.tables[rel] = table  # the newest last
+        while len(self.tables) > _TABLES_KEPT:
+            self.tables.pop(next(iter(self.tables)))
         return table
 
     # -- statements and calls ----------------------------------------------------------------

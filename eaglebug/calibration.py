@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eaglebug.checks.errors import InputError
-from eaglebug.checks.flagwords import with_flags
-from eaglebug.checks.launch import env_and_argv
-from eaglebug.checks.memlog import MemoryLog, read_memory_file
 from eaglebug.state import load_state
+
+if TYPE_CHECKING:  # the log reader loads only when a recorded launch is there to read
+    from eaglebug.checks.memlog import MemoryLog
 
 
 def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
@@ -25,6 +26,12 @@ def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
         state = load_state(workdir)
     except InputError:
         return None
+    if not state.launches:
+        return None
+    from eaglebug.checks.flagwords import with_flags
+    from eaglebug.checks.launch import env_and_argv
+    from eaglebug.checks.memlog import read_memory_file
+
     argv = env_and_argv(words)[1]
     for record in reversed(state.launches):
         # The same command, whatever flag fixes that launch ran with.

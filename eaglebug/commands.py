@@ -21,9 +21,9 @@ from eaglebug.checks.tree import SglangTree, locate
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
-    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.external import ExternalPackage
     from eaglebug.checks.findings import Finding
+    from eaglebug.checks.gpuarch import GpuArch
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.models import ModelSource
     from eaglebug.checks.walk import Listing
@@ -245,7 +245,7 @@ def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None] | 
 
 def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
     """The GPUs' compute capability: --gpu-arch, else NVML's, else unknown."""
-    from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+    from eaglebug.checks.gpuarch import GpuArch, parse_gpu_arch
 
     if getattr(args, "gpu_arch", None):
         return parse_gpu_arch(args.gpu_arch)

@@ -26,8 +26,8 @@ from eaglebug.server import Server, wait_gpu_released
 from eaglebug.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
-    from eaglebug.checks.attnchecks import GpuArch
     from eaglebug.checks.audit import ClassReport
+    from eaglebug.checks.gpuarch import GpuArch
     from eaglebug.checks.index import TreeIndex
     from eaglebug.checks.patching import Patch
     from eaglebug.checks.preflight import GpuMemory, PreflightResult
@@ -167,7 +167,7 @@ class Session:
 
     def _gpu_arch(self) -> GpuArch | None:
         """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
-        from eaglebug.checks.attnchecks import GpuArch, parse_gpu_arch
+        from eaglebug.checks.gpuarch import GpuArch, parse_gpu_arch
 
         if self.config.gpu_arch is not None:
             return parse_gpu_arch(self.config.gpu_arch)

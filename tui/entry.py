@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
-    from eaglebug.checks.attnchecks import parse_gpu_arch
+    from eaglebug.checks.gpuarch import parse_gpu_arch
     from eaglebug.session import SessionConfig
     from eaglebug.state import load_state
 
