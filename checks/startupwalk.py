@@ -32,9 +32,9 @@ _MAX_DEPTH = 80
 # The launcher reaches the scheduler through a few files that never touch the model
 # (launch_server -> http_server -> engine): how many such frames the walk stacks up.
 _MAX_ASIDE = 3
+_TABLES_KEPT = 8  # files whose function tables stay in memory during the walk
 # Milestones whose insides are not walked: the server is up by then; a line that only runs
 # there is found by name (see `steps.py`) or is not part of the start-up.
-_TABLES_KEPT = 8
 _UNWALKED = frozenset({"serving", "warmup"})
 _RUNNER_RE = re.compile(rb"\bself\.(model_runner|tp_worker|draft_worker|target_worker)\b")
 
@@ -125,10 +125,9 @@ class _Tracer:
             return
         self.seen.add(key)
         opened = self._open_span(qualname, role, site)
-        args = fn.args.posonlyargs + fn.args.args
-        self_name = args[0].arg if owner is not None and args else None
-        frame = _Frame(rel, module, role, instance, owner, self_name)
         positional = fn.args.posonlyargs + fn.args.args
+        self_name = positional[0].arg if owner is not None and positional else None
+        frame = _Frame(rel, module, role, instance, owner, self_name)
         defaults = [*[None] * (len(positional) - len(fn.args.defaults)), *fn.args.defaults]
         for arg, default in [
             *zip(positional, defaults, strict=True),
@@ -457,8 +456,13 @@ class _Tracer:
 
 
 def walk(index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]) -> StartupTrace:
-    """The tree's start-up under `algorithm`, its draft workers `worker_classes`."""
-    return _Tracer(index, algorithm, worker_classes).run()
+    """The tree's start-up under `algorithm`, its draft workers `worker_classes`; a tree
+    nested past Python's stack gives no steps (and says so) rather than no audit."""
+    try:
+        return _Tracer(index, algorithm, worker_classes).run()
+    except RecursionError:
+        index.warnings.append("the start-up nests too deep to follow: findings have no step")
+        return StartupTrace(algorithm, ())
 
 
 def _is_main_block(node: ast.stmt) -> bool:

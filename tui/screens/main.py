@@ -398,7 +398,7 @@ class MainScreen(ServingParts):
         header.phase = snap.phase
         header.progress = snap.progress
         self.milestones = snap.milestones
-        self.eaglebug.accept_watch.watch(self._server_url() if snap.phase == "ready" else None)
+        self.watch_acceptance(snap.phase, snap.launch_number)
         restarted = any(part.restart is not None for part in snap.parts)
         # Most snapshots are just more lines: rebuild the checks (and reread the state file)
         # only when the launch or its findings changed, so a busy log costs no relayout.

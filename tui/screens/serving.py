@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 class ServingParts(Screen[None]):
     check_result: CheckResult | None = None  # the main screen's newest checks
     runtime_findings: tuple[Finding, ...] = ()  # the acceptance watchdog's
+    _url_of: int | None = -1  # the launch whose server URL `_url` is
+    _url: str | None = None
 
     @property
     def eaglebug(self) -> EaglebugApp:
@@ -62,6 +64,16 @@ class ServingParts(Screen[None]):
         if found != self.runtime_findings:
             self.runtime_findings = found
             self.refresh_checks()
+
+    def watch_acceptance(self, phase: str, launch_number: int | None) -> None:
+        """Poll the launch's server while it is ready; its URL is read once per launch (the
+        watch's snapshots come several times a second, the state file need not)."""
+        if phase != "ready":
+            self.eaglebug.accept_watch.watch(None)
+            return
+        if self._url_of != launch_number:
+            self._url_of, self._url = launch_number, self._server_url()
+        self.eaglebug.accept_watch.watch(self._url)
 
     def _server_url(self) -> str | None:
         """The loopback URL of the recorded launch's own port; None when nothing was
