@@ -12,6 +12,7 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +70,9 @@ class SessionConfig:
     gpu_arch: str | None = (
         None  # --gpu-arch, for the attention checks; else NVML's (not the demo's)
     )
+    # Several nodes' logs merged into `log_path` (`eaglebug.logmerge`): the node of each rank
+    # so far, from the merger, so the log's findings name their nodes.
+    rank_nodes: Callable[[], dict[str, str]] | None = None
 
 
 class Session:

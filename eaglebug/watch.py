@@ -200,6 +200,11 @@ class LaunchWatch:
             raw = analyzer.findings()
             if raw != self._raw or republish:
                 self._raw = raw
+                nodes = self.session.config.rank_nodes
+                if nodes is not None:  # several nodes' logs, merged: which node printed each
+                    from eaglebug.checks.lognodes import with_nodes
+
+                    raw = with_nodes(raw, nodes())
                 self._findings = tuple(self.session.resolve(raw))
                 news = True
         phase = analyzer.phase if path is not None else "idle"

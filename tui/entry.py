@@ -37,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("mode", nargs="?", choices=sorted(TUI_MODES), help=argparse.SUPPRESS)
-    p.add_argument("--log", metavar="FILE", help="watch: the log file to follow")
+    p.add_argument(
+        "--log",
+        action="append",
+        metavar="FILE",
+        help="watch: the log file to follow; again for each node's log of a multi-node launch",
+    )
     p.add_argument("--sglang", metavar="PATH", help="the SGLang tree the server runs")
     p.add_argument("--readonly", action="store_true", help="no patch, undo, relaunch or stop")
     p.add_argument(
@@ -156,15 +161,34 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             raise InputError("watch needs --log FILE", "eaglebug watch --log /path/to/server.log")
         from eaglebug.diagnose_cmd import ensure_text_log
 
-        log = Path(args.log)
-        ensure_text_log(log)
-        config = SessionConfig(workdir, args.sglang, [], log, readonly=True, gpu_arch=args.gpu_arch)
-        return run_tui(
-            config,
-            _gpu_source(args),
-            args.interval,
-            stall_limits=cli.stall_limits(args),
+        logs = [Path(log) for log in args.log]
+        for log in logs:
+            ensure_text_log(log)
+        merger = None
+        if len(logs) > 1:  # one log per node: followed together, tagged with the node
+            from eaglebug.logmerge import LogMerger
+
+            merger = LogMerger(logs)
+            merger.start()
+        config = SessionConfig(
+            workdir,
+            args.sglang,
+            [],
+            merger.path if merger else logs[0],
+            readonly=True,
+            gpu_arch=args.gpu_arch,
+            rank_nodes=merger.rank_nodes if merger is not None else None,
         )
+        try:
+            return run_tui(
+                config,
+                _gpu_source(args),
+                args.interval,
+                stall_limits=cli.stall_limits(args),
+            )
+        finally:
+            if merger is not None:
+                merger.stop()
     if not launch_words and load_state(workdir).latest is None:
         raise InputError(
             "no launch recorded in this folder (.eaglebug/state.json)",
