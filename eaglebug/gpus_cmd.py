@@ -57,6 +57,10 @@ def snapshot_json(source: GpuSource, snapshot: BoxSnapshot) -> dict[str, Any]:
         "source": source.describe(),
         "unavailable": snapshot.unavailable,
         "nodes": [{"host": host, "gpus": gpus} for host, gpus in nodes.items()],
+        "serving": [
+            {"instance": s.instance, "accept_length": s.accept_length, "accept_rate": s.accept_rate}
+            for s in snapshot.serving
+        ],
     }
 
 
@@ -93,5 +97,10 @@ def gpus_command(args: argparse.Namespace) -> int:
                 state += f" {gpu['stale_s']} s"
             sys.stdout.write(
                 f"  {gpu['index']:>2}  {gpu['name']:<28.28} {used:7.1f}/{total:.0f} GiB {util}{state}\n"
+            )
+    for serving in data["serving"]:
+        if serving["accept_length"] is not None:
+            sys.stdout.write(
+                f"SGLang {serving['instance']}: accept length {serving['accept_length']:.2f}\n"
             )
     return EXIT_OK

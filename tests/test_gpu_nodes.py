@@ -171,3 +171,32 @@ def test_gpus_that_fit_keep_their_own_rows(tmp_path: Path) -> None:
         assert not panel.query_one("#gpu-rows").has_class("by-node")
 
     run(app, script)
+
+
+class ServingNodes(TwoNodes):
+    """Two nodes, the first one's SGLang exporting its acceptance (as Prometheus gives it)."""
+
+    def sample(self) -> BoxSnapshot:
+        from dataclasses import replace
+
+        from eaglebug.gpu.snapshot import Serving
+
+        return replace(super().sample(), serving=(Serving("10.0.0.1:30000", 3.1, 0.7),))
+
+
+def test_each_servers_acceptance_shows_in_the_gpu_panel(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=4)\n")
+    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    app = build_app(session, ServingNodes(), run_checks=False, **FAST)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        panel = app.main.query_one(GpuPanel)
+        procs = panel.query_one("#gpu-procs", Static)
+        await until(
+            pilot,
+            lambda: "SGLang 10.0.0.1:30000 accept 3.10 · 70%" in str(procs.render()),
+            "the server's acceptance",
+        )
+
+    run(app, script)

@@ -43,6 +43,7 @@ class Node:
     used_mib: list[int]
     util: list[int] = field(default_factory=lambda: [0, 0])
     server: ThreadingHTTPServer | None = None
+    accept_length: float | None = None  # SGLang's own gauge, served beside the GPUs' here
 
     def exposition(self) -> str:
         lines = [
@@ -62,6 +63,14 @@ class Node:
                     f'modelName="{MODEL}",Hostname="{self.host}"'
                 )
                 lines.append(f"{name}{{{labels}}} {value}")
+        if self.accept_length is not None:
+            lines += [
+                "# TYPE sglang:spec_accept_length gauge",
+                f'sglang:spec_accept_length{{model_name="m",tp_rank="0"}} {self.accept_length}',
+                "# TYPE sglang:spec_accept_rate gauge",
+                f'sglang:spec_accept_rate{{model_name="m",tp_rank="0"}} '
+                f"{(self.accept_length - 1) / 3}",
+            ]
         return "\n".join(lines) + "\n"
 
     def start(self) -> int:
@@ -101,7 +110,7 @@ class Fleet:
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
     binary = shutil.which("prometheus")
     assert binary, "Prometheus is needed: apt-get install prometheus (.ci/run installs it)"
-    nodes = [Node("node-a", [70000, 70100]), Node("node-b", [512, 600])]
+    nodes = [Node("node-a", [70000, 70100], accept_length=3.1), Node("node-b", [512, 600])]
     ports = [node.start() for node in nodes]
     targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports)
     config = tmp_path / "prometheus.yml"
@@ -156,6 +165,16 @@ def test_the_snapshot_is_what_the_nodes_serve(fleet: Fleet) -> None:
     assert got[("node-b", 1)].used_bytes == 600 * MIB
 
 
+def test_sglangs_own_gauges_come_per_server(fleet: Fleet) -> None:
+    """A node whose SGLang serves /metrics (--enable-metrics) shows its acceptance; one
+    without is simply absent, not an error."""
+    snapshot = PrometheusSource(fleet.url).sample()
+    [serving] = snapshot.serving
+    assert serving.accept_length == pytest.approx(3.1)
+    assert serving.accept_rate == pytest.approx(0.7)
+    assert serving.instance.startswith("127.0.0.1:")
+
+
 def test_the_headless_command_lists_both_nodes(
     fleet: Fleet, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,8 +188,10 @@ def test_the_headless_command_lists_both_nodes(
         (0, 512 * MIB, "ok"),
         (1, 600 * MIB, "ok"),
     ]
+    assert [s["accept_length"] for s in data["serving"]] == [pytest.approx(3.1)]
     text = cli(capsys, "gpus", "--prometheus", fleet.url)
     assert "node-a" in text.out and "node-b" in text.out
+    assert "accept length 3.10" in text.out
 
 
 def test_a_node_that_goes_away_is_stale_not_gone(fleet: Fleet) -> None:

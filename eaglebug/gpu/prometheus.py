@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
+from eaglebug.checks.acceptance import DEFAULT_RULES
+from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot, Serving
 
 ENV_URL = "EAGLEBUG_PROMETHEUS"
 MIB = 2**20
@@ -226,7 +227,26 @@ class PrometheusSource:
         gpus = [self._last[k][0] for k in seen]
         gpus += [g for g in self._stale_all(now) if (g.host or "", str(g.index)) not in seen]
         gpus.sort(key=lambda g: (g.host or "", g.index))
-        return BoxSnapshot(now, wall, gpus=tuple(gpus))
+        return BoxSnapshot(now, wall, gpus=tuple(gpus), serving=self._serving())
+
+    def _serving(self) -> tuple[Serving, ...]:
+        """SGLang's acceptance gauges (the names `checks.acceptance` knows) per scraped
+        server; none when no server exports them (no --enable-metrics, no speculative run)."""
+        found: dict[str, dict[str, float]] = {}
+        for key, metric in (
+            ("length", DEFAULT_RULES.metric_length),
+            ("rate", DEFAULT_RULES.metric_rate),
+        ):
+            for item in self.query(f"avg by (instance) ({metric})"):
+                instance = str(item.get("metric", {}).get("instance", "?"))
+                try:
+                    found.setdefault(instance, {})[key] = float(item["value"][1])
+                except (KeyError, IndexError, TypeError, ValueError):
+                    continue
+        return tuple(
+            Serving(instance, values.get("length"), values.get("rate"))
+            for instance, values in sorted(found.items())
+        )
 
     def _stale_all(self, now: float) -> tuple[GpuSnapshot, ...]:
         """Every node seen before, as it last was, marked stale with its age."""

@@ -58,6 +58,16 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
+class Serving:
+    """One SGLang server's own gauges, as Prometheus scraped them from its `/metrics` (each
+    node of a multi-node launch serves its own with `--enable-metrics`)."""
+
+    instance: str  # the scrape target, host:port
+    accept_length: float | None = None
+    accept_rate: float | None = None
+
+
+@dataclass(frozen=True)
 class BoxSnapshot:
     """Every GPU and GPU process of the box at one moment, or why there are none."""
 
@@ -67,6 +77,7 @@ class BoxSnapshot:
     processes: tuple[GpuProcess, ...] = ()
     unavailable: str | None = None  # e.g. "no NVIDIA driver on this host (...)"
     unsupported: frozenset[tuple[int, str]] = field(default_factory=frozenset)
+    serving: tuple[Serving, ...] = ()  # SGLang's own gauges per server, where a source has them
 
     def gpu(self, index: int) -> GpuSnapshot | None:
         return next((gpu for gpu in self.gpus if gpu.index == index), None)

@@ -188,6 +188,16 @@ class GpuPanel(Vertical):
             procs.append(
                 f"{proc.gpu_index} {proc.pid:>7} {used} {who}\n", style="dim" if proc.hidden else ""
             )
+        for serving in snapshot.serving:  # each node's SGLang, from its own /metrics
+            if serving.accept_length is not None:
+                rate = (
+                    f" · {100 * serving.accept_rate:.0f}%"
+                    if serving.accept_rate is not None
+                    else ""
+                )
+                procs.append(
+                    f"SGLang {serving.instance} accept {serving.accept_length:.2f}{rate}\n"
+                )
         if procs != self._procs:
             self._procs = procs
             self.query_one("#gpu-procs", Static).update(procs)
