@@ -230,3 +230,41 @@ def _layout(
             )
         )
     return out
+
+
+def check_gpu_count(
+    index: TreeIndex, launch: LaunchSpec, specs: list[FlagSpec], gpus_here: int | None
+) -> list[Finding]:
+    """`config.gpu_count`: this host has fewer GPUs than the launch puts on each node
+    (`--tp x --pp / --nnodes`, from `--base-gpu-id`): a rank finds no device when its
+    scheduler starts, before anything loads. Only where NVML counted the GPUs."""
+    if gpus_here is None:
+        return []
+    values = attnrules.launch_values(index, launch)
+    nnodes = _int(values.get("nnodes")) or 1
+    tp, pp = _int(values.get("tp_size")) or 1, _int(values.get("pp_size")) or 1
+    base = _int(values.get("base_gpu_id")) or 0
+    step = _int(values.get("gpu_id_step")) or 1
+    per_node = max(tp * pp // nnodes, 1)
+    needed = base + (per_node - 1) * step + 1
+    if needed <= gpus_here:
+        return []
+    where = "per node" if nnodes > 1 else "on this host"
+    return [
+        Finding(
+            id="config.gpu_count",
+            severity="error",
+            message=f"the launch puts {per_node} GPUs {where} (--tp {tp} x --pp {pp}"
+            + (f" / --nnodes {nnodes}" if nnodes > 1 else "")
+            + (f", from GPU {base}" if base else "")
+            + f") but this host has {gpus_here}: a rank finds no GPU when its scheduler starts",
+            attribute="tp_size",
+            fix=AdviceFix(
+                f"run on a host with {needed} GPUs, or lower --tp (or add nodes with --nnodes)"
+            ),
+            evidence=ConfigEvidence.of(
+                {"gpus_per_node": per_node, "gpus_here": gpus_here, "base_gpu_id": base},
+                read_from=_where(_flag(specs, "tp_size")),
+            ),
+        )
+    ]

@@ -26,7 +26,7 @@ from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.memlaunch import GpuFigures, memory_findings
 from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.models import ModelSource, resolve_model
-from eaglebug.checks.multinode import check_multinode
+from eaglebug.checks.multinode import check_gpu_count, check_multinode
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
 
 
@@ -36,6 +36,7 @@ class GpuMemory:
     source: str  # "NVML (NVIDIA H200)", "--gpu-mem-gib"
     free_bytes: int | None = None  # the least free on any GPU now (NVML, --gpu-free-gib)
     free_source: str | None = None
+    count: int | None = None  # GPUs on this host (NVML); None when given by hand
 
 
 @dataclass
@@ -264,6 +265,7 @@ def preflight(
         )
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
         findings.extend(check_multinode(index, launch, specs, target.config, env))
+        findings.extend(check_gpu_count(index, launch, specs, gpu.count if gpu else None))
     findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
     index.save()
     result.findings = sort_findings(findings)

@@ -225,22 +225,23 @@ def _json_text(data: object) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None] | None:
-    """(bytes per GPU, its source, free bytes before the load, its source), or None when no
-    GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says."""
+def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None, int | None] | None:
+    """(bytes per GPU, its source, free bytes before the load, its source, GPUs here), or None
+    when no GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says (the count is
+    then unknown)."""
     free = getattr(args, "gpu_free_gib", None)
     free_given = (int(free * 1024**3), "--gpu-free-gib") if free is not None else (None, None)
     if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
-        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given, None
     from eaglebug.nvml import smallest_gpu_memory  # NVML only when asked for
 
     found = smallest_gpu_memory()
     if found is None:
         return None
-    total, source, free_now, free_from = found
+    total, source, free_now, free_from, count = found
     if free is not None:
-        return total, source, *free_given
-    return total, source, free_now, free_from
+        return total, source, *free_given, count
+    return total, source, free_now, free_from, count
 
 
 def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:

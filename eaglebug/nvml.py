@@ -10,9 +10,10 @@ from typing import Any
 from eaglebug.gpu.nvml_source import NvmlSource
 
 
-def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str] | None:
-    """(total bytes, "NVML (N x name)", least free bytes now, "NVML") of the GPUs here: the
-    smallest GPU's size (tensor parallel shards are equal) and the least free on any of them.
+def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str, int] | None:
+    """(total bytes, "NVML (N x name)", least free bytes now, "NVML", GPUs here) of the GPUs
+    here: the smallest GPU's size (tensor parallel shards are equal), the least free on any of
+    them, and how many answer.
 
     None when NVML is unavailable or no GPU answers. `nvml_module` replaces `pynvml` in tests.
     """
@@ -27,7 +28,8 @@ def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str] | 
     smallest = min(gpus, key=lambda gpu: gpu.total_bytes)
     # SGLang sizes the KV pool from the least free memory across its ranks.
     free_bytes = min(gpu.total_bytes - gpu.used_bytes for gpu in gpus)
-    return smallest.total_bytes, f"NVML ({len(box.gpus)} x {smallest.name})", free_bytes, "NVML"
+    described = f"NVML ({len(box.gpus)} x {smallest.name})"
+    return smallest.total_bytes, described, free_bytes, "NVML", len(gpus)
 
 
 def compute_capability(nvml_module: Any = None) -> tuple[tuple[int, int], str] | None:

@@ -192,7 +192,13 @@ class Session:
             return None
         smallest = min(g.total_bytes for g in snapshot.gpus)
         free = min(g.total_bytes - g.used_bytes for g in snapshot.gpus)
-        return GpuMemory(smallest, f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}", free, "NVML")
+        return GpuMemory(
+            smallest,
+            f"{len(snapshot.gpus)} x {snapshot.gpus[0].name}",
+            free,
+            "NVML",
+            len(snapshot.gpus),
+        )
 
     # -- findings by key ---------------------------------------------------------------------
     def resolve(self, log_findings: list[Finding]) -> list[Finding]:

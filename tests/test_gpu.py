@@ -376,14 +376,15 @@ def test_smallest_gpu_memory_through_the_fake_module() -> None:
         "NVML (4 x NVIDIA H100 80GB HBM3)",
         41 * GIB,
         "NVML",
+        4,
     )
     assert nvml.initialised == 0  # it shut NVML down again
     assert nvml.count("nvmlDeviceGetComputeRunningProcesses", 0) == 0  # no process lists
 
     gpus[2].lost = True  # a lost GPU does not count
-    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 41 * GIB, "NVML")
+    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 41 * GIB, "NVML", 3)
     gpus[1].lost = True
-    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 141 * GIB, "NVML")
+    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 141 * GIB, "NVML", 2)
     assert smallest_gpu_memory(FakeNvml([])) is None
 
 

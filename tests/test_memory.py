@@ -363,7 +363,7 @@ def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
     monkeypatch.setattr(
         eaglebug.nvml,
         "smallest_gpu_memory",
-        lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML"),
+        lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML", 1),
     )
     _, nvml = preflight_json(capsys, sglang_0523, *launch)
     assert nvml["details"]["gpu_memory_from"] == "NVML (1 x NVIDIA H100 80GB HBM3)"

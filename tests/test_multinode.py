@@ -86,3 +86,25 @@ def test_every_node_as_rank_0_and_a_rank_past_the_end(index: TreeIndex, target: 
     [past] = nodes(index, target, *flags, "--node-rank", "2")
     assert past.severity == "error" and "outside 0..1" in past.message
     assert [f.severity for f in nodes(index, target, *flags, "--node-rank", "1")] == ["info"]
+
+
+def test_more_gpus_per_node_than_this_host_has(index: TreeIndex, target: Path) -> None:
+    from eaglebug.checks.preflight import GpuMemory
+
+    def counted(gpus: int, *flags: str) -> list[Finding]:
+        gpu = GpuMemory(141 * 1024**3, "NVML (fake)", None, None, gpus)
+        words = [*LAUNCH, "--model-path", str(target), *flags]
+        return [f for f in preflight(index, words, {}, gpu).findings if f.id == "config.gpu_count"]
+
+    [short] = counted(4, "--tp", "8")
+    assert short.severity == "error" and "8 GPUs on this host" in short.message
+    assert "this host has 4" in short.message
+    assert counted(8, "--tp", "8") == []
+    # Two nodes of eight: eight per node fit an eight-GPU host; sixteen on one node do not.
+    assert counted(8, "--tp", "16", "--nnodes", "2", *GOOD) == []
+    [per_node] = counted(8, "--tp", "16")
+    assert "16 GPUs on this host" in per_node.message
+    # Without a count (--gpu-mem-gib by hand) nothing is said.
+    gpu = GpuMemory(141 * 1024**3, "--gpu-mem-gib")
+    words = [*LAUNCH, "--model-path", str(target), "--tp", "64"]
+    assert not [f for f in preflight(index, words, {}, gpu).findings if f.id == "config.gpu_count"]
