@@ -266,18 +266,20 @@ def preflight(
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
         findings.extend(check_multinode(index, launch, specs, target.config, env))
         findings.extend(check_gpu_count(index, launch, specs, gpu.count if gpu else None))
-    findings = steps.assign(index, algorithm, findings, _loaded_per_gpu(target, draft, tp))
+    pp = int(flags.number("--pp-size", "--pipeline-parallel-size") or 1)
+    loaded = _loaded_per_gpu(target, draft, tp * max(pp, 1))
+    findings = steps.assign(index, algorithm, findings, loaded)
     index.save()
     result.findings = sort_findings(findings)
     return result
 
 
 def _loaded_per_gpu(
-    target: ModelSource, draft: ModelSource | None, tp: int
+    target: ModelSource, draft: ModelSource | None, gpus: int
 ) -> dict[str, int | None]:
-    """What each weight load puts on one GPU: what a crash after it has cost."""
+    """What each weight load puts on one GPU (over --tp x --pp): what a crash after it cost."""
     sizes: dict[str, int | None] = {}
     for role, source in (("target", target), ("draft", draft)):
         total = configchecks.weights_bytes(source.path)[0] if source is not None else None
-        sizes[role] = total // tp if total is not None else None
+        sizes[role] = total // gpus if total is not None else None
     return sizes
