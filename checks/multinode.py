@@ -19,6 +19,7 @@ The flags are the tree's own (their spellings, aliases and defaults read from it
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import ipaddress
 import json
@@ -55,6 +56,32 @@ def _where(spec: FlagSpec | None) -> str | None:
     return f"{spec.file}:{spec.line}" if spec is not None else None
 
 
+def _used_in_start_up(index: TreeIndex, algorithm: str | None, needle: str) -> str | None:
+    """file:line where the start-up's distributed init reads `needle` (the function that opens
+    the tree's `distributed_init` step), so the finding's step is where the launch waits."""
+    from eaglebug.checks.steps import trace_for
+
+    trace = trace_for(index, algorithm)
+    span = next((s for s in trace.spans if s.name == "distributed_init"), None) if trace else None
+    if span is None:
+        return None
+    rel, _, line = span.site.rpartition(":")
+    parsed = index.parse_file(rel)
+    if parsed is None or not line.isdigit():
+        return span.site
+    lines = parsed.text.splitlines()
+    call = int(line)
+    for node in ast.walk(parsed.tree):  # the function the site calls, if it is in this file
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "init_torch_distributed"
+        ):
+            end = node.end_lineno or node.lineno
+            for number in range(node.lineno, end + 1):
+                if needle in lines[number - 1]:
+                    return f"{rel}:{number}"
+    return f"{rel}:{call}"
+
+
 def _loopback(addr: str) -> bool:
     host = addr.rsplit(":", 1)[0].strip("[]") if ":" in addr else addr
     if host.lower() in _LOOPBACK_NAMES:
@@ -72,6 +99,7 @@ def check_multinode(
     specs: list[FlagSpec],
     target_config: Mapping[str, Any] | None,
     environ: Mapping[str, str] | None = None,
+    algorithm: str | None = None,
 ) -> list[Finding]:
     """The node-layout findings of one launch (the tree's refusals kept as a tree answer)."""
     if _flag(specs, "nnodes") is None:
@@ -80,7 +108,7 @@ def check_multinode(
     findings = _refusals(index, values, target_config, environ)
     nnodes = _int(values.get("nnodes")) or 1
     if nnodes > 1:
-        findings += _layout(values, launch, specs, nnodes)
+        findings += _layout(index, algorithm, values, launch, specs, nnodes)
     return findings
 
 
@@ -157,11 +185,18 @@ def _run_refusals(
 
 
 def _layout(
-    values: dict[str, Any], launch: LaunchSpec, specs: list[FlagSpec], nnodes: int
+    index: TreeIndex,
+    algorithm: str | None,
+    values: dict[str, Any],
+    launch: LaunchSpec,
+    specs: list[FlagSpec],
+    nnodes: int,
 ) -> list[Finding]:
     out: list[Finding] = []
     addr = values.get("dist_init_addr")
     addr_spec, rank_spec = _flag(specs, "dist_init_addr"), _flag(specs, "node_rank")
+    # Where the nodes meet (or wait for each other): the start-up's distributed init.
+    meets = _used_in_start_up(index, algorithm, "dist_init_addr") or _where(addr_spec)
     shown = {"nnodes": nnodes, "node_rank": values.get("node_rank"), "dist_init_addr": addr}
     if not addr:
         out.append(
@@ -172,7 +207,7 @@ def _layout(
                 "to find node 0 at, and the launch waits at distributed init on every node",
                 attribute="dist_init_addr",
                 fix=FlagFix("--dist-init-addr", "NODE0_HOST:PORT", "the same on every node"),
-                evidence=ConfigEvidence.of(shown, read_from=_where(addr_spec)),
+                evidence=ConfigEvidence.of(shown, read_from=meets),
             )
         )
     elif _loopback(str(addr)):
@@ -202,7 +237,7 @@ def _layout(
                     f"run the command on each node with its --node-rank 0..{nnodes - 1} "
                     "(SLURM: --node-rank $SLURM_NODEID)"
                 ),
-                evidence=ConfigEvidence.of(shown, read_from=_where(rank_spec)),
+                evidence=ConfigEvidence.of(shown, read_from=meets or _where(rank_spec)),
             )
         )
     elif rank is not None and not 0 <= rank < nnodes:
@@ -214,7 +249,7 @@ def _layout(
                 "the other nodes wait for a rank that never joins",
                 attribute="node_rank",
                 fix=FlagFix("--node-rank", str(nnodes - 1) if rank >= nnodes else "0"),
-                evidence=ConfigEvidence.of(shown, read_from=_where(rank_spec)),
+                evidence=ConfigEvidence.of(shown, read_from=meets or _where(rank_spec)),
             )
         )
     tp, pp = _int(values.get("tp_size")) or 1, _int(values.get("pp_size")) or 1
@@ -233,7 +268,11 @@ def _layout(
 
 
 def check_gpu_count(
-    index: TreeIndex, launch: LaunchSpec, specs: list[FlagSpec], gpus_here: int | None
+    index: TreeIndex,
+    launch: LaunchSpec,
+    specs: list[FlagSpec],
+    gpus_here: int | None,
+    algorithm: str | None = None,
 ) -> list[Finding]:
     """`config.gpu_count`: this host has fewer GPUs than the launch puts on each node
     (`--tp x --pp / --nnodes`, from `--base-gpu-id`): a rank finds no device when its
@@ -264,7 +303,8 @@ def check_gpu_count(
             ),
             evidence=ConfigEvidence.of(
                 {"gpus_per_node": per_node, "gpus_here": gpus_here, "base_gpu_id": base},
-                read_from=_where(_flag(specs, "tp_size")),
+                read_from=_used_in_start_up(index, algorithm, "set_device(")
+                or _where(_flag(specs, "tp_size")),
             ),
         )
     ]

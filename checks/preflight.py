@@ -264,8 +264,9 @@ def preflight(
             memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
         )
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
-        findings.extend(check_multinode(index, launch, specs, target.config, env))
-        findings.extend(check_gpu_count(index, launch, specs, gpu.count if gpu else None))
+        findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))
+        count = gpu.count if gpu else None
+        findings.extend(check_gpu_count(index, launch, specs, count, algorithm))
     pp = int(flags.number("--pp-size", "--pipeline-parallel-size") or 1)
     loaded = _loaded_per_gpu(target, draft, tp * max(pp, 1))
     findings = steps.assign(index, algorithm, findings, loaded)

@@ -63,11 +63,10 @@ def test_no_address_for_node_0(index: TreeIndex, target: Path) -> None:
     [missing] = [f for f in found if f.attribute == "dist_init_addr"]
     assert missing.severity == "warning" and "without --dist-init-addr" in missing.message
     assert missing.fix is not None and "--dist-init-addr" in missing.fix.text()
-    # Where the tree defines the flag, as its evidence.
-    assert (
-        "server_args" in missing.to_json()["details"]["read_from"]
-        or "arg_groups" in (missing.to_json()["details"]["read_from"])
-    )
+    # Where the nodes would wait: the start-up's distributed init, read from the tree.
+    assert missing.step is not None and missing.step.name == "distributed_init"
+    file, _, line = missing.to_json()["details"]["read_from"].rpartition(":")
+    assert file.startswith("sglang/srt/") and line.isdigit()
 
 
 @pytest.mark.parametrize("addr", ["127.0.0.1:5000", "localhost:5000", "[::1]:5000", "0.0.0.0:1"])
@@ -98,6 +97,7 @@ def test_more_gpus_per_node_than_this_host_has(index: TreeIndex, target: Path) -
 
     [short] = counted(4, "--tp", "8")
     assert short.severity == "error" and "8 GPUs on this host" in short.message
+    assert short.step is not None and short.step.name == "distributed_init"
     assert "this host has 4" in short.message
     assert counted(8, "--tp", "8") == []
     # Two nodes of eight: eight per node fit an eight-GPU host; sixteen on one node do not.
