@@ -207,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the server's log file; again for each node's log of a multi-node launch",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--sglang",
+        metavar="PATH",
+        help="the SGLang tree the launch ran: its memory arithmetic's prediction beside the log's",
+    )
     stall_flags(p)
     p.add_argument(
         "--min-accept",

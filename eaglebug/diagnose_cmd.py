@@ -128,6 +128,11 @@ def diagnose_command(args: argparse.Namespace) -> int:
     if stalled is not None:
         findings.append(stalled)
     memory = read_memory_file(path)
+    prediction = None
+    if getattr(args, "sglang", None):
+        from eaglebug.diagnose_predict import predicted
+
+        prediction = predicted(args.sglang, path, memory)
     if args.json:
         data = analyzer.to_json()
         data["findings"] = [finding_json(f) for f in findings]
@@ -136,12 +141,14 @@ def diagnose_command(args: argparse.Namespace) -> int:
             {"reports": len(acceptance), "last": acceptance[-1].length} if acceptance else None
         )
         data["memory"] = memory.to_json() if memory else None
+        if prediction is not None:
+            data["memory_predicted"] = prediction
         if nodes is not None:
             data["nodes"] = nodes
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         shown = path if nodes is None else Path(" + ".join(str(each) for each in paths))
-        print_diagnosis(shown, analyzer, findings, memory=memory)
+        print_diagnosis(shown, analyzer, findings, memory=memory, prediction=prediction)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
 
 
@@ -194,6 +201,7 @@ def print_diagnosis(
     findings: list[Finding],
     console: Console | None = None,
     memory: MemoryLog | None = None,
+    prediction: dict[str, object] | None = None,
 ) -> None:
     console = console or _console()
     console.print(f"[dim]eaglebug diagnose · {_escape(str(path))}[/]")
@@ -208,6 +216,16 @@ def print_diagnosis(
     console.print(line)
     if memory is not None:
         console.print(_escape(memory_line(memory)))
+    if prediction is not None:
+        if "max_total_num_tokens" in prediction:
+            ratio = prediction.get("ratio")
+            beside = f", {ratio:.0%} of the logged {prediction['logged']}" if ratio else ""
+            console.print(
+                f"memory predicted by this tree's arithmetic: max_total_num_tokens="
+                f"{prediction['max_total_num_tokens']}{beside}"
+            )
+        else:
+            console.print(f"[dim]no memory prediction: {_escape(str(prediction['skipped']))}[/]")
     console.print()
     if not findings:
         console.print("  [green]ok[/]  no failure in the log")
