@@ -30,6 +30,7 @@ from typing import Any
 from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec
+from eaglebug.checks.serverargs import cli_renames, server_args_method
 from eaglebug.checks.serverflags import server_flags
 from eaglebug.checks.treeinterp import Interpreter
 from eaglebug.checks.treevalues import ARGS, UNKNOWN, FuncRef, OneOf, Raised, Sentinel, World, Write
@@ -207,41 +208,6 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     return values
 
 
-def cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:
-    """(field, argparse dest) for each `args.field = args.dest` in `from_cli_args`."""
-    return index.answer("cli_renames", lambda: _cli_renames(index))
-
-
-def _cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:
-    method = _server_args_method(index, "from_cli_args")
-    if method is None:
-        return ()
-    out: list[tuple[str, str]] = []
-    for stmt in method.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(target := stmt.targets[0], ast.Attribute)
-            and isinstance(stmt.value, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and isinstance(stmt.value.value, ast.Name)
-            and target.value.id == stmt.value.value.id
-        ):
-            out.append((target.attr, stmt.value.attr))
-    return tuple(out)
-
-
-def _server_args_method(index: TreeIndex, name: str) -> ast.FunctionDef | None:
-    rel = "sglang/srt/server_args.py"
-    parsed = index.parse_file(rel) if rel in index.entries else None
-    for cls in parsed.tree.body if parsed else ():
-        if isinstance(cls, ast.ClassDef) and cls.name == "ServerArgs":
-            for stmt in cls.body:
-                if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
-                    return stmt
-    return None
-
-
 def has_resolution(index: TreeIndex) -> bool:
     """Does the tree resolve its server args where `entry` looks (a tree answer)?"""
     return index.answer("attn_has_resolution", lambda: entry(index) is not None)
@@ -389,7 +355,7 @@ def _world(
 def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models) -> list[Raised]:
     """What `ServerArgs.check_server_args` (the launcher calls it after the resolution: 0.5.9
     and 0.5.23 `engine.py`) refuses for these resolved values."""
-    method = _server_args_method(index, "check_server_args")
+    method = server_args_method(index, "check_server_args")
     if method is None:
         return []
     args_class = ("sglang/srt/server_args.py", "ServerArgs")
