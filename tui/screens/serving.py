@@ -2,7 +2,7 @@
 
 A part of `MainScreen` (its base), kept apart so each file stays one subject: the acceptance
 watch's snapshots go to the header and, through `low_acceptance`, to the checks as
-`runtime.low_acceptance`; `s` runs the probe on a worker thread against the ready server's own
+`runtime.low_acceptance`; `s` runs the probe on a guarded worker against the ready server's own
 port on the loopback, and its report joins the watch's record.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import on
 from textual.screen import Screen
 
 from eaglebug.checks.acceptance import Report, low_acceptance
@@ -18,7 +18,7 @@ from eaglebug.checks.errors import InputError
 from eaglebug.checks.findings import Finding
 from eaglebug.session import CheckResult, Session
 from eaglebug.tui.messages import AcceptanceSampled, ProbeFinished
-from eaglebug.tui.runner import reported
+from eaglebug.tui.runner import reported, run_guarded
 from eaglebug.tui.widgets.header import PhaseHeader
 
 if TYPE_CHECKING:
@@ -95,18 +95,14 @@ class ServingParts(Screen[None]):
             self.notify("the probe needs a ready server launched from here", title="probe")
             return
         self.notify(f"probing {url}…", title="probe")
-        self._run_probe(url)
+        run_guarded(self, lambda: self._probe(url), "probe", group="probe")
 
-    @work(thread=True, exclusive=True, group="probe")
-    def _run_probe(self, url: str) -> None:
-        """On a worker thread: a few short prompts, bounded in requests and time."""
+    def _probe(self, url: str) -> None:
+        """On a worker thread (`run_guarded`: a server that is gone, or any failure, is a
+        notification): a few short prompts, bounded in requests and time."""
         from eaglebug.probe import PROMPTS, probe
 
-        try:
-            result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
-        except InputError as exc:
-            self.post_message(ProbeFinished(str(exc), "error"))
-            return
+        result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
         length = result.accept_length
         if length is None:
             self.post_message(ProbeFinished(f"{url}: no acceptance reported", "warning"))
