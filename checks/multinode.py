@@ -105,7 +105,11 @@ def check_multinode(
     if _flag(specs, "nnodes") is None:
         return []  # a tree without multi-node launches
     values = attnrules.launch_values(index, launch)
-    findings = _refusals(index, values, target_config, environ)
+    # The tree's resolution runs again only for a launch that sets the node layout: with none
+    # of its flags given, every node field is the tree's default, which it never refuses (and
+    # the attention check has run the resolution for this launch already).
+    given = any(launch.get(field) is not None for field in NODE_FIELDS)
+    findings = _refusals(index, values, target_config, environ) if given else []
     nnodes = _int(values.get("nnodes")) or 1
     if nnodes > 1:
         findings += _layout(index, algorithm, values, launch, specs, nnodes)
