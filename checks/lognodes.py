@@ -45,7 +45,9 @@ def _lines(path: Path, order: int) -> Iterator[tuple[str, int, int, str]]:
             yield last, order, number, line
 
 
-def _ranks(line: str) -> list[str]:
+def line_ranks(line: str) -> list[str]:
+    """The ranks a line's SGLang prefix names: its TP ranks (global across nodes), else the
+    last rank it names."""
     match = PREFIX_RX.match(line)
     if match is None or not match.group("ranks"):
         return []
@@ -62,7 +64,7 @@ def analyze_nodes(paths: Sequence[Path]) -> tuple[LogAnalyzer, dict[str, str], l
     rank_nodes: dict[str, str] = {}
     streams = [_lines(path, i) for i, path in enumerate(paths)]
     for _, order, _, line in heapq.merge(*streams, key=lambda item: (item[0], item[1], item[2])):
-        for rank in _ranks(line):
+        for rank in line_ranks(line):
             rank_nodes.setdefault(rank, tags[order])
         analyzer.feed(line.rstrip("\r\n"))
     analyzer.finish()

@@ -18,8 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from eaglebug.checks.lognodes import node_tag
-from eaglebug.checks.logprefix import PREFIX_RX, RANK_PART_RX
+from eaglebug.checks.lognodes import line_ranks, node_tag
 
 INTERVAL_S = 0.2
 _CHUNK = 1 << 20
@@ -87,13 +86,10 @@ class LogMerger:
         return written
 
     def _note_ranks(self, line: str, tag: str) -> None:
-        match = PREFIX_RX.match(line)
-        if match is None or not match.group("ranks"):
-            return
-        for kind, number in RANK_PART_RX.findall(match.group("ranks")):
-            if kind == "TP" and f"TP{number}" not in self._rank_nodes:
+        for rank in line_ranks(line):
+            if rank not in self._rank_nodes:
                 with self._lock:
-                    self._rank_nodes[f"TP{number}"] = tag
+                    self._rank_nodes[rank] = tag
 
     def start(self) -> None:
         self.step()
