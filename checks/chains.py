@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eaglebug.checks.conditions import Cond, Origin
+from eaglebug.checks.initfacts import template_text
 
 
 @dataclass(frozen=True)
@@ -90,16 +91,10 @@ def raise_message(node: ast.Raise) -> str:
 
 
 def _text(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        out = []
-        for value in node.values:
-            if isinstance(value, ast.Constant):
-                out.append(str(value.value))
-            elif isinstance(value, ast.FormattedValue):
-                out.append("{" + ast.unparse(value.value) + "}")
-        return "".join(out)
+    """The message as written: a literal or an f-string, or two of them added."""
+    text = template_text(node)
+    if text is not None:
+        return text
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _text(node.left), _text(node.right)
         return left + right if left is not None and right is not None else None

@@ -24,6 +24,7 @@ from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding, Severity
 from eaglebug.checks.fixes import AdviceFix, FlagFix
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.initfacts import template_text
 from eaglebug.checks.launch import LaunchSpec
 from eaglebug.checks.serverflags import server_flags
 
@@ -84,7 +85,7 @@ def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
                 if isinstance(node, ast.Call) and dotted(node.func) == "parser.error":
                     stops = True
                 if isinstance(node, ast.Call) and node.args and template is None:
-                    shown = _fstring(node.args[0])
+                    shown = template_text(node.args[0])
                     if shown is not None and "deprecated" in shown.lower():
                         template = shown
                 if (
@@ -93,25 +94,11 @@ def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
                     and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, ast.IfExp)
                 ):
-                    shown = _fstring(node.value.body)
+                    shown = template_text(node.value.body)
                     if shown is not None:
                         parts.append((node.targets[0].id, shown))
             out[cls.name] = _Action(template, tuple(parts), stops)
     return out
-
-
-def _fstring(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        out = []
-        for value in node.values:
-            if isinstance(value, ast.Constant):
-                out.append(str(value.value))
-            elif isinstance(value, ast.FormattedValue):
-                out.append("{" + ast.unparse(value.value) + "}")
-        return "".join(out)
-    return None
 
 
 def _read(index: TreeIndex) -> list[Deprecated]:

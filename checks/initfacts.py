@@ -43,6 +43,22 @@ class InnerAssignment:
         return self.conditions[self.classes.index(name)] if name in self.classes else None
 
 
+def template_text(node: ast.expr) -> str | None:
+    """A string literal as written, an f-string with its `{expressions}` kept as text (the
+    wording of a message the tree raises or warns with); None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                out.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue):
+                out.append("{" + ast.unparse(value.value) + "}")
+        return "".join(out)
+    return None
+
+
 def init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -> None:
     """Record `self.x = ...` in `__init__`, with the condition that picks each inner class."""
     for node in ast.walk(fn):  # imports inside __init__ name the inner classes too
