@@ -10,8 +10,6 @@ and the first that clears the refusal is offered.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -94,16 +92,14 @@ def check_attention(
                 "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
             )
         ]
-    read = {name: (environ or {}).get(name) for name in attnrules.env_names(index)}
-    environ = {name: value for name, value in read.items() if value is not None}
-    subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, environ]
-    digest = hashlib.sha256(json.dumps(subject, sort_keys=True, default=str).encode()).hexdigest()
-    key = f"{_ANSWER}{digest}"
-    found = index.answer(
-        key, lambda: _check(index, launch, target_config, draft_config, gpu, environ)
+    env = attnrules.declared_env(index, environ)
+    subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, env]
+    return index.answer_for(
+        _ANSWER,
+        subject,
+        lambda: _check(index, launch, target_config, draft_config, gpu, env),
+        _KEEP_ANSWERS,
     )
-    index.answers.drop_oldest(_ANSWER, _KEEP_ANSWERS)
-    return found
 
 
 def _check(

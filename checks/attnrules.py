@@ -208,6 +208,12 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     return values
 
 
+def declared_env(index: TreeIndex, environ: Mapping[str, str] | None) -> dict[str, str]:
+    """The `SGLANG_*` variables of `environ` that the tree declares (what its run can read)."""
+    read = {name: (environ or {}).get(name) for name in env_names(index)}
+    return {name: value for name, value in read.items() if value is not None}
+
+
 def has_resolution(index: TreeIndex) -> bool:
     """Does the tree resolve its server args where `entry` looks (a tree answer)?"""
     return index.answer("attn_has_resolution", lambda: entry(index) is not None)

@@ -10,9 +10,11 @@ before (and whose tree is unchanged) reads only the answers: the files are never
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from eaglebug.checks.answers import MISSING, Answers
 from eaglebug.checks.classfacts import ModuleFacts
@@ -123,6 +125,14 @@ class TreeIndex:
     def answer(self, key: str, compute: Callable[[], T]) -> T:
         """A tree-wide answer, computed once per state of the tree (see `answers.py`)."""
         return self.answers.answer(key, self.warnings, compute)
+
+    def answer_for(self, prefix: str, subject: list[Any], compute: Callable[[], T], keep: int) -> T:
+        """A tree answer keyed by what one run depends on (`subject`, JSON-able), the newest
+        `keep` of `prefix` kept: a warm preflight of the same launch runs nothing again."""
+        text = json.dumps(subject, sort_keys=True, default=str)
+        found = self.answer(f"{prefix}{hashlib.sha256(text.encode()).hexdigest()}", compute)
+        self.answers.drop_oldest(prefix, keep)
+        return found
 
     def consumers(self) -> list[ResolvedUse]:
         """Every use of a runner's model that the runtime reaches."""

@@ -20,9 +20,7 @@ The flags are the tree's own (their spellings, aliases and defaults read from it
 from __future__ import annotations
 
 import ast
-import hashlib
 import ipaddress
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,15 +122,14 @@ def _refusals(
 ) -> list[Finding]:
     if target_config is None or not attnrules.has_resolution(index):
         return []
-    read = {name: (environ or {}).get(name) for name in attnrules.env_names(index)}
-    env = {name: value for name, value in read.items() if value is not None}
+    env = attnrules.declared_env(index, environ)
     subject = [sorted(values.items(), key=str), target_config, env]
-    digest = hashlib.sha256(json.dumps(subject, sort_keys=True, default=str).encode()).hexdigest()
-    found = index.answer(
-        f"{_ANSWER}{digest}", lambda: _run_refusals(index, values, target_config, env)
+    return index.answer_for(
+        _ANSWER,
+        subject,
+        lambda: _run_refusals(index, values, target_config, env),
+        _KEEP_ANSWERS,
     )
-    index.answers.drop_oldest(_ANSWER, _KEEP_ANSWERS)
-    return found
 
 
 def _run_refusals(
