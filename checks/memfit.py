@@ -120,6 +120,9 @@ class MemoryLaunch:
     model_path: str
     tp: int = 1
     pp: int = 1
+    dp: int = 1  # --dp-size
+    enable_dp_attention: bool = False
+    ep: int = 1  # --ep-size (--expert-parallel-size)
     mem_fraction_static: float | None = None
     chunked_prefill_size: int | None = None
     cuda_graph_max_bs: int | None = None
@@ -197,7 +200,8 @@ class Context:
             "attn_tp_size": launch.tp,
             "attn_dcp_size": 1,
             "attn_dp_size": 1,
-            "dp_size": 1,
+            "dp_size": launch.dp,
+            "ep_size": launch.ep,
             "launch_world_size": launch.tp * launch.pp,
             "mem_fraction_static": launch.mem_fraction_static,
             "chunked_prefill_size": launch.chunked_prefill_size,
@@ -218,7 +222,7 @@ class Context:
             "page_size": launch.page_size,
             "device": "cuda",
             "disaggregation_mode": "null",
-            "enable_dp_attention": False,
+            "enable_dp_attention": launch.enable_dp_attention,
             "enable_hisparse": False,
             "enable_hierarchical_cache": False,
             "enable_unified_memory": False,
