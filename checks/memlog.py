@@ -13,7 +13,7 @@ of the same launch, and what `diagnose` and the TUI show beside the prediction.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +67,38 @@ class MemoryLog:
             target_weights_gib=self.target_weights_gib,
             draft_weights_gib=self.draft_weights_gib,
             graph_gib=self.graph_gib,
+        )
+
+    def to_record(self) -> dict[str, float]:
+        """The measured figures for the state file (the ones the log printed)."""
+        return {
+            key: float(value)
+            for key, value in self.to_json().items()
+            if key != "rank" and isinstance(value, (int, float))
+        }
+
+    @classmethod
+    def from_record(cls, figures: Mapping[str, float]) -> MemoryLog:
+        """The figures `to_record` kept (counts come back whole)."""
+
+        def gib(key: str) -> float | None:
+            value = figures.get(key)
+            return float(value) if value is not None else None
+
+        def count(key: str) -> int | None:
+            value = figures.get(key)
+            return int(value) if value is not None else None
+
+        return cls(
+            rank="",
+            free_before_load_gib=gib("free_before_load_gib"),
+            target_weights_gib=gib("target_weights_gib"),
+            draft_weights_gib=gib("draft_weights_gib"),
+            kv_tokens=count("kv_tokens"),
+            kv_gib=gib("kv_gib"),
+            graph_gib=gib("graph_gib"),
+            max_total_num_tokens=count("max_total_num_tokens"),
+            max_running_requests=count("max_running_requests"),
         )
 
     def to_json(self) -> dict[str, object]:

@@ -420,4 +420,9 @@ class Session:
             changes["outcome"] = "ready"
         if phase == "crashed":
             changes["outcome"] = "crashed"
+        from eaglebug.calibration import figures_to_keep
+
+        figures = figures_to_keep(record)  # the memory lines so far, kept beyond the log
+        if figures is not None:
+            changes["memory"] = figures
         self.server.update(record.number, **changes)

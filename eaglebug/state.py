@@ -42,6 +42,9 @@ class LaunchRecord:
     exit_code: int | None = None
     tag: str = ""  # EAGLEBUG_LAUNCH in the environment of the launch's processes
     flag_additions: dict[str, str] = field(default_factory=dict)  # flag fixes it ran with
+    # SGLang's memory lines as this launch logged them (free memory before the load, weights,
+    # KV pool, graphs): the next preflight's calibration, kept when the log is gone.
+    memory: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

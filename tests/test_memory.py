@@ -455,6 +455,46 @@ def test_the_next_preflight_of_the_same_launch_is_calibrated(
     assert "logged max_total_num_tokens=250000" in calibrated.message
 
 
+def test_the_measured_figures_outlive_the_launchs_log(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """The watch keeps the memory lines in the launch's record as they come: a preflight after
+    the log was deleted (or rotated away) is still calibrated by them."""
+    from eaglebug.calibration import measured_for
+    from eaglebug.session import Session, SessionConfig
+    from eaglebug.state import LaunchRecord, State, load_state, save_state
+
+    flags = models(tmp_path)
+    words = [*LAUNCH, *flags]
+    log = tmp_path / "launch-001.log"
+    log.write_text("[2026-01-30 10:36:06 TP0] Load weight begin. avail mem=70.00 GB\n")
+    save_state(
+        tmp_path, State(launches=[LaunchRecord(1, list(words), {}, str(log), 4242, 1.0, 1.0)])
+    )
+    session = Session(SessionConfig(tmp_path))
+    session.record_phase("loading weights", False)
+    assert load_state(tmp_path).launches[0].memory == {"free_before_load_gib": 70.0}
+    with log.open("a") as stream:  # the pool is sized: the record follows the log
+        stream.write(
+            "[2026-01-30 10:37:10 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch."
+            "bfloat16, avail mem=55.00 GB, mem usage=15.00 GB.\n"
+            "[2026-01-30 10:37:20 TP0] KV Cache is allocated. #tokens: 250000, K size: 15.26 GB,"
+            " V size: 15.26 GB\n"
+        )
+    session.record_phase("kv cache", False)
+    kept = load_state(tmp_path).launches[0].memory
+    assert kept["target_weights_gib"] == 15.0 and kept["kv_tokens"] == 250000.0
+    log.unlink()
+    measured = measured_for(tmp_path, words)
+    assert measured is not None and measured.kv_tokens == 250000
+    assert measured.free_before_load_gib == 70.0 and measured.target_weights_gib == 15.0
+    result = preflight(index_0523, words, {}, H100, measured=measured)
+    got = details(one([f for f in result.findings if f.id == "config.memory"]))
+    assert got["calibrated"] is True and got["free_before_load_gib"] == 70.0
+    session.record_phase("crashed", False)  # no log: what was kept stays
+    assert load_state(tmp_path).launches[0].memory == kept
+
+
 def test_diagnose_shows_the_memory_the_launch_measured(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
