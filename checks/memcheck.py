@@ -76,8 +76,29 @@ def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
         "weights_from": inputs.weights_from,
         "calibrated": inputs.measured is not None,
         "tp": inputs.launch.tp,
+        **_layout_details(p),
         "assumed": tuple(p.assumed),
     }
+
+
+def _layout_details(p: Prediction) -> dict[str, object]:
+    layout = p.layout
+    if layout is None:
+        return {}
+    return {
+        "attention_tp_size": layout.attn_tp_size,
+        "attention_dp_size": layout.attn_dp_size,
+        "attention_layout_from": layout.attn_tp_from,
+        "dp_flags_resolved": dict(layout.resolved) or None,
+        "dp_flags_resolved_from": layout.resolved_from if layout.resolved else None,
+    }
+
+
+def _per_rank(p: Prediction) -> str:
+    """What the pool figures are per: each attention-DP rank holds its own pool."""
+    if p.layout is None or not p.layout.dp_attention:
+        return ""
+    return f" per attention-DP rank ({p.layout.describe()})"
 
 
 def _finding(
@@ -226,7 +247,7 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
                 p,
                 "info",
                 f"predicted max_total_num_tokens={tokens}, max_running_requests="
-                f"{p.max_running_requests}; per GPU: {_gib(p.weights_gib)} weights, "
+                f"{p.max_running_requests}{_per_rank(p)}; per GPU: {_gib(p.weights_gib)} weights, "
                 f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token){graphs}; "
                 f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})" + _actual(inputs),
             )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
+from eaglebug.checks.memlayout import Layout, parallel_layout
 from eaglebug.checks.memrules import MemorySources, function_table
 
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
@@ -173,16 +174,23 @@ class Context:
     draft: ModelShape | None
     gpu: Gpu
     table: dict[str, Any] = field(init=False)
+    layout: Layout = field(init=False)
 
     def __post_init__(self) -> None:
         self.table = function_table(self.sources)
+        self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
+        self.layout = parallel_layout(self)
 
     def kv_bytes(self, shape: ModelShape) -> int | None:
         if self.launch.kv_cache_dtype in {"auto", ""}:
             return shape.dtype_bytes
         return _DTYPE_BYTES.get(self.launch.kv_cache_dtype)
 
-    def values(self, shape: ModelShape, draft_worker: bool = False) -> dict[str, object]:
+    def values(
+        self, shape: ModelShape, draft_worker: bool = False, runner: bool = False
+    ) -> dict[str, object]:
+        """The flat values the tree's functions read; `runner`: as the model runner sees them
+        (its own DP width where the release keeps one, not the server's `--dp-size`)."""
         launch = self.launch
         algorithm = launch.algorithm
         draft_layers = None
@@ -197,9 +205,10 @@ class Context:
             # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
             "tp_size": launch.tp,
             "pp_size": launch.pp,
-            "attn_tp_size": launch.tp,
+            "attn_tp_size": self.layout.attn_tp_size,
             "attn_dcp_size": 1,
-            "attn_dp_size": 1,
+            "attn_cp_size": 1,
+            "attn_dp_size": self.layout.attn_dp_size,
             "dp_size": launch.dp,
             "ep_size": launch.ep,
             "launch_world_size": launch.tp * launch.pp,
@@ -259,6 +268,12 @@ class Context:
             "model_config.quantization": None,
             "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
+            **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
+            **(
+                {"dp_size": self.layout.runner_dp_size}
+                if runner and self.layout.runner_dp_size is not None
+                else {}
+            ),
         }
 
     def stubs(self, shape: ModelShape, avail_gb: float | None = None) -> dict[str, Stub]:
@@ -350,7 +365,7 @@ class Context:
                 "uses_minimax_m3_nvfp4_native_stack", False
             ),
             "use_mla_backend": const(shape.mla),
-            "get_attention_tp_size": const(self.launch.tp),
+            "get_attention_tp_size": const(self.layout.attn_tp_size),
             "get_glm_dsa_layer_split_effective_num_layers": stand_in(
                 "get_glm_dsa_layer_split_effective_num_layers", None, last_arg=True
             ),
@@ -365,7 +380,6 @@ class Context:
             "resolving_view": first_arg,
             "resolved_view": first_arg,
             "deepcopy": first_arg,
-            "attn_dp_enabled_of": stand_in("attn_dp_enabled_of", False),
             "post_capture_kv_sizing_planned": stand_in("post_capture_kv_sizing_planned", False),
             "model_config_of": const(Ref("model_config")),
             "get_model_config": const(Ref("model_config")),
@@ -381,6 +395,8 @@ class Context:
             "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
             "spec_algorithm.is_dflash": spec("is_dflash"),
         }
+        if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
+            stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
         for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
             stubs[accessor] = const(Ref(""))
         for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):

@@ -10,13 +10,13 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass, field, replace
 
-from eaglebug.checks.memeval import Evaluator, Raised, Ref
+from eaglebug.checks.memeval import Raised, Ref
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
-from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources
+from eaglebug.checks.memlayout import Layout
+from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources, kept_expression
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class Prediction:
     unknown: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     budget_from: str | None = None
+    layout: Layout | None = None  # the attention layout the pools are sized for
 
     @property
     def slack_gib(self) -> float:
@@ -133,7 +134,8 @@ def predict(
     measured: Overheads | None = None,
 ) -> Prediction:
     ctx = Context(sources, launch, target, draft, gpu)
-    out = Prediction(launch)
+    out = Prediction(launch, layout=ctx.layout)
+    out.unknown.extend(ctx.layout.unknown)
     _fraction(ctx, out)
     if launch.mem_fraction_static is not None:
         out.fraction, out.fraction_from = launch.mem_fraction_static, "--mem-fraction-static"
@@ -175,7 +177,7 @@ def predict(
 
 
 def _values(ctx: Context, out: Prediction) -> dict[str, object]:
-    values = ctx.values(ctx.target)
+    values = ctx.values(ctx.target, runner=True)
     values["mem_fraction_static"] = out.fraction
     values["chunked_prefill_size"] = out.chunked_prefill_size
     values["cuda_graph_config.decode.max_bs"] = out.cuda_graph_max_bs
@@ -251,7 +253,7 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
     if reqs and isinstance(reqs[-1].value, int):
         out.max_running_requests = _request_limit(ctx, env, tokens, reqs[-1].value)
     if ctx.draft is not None and ctx.launch.algorithm:
-        draft_values = ctx.values(ctx.draft, draft_worker=True)
+        draft_values = ctx.values(ctx.draft, draft_worker=True, runner=True)
         layers = ctx.draft.nextn_layers or ctx.draft.layers
         reading, _ = ctx.run("get_cell_size_per_token", [layers], ctx.draft, draft_values)
         if isinstance(reading.value, int):
@@ -264,17 +266,11 @@ def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size:
     """0.5.9's `self.max_running_requests = min(...)` (model_runner.py), evaluated with the
     pool just sized: its token count and the request pool's size; a release without it
     (0.5.10: `config.max_running_requests`) keeps the request pool's size."""
-    source = next((f for f in ctx.sources.functions if f.qualname == REQUEST_LIMIT), None)
-    if source is None:
+    if not any(f.qualname == REQUEST_LIMIT for f in ctx.sources.functions):
         return pool_size
-    try:
-        node = ast.parse(source.text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    ast.increment_lineno(node, source.line - 1)
     values = dict(env)
     values.update({"max_total_num_tokens": tokens, "req_to_token_pool.size": pool_size})
-    made = Evaluator({}, values).value(node, source.file)
+    made = kept_expression(ctx.sources, REQUEST_LIMIT, values)
     return made if isinstance(made, int) else None
 
 

@@ -34,11 +34,24 @@ _FILES = frozenset(
         "pool_configurator.py",
         "model_runner_kv_cache_mixin.py",
         "model_runner.py",
+        # The attention layout the pools are sized for (DP attention): the tree's own
+        # resolution of `--dp-size N --enable-dp-attention` and its attention-TP width.
+        "dp_attention.py",
+        "runtime_context.py",
+        "parallel_hook.py",
+        "model_override_base.py",
+        # The model-config predicates the pools branch on (DSA / NSA, hybrid layers).
+        "configs/model_config.py",
+        "layers/cp/utils.py",
     }
 )
 # Where a release sets the runner's request limit outside a function of its own (0.5.9:
 # `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
 REQUEST_LIMIT = "=max_running_requests"
+# The runner's own DP width where it sets one (0.5.9, 0.5.14: `self.dp_size = server_args.dp_size
+# if server_args.enable_dp_attention else 1` in `ModelRunner.__init__`), which the runner's
+# request limit divides by, not the server's `--dp-size`.
+RUNNER_DP = "=dp_size"
 # Words a file must contain to be parsed at all (a byte-level prefilter).
 _WORDS = (
     b"reserved_mem",
@@ -46,6 +59,9 @@ _WORDS = (
     b"cell_size",
     b"max_num_reqs",
     b"self.max_running_requests = min(",
+    b"attn_tp_size",
+    b"attn_dp_size",
+    b"index_topk",
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
@@ -53,6 +69,10 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
     "draft_cell": ("DefaultPoolConfigurator.__init__",),
     "requests": ("resolve_max_num_reqs", "_resolve_max_num_reqs", "init_memory_pool"),
+    # DP attention: the attention-TP width (both releases), and the resolution that turns
+    # `--dp-size N --enable-dp-attention` into `attn_dp_size` (0.5.22 on).
+    "attention_layout": ("compute_dp_attention_world_info",),
+    "dp_resolution": ("handle_deprecated_dp_attention",),
 }
 
 
@@ -67,6 +87,7 @@ _ALSO = (
     "_profile_available_bytes",
     "resolve_max_num_reqs",
     "_resolve_max_num_reqs",
+    "attn_dp_enabled_of",
 )
 
 
@@ -104,7 +125,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
     calls: dict[str, set[str]] = {}
     for rel in sorted(index.entries):
-        if not rel.startswith("sglang/srt/") or rel.rsplit("/", 1)[-1] not in _FILES:
+        if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
         try:
             data = (index.tree.root / rel).read_bytes()
@@ -117,7 +138,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             continue
         lines = parsed.text.splitlines(keepends=True)
         if rel.endswith("/model_runner.py"):
-            found.extend(_request_limit(parsed.tree, rel, parsed.text))
+            found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             continue
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
@@ -130,7 +151,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
-    kept.add(REQUEST_LIMIT)
+    kept.update({REQUEST_LIMIT, RUNNER_DP})
     return MemorySources(
         tuple(f for f in found if f.qualname in kept),
         entries,
@@ -171,22 +192,50 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
     return out
 
 
-def _request_limit(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
-    """`self.max_running_requests = <expr>` (the first), as its expression's text."""
+def kept_expression(sources: MemorySources, qualname: str, values: dict[str, object]) -> object:
+    """One of the kept `self.x = <expr>` lines (`REQUEST_LIMIT`, `RUNNER_DP`) evaluated on
+    `values`; None when the tree has no such line or it does not parse."""
+    source = next((f for f in sources.functions if f.qualname == qualname), None)
+    if source is None:
+        return None
+    try:
+        node = ast.parse(source.text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    ast.increment_lineno(node, source.line - 1)
+    return Evaluator({}, dict(values)).value(node, source.file)
+
+
+def _wanted(rel: str) -> bool:
+    """A file named in `_FILES`, by its name or by its path's tail."""
+    return rel.rsplit("/", 1)[-1] in _FILES or any(
+        "/" in name and rel.endswith("/" + name) for name in _FILES
+    )
+
+
+def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.max_running_requests = <call>` and `self.dp_size = <expr>` (the first of each),
+    as their expressions' text."""
+    wanted = {"max_running_requests": REQUEST_LIMIT, "dp_size": RUNNER_DP}
+    out: dict[str, FunctionSource] = {}
     for node in ast.walk(tree):
-        if (
+        if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Attribute)
-            and node.targets[0].attr == "max_running_requests"
+            and node.targets[0].attr in wanted
+            and node.targets[0].attr not in out
             and isinstance(node.targets[0].value, ast.Name)
             and node.targets[0].value.id == "self"
-            and isinstance(node.value, ast.Call)
         ):
-            segment = ast.get_source_segment(text, node.value)
-            if segment:
-                return [FunctionSource(REQUEST_LIMIT, rel, node.value.lineno, segment)]
-    return []
+            continue
+        attr = node.targets[0].attr
+        if attr == "max_running_requests" and not isinstance(node.value, ast.Call):
+            continue
+        segment = ast.get_source_segment(text, node.value)
+        if segment:
+            out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
+    return list(out.values())
 
 
 def _called(node: ast.FunctionDef) -> set[str]:

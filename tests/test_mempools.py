@@ -1,0 +1,166 @@
+"""The KV pools of launches that are not one plain MHA/MLA pool per TP rank, on real releases.
+
+DP attention (`--enable-dp-attention --dp-size N`): the widths are the tree's own (0.5.9's
+`compute_dp_attention_world_info`, 0.5.23's flag rewrite then `derive_attn_tp_size`), each
+attention-DP rank holds its own pool, the request limit is divided per rank, and the reserve
+grows. A synthetic copy of the real files with one formula changed changes the answer.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memplan import Prediction, Weights, predict
+from eaglebug.checks.memrules import memory_sources
+from eaglebug.checks.preflight import GpuMemory
+from eaglebug.checks.tree import locate
+from tests import test_memory
+from tests.configs import write_model
+from tests.memconfigs import DEEPSEEK_V3, DEEPSEEK_V3_BYTES, LLAMA31_8B, LLAMA31_8B_BYTES
+from tests.test_memory import H200, details, memory, one
+
+# The real-release indexes, shared with test_memory (the same module-scoped fixtures).
+index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+
+GIB = 1 << 30
+MIB = 1 << 20
+H200_GPU = Gpu(143771 * MIB, int(139.5 * GIB))
+DP8 = ("--tp", "8", "--enable-dp-attention", "--dp-size", "8")
+
+
+def v3(index: TreeIndex, tmp_path: Path, *flags: str) -> dict[str, Any]:
+    """DeepSeek-V3 on 8 x H200: the finding's details."""
+    t = write_model(tmp_path / "v3", DEEPSEEK_V3, total_size=DEEPSEEK_V3_BYTES)
+    return details(one(memory(index, "--model-path", str(t), *flags, gpu=H200)))
+
+
+# -- DP attention ---------------------------------------------------------------------------
+def test_dp_attention_widths_are_the_trees_own(index: TreeIndex, tmp_path: Path) -> None:
+    plain = v3(index, tmp_path / "a", "--tp", "8")
+    dp = v3(index, tmp_path / "b", *DP8)
+    assert (plain["attention_tp_size"], plain["attention_dp_size"]) == (8, 1)
+    assert (dp["attention_tp_size"], dp["attention_dp_size"]) == (1, 8)
+    assert dp["attention_layout_from"].startswith("sglang/srt/layers/dp_attention.py:")
+    # MLA: one latent head, not split by TP, so the cell is the same either way.
+    assert dp["kv_cell_bytes"] == plain["kv_cell_bytes"]
+
+
+def test_0523_rewrites_the_deprecated_flags_and_0_5_9_keeps_them(
+    index_059: TreeIndex, index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    new = v3(index_0523, tmp_path / "new", *DP8)
+    assert dict(new["dp_flags_resolved"]) == {
+        "attn_dp_size": 8,
+        "dp_size": 1,
+        "enable_dp_attention": False,
+    }
+    assert new["dp_flags_resolved_from"].startswith("sglang/srt/arg_groups/parallel_hook.py:")
+    old = v3(index_059, tmp_path / "old", *DP8)
+    assert old["dp_flags_resolved"] is None  # 0.5.9 reads --dp-size and the switch as given
+
+
+def test_dp_attention_divides_the_request_limit_per_rank(index: TreeIndex, tmp_path: Path) -> None:
+    """`--max-running-requests 1024` over 8 attention-DP ranks: 128 per rank (0.5.9: the
+    runner's `// self.dp_size`; 0.5.23: `// self.attn_dp_size`); without DP attention 1024."""
+    limit = ("--max-running-requests", "1024")
+    assert v3(index, tmp_path / "a", "--tp", "8", *limit)["max_running_requests"] == 1024
+    assert v3(index, tmp_path / "b", *DP8, *limit)["max_running_requests"] == 128
+
+
+def test_dp_attention_reserves_more_for_the_graphs(index: TreeIndex, tmp_path: Path) -> None:
+    """The tree's DP-attention padding: max_bs x dp x 3 MB, and x 1.5 more above 300."""
+    plain = v3(index, tmp_path / "a", "--tp", "8")
+    dp = v3(index, tmp_path / "b", *DP8)
+    bs = dp["cuda_graph_max_bs"]
+    assert bs == plain["cuda_graph_max_bs"] == 512
+    extra_gib = (bs * 8 * 3 + bs * 8 * 1.5) / 1024
+    assert dp["reserved_gib"] == pytest.approx(plain["reserved_gib"] + extra_gib, abs=0.001)
+    assert dp["mem_fraction_static"] < plain["mem_fraction_static"]
+    assert dp["max_total_num_tokens"] < plain["max_total_num_tokens"]
+
+
+def test_mha_kv_heads_are_split_over_the_attention_tp_group(
+    index: TreeIndex, tmp_path: Path
+) -> None:
+    """Llama-3.1-8B (8 KV heads) on --tp 2: 4 heads a rank; with DP attention over 2 ranks
+    the attention-TP group is one GPU, which keeps all 8 (twice the cell)."""
+    t = write_model(tmp_path / "t", LLAMA31_8B, total_size=LLAMA31_8B_BYTES)
+    gpu = GpuMemory(81559 * MIB, "--gpu-mem-gib", int(78.58 * GIB), "--gpu-free-gib")
+    tp2 = details(one(memory(index, "--model-path", str(t), "--tp", "2", gpu=gpu)))
+    dp2 = memory(
+        index,
+        "--model-path",
+        str(t),
+        "--tp",
+        "2",
+        "--enable-dp-attention",
+        "--dp-size",
+        "2",
+        gpu=gpu,
+    )
+    found = details(one(dp2))
+    assert tp2["kv_cell_bytes"] == 4 * 256 * 32 * 2
+    assert found["kv_cell_bytes"] == 8 * 256 * 32 * 2
+    assert one(dp2).severity == "info" and "per attention-DP rank" in one(dp2).message
+
+
+# -- the formula is read, not typed ------------------------------------------------------------
+_KEEP = (
+    "environ.py",
+    "server_args.py",
+    "arg_groups/",
+    "mem_cache/kv_cache_configurator.py",
+    "model_executor/pool_configurator.py",
+    "layers/dp_attention.py",
+    "runtime_context.py",
+    "configs/model_config.py",
+    "layers/cp/utils.py",
+)
+
+
+def copy_tree(release: Path, dest: Path) -> Path:
+    """The memory files of a real release, copied into a scratch tree (never committed)."""
+    src = release / "sglang" / "srt"
+    for path in src.rglob("*.py"):
+        rel = path.relative_to(src).as_posix()
+        if any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in _KEEP):
+            target = dest / "sglang" / "srt" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    for init in ("sglang/__init__.py", "sglang/srt/__init__.py"):
+        (dest / init).touch()
+    return dest
+
+
+def predict_on(
+    root: Path, launch: MemoryLaunch, config: dict[str, Any], weights: int
+) -> Prediction:
+    sources = memory_sources(TreeIndex(locate(str(root)), use_cache=False))
+    shape = model_shape(config, None)
+    assert not isinstance(shape, str)
+    return predict(sources, launch, shape, None, H200_GPU, Weights(weights, 0))
+
+
+def test_a_changed_attention_width_formula_changes_the_cell(
+    sglang_0523: Path, tmp_path: Path
+) -> None:
+    real = copy_tree(sglang_0523, tmp_path / "real")
+    changed = copy_tree(sglang_0523, tmp_path / "changed")
+    context = changed / "sglang" / "srt" / "runtime_context.py"
+    text = context.read_text()
+    formula = "return tp_size // attn_dp_size // attn_cp_size"
+    assert formula in text
+    context.write_text(text.replace(formula, "return tp_size // attn_dp_size // attn_cp_size // 2"))
+    launch = MemoryLaunch("m", tp=4, dp=2, enable_dp_attention=True)
+    ours = predict_on(real, launch, LLAMA31_8B, LLAMA31_8B_BYTES // 4)
+    theirs = predict_on(changed, launch, LLAMA31_8B, LLAMA31_8B_BYTES // 4)
+    assert ours.layout is not None and theirs.layout is not None
+    assert (ours.layout.attn_tp_size, theirs.layout.attn_tp_size) == (2, 1)
+    assert ours.kv_cell_bytes == 4 * 256 * 32 * 2
+    assert theirs.kv_cell_bytes == 8 * 256 * 32 * 2
