@@ -86,6 +86,8 @@ def _layout_details(p: Prediction) -> dict[str, object]:
     if layout is None:
         return {}
     return {
+        "pool_kind": p.pool_kind,
+        "pool_kind_from": p.pool_kind_from,
         "attention_tp_size": layout.attn_tp_size,
         "attention_dp_size": layout.attn_dp_size,
         "attention_layout_from": layout.attn_tp_from,
@@ -248,7 +250,7 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
                 "info",
                 f"predicted max_total_num_tokens={tokens}, max_running_requests="
                 f"{p.max_running_requests}{_per_rank(p)}; per GPU: {_gib(p.weights_gib)} weights, "
-                f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token){graphs}; "
+                f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token, {p.pool_kind}){graphs}; "
                 f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})" + _actual(inputs),
             )
         )

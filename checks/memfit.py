@@ -34,6 +34,21 @@ _DTYPE_BYTES = {
     "fp8_e5m2": 1,
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
+    "uint8": 1,
+    "int8": 1,
+}
+# torch dtype names for a config's torch_dtype or a --kv-cache-dtype (what the tree's
+# `configure_kv_cache_dtype` turns them into: `fp8_e4m3` -> `torch.float8_e4m3fn`).
+_TORCH_NAMES = {
+    "float32": "float32",
+    "float": "float32",
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "fp8_e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
 }
 _WATCH = frozenset(
     {
@@ -67,6 +82,10 @@ class ModelShape:
     nextn_layers: int | None
     multimodal: bool
     dsa: bool
+    # config.json's own fields (the outer config: what SGLang's `hf_config` holds), which the
+    # tree's model-config predicates read (`index_topk`, `index_head_dim`, `architectures`).
+    hf: tuple[tuple[str, object], ...] = ()
+    dtype: str = "bfloat16"  # torch's name for the config's torch_dtype
 
     @property
     def mla(self) -> bool:
@@ -111,7 +130,16 @@ def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShap
         nextn_layers=_int(text, "num_nextn_predict_layers"),
         multimodal=any(k in config for k in ("vision_config", "vision_tower")),
         dsa="index_topk" in text,
+        hf=tuple(sorted((k, v) for k, v in config.items() if _plain(v))),
+        dtype=_TORCH_NAMES.get(dtype.replace("torch.", ""), "bfloat16"),
     )
+
+
+def _plain(value: object) -> bool:
+    """A JSON scalar or a list of scalars (not a nested config)."""
+    if isinstance(value, list):
+        return all(isinstance(v, (str, int, float, bool)) or v is None for v in value)
+    return isinstance(value, (str, int, float, bool)) or value is None
 
 
 @dataclass(frozen=True)
@@ -181,10 +209,17 @@ class Context:
         self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
         self.layout = parallel_layout(self)
 
-    def kv_bytes(self, shape: ModelShape) -> int | None:
-        if self.launch.kv_cache_dtype in {"auto", ""}:
-            return shape.dtype_bytes
-        return _DTYPE_BYTES.get(self.launch.kv_cache_dtype)
+    def pool_kind(self, shape: ModelShape) -> tuple[str, str | None]:
+        """The kind of KV pool the tree sizes for this model, and the predicate that said
+        so: the tree's own `is_deepseek_dsa` (0.5.23) / `is_deepseek_nsa` (0.5.9) on the
+        config for the sparse-attention indexer."""
+        for name in ("is_deepseek_dsa", "is_deepseek_nsa"):
+            if name in self.table:
+                reading, _ = self.run(name, [Ref("model_config.hf_config")], shape)
+                if reading.value is True:
+                    return "MLA + DSA indexer K cache", reading.anchor
+                break
+        return ("MLA" if shape.mla else "MHA"), None
 
     def values(
         self, shape: ModelShape, draft_worker: bool = False, runner: bool = False
@@ -198,9 +233,19 @@ class Context:
             draft_layers = self.draft.nextn_layers or self.draft.layers
         elif algorithm in {"EAGLE", "NEXTN"} and shape.nextn_layers:
             draft_layers = shape.nextn_layers
-        decode_backend = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
-        dtype = self.kv_bytes(shape)
+        constants = self.sources.constants
+        member = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
+        decode_backend = constants.get(member, member)
+        # The KV dtype as the torch dtype the tree compares with (`== torch.float8_e4m3fn`);
+        # `_element_size` and `.itemsize` give its size.
+        named = _TORCH_NAMES.get(launch.kv_cache_dtype)
+        dtype: object = Ref(f"torch.{named or shape.dtype}")
+        if launch.kv_cache_dtype not in {"auto", ""} and named is None:
+            dtype = Unknown(f"--kv-cache-dtype {launch.kv_cache_dtype}")
         return {
+            **{f"torch.{n}.itemsize": _DTYPE_BYTES[n] for n in set(_TORCH_NAMES.values())},
+            **constants,  # class constants the functions read (`DSATokenToKVPool.quant_...`)
+            **{f"model_config.hf_config.{k}": v for k, v in shape.hf},
             **self.sources.defaults,  # what the launch does not say, as the tree defaults it
             # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
             "tp_size": launch.tp,
@@ -221,7 +266,9 @@ class Context:
             "cuda_graph_config.decode.backend": decode_backend,
             "cuda_graph_config.prefill.max_bs": None,
             "cuda_graph_config.prefill.bs": None,
-            "cuda_graph_config.prefill.backend": "Backend.DISABLED",
+            "cuda_graph_config.prefill.backend": constants.get(
+                "Backend.DISABLED", "Backend.DISABLED"
+            ),
             "_cuda_graph_config_locked": [],
             "disable_cuda_graph": launch.disable_cuda_graph,
             "piecewise_cuda_graph_max_tokens": None,
@@ -230,6 +277,8 @@ class Context:
             "max_total_tokens": launch.max_total_tokens,
             "page_size": launch.page_size,
             "device": "cuda",
+            "_is_hip": False,  # the platform flags a module sets at import: a CUDA box
+            "_is_npu": False,
             "disaggregation_mode": "null",
             "enable_dp_attention": launch.enable_dp_attention,
             "enable_hisparse": False,
@@ -306,7 +355,16 @@ class Context:
             return None
 
         def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return args[0] if isinstance(args[0], int) else Unknown("KV cache dtype")
+            """torch's element size: the KV dtype is given as its size; a dtype the tree names
+            (`torch.uint8`) has torch's size for it."""
+            dtype = args[0] if args else None
+            if isinstance(dtype, int):
+                return dtype
+            if isinstance(dtype, Ref) and dtype.path.startswith("torch."):
+                size = _DTYPE_BYTES.get(dtype.path.removeprefix("torch."))
+                if size is not None:
+                    return size
+            return Unknown(f"element size of {dtype!r}")
 
         def is_fp4(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             return "fp4" in self.launch.kv_cache_dtype
@@ -358,8 +416,6 @@ class Context:
             ),
             "_element_size": element_size,
             "is_float4_e2m1fn_x2": is_fp4,
-            "is_deepseek_nsa": dsa,
-            "is_deepseek_dsa": dsa,
             "is_minimax_sparse": stand_in("is_minimax_sparse", False),
             "uses_minimax_m3_nvfp4_native_stack": stand_in(
                 "uses_minimax_m3_nvfp4_native_stack", False
@@ -397,6 +453,9 @@ class Context:
         }
         if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
             stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
+        for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
+            if predicate not in self.table:  # the tree's own predicate where it has one
+                stubs[predicate] = dsa
         for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
             stubs[accessor] = const(Ref(""))
         for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):

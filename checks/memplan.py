@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from eaglebug.checks.memeval import Raised, Ref
+from eaglebug.checks.memeval import ROOTS, Raised, Ref
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memlayout import Layout
 from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources, kept_expression
@@ -62,6 +62,8 @@ class Prediction:
     assumed: list[str] = field(default_factory=list)
     budget_from: str | None = None
     layout: Layout | None = None  # the attention layout the pools are sized for
+    pool_kind: str = ""  # "MHA", "MLA", "MLA + DSA indexer K cache"
+    pool_kind_from: str | None = None
 
     @property
     def slack_gib(self) -> float:
@@ -85,7 +87,7 @@ def _params(ctx: Context, name: str) -> list[str]:
     if function is None:
         return []
     names = [a.arg for a in function.node.args.args]
-    return names[1:] if names and names[0] in {"self", "cls"} else names
+    return names[1:] if names and names[0] in ROOTS | {"cls"} else names
 
 
 def _fraction(ctx: Context, out: Prediction) -> None:
@@ -136,6 +138,7 @@ def predict(
     ctx = Context(sources, launch, target, draft, gpu)
     out = Prediction(launch, layout=ctx.layout)
     out.unknown.extend(ctx.layout.unknown)
+    out.pool_kind, out.pool_kind_from = ctx.pool_kind(target)
     _fraction(ctx, out)
     if launch.mem_fraction_static is not None:
         out.fraction, out.fraction_from = launch.mem_fraction_static, "--mem-fraction-static"

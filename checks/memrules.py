@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memeval import Evaluator, Function, Unknown
+from eaglebug.checks.memimports import imported_blocks, imports_of, names_used
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -114,6 +115,8 @@ class MemorySources:
     entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
     env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
+    # `Class.attr` constants of classes the functions import (`DSATokenToKVPool.quant_block_size`)
+    constants: dict[str, object] = field(default_factory=dict)
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -124,6 +127,8 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
     calls: dict[str, set[str]] = {}
+    used: dict[str, set[str]] = {}  # qualname -> the names it reads or calls
+    imports: dict[str, dict[str, tuple[str, str]]] = {}
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
@@ -137,6 +142,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
+        imports[rel] = imports_of(parsed.tree)
         if rel.endswith("/model_runner.py"):
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             continue
@@ -146,17 +152,24 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             text = "".join(lines[start - 1 : end])
             found.append(FunctionSource(qualname, rel, start, text))
             calls[qualname] = _called(node)
+            used[qualname] = names_used(node)
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
     kept.update({REQUEST_LIMIT, RUNNER_DP})
+    functions = [f for f in found if f.qualname in kept]
+    helpers, constants = imported_blocks(
+        index, [(f.file, used.get(f.qualname, set())) for f in functions], imports, names
+    )
+    functions.extend(FunctionSource(name, rel, line, text) for name, rel, line, text in helpers)
     return MemorySources(
-        tuple(f for f in found if f.qualname in kept),
+        tuple(functions),
         entries,
         _env_defaults(index),
         _server_defaults(index),
+        constants,
     )
 
 

@@ -111,3 +111,14 @@ def kimi_k25_eagle3_config() -> dict[str, Any]:
 KIMI_K25_BYTES = 595 * 10**9
 # Its EAGLE-3 draft: one 7168-wide layer, a 163840 x 7168 embedding and a 32000-token head.
 KIMI_K25_EAGLE3_BYTES = 3 * GIB
+
+# https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json: DeepSeek-V3's
+# shape with the DSA lightning indexer (`index_head_dim`, `index_n_heads`, `index_topk`).
+DEEPSEEK_V32: dict[str, Any] = {
+    **DEEPSEEK_V3,
+    "architectures": ["DeepseekV32ForCausalLM"],
+    "model_type": "deepseek_v32",
+    "index_head_dim": 128,
+    "index_n_heads": 64,
+    "index_topk": 2048,
+}

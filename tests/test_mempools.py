@@ -22,7 +22,13 @@ from eaglebug.checks.preflight import GpuMemory
 from eaglebug.checks.tree import locate
 from tests import test_memory
 from tests.configs import write_model
-from tests.memconfigs import DEEPSEEK_V3, DEEPSEEK_V3_BYTES, LLAMA31_8B, LLAMA31_8B_BYTES
+from tests.memconfigs import (
+    DEEPSEEK_V3,
+    DEEPSEEK_V3_BYTES,
+    DEEPSEEK_V32,
+    LLAMA31_8B,
+    LLAMA31_8B_BYTES,
+)
 from tests.test_memory import H200, details, memory, one
 
 # The real-release indexes, shared with test_memory (the same module-scoped fixtures).
@@ -164,3 +170,38 @@ def test_a_changed_attention_width_formula_changes_the_cell(
     assert (ours.layout.attn_tp_size, theirs.layout.attn_tp_size) == (2, 1)
     assert ours.kv_cell_bytes == 4 * 256 * 32 * 2
     assert theirs.kv_cell_bytes == 8 * 256 * 32 * 2
+
+
+# -- DSA / NSA sparse attention: the indexer's K cache in the cell ----------------------------
+def test_a_dsa_cell_adds_the_indexer_k_cache(index: TreeIndex, tmp_path: Path) -> None:
+    """DeepSeek-V3.2 (`index_topk`, `index_head_dim` 128): the tree's own predicate
+    (0.5.9 `is_deepseek_nsa`, 0.5.23 `is_deepseek_dsa`) adds (128 + 128 / 128 x 4) bytes of
+    FP8 index K with its scale per layer; DeepSeek-V3 without them does not."""
+    dsa = write_model(tmp_path / "v32", DEEPSEEK_V32, total_size=DEEPSEEK_V3_BYTES)
+    found = one(memory(index, "--model-path", str(dsa), "--tp", "8", gpu=H200))
+    sparse = details(found)
+    plain = v3(index, tmp_path, "--tp", "8")
+    indexer = (128 + 128 // 128 * 4) * 61 * 1  # uint8 index K + its fp32 scale, every layer
+    assert sparse["kv_cell_bytes"] == plain["kv_cell_bytes"] + indexer
+    assert sparse["pool_kind"] == "MLA + DSA indexer K cache" and plain["pool_kind"] == "MLA"
+    assert sparse["pool_kind_from"].startswith("sglang/srt/configs/model_config.py:")
+    assert "DSA indexer" in found.message
+    assert not any("DSA" in a or "NSA" in a for a in sparse["assumed"])
+    assert sparse["max_total_num_tokens"] < plain["max_total_num_tokens"]
+
+
+def test_anchor_the_dsa_fp8_cell_sglang_logged(index_0523: TreeIndex) -> None:
+    """sglang #14700: DeepSeek-V3.2 with an FP8 KV cache logged 3627136 tokens in 162.38 GB
+    per rank: 48069 bytes a token (+-1.5 from the two decimals). 0.5.23's arithmetic
+    (calculate_mla_kv_cache_dim's FP8 layout: 512 + 512 / 128 x 4 + 64 x 2 bytes, plus the
+    indexer's 132) gives exactly 656 x 61 + 132 x 61 = 48068; 0.5.9 sized the latent at 576
+    bytes and says 43188, which the later release's log does not match."""
+    anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
+    logged = anchor["kv_gb"] * GIB / anchor["tokens"]
+    sources = memory_sources(index_0523)
+    shape = model_shape(DEEPSEEK_V32, None)
+    assert not isinstance(shape, str)
+    launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype="fp8_e4m3")
+    made = predict(sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0))
+    assert made.kv_cell_bytes == (656 + 132) * 61
+    assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - logged) <= 1.5
