@@ -26,6 +26,7 @@ from eaglebug.checks.memops import (
     call_name,
     first_unknown,
     is_unknown,
+    isinstance_of,
     join,
     why,
 )
@@ -317,8 +318,9 @@ class Evaluator:
                 return scope[name]
             case ast.JoinedStr(values=parts):
                 return self._fstring(parts, scope, file)
-            case ast.List(elts=elts) | ast.Tuple(elts=elts):
-                return [self._expr(e, scope, file) for e in elts]
+            case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
+                made = self._items(elts, scope, file)
+                return set(made) if isinstance(node, ast.Set) and isinstance(made, list) else made
             case ast.ListComp() | ast.GeneratorExp():
                 return self._listcomp(node, scope, file)
             case ast.Subscript(value=inner, slice=index):
@@ -377,21 +379,18 @@ class Evaluator:
                 out.append(text)
         return "".join(out)
 
-    @staticmethod
-    def _isinstance(value: object, kind: object) -> object:
-        """Against the builtin types only: an object the evaluator follows by its attributes
-        (a `Ref`, a config) is none of them."""
-        kinds = kind if isinstance(kind, list) else [kind]
-        names = [k.path for k in kinds if isinstance(k, Ref)]
-        types: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "int": int}
-        types.update({"float": float, "str": str, "bool": bool})
-        if len(names) != len(kinds) or any(n not in types for n in names):
-            return Unknown(f"isinstance of {kind!r}")
-        if isinstance(value, Ref):
-            return False
-        if isinstance(value, Unknown):
-            return value
-        return any(isinstance(value, types[n]) for n in names)
+    def _items(self, elts: list[ast.expr], scope: dict[str, object], file: str) -> object:
+        """A literal's elements, `*name` spread where it names a known sequence."""
+        out: list[object] = []
+        for e in elts:
+            value = self._expr(e.value if isinstance(e, ast.Starred) else e, scope, file)
+            if not isinstance(e, ast.Starred):
+                out.append(value)
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                out.extend(value)
+            else:
+                return Unknown(f"{file}:{e.lineno}: *{why(value)}")
+        return out
 
     def _subscript(self, owner: object, key: object, file: str, node: ast.AST) -> object:
         if is_unknown(owner) or is_unknown(key):
@@ -404,17 +403,25 @@ class Evaluator:
     def _listcomp(
         self, node: ast.ListComp | ast.GeneratorExp, scope: dict[str, object], file: str
     ) -> object:
-        if len(node.generators) != 1 or not isinstance(node.generators[0].target, ast.Name):
+        if len(node.generators) != 1 or not isinstance(
+            node.generators[0].target, (ast.Name, ast.Tuple)
+        ):
             return Unknown(f"{file}:{node.lineno}: comprehension")
         gen = node.generators[0]
         items = self._expr(gen.iter, scope, file)
-        if not isinstance(items, (list, tuple, range)):
+        if not isinstance(items, (list, tuple, range, set, frozenset)):
             return Unknown(f"{file}:{node.lineno}: comprehension over {why(items)}")
         inner = dict(scope)
         result: list[object] = []
-        target = gen.target.id  # type: ignore[attr-defined]
+        target = gen.target
         for item in items:
-            inner[target] = item
+            if isinstance(target, ast.Name):
+                inner[target.id] = item
+            elif isinstance(target, ast.Tuple):  # `for i, x in enumerate(...)`
+                names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
+                if not isinstance(item, (list, tuple)) or len(item) != len(names):
+                    return Unknown(f"{file}:{node.lineno}: comprehension target")
+                inner.update(zip(names, item, strict=True))
             if all(self._expr(cond, inner, file) is True for cond in gen.ifs):
                 result.append(self._expr(node.elt, inner, file))
         return result
@@ -431,7 +438,7 @@ class Evaluator:
             if key in self.stubs:
                 return self.stubs[key](self, args, kwargs)
         if name == "isinstance" and len(args) == 2:
-            return self._isinstance(*args)
+            return isinstance_of(*args)
         if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[1], str):
             owner = args[0]
             if isinstance(owner, Ref):
@@ -443,8 +450,9 @@ class Evaluator:
             return Unknown(f"{file}:{node.lineno}: {name} of a value")
         if name in BUILTINS or last in {"max", "min", "round", "len", "int", "float"}:
             fn = BUILTINS.get(name) or BUILTINS[last]
-            if any(is_unknown(a) for a in args):
-                return first_unknown(file, node, *args)
+            inner = [x for a in args if isinstance(a, list) for x in a]
+            if any(is_unknown(a) for a in [*args, *inner]):
+                return first_unknown(file, node, *args, *inner)
             try:
                 return fn(*args)
             except (TypeError, ValueError) as error:

@@ -19,37 +19,16 @@ from typing import Any
 
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
 from eaglebug.checks.memlayout import Layout, parallel_layout
+from eaglebug.checks.memmodel import ModelFacts, config_values, model_facts, runner_values
 from eaglebug.checks.memrules import MemorySources, function_table
+
+# Re-exported: the model's shape is part of what a caller hands the arithmetic.
+from eaglebug.checks.memshape import DTYPE_BYTES, TORCH_NAMES
+from eaglebug.checks.memshape import ModelShape as ModelShape
+from eaglebug.checks.memshape import model_shape as model_shape
 
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
 MIB = 1 << 20
-# torch element sizes of the dtypes a --kv-cache-dtype or a config's torch_dtype names.
-_DTYPE_BYTES = {
-    "float32": 4,
-    "float": 4,
-    "bfloat16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "float8_e4m3fn": 1,
-    "float8_e5m2": 1,
-    "uint8": 1,
-    "int8": 1,
-}
-# torch dtype names for a config's torch_dtype or a --kv-cache-dtype (what the tree's
-# `configure_kv_cache_dtype` turns them into: `fp8_e4m3` -> `torch.float8_e4m3fn`).
-_TORCH_NAMES = {
-    "float32": "float32",
-    "float": "float32",
-    "bfloat16": "bfloat16",
-    "float16": "float16",
-    "half": "float16",
-    "fp8_e4m3": "float8_e4m3fn",
-    "fp8_e5m2": "float8_e5m2",
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
-}
 _WATCH = frozenset(
     {
         "reserved_mem",
@@ -60,86 +39,13 @@ _WATCH = frozenset(
         "rest_memory",
         "cell_size",
         "_cell_size",
+        "full_max_total_num_tokens",
+        "swa_max_total_num_tokens",
         "max_num_reqs",
         "max_total_num_tokens",
         "estimated",
     }
 )
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The model-config fields SGLang's cell size and request estimate read."""
-
-    layers: int
-    kv_heads: int
-    head_dim: int
-    v_head_dim: int
-    kv_lora_rank: int | None
-    rope_dim: int | None
-    context_len: int
-    dtype_bytes: int
-    nextn_layers: int | None
-    multimodal: bool
-    dsa: bool
-    # config.json's own fields (the outer config: what SGLang's `hf_config` holds), which the
-    # tree's model-config predicates read (`index_topk`, `index_head_dim`, `architectures`).
-    hf: tuple[tuple[str, object], ...] = ()
-    dtype: str = "bfloat16"  # torch's name for the config's torch_dtype
-
-    @property
-    def mla(self) -> bool:
-        return self.kv_lora_rank is not None
-
-
-def _int(config: Mapping[str, Any], key: str) -> int | None:
-    value = config.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShape | str:
-    """The shape of a model from its config.json, or why it cannot be had."""
-    text = config
-    for key in ("text_config", "language_config", "llm_config"):
-        if isinstance(config.get(key), dict):
-            text = config[key]
-            break
-    layers = _int(text, "num_hidden_layers")
-    heads = _int(text, "num_attention_heads")
-    hidden = _int(text, "hidden_size")
-    if layers is None or heads is None or hidden is None:
-        return "config.json lacks num_hidden_layers / num_attention_heads / hidden_size"
-    kv_heads = _int(text, "num_key_value_heads") or heads
-    rank = _int(text, "kv_lora_rank")
-    head_dim = _int(text, "head_dim") or hidden // heads
-    v_head_dim = head_dim
-    if rank is not None:  # MLA: ModelConfig's head_dim is the rope + nope width
-        head_dim = (_int(text, "qk_rope_head_dim") or 0) + (_int(text, "qk_nope_head_dim") or 0)
-        v_head_dim = _int(text, "v_head_dim") or head_dim
-    dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
-    length = context_len or _int(text, "max_position_embeddings") or 0
-    return ModelShape(
-        layers=layers,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        v_head_dim=v_head_dim,
-        kv_lora_rank=rank,
-        rope_dim=_int(text, "qk_rope_head_dim"),
-        context_len=length,
-        dtype_bytes=_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2),
-        nextn_layers=_int(text, "num_nextn_predict_layers"),
-        multimodal=any(k in config for k in ("vision_config", "vision_tower")),
-        dsa="index_topk" in text,
-        hf=tuple(sorted((k, v) for k, v in config.items() if _plain(v))),
-        dtype=_TORCH_NAMES.get(dtype.replace("torch.", ""), "bfloat16"),
-    )
-
-
-def _plain(value: object) -> bool:
-    """A JSON scalar or a list of scalars (not a nested config)."""
-    if isinstance(value, list):
-        return all(isinstance(v, (str, int, float, bool)) or v is None for v in value)
-    return isinstance(value, (str, int, float, bool)) or value is None
 
 
 @dataclass(frozen=True)
@@ -162,6 +68,7 @@ class MemoryLaunch:
     algorithm: str | None = None
     disable_cuda_graph: bool = False
     speculative_num_draft_tokens: int | None = None
+    swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
 
 
@@ -203,6 +110,14 @@ class Context:
     gpu: Gpu
     table: dict[str, Any] = field(init=False)
     layout: Layout = field(init=False)
+    _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
+
+    def facts(self, shape: ModelShape) -> ModelFacts:
+        """ModelConfig's derived fields for this model, evaluated once."""
+        if id(shape) not in self._facts:
+            self._facts[id(shape)] = ModelFacts()  # while its own derivation runs
+            self._facts[id(shape)] = model_facts(self, shape)
+        return self._facts[id(shape)]
 
     def __post_init__(self) -> None:
         self.table = function_table(self.sources)
@@ -219,6 +134,13 @@ class Context:
                 if reading.value is True:
                     return "MLA + DSA indexer K cache", reading.anchor
                 break
+        facts = self.facts(shape)
+        if facts.hybrid_swa:
+            full, swa = len(facts.layers("full")), len(facts.layers("swa"))
+            kind = f"hybrid SWA: {full} full + {swa} sliding-window layers"
+            window = facts.sliding_window
+            kind += f" (window {window})" if isinstance(window, int) else ""
+            return kind, facts.derived_from[-2] if len(facts.derived_from) > 1 else None
         return ("MLA" if shape.mla else "MHA"), None
 
     def values(
@@ -238,14 +160,16 @@ class Context:
         decode_backend = constants.get(member, member)
         # The KV dtype as the torch dtype the tree compares with (`== torch.float8_e4m3fn`);
         # `_element_size` and `.itemsize` give its size.
-        named = _TORCH_NAMES.get(launch.kv_cache_dtype)
+        named = TORCH_NAMES.get(launch.kv_cache_dtype)
         dtype: object = Ref(f"torch.{named or shape.dtype}")
         if launch.kv_cache_dtype not in {"auto", ""} and named is None:
             dtype = Unknown(f"--kv-cache-dtype {launch.kv_cache_dtype}")
         return {
-            **{f"torch.{n}.itemsize": _DTYPE_BYTES[n] for n in set(_TORCH_NAMES.values())},
+            **{f"torch.{n}.itemsize": DTYPE_BYTES[n] for n in set(TORCH_NAMES.values())},
             **constants,  # class constants the functions read (`DSATokenToKVPool.quant_...`)
             **{f"model_config.hf_config.{k}": v for k, v in shape.hf},
+            **{f"model_config.{k}": v for k, v in config_values(shape).items()},
+            **config_values(shape),  # ModelConfig's own methods read self.hf_text_config
             **self.sources.defaults,  # what the launch does not say, as the tree defaults it
             # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
             "tp_size": launch.tp,
@@ -289,11 +213,19 @@ class Context:
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
             "max_mamba_cache_size": None,
+            **(
+                {"swa_full_tokens_ratio": launch.swa_full_tokens_ratio}
+                if launch.swa_full_tokens_ratio is not None
+                else {}
+            ),
             "mm_feature_transport": None,
             "prefill_max_requests": None,
             # the configurator / model runner
             "mambaish_config": None,
             "is_hybrid_swa": False,
+            "model_config.attention_arch": Ref(
+                "AttentionArch.MLA" if shape.mla else "AttentionArch.MHA"
+            ),
             "is_draft_worker": draft_worker,
             "is_draft_model": draft_worker,
             "use_mla_backend": shape.mla,
@@ -317,6 +249,7 @@ class Context:
             "model_config.quantization": None,
             "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
+            **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
             **(
                 {"dp_size": self.layout.runner_dp_size}
@@ -361,7 +294,7 @@ class Context:
             if isinstance(dtype, int):
                 return dtype
             if isinstance(dtype, Ref) and dtype.path.startswith("torch."):
-                size = _DTYPE_BYTES.get(dtype.path.removeprefix("torch."))
+                size = DTYPE_BYTES.get(dtype.path.removeprefix("torch."))
                 if size is not None:
                     return size
             return Unknown(f"element size of {dtype!r}")
@@ -469,13 +402,15 @@ class Context:
         shape: ModelShape,
         values: dict[str, object] | None = None,
         avail_gb: float | None = None,
+        extra: Mapping[str, Stub] | None = None,
     ) -> tuple[Reading, dict[str, object]]:
         """Evaluate one of the tree's functions; the values it leaves come back too."""
         function = self.table.get(name)
         if function is None:
             return Reading(None, unknown=f"this tree has no {name}"), {}
         env = values if values is not None else self.values(shape)
-        ev = Evaluator(self.table, env, self.stubs(shape, avail_gb), _WATCH)
+        stubs = {**self.stubs(shape, avail_gb), **(extra or {})}
+        ev = Evaluator(self.table, env, stubs, _WATCH)
         result = ev.call(name, args, {})
         anchor = f"{function.file}:{function.node.lineno}"
         common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}

@@ -63,6 +63,13 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "range": range,
     "bool": bool,
     "sum": sum,
+    "any": any,
+    "all": all,
+    "set": set,
+    "frozenset": frozenset,
+    "tuple": tuple,
+    "sorted": sorted,
+    "enumerate": lambda items: list(enumerate(items)),
     "math.ceil": math.ceil,
     "math.floor": math.floor,
 }
@@ -104,3 +111,19 @@ def first_unknown(file: str, node: ast.AST, *values: object) -> Unknown:
         if isinstance(value, Ref):
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {value.path} is not known")
     return Unknown(f"{file}:{getattr(node, 'lineno', 0)}")
+
+
+def isinstance_of(value: object, kind: object) -> object:
+    """`isinstance` against the builtin types only: an object the evaluator follows by its
+    attributes (a `Ref`, a config) is none of them."""
+    kinds = kind if isinstance(kind, list) else [kind]
+    names = [k.path for k in kinds if isinstance(k, Ref)]
+    types: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "int": int}
+    types.update({"float": float, "str": str, "bool": bool})
+    if len(names) != len(kinds) or any(n not in types for n in names):
+        return Unknown(f"isinstance of {kind!r}")
+    if isinstance(value, Ref):
+        return False
+    if isinstance(value, Unknown):
+        return value
+    return any(isinstance(value, types[n]) for n in names)

@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memeval import Evaluator, Function, Unknown
+from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
 from eaglebug.checks.memimports import imported_blocks, imports_of, names_used
 
 _ENVIRON = "sglang/srt/environ.py"
@@ -89,6 +89,12 @@ _ALSO = (
     "resolve_max_num_reqs",
     "_resolve_max_num_reqs",
     "attn_dp_enabled_of",
+    # The model config's own derivation of the pools' layer split (hybrid SWA models) and the
+    # configurator the tree picks for it (0.5.23).
+    "ModelConfig._derive_hybrid_model",
+    "ModelConfig._derive_model_shapes",
+    "ModelConfig._get_sliding_window_size",
+    "create_memory_pool_configurator",
 )
 
 
@@ -129,6 +135,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     calls: dict[str, set[str]] = {}
     used: dict[str, set[str]] = {}  # qualname -> the names it reads or calls
     imports: dict[str, dict[str, tuple[str, str]]] = {}
+    module_values: dict[str, dict[str, ast.expr]] = {}  # file -> its `NAME = <expr>` lines
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
@@ -143,6 +150,13 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             continue
         lines = parsed.text.splitlines(keepends=True)
         imports[rel] = imports_of(parsed.tree)
+        module_values[rel] = {
+            stmt.targets[0].id: stmt.value
+            for stmt in parsed.tree.body
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        }
         if rel.endswith("/model_runner.py"):
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             continue
@@ -164,6 +178,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         index, [(f.file, used.get(f.qualname, set())) for f in functions], imports, names
     )
     functions.extend(FunctionSource(name, rel, line, text) for name, rel, line, text in helpers)
+    constants.update(_module_constants(functions, used, module_values))
     return MemorySources(
         tuple(functions),
         entries,
@@ -198,8 +213,11 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                 ):
                     continue
                 # None defaults stay unknown: several are objects the hooks fill in
-                # (cuda_graph_config), which the evaluator follows as attribute paths.
+                # (cuda_graph_config), which the evaluator follows as attribute paths;
+                # 0.5.23's `Arg(..., fallback=0.8)` is what an unset field answers.
                 value = constants.constant(stmt.value, rel)
+                if value is None:
+                    value = _fallback(stmt.annotation, constants, rel)
                 if isinstance(value, (bool, int, float, str)):
                     out.setdefault(stmt.target.id, value)
     return out
@@ -219,11 +237,39 @@ def kept_expression(sources: MemorySources, qualname: str, values: dict[str, obj
     return Evaluator({}, dict(values)).value(node, source.file)
 
 
+def _module_constants(
+    functions: list[FunctionSource],
+    used: dict[str, set[str]],
+    module_values: dict[str, dict[str, ast.expr]],
+) -> dict[str, object]:
+    """The module-level constants the kept functions read (`SWA_SINK_ARCHS = frozenset(...)`
+    in model_config.py), where they are plain literals."""
+    constants = Evaluator({}, {})
+    out: dict[str, object] = {}
+    for function in functions:
+        table = module_values.get(function.file, {})
+        for name in sorted(used.get(function.qualname, set()) & table.keys()):
+            value = constants.constant(table[name], function.file)
+            if not isinstance(value, (Unknown, Ref)):
+                out.setdefault(name, value)
+    return out
+
+
 def _wanted(rel: str) -> bool:
     """A file named in `_FILES`, by its name or by its path's tail."""
     return rel.rsplit("/", 1)[-1] in _FILES or any(
         "/" in name and rel.endswith("/" + name) for name in _FILES
     )
+
+
+def _fallback(annotation: ast.expr, constants: Evaluator, rel: str) -> object:
+    """The `fallback=` of a field's `Arg(...)` metadata (`A[Optional[float], Arg(...)]`)."""
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
+            for keyword in node.keywords:
+                if keyword.arg == "fallback":
+                    return constants.constant(keyword.value, rel)
+    return None
 
 
 def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
@@ -272,6 +318,8 @@ def _reachable(
     for f in found:
         by_name.setdefault(f.qualname, []).append(f.qualname)
         by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f.qualname)
+        if "." in f.qualname:  # `C(kvc)` constructs: every method of C is reached
+            by_name.setdefault(f.qualname.split(".", 1)[0], []).append(f.qualname)
     kept: set[str] = set()
     todo = [q for root in roots for q in by_name.get(root, [])]
     while todo:

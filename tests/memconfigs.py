@@ -122,3 +122,34 @@ DEEPSEEK_V32: dict[str, Any] = {
     "index_n_heads": 64,
     "index_topk": 2048,
 }
+
+# https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json: 36 layers alternating
+# sliding-window (128 tokens) and full attention, 8 KV heads of 64.
+GPT_OSS_120B: dict[str, Any] = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_local_experts": 128,
+    "num_experts_per_tok": 4,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072,
+    "rope_scaling": {
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "factor": 32.0,
+        "original_max_position_embeddings": 4096,
+        "rope_type": "yarn",
+        "truncate": False,
+    },
+    "quantization_config": {"quant_method": "mxfp4"},
+    "torch_dtype": "bfloat16",
+    "vocab_size": 201088,
+}
+# The MXFP4 checkpoint, about 65 GB.
+GPT_OSS_120B_BYTES = 65 * 10**9

@@ -26,6 +26,8 @@ from tests.memconfigs import (
     DEEPSEEK_V3,
     DEEPSEEK_V3_BYTES,
     DEEPSEEK_V32,
+    GPT_OSS_120B,
+    GPT_OSS_120B_BYTES,
     LLAMA31_8B,
     LLAMA31_8B_BYTES,
 )
@@ -205,3 +207,109 @@ def test_anchor_the_dsa_fp8_cell_sglang_logged(index_0523: TreeIndex) -> None:
     made = predict(sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0))
     assert made.kv_cell_bytes == (656 + 132) * 61
     assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - logged) <= 1.5
+
+
+# -- hybrid SWA: the full and sliding-window pools ----------------------------------------------
+H100 = GpuMemory(81559 * MIB, "--gpu-mem-gib", int(78.58 * GIB), "--gpu-free-gib")
+
+
+def gpt_oss(index: TreeIndex, tmp_path: Path, *flags: str) -> Any:
+    t = write_model(tmp_path / "oss", GPT_OSS_120B, total_size=GPT_OSS_120B_BYTES)
+    return one(memory(index, "--model-path", str(t), "--tp", "2", *flags, gpu=H100))
+
+
+def test_gpt_oss_gets_a_full_and_a_sliding_window_pool(index: TreeIndex, tmp_path: Path) -> None:
+    """gpt-oss-120b on 2 x H100: ModelConfig's own `is_hybrid_swa_model` and
+    `get_hybrid_layer_ids` split its 36 layers 18 / 18 from `layer_types`; the SWA pool holds
+    the tree's default 0.8 of the full pool's tokens (`swa_full_tokens_ratio`)."""
+    found = gpt_oss(index, tmp_path)
+    got = details(found)
+    assert got["pool_kind"] == "hybrid SWA: 18 full + 18 sliding-window layers (window 128)"
+    assert got["pool_kind_from"].startswith("sglang/srt/configs/model_config.py:")
+    full, swa = got["full_max_total_num_tokens"], got["swa_max_total_num_tokens"]
+    assert full == got["max_total_num_tokens"] and swa == int(full * 0.8)
+    assert "sliding-window pool" in found.message
+    assert not any("is_hybrid_swa" in a for a in got["assumed"])
+    plain = details(one(memory(index, *models_plain(tmp_path), gpu=H100)))
+    assert plain["full_max_total_num_tokens"] is None and plain["pool_kind"] == "MHA"
+
+
+def models_plain(tmp_path: Path) -> tuple[str, ...]:
+    t = write_model(tmp_path / "llama", LLAMA31_8B, total_size=LLAMA31_8B_BYTES)
+    return ("--model-path", str(t))
+
+
+def test_each_release_prices_the_swa_layers_its_own_way(
+    index_059: TreeIndex, index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """4 KV heads a rank x (64 + 64) x bf16 = 1024 bytes a layer. 0.5.9 profiles with every
+    layer (36 x 1024) and then splits (set_num_tokens_hybrid_swa); 0.5.23's
+    HybridSWAPoolConfigurator prices a full token as 18 full layers + 0.8 x 18 SWA layers.
+    Both end with the same full pool."""
+    old, new = details(gpt_oss(index_059, tmp_path / "a")), details(gpt_oss(index_0523, tmp_path))
+    assert old["kv_cell_bytes"] == 36 * 1024 and old["pool_configurator"] is None
+    assert new["kv_cell_bytes"] == int(18 * 1024 + 0.8 * 18 * 1024)
+    assert new["pool_configurator"] == "HybridSWAPoolConfigurator"
+    assert new["pool_configurator_from"].startswith("sglang/srt/model_executor/pool_config")
+    assert abs(old["full_max_total_num_tokens"] - new["full_max_total_num_tokens"]) <= 1
+
+
+def test_the_swa_ratio_flag_moves_tokens_between_the_pools(
+    index: TreeIndex, tmp_path: Path
+) -> None:
+    default = details(gpt_oss(index, tmp_path))
+    half = details(gpt_oss(index, tmp_path / "b", "--swa-full-tokens-ratio", "0.5"))
+    assert half["swa_max_total_num_tokens"] == int(half["full_max_total_num_tokens"] * 0.5)
+    assert half["full_max_total_num_tokens"] > default["full_max_total_num_tokens"]
+
+
+def test_a_tree_without_the_model_in_its_swa_table_sizes_one_pool(
+    sglang_0523: Path, tmp_path: Path
+) -> None:
+    """The hybrid predicate is read: a copy of 0.5.23 whose SWA_SINK_ARCHS lacks
+    GptOssForCausalLM sizes gpt-oss with one pool of every layer."""
+    real = copy_tree(sglang_0523, tmp_path / "real")
+    changed = copy_tree(sglang_0523, tmp_path / "changed")
+    config = changed / "sglang" / "srt" / "configs" / "model_config.py"
+    text = config.read_text()
+    assert '"GptOssForCausalLM",\n' in text
+    config.write_text(text.replace('"GptOssForCausalLM",\n', "", 1))
+    launch = MemoryLaunch("m", tp=2)
+    ours = predict_on(real, launch, GPT_OSS_120B, GPT_OSS_120B_BYTES // 2)
+    theirs = predict_on(changed, launch, GPT_OSS_120B, GPT_OSS_120B_BYTES // 2)
+    assert ours.swa_tokens is not None and theirs.swa_tokens is None
+    assert ours.configurator == "HybridSWAPoolConfigurator"
+    assert theirs.configurator == "DefaultPoolConfigurator"
+    assert theirs.kv_cell_bytes == 36 * 1024
+
+
+def test_anchor_the_swa_split_sglang_logged(index_0523: TreeIndex) -> None:
+    """sgl-project/sglang PR #18039 (MiMo-V2-Flash, --page-size 64): "Use sliding window
+    memory pool. full_layer_tokens=375360, swa_layer_tokens=300288". 0.5.23's
+    `_solve_pool_sizes` with the tree's default ratio splits 375360 the same way."""
+    from eaglebug.checks.memfit import Context
+
+    anchor = test_memory.ANCHORS["mimo_v2_flash_swa_split"]["sglang"]
+    sources = memory_sources(index_0523)
+    shape = model_shape(GPT_OSS_120B, None)
+    assert not isinstance(shape, str)
+    ctx = Context(sources, MemoryLaunch("m", tp=4, page_size=64), shape, None, H200_GPU)
+    values = ctx.values(shape, runner=True)
+    values.update(
+        {
+            "_full_layers_num": 9,
+            "_swa_full_tokens_ratio": sources.defaults["swa_full_tokens_ratio"],
+            "_enable_unified_memory": False,
+            "_sliding_window_size": 128,
+            "_page_size": 64,
+        }
+    )
+    made, _ = ctx.run(
+        "HybridSWAPoolConfigurator._solve_pool_sizes",
+        [anchor["full_layer_tokens"], 64],
+        shape,
+        values,
+    )
+    assert made.value is not None
+    assert made.value.swa_max_total_num_tokens == anchor["swa_layer_tokens"]  # type: ignore[attr-defined]
+    assert made.value.full_max_total_num_tokens == anchor["full_layer_tokens"]  # type: ignore[attr-defined]
