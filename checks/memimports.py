@@ -19,21 +19,24 @@ from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memeval import Evaluator, Ref, Unknown
 
 
+def sglang_imports(node: ast.ImportFrom) -> dict[str, tuple[str, str]]:
+    """Local name -> (module, name) for one absolute `from sglang... import` line."""
+    if node.level or not node.module or not node.module.startswith("sglang."):
+        return {}
+    return {alias.asname or alias.name: (node.module, alias.name) for alias in node.names}
+
+
 def imports_of(tree: ast.Module) -> dict[str, tuple[str, str]]:
-    """Local name -> (module, name) for the file's absolute `from sglang... import` lines,
-    at module level and inside functions alike."""
+    """The module-level imports (and those under a module-level `if`, `TYPE_CHECKING`);
+    a function's own are read with its body."""
     out: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if not node.module.startswith("sglang."):
-                continue
-            for alias in node.names:
-                out.setdefault(alias.asname or alias.name, (node.module, alias.name))
+    for node in tree.body:
+        inner = node.body if isinstance(node, (ast.If, ast.Try)) else [node]
+        for stmt in inner:
+            if isinstance(stmt, ast.ImportFrom):
+                for name, target in sglang_imports(stmt).items():
+                    out.setdefault(name, target)
     return out
-
-
-def names_used(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def block_of(index: TreeIndex, module: str, name: str) -> tuple[str, int, str] | None:
@@ -66,10 +69,21 @@ def _block(text: str) -> str:
     return "".join(lines[:end])
 
 
+def _head(text: str) -> str:
+    """A class's lines before its first method: where its constants are (a 5,000-line class
+    is not parsed for them)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines[1:], start=1):
+        stripped = line.lstrip()
+        if stripped.startswith(("def ", "async def ", "@")) and line[0].isspace():
+            return "".join(lines[:i]) + line[: len(line) - len(stripped)] + "pass\n"
+    return text
+
+
 def class_constants(rel: str, line: int, text: str) -> dict[str, object]:
     """`Class.attr` -> value for the class body's plain assignments (a dtype stays a Ref)."""
     try:
-        module = ast.parse(textwrap.dedent(text))
+        module = ast.parse(textwrap.dedent(_head(text)))
     except SyntaxError:
         return {}
     node = module.body[0] if module.body else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
-from eaglebug.checks.memimports import imported_blocks, imports_of, names_used
+from eaglebug.checks.memimports import imported_blocks, imports_of, sglang_imports
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -165,8 +165,9 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             text = "".join(lines[start - 1 : end])
             found.append(FunctionSource(qualname, rel, start, text))
-            calls[qualname] = _called(node)
-            used[qualname] = names_used(node)
+            calls[qualname], used[qualname], inner = _references(node)
+            for name, target in inner.items():  # a function's own `from ... import`
+                imports[rel].setdefault(name, target)
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
@@ -297,17 +298,26 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
     return list(out.values())
 
 
-def _called(node: ast.FunctionDef) -> set[str]:
-    """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
-    out: set[str] = set()
+def _references(
+    node: ast.FunctionDef,
+) -> tuple[set[str], set[str], dict[str, tuple[str, str]]]:
+    """In one walk: the plain names a function calls (`f()`, `self.f()`, `mod.f()`), every
+    name it reads, and what its own `from sglang... import` lines bring in."""
+    calls: set[str] = set()
+    names: set[str] = set()
+    imports: dict[str, tuple[str, str]] = {}
     for inner in ast.walk(node):
-        if isinstance(inner, ast.Call):
+        if isinstance(inner, ast.Name):
+            names.add(inner.id)
+        elif isinstance(inner, ast.Call):
             func = inner.func
             if isinstance(func, ast.Name):
-                out.add(func.id)
+                calls.add(func.id)
             elif isinstance(func, ast.Attribute):
-                out.add(func.attr)
-    return out
+                calls.add(func.attr)
+        elif isinstance(inner, ast.ImportFrom):
+            imports.update(sglang_imports(inner))
+    return calls, names, imports
 
 
 def _reachable(
@@ -318,8 +328,9 @@ def _reachable(
     for f in found:
         by_name.setdefault(f.qualname, []).append(f.qualname)
         by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f.qualname)
-        if "." in f.qualname:  # `C(kvc)` constructs: every method of C is reached
-            by_name.setdefault(f.qualname.split(".", 1)[0], []).append(f.qualname)
+        owner, _, method = f.qualname.rpartition(".")
+        if owner and method in _CONSTRUCTED:  # `C(kvc)` runs C.__init__; the caller sizes
+            by_name.setdefault(owner, []).append(f.qualname)
     kept: set[str] = set()
     todo = [q for root in roots for q in by_name.get(root, [])]
     while todo:
@@ -371,6 +382,10 @@ def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
     return out
 
 
+# What constructing a class reaches: its `__init__`, and the sizing call the configurator's
+# user makes on it (`calculate_pool_sizes`, memplan).
+_CONSTRUCTED = frozenset({"__init__", "calculate_pool_sizes"})
+
 _TABLES: dict[int, tuple[MemorySources, dict[str, Function]]] = {}
 
 
@@ -384,14 +399,13 @@ def function_table(sources: MemorySources) -> dict[str, Function]:
         _TABLES.clear()
     table: dict[str, Function] = {}
     for source in sources.functions:
-        try:
-            module = ast.parse(textwrap.dedent(source.text))
+        try:  # blank lines before it keep the file's line numbers (no second walk)
+            module = ast.parse("\n" * (source.line - 1) + textwrap.dedent(source.text))
         except SyntaxError:
             continue
         node = module.body[0] if module.body else None
         if not isinstance(node, ast.FunctionDef):
             continue
-        ast.increment_lineno(module, source.line - 1)
         owner = source.qualname.rsplit(".", 1)[0] if "." in source.qualname else ""
         function = Function(source.file, node, owner)
         table.setdefault(source.qualname, function)
