@@ -389,6 +389,9 @@ class Context:
         for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
             if predicate not in self.table:  # the tree's own predicate where it has one
                 stubs[predicate] = dsa
+        # The DSA cell's layer count under GLM's layer split: the tree's own where it has it.
+        if "get_glm_dsa_layer_split_effective_num_layers" in self.table:
+            del stubs["get_glm_dsa_layer_split_effective_num_layers"]
         for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
             stubs[accessor] = const(Ref(""))
         for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):

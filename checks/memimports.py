@@ -117,22 +117,49 @@ def imported_blocks(
 ) -> tuple[list[tuple[str, str, int, str]], dict[str, object]]:
     """For each kept function (its file, the names it uses): the imported functions it needs
     that the memory files do not define, as (name, file, line, text), and the constants of
-    the imported classes it reads."""
+    the imported classes it reads. A function taken this way brings the functions of its
+    own module that it calls (`get_glm_dsa_layer_split_effective_num_layers` ->
+    `is_glm_dsa_cache_layer_split_enabled`), a few levels deep."""
     functions: list[tuple[str, str, int, str]] = []
     constants: dict[str, object] = {}
     seen: set[tuple[str, str]] = set()
-    for rel, used in wanted:
-        for name in sorted(used - defined):
-            target = imports.get(rel, {}).get(name)
-            if target is None or target in seen:
-                continue
-            seen.add(target)
-            found = block_of(index, *target)
-            if found is None:
-                continue
-            file, line, text = found
-            if text.startswith("class "):
-                constants.update(class_constants(file, line, text))
-            elif text.startswith("def "):
-                functions.append((target[1], file, line, text))
+    todo = [
+        (target, 0)
+        for rel, used in wanted
+        for name in sorted(used - defined)
+        if (target := imports.get(rel, {}).get(name)) is not None
+    ]
+    known = set(defined)
+    while todo:
+        target, depth = todo.pop(0)
+        if target in seen:
+            continue
+        seen.add(target)
+        found = block_of(index, *target)
+        if found is None:
+            continue
+        file, line, text = found
+        if text.startswith("class "):
+            constants.update(class_constants(file, line, text))
+        elif text.startswith("def "):
+            functions.append((target[1], file, line, text))
+            known.add(target[1])
+            if depth < _DEPTH:
+                todo.extend(((target[0], n), depth + 1) for n in sorted(_called(text) - known))
     return functions, constants
+
+
+_DEPTH = 3
+
+
+def _called(text: str) -> set[str]:
+    """The plain names a function's text calls (`f(...)`)."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return set()
+    return {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
