@@ -76,8 +76,42 @@ def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
         "weights_from": inputs.weights_from,
         "calibrated": inputs.measured is not None,
         "tp": inputs.launch.tp,
+        **_layout_details(p),
         "assumed": tuple(p.assumed),
     }
+
+
+def _layout_details(p: Prediction) -> dict[str, object]:
+    layout = p.layout
+    if layout is None:
+        return {}
+    return {
+        "pool_kind": p.pool_kind,
+        "pool_kind_from": p.pool_kind_from,
+        "pool_configurator": p.configurator,
+        "pool_configurator_from": p.configurator_from,
+        "full_max_total_num_tokens": p.full_tokens,
+        "swa_max_total_num_tokens": p.swa_tokens,
+        "attention_tp_size": layout.attn_tp_size,
+        "attention_dp_size": layout.attn_dp_size,
+        "attention_layout_from": layout.attn_tp_from,
+        "dp_flags_resolved": dict(layout.resolved) or None,
+        "dp_flags_resolved_from": layout.resolved_from if layout.resolved else None,
+    }
+
+
+def _pools(p: Prediction) -> str:
+    """A hybrid SWA model's two pools, as the tree splits them."""
+    if p.full_tokens is None or p.swa_tokens is None:
+        return ""
+    return f" (full-attention pool {p.full_tokens} tokens, sliding-window pool {p.swa_tokens})"
+
+
+def _per_rank(p: Prediction) -> str:
+    """What the pool figures are per: each attention-DP rank holds its own pool."""
+    if p.layout is None or not p.layout.dp_attention:
+        return ""
+    return f" per attention-DP rank ({p.layout.describe()})"
 
 
 def _finding(
@@ -225,9 +259,9 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
                 inputs,
                 p,
                 "info",
-                f"predicted max_total_num_tokens={tokens}, max_running_requests="
-                f"{p.max_running_requests}; per GPU: {_gib(p.weights_gib)} weights, "
-                f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token){graphs}; "
+                f"predicted max_total_num_tokens={tokens}{_pools(p)}, max_running_requests="
+                f"{p.max_running_requests}{_per_rank(p)}; per GPU: {_gib(p.weights_gib)} weights, "
+                f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token, {p.pool_kind}){graphs}; "
                 f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})" + _actual(inputs),
             )
         )

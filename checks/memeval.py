@@ -15,68 +15,29 @@ cannot be completed says so instead of guessing.
 from __future__ import annotations
 
 import ast
-import math
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-# Roots that stand for the server-args / configurator object itself: `self.tp_size`,
-# `cfg.tp_size` and `server_args.tp_size` all read the value named `tp_size`.
-ROOTS = frozenset({"self", "cfg", "server_args", "kvc", "mr"})
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.LShift: operator.lshift,
-}
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-_BUILTINS: dict[str, Callable[..., Any]] = {
-    "max": max,
-    "min": min,
-    "round": round,
-    "int": int,
-    "float": float,
-    "len": len,
-    "abs": abs,
-    "list": list,
-    "range": range,
-    "bool": bool,
-    "math.ceil": math.ceil,
-    "math.floor": math.floor,
-}
-_STR_METHODS = frozenset({"lower", "upper", "startswith", "endswith", "strip"})
+from eaglebug.checks.memops import (
+    BINOPS,
+    BUILTINS,
+    COMPARE,
+    STR_METHODS,
+    call_name,
+    first_unknown,
+    is_unknown,
+    isinstance_of,
+    join,
+    why,
+)
+
+# Re-exported: the evaluator's values are what its callers test for.
+from eaglebug.checks.memops import ROOTS as ROOTS
+from eaglebug.checks.memops import Ref as Ref
+from eaglebug.checks.memops import Unknown as Unknown
+
 _MAX_DEPTH = 12
 _MAX_STEPS = 20_000
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """A value the evaluator cannot know; `why` names the line."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class Ref:
-    """An attribute path on an object the evaluator does not model (`cuda_graph_config.decode`)."""
-
-    path: str
 
 
 @dataclass(frozen=True)
@@ -160,7 +121,10 @@ class Evaluator:
             return Unknown(f"{function.file}:{function.node.lineno}: calls nest too deep")
         params = function.node.args
         names = [a.arg for a in params.posonlyargs + params.args]
-        if names and names[0] in ROOTS | {"cls"}:
+        # `self` / `kvc` / `server_args` first: the object the evaluator models as the flat
+        # values; dropped for a method, and for a function called without it (a module-level
+        # `f(kvc, n)` called with both keeps both).
+        if names and names[0] in ROOTS | {"cls"} and (function.owner or len(args) < len(names)):
             names = names[1:]
         scope: dict[str, object] = {}
         defaults = params.defaults
@@ -223,7 +187,7 @@ class Evaluator:
                         scope[name] = item
                         self._block(body, scope, file)
                 else:
-                    self.assumed.append(f"{file}:{stmt.lineno}: loop skipped ({_why(items)})")
+                    self.assumed.append(f"{file}:{stmt.lineno}: loop skipped ({why(items)})")
             case ast.FunctionDef(name=name):
                 scope[name] = Function(file, stmt)
             case _:
@@ -238,6 +202,15 @@ class Evaluator:
         stmt: ast.stmt,
         before: object = None,
     ) -> None:
+        if isinstance(target, ast.Tuple):  # `a, b = f()`: each part, when the parts are known
+            parts = value if isinstance(value, (list, tuple)) else None
+            if parts is None or len(parts) != len(target.elts):
+                parts = [value if isinstance(value, Unknown) else Unknown(why(value))] * len(
+                    target.elts
+                )
+            for element, part in zip(target.elts, parts, strict=True):
+                self._assign(element, part, scope, file, stmt)
+            return
         if isinstance(target, ast.Name):
             scope[target.id] = value
             name = target.id
@@ -245,7 +218,7 @@ class Evaluator:
             owner = self._expr(target.value, scope, file)
             if not isinstance(owner, Ref):
                 return
-            name = _join(owner.path, target.attr)
+            name = join(owner.path, target.attr)
             self.values[name] = value
         else:
             return
@@ -270,7 +243,7 @@ class Evaluator:
         value = self._expr(test, scope, file)
         if isinstance(value, (Unknown, Ref)):
             self.assumed.append(
-                f"{file}:{test.lineno}: taken as false: {ast.unparse(test)} ({_why(value)})"
+                f"{file}:{test.lineno}: taken as false: {ast.unparse(test)} ({why(value)})"
             )
             return False
         return bool(value)
@@ -291,7 +264,7 @@ class Evaluator:
                 if isinstance(owner, Ref) and owner.path == "" and attr in ROOTS:
                     return owner  # `self.server_args.x` is the same value as `server_args.x`
                 if isinstance(owner, Ref):
-                    path = _join(owner.path, attr)
+                    path = join(owner.path, attr)
                     return self.values[path] if path in self.values else Ref(path)
                 if isinstance(owner, Unknown):
                     return owner
@@ -312,8 +285,8 @@ class Evaluator:
                             else Unknown(inner_value.path)
                         )
                     return not inner_value
-                if _unknown(inner_value):
-                    return _first_unknown(file, node, inner_value)
+                if is_unknown(inner_value):
+                    return first_unknown(file, node, inner_value)
                 if isinstance(unary, ast.USub):
                     return -inner_value  # type: ignore[operator]
                 return inner_value
@@ -345,18 +318,23 @@ class Evaluator:
                 return scope[name]
             case ast.JoinedStr(values=parts):
                 return self._fstring(parts, scope, file)
-            case ast.List(elts=elts) | ast.Tuple(elts=elts):
-                return [self._expr(e, scope, file) for e in elts]
-            case ast.ListComp():
+            case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
+                made = self._items(elts, scope, file)
+                return set(made) if isinstance(node, ast.Set) and isinstance(made, list) else made
+            case ast.ListComp() | ast.GeneratorExp():
                 return self._listcomp(node, scope, file)
+            case ast.Subscript(value=inner, slice=index):
+                return self._subscript(
+                    self._expr(inner, scope, file), self._expr(index, scope, file), file, node
+                )
             case ast.Call():
                 return self._call(node, scope, file)
         return Unknown(f"{file}:{node.lineno}: {type(node).__name__} not evaluated")
 
     def _binop(self, op: ast.operator, a: object, b: object, file: str, node: ast.AST) -> object:
-        if _unknown(a) or _unknown(b):
-            return _first_unknown(file, node, a, b)
-        fn = _BINOPS.get(type(op))
+        if is_unknown(a) or is_unknown(b):
+            return first_unknown(file, node, a, b)
+        fn = BINOPS.get(type(op))
         if fn is None:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: operator")
         try:
@@ -373,10 +351,10 @@ class Evaluator:
             if isinstance(a, str) and isinstance(b, str) and isinstance(op, (ast.Is, ast.IsNot)):
                 same = a == b
                 return same if isinstance(op, ast.Is) else not same
-        if _unknown(a) or _unknown(b):
-            return _first_unknown(file, node, a, b)
+        if is_unknown(a) or is_unknown(b):
+            return first_unknown(file, node, a, b)
         try:
-            return bool(_COMPARE[type(op)](a, b))
+            return bool(COMPARE[type(op)](a, b))
         except TypeError as error:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {error}")
 
@@ -401,24 +379,55 @@ class Evaluator:
                 out.append(text)
         return "".join(out)
 
-    def _listcomp(self, node: ast.ListComp, scope: dict[str, object], file: str) -> object:
-        if len(node.generators) != 1 or not isinstance(node.generators[0].target, ast.Name):
+    def _items(self, elts: list[ast.expr], scope: dict[str, object], file: str) -> object:
+        """A literal's elements, `*name` spread where it names a known sequence."""
+        out: list[object] = []
+        for e in elts:
+            value = self._expr(e.value if isinstance(e, ast.Starred) else e, scope, file)
+            if not isinstance(e, ast.Starred):
+                out.append(value)
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                out.extend(value)
+            else:
+                return Unknown(f"{file}:{e.lineno}: *{why(value)}")
+        return out
+
+    def _subscript(self, owner: object, key: object, file: str, node: ast.AST) -> object:
+        if is_unknown(owner) or is_unknown(key):
+            return first_unknown(file, node, owner, key)
+        try:
+            return owner[key]  # type: ignore[index]
+        except (TypeError, KeyError, IndexError) as error:
+            return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: subscript: {error}")
+
+    def _listcomp(
+        self, node: ast.ListComp | ast.GeneratorExp, scope: dict[str, object], file: str
+    ) -> object:
+        if len(node.generators) != 1 or not isinstance(
+            node.generators[0].target, (ast.Name, ast.Tuple)
+        ):
             return Unknown(f"{file}:{node.lineno}: comprehension")
         gen = node.generators[0]
         items = self._expr(gen.iter, scope, file)
-        if not isinstance(items, (list, tuple, range)):
-            return Unknown(f"{file}:{node.lineno}: comprehension over {_why(items)}")
+        if not isinstance(items, (list, tuple, range, set, frozenset)):
+            return Unknown(f"{file}:{node.lineno}: comprehension over {why(items)}")
         inner = dict(scope)
         result: list[object] = []
-        target = gen.target.id  # type: ignore[attr-defined]
+        target = gen.target
         for item in items:
-            inner[target] = item
+            if isinstance(target, ast.Name):
+                inner[target.id] = item
+            elif isinstance(target, ast.Tuple):  # `for i, x in enumerate(...)`
+                names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
+                if not isinstance(item, (list, tuple)) or len(item) != len(names):
+                    return Unknown(f"{file}:{node.lineno}: comprehension target")
+                inner.update(zip(names, item, strict=True))
             if all(self._expr(cond, inner, file) is True for cond in gen.ifs):
                 result.append(self._expr(node.elt, inner, file))
         return result
 
     def _call(self, node: ast.Call, scope: dict[str, object], file: str) -> object:
-        name = _call_name(node.func)
+        name = call_name(node.func)
         args = [self._expr(a, scope, file) for a in node.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self._expr(k.value, scope, file) for k in node.keywords if k.arg}
         last = name.rsplit(".", 1)[-1]
@@ -428,24 +437,27 @@ class Evaluator:
         for key in (name, last):
             if key in self.stubs:
                 return self.stubs[key](self, args, kwargs)
+        if name == "isinstance" and len(args) == 2:
+            return isinstance_of(*args)
         if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[1], str):
             owner = args[0]
             if isinstance(owner, Ref):
-                path = _join(owner.path, args[1])
+                path = join(owner.path, args[1])
                 found = path in self.values
                 if name == "hasattr":
                     return found
                 return self.values[path] if found else (args[2] if len(args) > 2 else Ref(path))
             return Unknown(f"{file}:{node.lineno}: {name} of a value")
-        if name in _BUILTINS or last in {"max", "min", "round", "len", "int", "float"}:
-            fn = _BUILTINS.get(name) or _BUILTINS[last]
-            if any(_unknown(a) for a in args):
-                return _first_unknown(file, node, *args)
+        if name in BUILTINS or last in {"max", "min", "round", "len", "int", "float"}:
+            fn = BUILTINS.get(name) or BUILTINS[last]
+            inner = [x for a in args if isinstance(a, list) for x in a]
+            if any(is_unknown(a) for a in [*args, *inner]):
+                return first_unknown(file, node, *args, *inner)
             try:
                 return fn(*args)
             except (TypeError, ValueError) as error:
                 return Unknown(f"{file}:{node.lineno}: {name}: {error}")
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS:
             text = self._expr(node.func.value, scope, file)
             if isinstance(text, str):
                 return getattr(text, node.func.attr)(*args)
@@ -463,43 +475,6 @@ class Evaluator:
             except _Return as done:  # pragma: no cover - _call_function catches returns
                 return done.value
         return Unknown(f"{file}:{node.lineno}: {name}() is not evaluated")
-
-
-def _join(path: str, attr: str) -> str:
-    return f"{path}.{attr}" if path else attr
-
-
-def _call_name(func: ast.expr) -> str:
-    """`get_schedule().x.y` -> `get_schedule.x.y`; `self.f` -> `f`."""
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        owner = _call_name(func.value)
-        return func.attr if owner in ROOTS else f"{owner}.{func.attr}"
-    if isinstance(func, ast.Call):
-        return _call_name(func.func)
-    return ast.unparse(func)
-
-
-def _unknown(value: object) -> bool:
-    return isinstance(value, (Unknown, Ref))
-
-
-def _why(value: object) -> str:
-    if isinstance(value, Unknown):
-        return value.why
-    if isinstance(value, Ref):
-        return f"{value.path or 'self'} is not a known value"
-    return type(value).__name__
-
-
-def _first_unknown(file: str, node: ast.AST, *values: object) -> Unknown:
-    for value in values:
-        if isinstance(value, Unknown):
-            return value
-        if isinstance(value, Ref):
-            return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {value.path} is not known")
-    return Unknown(f"{file}:{getattr(node, 'lineno', 0)}")
 
 
 def functions_of(tree: ast.Module, file: str) -> dict[str, Function]:

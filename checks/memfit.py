@@ -18,22 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
+from eaglebug.checks.memlayout import Layout, parallel_layout
+from eaglebug.checks.memmodel import ModelFacts, config_values, model_facts, runner_values
 from eaglebug.checks.memrules import MemorySources, function_table
+
+# Re-exported: the model's shape is part of what a caller hands the arithmetic.
+from eaglebug.checks.memshape import DTYPE_BYTES, TORCH_NAMES
+from eaglebug.checks.memshape import ModelShape as ModelShape
+from eaglebug.checks.memshape import model_shape as model_shape
 
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
 MIB = 1 << 20
-# torch element sizes of the dtypes a --kv-cache-dtype or a config's torch_dtype names.
-_DTYPE_BYTES = {
-    "float32": 4,
-    "float": 4,
-    "bfloat16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "float8_e4m3fn": 1,
-    "float8_e5m2": 1,
-}
 _WATCH = frozenset(
     {
         "reserved_mem",
@@ -44,73 +39,13 @@ _WATCH = frozenset(
         "rest_memory",
         "cell_size",
         "_cell_size",
+        "full_max_total_num_tokens",
+        "swa_max_total_num_tokens",
         "max_num_reqs",
         "max_total_num_tokens",
         "estimated",
     }
 )
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The model-config fields SGLang's cell size and request estimate read."""
-
-    layers: int
-    kv_heads: int
-    head_dim: int
-    v_head_dim: int
-    kv_lora_rank: int | None
-    rope_dim: int | None
-    context_len: int
-    dtype_bytes: int
-    nextn_layers: int | None
-    multimodal: bool
-    dsa: bool
-
-    @property
-    def mla(self) -> bool:
-        return self.kv_lora_rank is not None
-
-
-def _int(config: Mapping[str, Any], key: str) -> int | None:
-    value = config.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShape | str:
-    """The shape of a model from its config.json, or why it cannot be had."""
-    text = config
-    for key in ("text_config", "language_config", "llm_config"):
-        if isinstance(config.get(key), dict):
-            text = config[key]
-            break
-    layers = _int(text, "num_hidden_layers")
-    heads = _int(text, "num_attention_heads")
-    hidden = _int(text, "hidden_size")
-    if layers is None or heads is None or hidden is None:
-        return "config.json lacks num_hidden_layers / num_attention_heads / hidden_size"
-    kv_heads = _int(text, "num_key_value_heads") or heads
-    rank = _int(text, "kv_lora_rank")
-    head_dim = _int(text, "head_dim") or hidden // heads
-    v_head_dim = head_dim
-    if rank is not None:  # MLA: ModelConfig's head_dim is the rope + nope width
-        head_dim = (_int(text, "qk_rope_head_dim") or 0) + (_int(text, "qk_nope_head_dim") or 0)
-        v_head_dim = _int(text, "v_head_dim") or head_dim
-    dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
-    length = context_len or _int(text, "max_position_embeddings") or 0
-    return ModelShape(
-        layers=layers,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        v_head_dim=v_head_dim,
-        kv_lora_rank=rank,
-        rope_dim=_int(text, "qk_rope_head_dim"),
-        context_len=length,
-        dtype_bytes=_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2),
-        nextn_layers=_int(text, "num_nextn_predict_layers"),
-        multimodal=any(k in config for k in ("vision_config", "vision_tower")),
-        dsa="index_topk" in text,
-    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +68,7 @@ class MemoryLaunch:
     algorithm: str | None = None
     disable_cuda_graph: bool = False
     speculative_num_draft_tokens: int | None = None
+    swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
 
 
@@ -173,16 +109,45 @@ class Context:
     draft: ModelShape | None
     gpu: Gpu
     table: dict[str, Any] = field(init=False)
+    layout: Layout = field(init=False)
+    _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
+
+    def facts(self, shape: ModelShape) -> ModelFacts:
+        """ModelConfig's derived fields for this model, evaluated once."""
+        if id(shape) not in self._facts:
+            self._facts[id(shape)] = ModelFacts()  # while its own derivation runs
+            self._facts[id(shape)] = model_facts(self, shape)
+        return self._facts[id(shape)]
 
     def __post_init__(self) -> None:
         self.table = function_table(self.sources)
+        self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
+        self.layout = parallel_layout(self)
 
-    def kv_bytes(self, shape: ModelShape) -> int | None:
-        if self.launch.kv_cache_dtype in {"auto", ""}:
-            return shape.dtype_bytes
-        return _DTYPE_BYTES.get(self.launch.kv_cache_dtype)
+    def pool_kind(self, shape: ModelShape) -> tuple[str, str | None]:
+        """The kind of KV pool the tree sizes for this model, and the predicate that said
+        so: the tree's own `is_deepseek_dsa` (0.5.23) / `is_deepseek_nsa` (0.5.9) on the
+        config for the sparse-attention indexer."""
+        for name in ("is_deepseek_dsa", "is_deepseek_nsa"):
+            if name in self.table:
+                reading, _ = self.run(name, [Ref("model_config.hf_config")], shape)
+                if reading.value is True:
+                    return "MLA + DSA indexer K cache", reading.anchor
+                break
+        facts = self.facts(shape)
+        if facts.hybrid_swa:
+            full, swa = len(facts.layers("full")), len(facts.layers("swa"))
+            kind = f"hybrid SWA: {full} full + {swa} sliding-window layers"
+            window = facts.sliding_window
+            kind += f" (window {window})" if isinstance(window, int) else ""
+            return kind, facts.derived_from[-2] if len(facts.derived_from) > 1 else None
+        return ("MLA" if shape.mla else "MHA"), None
 
-    def values(self, shape: ModelShape, draft_worker: bool = False) -> dict[str, object]:
+    def values(
+        self, shape: ModelShape, draft_worker: bool = False, runner: bool = False
+    ) -> dict[str, object]:
+        """The flat values the tree's functions read; `runner`: as the model runner sees them
+        (its own DP width where the release keeps one, not the server's `--dp-size`)."""
         launch = self.launch
         algorithm = launch.algorithm
         draft_layers = None
@@ -190,16 +155,29 @@ class Context:
             draft_layers = self.draft.nextn_layers or self.draft.layers
         elif algorithm in {"EAGLE", "NEXTN"} and shape.nextn_layers:
             draft_layers = shape.nextn_layers
-        decode_backend = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
-        dtype = self.kv_bytes(shape)
+        constants = self.sources.constants
+        member = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
+        decode_backend = constants.get(member, member)
+        # The KV dtype as the torch dtype the tree compares with (`== torch.float8_e4m3fn`);
+        # `_element_size` and `.itemsize` give its size.
+        named = TORCH_NAMES.get(launch.kv_cache_dtype)
+        dtype: object = Ref(f"torch.{named or shape.dtype}")
+        if launch.kv_cache_dtype not in {"auto", ""} and named is None:
+            dtype = Unknown(f"--kv-cache-dtype {launch.kv_cache_dtype}")
         return {
+            **{f"torch.{n}.itemsize": DTYPE_BYTES[n] for n in set(TORCH_NAMES.values())},
+            **constants,  # class constants the functions read (`DSATokenToKVPool.quant_...`)
+            **{f"model_config.hf_config.{k}": v for k, v in shape.hf},
+            **{f"model_config.{k}": v for k, v in config_values(shape).items()},
+            **config_values(shape),  # ModelConfig's own methods read self.hf_text_config
             **self.sources.defaults,  # what the launch does not say, as the tree defaults it
             # server args (flat: self.x, cfg.x, server_args.x, get_schedule().x)
             "tp_size": launch.tp,
             "pp_size": launch.pp,
-            "attn_tp_size": launch.tp,
+            "attn_tp_size": self.layout.attn_tp_size,
             "attn_dcp_size": 1,
-            "attn_dp_size": 1,
+            "attn_cp_size": 1,
+            "attn_dp_size": self.layout.attn_dp_size,
             "dp_size": launch.dp,
             "ep_size": launch.ep,
             "launch_world_size": launch.tp * launch.pp,
@@ -212,7 +190,9 @@ class Context:
             "cuda_graph_config.decode.backend": decode_backend,
             "cuda_graph_config.prefill.max_bs": None,
             "cuda_graph_config.prefill.bs": None,
-            "cuda_graph_config.prefill.backend": "Backend.DISABLED",
+            "cuda_graph_config.prefill.backend": constants.get(
+                "Backend.DISABLED", "Backend.DISABLED"
+            ),
             "_cuda_graph_config_locked": [],
             "disable_cuda_graph": launch.disable_cuda_graph,
             "piecewise_cuda_graph_max_tokens": None,
@@ -221,6 +201,8 @@ class Context:
             "max_total_tokens": launch.max_total_tokens,
             "page_size": launch.page_size,
             "device": "cuda",
+            "_is_hip": False,  # the platform flags a module sets at import: a CUDA box
+            "_is_npu": False,
             "disaggregation_mode": "null",
             "enable_dp_attention": launch.enable_dp_attention,
             "enable_hisparse": False,
@@ -231,11 +213,19 @@ class Context:
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
             "max_mamba_cache_size": None,
+            **(
+                {"swa_full_tokens_ratio": launch.swa_full_tokens_ratio}
+                if launch.swa_full_tokens_ratio is not None
+                else {}
+            ),
             "mm_feature_transport": None,
             "prefill_max_requests": None,
             # the configurator / model runner
             "mambaish_config": None,
             "is_hybrid_swa": False,
+            "model_config.attention_arch": Ref(
+                "AttentionArch.MLA" if shape.mla else "AttentionArch.MHA"
+            ),
             "is_draft_worker": draft_worker,
             "is_draft_model": draft_worker,
             "use_mla_backend": shape.mla,
@@ -259,6 +249,13 @@ class Context:
             "model_config.quantization": None,
             "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
+            **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
+            **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
+            **(
+                {"dp_size": self.layout.runner_dp_size}
+                if runner and self.layout.runner_dp_size is not None
+                else {}
+            ),
         }
 
     def stubs(self, shape: ModelShape, avail_gb: float | None = None) -> dict[str, Stub]:
@@ -291,7 +288,16 @@ class Context:
             return None
 
         def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return args[0] if isinstance(args[0], int) else Unknown("KV cache dtype")
+            """torch's element size: the KV dtype is given as its size; a dtype the tree names
+            (`torch.uint8`) has torch's size for it."""
+            dtype = args[0] if args else None
+            if isinstance(dtype, int):
+                return dtype
+            if isinstance(dtype, Ref) and dtype.path.startswith("torch."):
+                size = DTYPE_BYTES.get(dtype.path.removeprefix("torch."))
+                if size is not None:
+                    return size
+            return Unknown(f"element size of {dtype!r}")
 
         def is_fp4(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             return "fp4" in self.launch.kv_cache_dtype
@@ -343,14 +349,12 @@ class Context:
             ),
             "_element_size": element_size,
             "is_float4_e2m1fn_x2": is_fp4,
-            "is_deepseek_nsa": dsa,
-            "is_deepseek_dsa": dsa,
             "is_minimax_sparse": stand_in("is_minimax_sparse", False),
             "uses_minimax_m3_nvfp4_native_stack": stand_in(
                 "uses_minimax_m3_nvfp4_native_stack", False
             ),
             "use_mla_backend": const(shape.mla),
-            "get_attention_tp_size": const(self.launch.tp),
+            "get_attention_tp_size": const(self.layout.attn_tp_size),
             "get_glm_dsa_layer_split_effective_num_layers": stand_in(
                 "get_glm_dsa_layer_split_effective_num_layers", None, last_arg=True
             ),
@@ -365,7 +369,6 @@ class Context:
             "resolving_view": first_arg,
             "resolved_view": first_arg,
             "deepcopy": first_arg,
-            "attn_dp_enabled_of": stand_in("attn_dp_enabled_of", False),
             "post_capture_kv_sizing_planned": stand_in("post_capture_kv_sizing_planned", False),
             "model_config_of": const(Ref("model_config")),
             "get_model_config": const(Ref("model_config")),
@@ -381,6 +384,14 @@ class Context:
             "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
             "spec_algorithm.is_dflash": spec("is_dflash"),
         }
+        if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
+            stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
+        for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
+            if predicate not in self.table:  # the tree's own predicate where it has one
+                stubs[predicate] = dsa
+        # The DSA cell's layer count under GLM's layer split: the tree's own where it has it.
+        if "get_glm_dsa_layer_split_effective_num_layers" in self.table:
+            del stubs["get_glm_dsa_layer_split_effective_num_layers"]
         for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
             stubs[accessor] = const(Ref(""))
         for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):
@@ -394,13 +405,15 @@ class Context:
         shape: ModelShape,
         values: dict[str, object] | None = None,
         avail_gb: float | None = None,
+        extra: Mapping[str, Stub] | None = None,
     ) -> tuple[Reading, dict[str, object]]:
         """Evaluate one of the tree's functions; the values it leaves come back too."""
         function = self.table.get(name)
         if function is None:
             return Reading(None, unknown=f"this tree has no {name}"), {}
         env = values if values is not None else self.values(shape)
-        ev = Evaluator(self.table, env, self.stubs(shape, avail_gb), _WATCH)
+        stubs = {**self.stubs(shape, avail_gb), **(extra or {})}
+        ev = Evaluator(self.table, env, stubs, _WATCH)
         result = ev.call(name, args, {})
         anchor = f"{function.file}:{function.node.lineno}"
         common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}

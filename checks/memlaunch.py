@@ -99,6 +99,7 @@ def memory_findings(
         disable_cuda_graph=flags.given("--disable-cuda-graph")
         or text("--cuda-graph-backend-decode") == "disabled",
         speculative_num_draft_tokens=whole("--speculative-num-draft-tokens"),
+        swa_full_tokens_ratio=number("--swa-full-tokens-ratio"),
         env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("SGLANG_"))),
     )
     free = gpu.free_bytes if gpu.free_bytes is not None else gpu.total_bytes

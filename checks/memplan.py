@@ -10,13 +10,13 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass, field, replace
 
-from eaglebug.checks.memeval import Evaluator, Raised, Ref
+from eaglebug.checks.memeval import ROOTS, Raised, Ref, Stub
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
-from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources
+from eaglebug.checks.memlayout import Layout
+from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources, kept_expression
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,13 @@ class Prediction:
     unknown: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     budget_from: str | None = None
+    layout: Layout | None = None  # the attention layout the pools are sized for
+    pool_kind: str = ""  # "MHA", "MLA", "MLA + DSA indexer K cache"
+    pool_kind_from: str | None = None
+    configurator: str | None = None  # the pool configurator class the tree picked (0.5.23)
+    configurator_from: str | None = None
+    full_tokens: int | None = None  # hybrid SWA: the full-attention layers' pool
+    swa_tokens: int | None = None  # and the sliding-window layers'
 
     @property
     def slack_gib(self) -> float:
@@ -84,7 +91,7 @@ def _params(ctx: Context, name: str) -> list[str]:
     if function is None:
         return []
     names = [a.arg for a in function.node.args.args]
-    return names[1:] if names and names[0] in {"self", "cls"} else names
+    return names[1:] if names and names[0] in ROOTS | {"cls"} else names
 
 
 def _fraction(ctx: Context, out: Prediction) -> None:
@@ -133,7 +140,9 @@ def predict(
     measured: Overheads | None = None,
 ) -> Prediction:
     ctx = Context(sources, launch, target, draft, gpu)
-    out = Prediction(launch)
+    out = Prediction(launch, layout=ctx.layout)
+    out.unknown.extend(ctx.layout.unknown)
+    out.pool_kind, out.pool_kind_from = ctx.pool_kind(target)
     _fraction(ctx, out)
     if launch.mem_fraction_static is not None:
         out.fraction, out.fraction_from = launch.mem_fraction_static, "--mem-fraction-static"
@@ -175,7 +184,7 @@ def predict(
 
 
 def _values(ctx: Context, out: Prediction) -> dict[str, object]:
-    values = ctx.values(ctx.target)
+    values = ctx.values(ctx.target, runner=True)
     values["mem_fraction_static"] = out.fraction
     values["chunked_prefill_size"] = out.chunked_prefill_size
     values["cuda_graph_config.decode.max_bs"] = out.cuda_graph_max_bs
@@ -196,24 +205,31 @@ def _pool(ctx: Context, out: Prediction) -> None:
     if not isinstance(budget.value, int):
         out.unknown.append(f"KV budget not read ({budget.unknown})")
         return
-    init = "DefaultPoolConfigurator.__init__"
-    cell, env = ctx.run(init, [Ref("")], ctx.target, values)
+    kind = _configurator(ctx, values, out)
+    cell, env = ctx.run(f"{kind}.__init__", [Ref("")], ctx.target, values)
     out.assumed.extend(cell.assumed)
     cell_size = env.get("_cell_size")
-    if not isinstance(cell_size, int) or cell_size <= 0:
+    if not isinstance(cell_size, (int, float)) or cell_size <= 0:
         out.unknown.append(f"KV cell size not read ({cell.unknown or cell_size})")
         return
-    out.kv_cell_bytes, out.cell_from = cell_size, cell.line_of("_cell_size")
+    out.kv_cell_bytes, out.cell_from = int(cell_size), cell.line_of("_cell_size")
     sizes, env = ctx.run(
-        "DefaultPoolConfigurator.calculate_pool_sizes",
+        f"{kind}.calculate_pool_sizes",
         [budget.value, ctx.launch.page_size],
         ctx.target,
         env,
     )
     tokens = getattr(sizes.value, "max_total_num_tokens", None)
+    if sizes.raised is not None:  # 0.5.23's SWA pool too small for one request
+        out.raised, out.max_total_num_tokens = sizes.raised, 0
+        return
     if not isinstance(tokens, int):
         out.unknown.append(f"pool size not read ({sizes.unknown})")
         return
+    for side in ("full", "swa"):
+        made = getattr(sizes.value, f"{side}_max_total_num_tokens", None)
+        if isinstance(made, int) and ctx.facts(ctx.target).hybrid_swa:
+            setattr(out, f"{side}_tokens", made)
     capped, env = ctx.run("_apply_token_constraints", [tokens], ctx.target, env)
     if isinstance(capped.value, int):
         tokens = capped.value // ctx.launch.page_size * ctx.launch.page_size
@@ -224,6 +240,29 @@ def _pool(ctx: Context, out: Prediction) -> None:
         out.max_running_requests = reqs.value
     else:
         out.unknown.append(f"max_running_requests not read ({reqs.unknown})")
+
+
+def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> str:
+    """The pool configurator class the tree picks (`create_memory_pool_configurator`,
+    0.5.23: hybrid SWA models get `HybridSWAPoolConfigurator`), read by evaluating it with
+    each configurator class standing for itself."""
+    default = "DefaultPoolConfigurator"
+    picker = "create_memory_pool_configurator"
+    if picker not in ctx.table:
+        return default
+    classes = {q.rsplit(".", 1)[0] for q in ctx.table if q.endswith("Configurator.__init__")}
+
+    def made(name: str) -> Stub:
+        return lambda ev, args, kwargs: f"class:{name}"
+
+    reading, _ = ctx.run(
+        picker, [Ref("")], ctx.target, dict(values), extra={c: made(c) for c in classes}
+    )
+    out.assumed.extend(reading.assumed)
+    picked = reading.value
+    name = picked.removeprefix("class:") if isinstance(picked, str) else default
+    out.configurator, out.configurator_from = name, reading.anchor
+    return name if f"{name}.__init__" in ctx.table else default
 
 
 def _pool_059(ctx: Context, out: Prediction) -> None:
@@ -247,11 +286,19 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
         return
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * out.kv_cell_bytes / GIB
+    if ctx.facts(ctx.target).hybrid_swa:  # set_num_tokens_hybrid_swa's split of the pool
+        for side in ("full", "swa"):
+            made = env.get(f"{side}_max_total_num_tokens")
+            setattr(out, f"{side}_tokens", made if isinstance(made, int) else None)
+        # The cell prices a token of every layer: the bytes are the profiled count's.
+        profiled = [s.value for s in pool.steps if s.name == "max_total_num_tokens"]
+        if profiled and isinstance(profiled[0], int):
+            out.kv_gib = profiled[0] * out.kv_cell_bytes / GIB
     reqs = [s for s in pool.steps if s.name == "max_num_reqs" and isinstance(s.value, int)]
     if reqs and isinstance(reqs[-1].value, int):
         out.max_running_requests = _request_limit(ctx, env, tokens, reqs[-1].value)
     if ctx.draft is not None and ctx.launch.algorithm:
-        draft_values = ctx.values(ctx.draft, draft_worker=True)
+        draft_values = ctx.values(ctx.draft, draft_worker=True, runner=True)
         layers = ctx.draft.nextn_layers or ctx.draft.layers
         reading, _ = ctx.run("get_cell_size_per_token", [layers], ctx.draft, draft_values)
         if isinstance(reading.value, int):
@@ -264,17 +311,11 @@ def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size:
     """0.5.9's `self.max_running_requests = min(...)` (model_runner.py), evaluated with the
     pool just sized: its token count and the request pool's size; a release without it
     (0.5.10: `config.max_running_requests`) keeps the request pool's size."""
-    source = next((f for f in ctx.sources.functions if f.qualname == REQUEST_LIMIT), None)
-    if source is None:
+    if not any(f.qualname == REQUEST_LIMIT for f in ctx.sources.functions):
         return pool_size
-    try:
-        node = ast.parse(source.text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    ast.increment_lineno(node, source.line - 1)
     values = dict(env)
     values.update({"max_total_num_tokens": tokens, "req_to_token_pool.size": pool_size})
-    made = Evaluator({}, values).value(node, source.file)
+    made = kept_expression(ctx.sources, REQUEST_LIMIT, values)
     return made if isinstance(made, int) else None
 
 

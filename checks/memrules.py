@@ -19,7 +19,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memeval import Evaluator, Function, Unknown
+from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
+from eaglebug.checks.memimports import imported_blocks, imports_of, sglang_imports
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -34,11 +35,24 @@ _FILES = frozenset(
         "pool_configurator.py",
         "model_runner_kv_cache_mixin.py",
         "model_runner.py",
+        # The attention layout the pools are sized for (DP attention): the tree's own
+        # resolution of `--dp-size N --enable-dp-attention` and its attention-TP width.
+        "dp_attention.py",
+        "runtime_context.py",
+        "parallel_hook.py",
+        "model_override_base.py",
+        # The model-config predicates the pools branch on (DSA / NSA, hybrid layers).
+        "configs/model_config.py",
+        "layers/cp/utils.py",
     }
 )
 # Where a release sets the runner's request limit outside a function of its own (0.5.9:
 # `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
 REQUEST_LIMIT = "=max_running_requests"
+# The runner's own DP width where it sets one (0.5.9, 0.5.14: `self.dp_size = server_args.dp_size
+# if server_args.enable_dp_attention else 1` in `ModelRunner.__init__`), which the runner's
+# request limit divides by, not the server's `--dp-size`.
+RUNNER_DP = "=dp_size"
 # Words a file must contain to be parsed at all (a byte-level prefilter).
 _WORDS = (
     b"reserved_mem",
@@ -46,6 +60,9 @@ _WORDS = (
     b"cell_size",
     b"max_num_reqs",
     b"self.max_running_requests = min(",
+    b"attn_tp_size",
+    b"attn_dp_size",
+    b"index_topk",
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
@@ -53,6 +70,10 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
     "draft_cell": ("DefaultPoolConfigurator.__init__",),
     "requests": ("resolve_max_num_reqs", "_resolve_max_num_reqs", "init_memory_pool"),
+    # DP attention: the attention-TP width (both releases), and the resolution that turns
+    # `--dp-size N --enable-dp-attention` into `attn_dp_size` (0.5.22 on).
+    "attention_layout": ("compute_dp_attention_world_info",),
+    "dp_resolution": ("handle_deprecated_dp_attention",),
 }
 
 
@@ -67,6 +88,13 @@ _ALSO = (
     "_profile_available_bytes",
     "resolve_max_num_reqs",
     "_resolve_max_num_reqs",
+    "attn_dp_enabled_of",
+    # The model config's own derivation of the pools' layer split (hybrid SWA models) and the
+    # configurator the tree picks for it (0.5.23).
+    "ModelConfig._derive_hybrid_model",
+    "ModelConfig._derive_model_shapes",
+    "ModelConfig._get_sliding_window_size",
+    "create_memory_pool_configurator",
 )
 
 
@@ -93,6 +121,8 @@ class MemorySources:
     entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
     env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
+    # `Class.attr` constants of classes the functions import (`DSATokenToKVPool.quant_block_size`)
+    constants: dict[str, object] = field(default_factory=dict)
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -103,8 +133,11 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
     calls: dict[str, set[str]] = {}
+    used: dict[str, set[str]] = {}  # qualname -> the names it reads or calls
+    imports: dict[str, dict[str, tuple[str, str]]] = {}
+    module_values: dict[str, dict[str, ast.expr]] = {}  # file -> its `NAME = <expr>` lines
     for rel in sorted(index.entries):
-        if not rel.startswith("sglang/srt/") or rel.rsplit("/", 1)[-1] not in _FILES:
+        if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
         try:
             data = (index.tree.root / rel).read_bytes()
@@ -116,26 +149,43 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
+        imports[rel] = imports_of(parsed.tree)
+        module_values[rel] = {
+            stmt.targets[0].id: stmt.value
+            for stmt in parsed.tree.body
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        }
         if rel.endswith("/model_runner.py"):
-            found.extend(_request_limit(parsed.tree, rel, parsed.text))
+            found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             continue
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             text = "".join(lines[start - 1 : end])
             found.append(FunctionSource(qualname, rel, start, text))
-            calls[qualname] = _called(node)
+            calls[qualname], used[qualname], inner = _references(node)
+            for name, target in inner.items():  # a function's own `from ... import`
+                imports[rel].setdefault(name, target)
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
-    kept.add(REQUEST_LIMIT)
+    kept.update({REQUEST_LIMIT, RUNNER_DP})
+    functions = [f for f in found if f.qualname in kept]
+    helpers, constants = imported_blocks(
+        index, [(f.file, used.get(f.qualname, set())) for f in functions], imports, names
+    )
+    functions.extend(FunctionSource(name, rel, line, text) for name, rel, line, text in helpers)
+    constants.update(_module_constants(functions, used, module_values))
     return MemorySources(
-        tuple(f for f in found if f.qualname in kept),
+        tuple(functions),
         entries,
         _env_defaults(index),
         _server_defaults(index),
+        constants,
     )
 
 
@@ -164,42 +214,110 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                 ):
                     continue
                 # None defaults stay unknown: several are objects the hooks fill in
-                # (cuda_graph_config), which the evaluator follows as attribute paths.
+                # (cuda_graph_config), which the evaluator follows as attribute paths;
+                # 0.5.23's `Arg(..., fallback=0.8)` is what an unset field answers.
                 value = constants.constant(stmt.value, rel)
+                if value is None:
+                    value = _fallback(stmt.annotation, constants, rel)
                 if isinstance(value, (bool, int, float, str)):
                     out.setdefault(stmt.target.id, value)
     return out
 
 
-def _request_limit(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
-    """`self.max_running_requests = <expr>` (the first), as its expression's text."""
+def kept_expression(sources: MemorySources, qualname: str, values: dict[str, object]) -> object:
+    """One of the kept `self.x = <expr>` lines (`REQUEST_LIMIT`, `RUNNER_DP`) evaluated on
+    `values`; None when the tree has no such line or it does not parse."""
+    source = next((f for f in sources.functions if f.qualname == qualname), None)
+    if source is None:
+        return None
+    try:
+        node = ast.parse(source.text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    ast.increment_lineno(node, source.line - 1)
+    return Evaluator({}, dict(values)).value(node, source.file)
+
+
+def _module_constants(
+    functions: list[FunctionSource],
+    used: dict[str, set[str]],
+    module_values: dict[str, dict[str, ast.expr]],
+) -> dict[str, object]:
+    """The module-level constants the kept functions read (`SWA_SINK_ARCHS = frozenset(...)`
+    in model_config.py), where they are plain literals."""
+    constants = Evaluator({}, {})
+    out: dict[str, object] = {}
+    for function in functions:
+        table = module_values.get(function.file, {})
+        for name in sorted(used.get(function.qualname, set()) & table.keys()):
+            value = constants.constant(table[name], function.file)
+            if not isinstance(value, (Unknown, Ref)):
+                out.setdefault(name, value)
+    return out
+
+
+def _wanted(rel: str) -> bool:
+    """A file named in `_FILES`, by its name or by its path's tail."""
+    return rel.rsplit("/", 1)[-1] in _FILES or any(
+        "/" in name and rel.endswith("/" + name) for name in _FILES
+    )
+
+
+def _fallback(annotation: ast.expr, constants: Evaluator, rel: str) -> object:
+    """The `fallback=` of a field's `Arg(...)` metadata (`A[Optional[float], Arg(...)]`)."""
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
+            for keyword in node.keywords:
+                if keyword.arg == "fallback":
+                    return constants.constant(keyword.value, rel)
+    return None
+
+
+def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.max_running_requests = <call>` and `self.dp_size = <expr>` (the first of each),
+    as their expressions' text."""
+    wanted = {"max_running_requests": REQUEST_LIMIT, "dp_size": RUNNER_DP}
+    out: dict[str, FunctionSource] = {}
     for node in ast.walk(tree):
-        if (
+        if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Attribute)
-            and node.targets[0].attr == "max_running_requests"
+            and node.targets[0].attr in wanted
+            and node.targets[0].attr not in out
             and isinstance(node.targets[0].value, ast.Name)
             and node.targets[0].value.id == "self"
-            and isinstance(node.value, ast.Call)
         ):
-            segment = ast.get_source_segment(text, node.value)
-            if segment:
-                return [FunctionSource(REQUEST_LIMIT, rel, node.value.lineno, segment)]
-    return []
+            continue
+        attr = node.targets[0].attr
+        if attr == "max_running_requests" and not isinstance(node.value, ast.Call):
+            continue
+        segment = ast.get_source_segment(text, node.value)
+        if segment:
+            out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
+    return list(out.values())
 
 
-def _called(node: ast.FunctionDef) -> set[str]:
-    """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
-    out: set[str] = set()
+def _references(
+    node: ast.FunctionDef,
+) -> tuple[set[str], set[str], dict[str, tuple[str, str]]]:
+    """In one walk: the plain names a function calls (`f()`, `self.f()`, `mod.f()`), every
+    name it reads, and what its own `from sglang... import` lines bring in."""
+    calls: set[str] = set()
+    names: set[str] = set()
+    imports: dict[str, tuple[str, str]] = {}
     for inner in ast.walk(node):
-        if isinstance(inner, ast.Call):
+        if isinstance(inner, ast.Name):
+            names.add(inner.id)
+        elif isinstance(inner, ast.Call):
             func = inner.func
             if isinstance(func, ast.Name):
-                out.add(func.id)
+                calls.add(func.id)
             elif isinstance(func, ast.Attribute):
-                out.add(func.attr)
-    return out
+                calls.add(func.attr)
+        elif isinstance(inner, ast.ImportFrom):
+            imports.update(sglang_imports(inner))
+    return calls, names, imports
 
 
 def _reachable(
@@ -210,6 +328,9 @@ def _reachable(
     for f in found:
         by_name.setdefault(f.qualname, []).append(f.qualname)
         by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f.qualname)
+        owner, _, method = f.qualname.rpartition(".")
+        if owner and method in _CONSTRUCTED:  # `C(kvc)` runs C.__init__; the caller sizes
+            by_name.setdefault(owner, []).append(f.qualname)
     kept: set[str] = set()
     todo = [q for root in roots for q in by_name.get(root, [])]
     while todo:
@@ -261,6 +382,10 @@ def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
     return out
 
 
+# What constructing a class reaches: its `__init__`, and the sizing call the configurator's
+# user makes on it (`calculate_pool_sizes`, memplan).
+_CONSTRUCTED = frozenset({"__init__", "calculate_pool_sizes"})
+
 _TABLES: dict[int, tuple[MemorySources, dict[str, Function]]] = {}
 
 
@@ -274,14 +399,13 @@ def function_table(sources: MemorySources) -> dict[str, Function]:
         _TABLES.clear()
     table: dict[str, Function] = {}
     for source in sources.functions:
-        try:
-            module = ast.parse(textwrap.dedent(source.text))
+        try:  # blank lines before it keep the file's line numbers (no second walk)
+            module = ast.parse("\n" * (source.line - 1) + textwrap.dedent(source.text))
         except SyntaxError:
             continue
         node = module.body[0] if module.body else None
         if not isinstance(node, ast.FunctionDef):
             continue
-        ast.increment_lineno(module, source.line - 1)
         owner = source.qualname.rsplit(".", 1)[0] if "." in source.qualname else ""
         function = Function(source.file, node, owner)
         table.setdefault(source.qualname, function)

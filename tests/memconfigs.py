@@ -111,3 +111,45 @@ def kimi_k25_eagle3_config() -> dict[str, Any]:
 KIMI_K25_BYTES = 595 * 10**9
 # Its EAGLE-3 draft: one 7168-wide layer, a 163840 x 7168 embedding and a 32000-token head.
 KIMI_K25_EAGLE3_BYTES = 3 * GIB
+
+# https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json: DeepSeek-V3's
+# shape with the DSA lightning indexer (`index_head_dim`, `index_n_heads`, `index_topk`).
+DEEPSEEK_V32: dict[str, Any] = {
+    **DEEPSEEK_V3,
+    "architectures": ["DeepseekV32ForCausalLM"],
+    "model_type": "deepseek_v32",
+    "index_head_dim": 128,
+    "index_n_heads": 64,
+    "index_topk": 2048,
+}
+
+# https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json: 36 layers alternating
+# sliding-window (128 tokens) and full attention, 8 KV heads of 64.
+GPT_OSS_120B: dict[str, Any] = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_local_experts": 128,
+    "num_experts_per_tok": 4,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072,
+    "rope_scaling": {
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "factor": 32.0,
+        "original_max_position_embeddings": 4096,
+        "rope_type": "yarn",
+        "truncate": False,
+    },
+    "quantization_config": {"quant_method": "mxfp4"},
+    "torch_dtype": "bfloat16",
+    "vocab_size": 201088,
+}
+# The MXFP4 checkpoint, about 65 GB.
+GPT_OSS_120B_BYTES = 65 * 10**9
