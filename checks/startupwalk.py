@@ -419,11 +419,37 @@ class _Tracer:
             and receiver.value.id == frame.self_name
             and frame.instance is not None
         ):
-            known = self.attr_types.get((frame.instance.qualname, receiver.attr))
+            qualname = frame.instance.qualname
+            known = self.attr_types.get((qualname, receiver.attr))
+            if not known and (held := self._property_of(frame.instance, receiver.attr)):
+                known = self.attr_types.get(
+                    (qualname, held)
+                )  # `self.model_runner` -> `_model_runner`
             if known:
                 return known
             return tuple(self.classes.inner_classes(frame.instance, receiver.attr))
         return ()
+
+    def _property_of(self, instance: ClassRef, name: str) -> str | None:
+        """The attribute a property hands back (`return self._model_runner`), as the MRO
+        finds the property; None for anything else."""
+        for owner in self.classes.mro(instance)[0]:
+            if name not in owner.facts.methods:
+                continue
+            fn = self._table(owner.file).methods.get((owner.facts.name, owner.facts.line, name))
+            if fn is None or not any(dotted(d) == "property" for d in fn.decorator_list):
+                return None
+            last = fn.body[-1]
+            value = last.value if isinstance(last, ast.Return) else None
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and fn.args.args
+                and value.value.id == fn.args.args[0].arg
+            ):
+                return value.attr
+            return None
+        return None
 
     def _named_class(self, receiver: ast.expr, frame: _Frame) -> ClassRef | None:
         """`ModelConfig` in `ModelConfig.from_server_args(...)`: a class, known from the byte

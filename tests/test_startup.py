@@ -416,3 +416,26 @@ def test_seed_preflight_lists_the_findings_in_start_up_order_with_their_cost(
     assert "121.0 GiB per GPU" in listed[head_line]
     # The KV pools are sized (0.5.9: in the target's ModelRunner) before its CUDA graphs.
     assert at("config.memory") < capture_line and "KV pools" in listed[at("config.memory")]
+
+
+def test_0523_places_the_kv_budget_after_both_loads_through_the_workers_runner_property(
+    sglang_0523: Path, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """0.5.23's TpModelWorker hands its runner out through a property (`model_runner` returns
+    `self._model_runner`): the walk follows it into ModelRunner.alloc_memory_pool and the
+    KV-cache configurator, so a fraction too small for the weights is placed at the KV pools,
+    after the target's and the draft's loads, with both loads' cost."""
+    target, draft = pair(tmp_path, kimi_k25(), kimi_k25_eagle3())
+    sizes = {target: 8 * 120 * 1024**3, draft: 8 * 1024**3}
+    for folder, size in sizes.items():
+        index = {"metadata": {"total_size": size}, "weight_map": {}}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    words = (*LAUNCH, *spec_pair(target, draft), "--tp", "8", "--trust-remote-code")
+    flags = ("--sglang", str(sglang_0523), "--gpu-mem-gib", "141", "--json", "--")
+    code, out, err = cli("preflight", *flags, *words, "--mem-fraction-static", "0.5")
+    assert code == 1, err
+    memory = next(f for f in json.loads(out)["findings"] if f["id"] == "config.memory")
+    assert memory["severity"] == "error", memory["message"]
+    step = memory["step"]
+    assert step["name"] == "kv_pools" and step["after_loads"] == ["target", "draft"]
+    assert step["loaded_bytes_per_gpu"] == 121 * 1024**3
