@@ -1,0 +1,398 @@
+"""The weights each GPU really holds: each checkpoint tensor, placed in the audited tree.
+
+SGLang does not split every tensor by `--tp`: ReplicatedLinear layers (MLA's
+`fused_qkv_a_proj_with_mqa`), norms and a MoE gate's raw parameter sit whole on every rank;
+with `--enable-dp-attention` the attention layers divide only by the attention TP size; with
+`--pp-size` the layers are split over the stages. So the checkpoint's total over tp x pp
+under-estimates the largest rank, which is the one SGLang's minimum-across-ranks free memory
+sees. Here each tensor's bytes (from the safetensors headers, `safetensorsheader`) are put on
+the module class that holds it by walking its name through the EntryClass's `__init__`
+constructions (`layertree`), after the checkpoint renames the loader itself lists
+(`stacked_params_mapping`, `packed_modules_mapping`); the holder's own `__init__` says what it
+divides by. Names that cannot be placed are split by the whole world and counted in a note.
+The placement is a tree answer per (tree state, EntryClass, config, layout, names).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eaglebug.checks.classfacts import dotted
+from eaglebug.checks.classindex import ClassRef
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.layertree import Built, LayerTree, _class_node
+from eaglebug.checks.memeval import Evaluator, Function, Ref
+from eaglebug.checks.models import ModelSource
+from eaglebug.checks.parallelstate import Layout
+from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors
+
+_DIGITS = re.compile(r"\.\d+(?=\.|$)")
+_KEEP = 8  # layouts of placements kept per tree state
+_PREFIXES = ("", "model.")  # the draft loaders' `f"model.{name}"`
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where the tensors of one name pattern (`model.layers.#.mlp.gate.weight`) live."""
+
+    holder: str | None  # qualified class, None when the name could not be placed
+    factor: int  # how many ranks share it (1: every rank holds it whole)
+    groups: tuple[str, ...]
+    where: str | None  # file:line of the division (or of the class that divides by nothing)
+
+
+@dataclass(frozen=True)
+class RankWeights:
+    per_rank_bytes: int  # the largest rank's
+    total_bytes: int
+    replicated_bytes: int  # held whole by every rank (of the largest rank's stage)
+    replicated_by: tuple[tuple[str, str], ...]  # (class short name, file:line)
+    unplaced: int  # tensors counted as split by the world size
+    unplaced_example: str | None
+    attn_tp: int
+    attn_tp_from: str
+    pp_note: str | None
+    not_built_bytes: int = 0  # tensors of layers the model does not build (a NextN layer)
+
+    def describe(self, tp: int) -> str:
+        gib = 1 << 30
+        classes = ", ".join(f"{name}: {where}" for name, where in self.replicated_by[:4])
+        text = (
+            f"safetensors headers ({self.total_bytes / gib:.1f} GiB), "
+            f"{self.replicated_bytes / gib:.2f} GiB replicated on every rank"
+            + (f" ({classes})" if classes else "")
+            + f", the rest split by the layers' own groups (tp {tp}"
+            + (
+                f", attention tp {self.attn_tp} from {self.attn_tp_from}"
+                if self.attn_tp != tp
+                else ""
+            )
+            + ")"
+        )
+        if self.unplaced:
+            text += (
+                f"; {self.unplaced} tensors not placed in the tree (e.g. "
+                f"{self.unplaced_example}) counted as split by tp"
+            )
+        if self.not_built_bytes:
+            text += (
+                f"; {self.not_built_bytes / gib:.1f} GiB of layers past num_hidden_layers "
+                "(the NextN layer) not loaded by this model"
+            )
+        if self.pp_note:
+            text += f"; {self.pp_note}"
+        return text
+
+
+def pattern(name: str) -> str:
+    return _DIGITS.sub(".#", name)
+
+
+def rank_weights(
+    index: TreeIndex,
+    entry: ClassRef,
+    config: Mapping[str, Any],
+    tensors: CheckpointTensors,
+    layout: Layout,
+) -> RankWeights:
+    """The largest rank's bytes for this checkpoint under this launch layout."""
+    attn_tp, attn_from = attention_tp_size(index, layout.tp, layout.dp, layout.enable_dp_attention)
+    layout = Layout(
+        layout.tp,
+        attn_tp,
+        layout.dp,
+        layout.ep,
+        layout.pp,
+        layout.enable_dp_attention,
+        layout.enable_dp_lm_head,
+    )
+    patterns = sorted({pattern(n) for n in tensors.sizes})
+    digest = hashlib.sha256("\n".join(patterns).encode()).hexdigest()
+    subject: list[Any] = [entry.qualname, repr(layout), digest, _config_key(config)]
+    placed = index.answer_for(
+        "weightsplit:",
+        subject,
+        lambda: _place_all(index, entry, config, layout, patterns),
+        keep=_KEEP,
+    )
+    return _sum(tensors, placed, layout, attn_from, config)
+
+
+def _config_key(config: Mapping[str, Any]) -> str:
+    return hashlib.sha256(repr(sorted(config.items(), key=lambda kv: kv[0])).encode()).hexdigest()
+
+
+def _place_all(
+    index: TreeIndex,
+    entry: ClassRef,
+    config: Mapping[str, Any],
+    layout: Layout,
+    patterns: list[str],
+) -> dict[str, Placed]:
+    tree = LayerTree(index, layout, config)
+    renames = loader_renames(index, entry)
+    start: tuple[ClassRef, tuple[object, ...], dict[str, object]] = (
+        entry,
+        (Ref("config"),),
+        {"quant_config": Ref("quant_config"), "prefix": ""},
+    )
+    return {p: _place(tree, start, p, renames) for p in patterns}
+
+
+def _place(
+    tree: LayerTree,
+    start: tuple[ClassRef, tuple[object, ...], dict[str, object]],
+    name: str,
+    renames: list[tuple[str, str]],
+) -> Placed:
+    for prefix in _PREFIXES:
+        parts = [p for p in (prefix + name).split(".") if p != "#"]
+        found = _walk(tree, start, parts, renames)
+        if found is not None:
+            ref, args, kwargs = found
+            split = tree.split(ref, args, kwargs)
+            return Placed(ref.qualname, split.factor, split.groups, split.where)
+    return Placed(None, tree.layout.tp, ("tp",), None)
+
+
+def _walk(
+    tree: LayerTree,
+    start: tuple[ClassRef, tuple[object, ...], dict[str, object]],
+    parts: list[str],
+    renames: list[tuple[str, str]],
+) -> tuple[ClassRef, tuple[object, ...], dict[str, object]] | None:
+    ref, args, kwargs = start
+    for i, part in enumerate(parts):
+        built = tree.children(ref, args, kwargs)
+        options = _named(built, part, renames)
+        if not options:
+            rest = parts[i:]
+            if len(rest) == 1 or "/layers/" in ref.file:
+                return ref, args, kwargs  # the parameter itself, or a layer's own sub-names
+            return None
+        after = parts[i + 1] if i + 1 < len(parts) else None
+        chosen = _choose(tree, options, after, renames)
+        ref, args, kwargs = chosen.ref, chosen.args, dict(chosen.kwargs)
+    return ref, args, kwargs
+
+
+def _named(built: list[Built], part: str, renames: list[tuple[str, str]]) -> list[Built]:
+    found = [b for b in built if b.attr == part]
+    if found:
+        return found
+    for shard, param in renames:
+        if part == shard:
+            found = [b for b in built if b.attr == param]
+            if found:
+                return found
+    return []
+
+
+def _choose(
+    tree: LayerTree, options: list[Built], after: str | None, renames: list[tuple[str, str]]
+) -> Built:
+    """Of the classes an attribute may hold (`mlp`: MoE or dense), the one whose next
+    component the tensor name has."""
+    if len(options) == 1 or after is None:
+        return options[0]
+    for option in options:
+        children = tree.children(option.ref, option.args, dict(option.kwargs))
+        if _named(children, after, renames):
+            return option
+    for option in options:
+        if "/layers/" in option.ref.file:
+            return option
+    return options[0]
+
+
+def loader_renames(index: TreeIndex, entry: ClassRef) -> list[tuple[str, str]]:
+    """(checkpoint part, parameter part) pairs the loader lists: `stacked_params_mapping`'s
+    (param, shard, id) tuples, and `packed_modules_mapping`'s {fused: [parts]}, in the
+    entry class and its bases."""
+    out: list[tuple[str, str]] = []
+    for ref in index.classes.mro(entry)[0]:
+        node = _class_node(index, ref)
+        if node is None:
+            continue
+        for item in ast.walk(node):
+            if isinstance(item, ast.Tuple) and len(item.elts) >= 3:
+                first, second = (_text(e) for e in item.elts[:2])
+                if first and second:
+                    out.append((second.strip("."), first.strip(".")))
+            elif isinstance(item, ast.Assign) and isinstance(item.value, (ast.List, ast.Tuple)):
+                target = item.targets[0]
+                if isinstance(target, ast.Subscript) and "packed" in (dotted(target.value) or ""):
+                    fused = _text(target.slice)
+                    for elt in item.value.elts:
+                        part = _text(elt)
+                        if fused and part:
+                            out.append((part, fused))
+            elif isinstance(item, ast.Dict):
+                for key, value in zip(item.keys, item.values, strict=True):
+                    fused = _text(key) if key is not None else None
+                    if fused and isinstance(value, ast.List):
+                        out.extend((p, fused) for p in (_text(e) for e in value.elts) if p)
+    return list(dict.fromkeys(out))
+
+
+def _text(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+        return node.value
+    return None
+
+
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def _sum(
+    tensors: CheckpointTensors,
+    placed: Mapping[str, Placed],
+    layout: Layout,
+    attn_from: str,
+    config: Mapping[str, Any],
+) -> RankWeights:
+    """Per stage (pipeline rank), the bytes each tensor leaves on one rank; the largest."""
+    pp = max(layout.pp, 1)
+    layers = _layer_count(config)
+    stage_bytes = [0.0] * pp
+    replicated = [0] * pp
+    by: dict[str, str] = {}
+    unplaced = 0
+    example: str | None = None
+    not_built = 0
+    for name, size in tensors.sizes.items():
+        layer = _LAYER.search(name)
+        if layer is not None and int(layer.group(1)) >= layers:
+            not_built += size  # `make_layers(config.num_hidden_layers, ...)` builds no more
+            continue
+        where = placed.get(pattern(name))
+        if where is None or where.holder is None:
+            unplaced += 1
+            example = example or name
+            factor = layout.tp
+        else:
+            factor = max(where.factor, 1)
+        stage = _stage(name, pp, layers)
+        stage_bytes[stage] += size / factor
+        if where is not None and where.holder is not None and factor == 1:
+            replicated[stage] += size
+            by.setdefault(where.holder.rsplit(".", 1)[-1], where.where or "")
+    largest = max(range(pp), key=lambda s: stage_bytes[s])
+    note = (
+        f"layers split over {pp} pipeline stages in equal runs, the embedding on the first "
+        "and the rest on the last (assumed, the tree's get_pp_indices is not read)"
+        if pp > 1
+        else None
+    )
+    return RankWeights(
+        per_rank_bytes=int(stage_bytes[largest]),
+        total_bytes=tensors.total_bytes,
+        replicated_bytes=replicated[largest],
+        replicated_by=tuple(sorted(by.items())),
+        unplaced=unplaced,
+        unplaced_example=example,
+        attn_tp=layout.attn_tp,
+        attn_tp_from=attn_from,
+        pp_note=note,
+        not_built_bytes=not_built,
+    )
+
+
+def _layer_count(config: Mapping[str, Any]) -> int:
+    text = config.get("text_config")
+    source = text if isinstance(text, Mapping) else config
+    value = source.get("num_hidden_layers")
+    return value if isinstance(value, int) and value > 0 else 1 << 30
+
+
+def _stage(name: str, pp: int, layers: int) -> int:
+    if pp == 1:
+        return 0
+    found = _LAYER.search(name)
+    if found is not None:
+        per = max(min(layers, 1 << 20) // pp, 1)
+        return min(int(found.group(1)) // per, pp - 1)
+    return 0 if "embed" in name else pp - 1
+
+
+def per_rank_bytes(
+    index: TreeIndex,
+    model: ModelSource,
+    layout: Layout,
+    total_bytes: int,
+    how: str,
+    world: int,
+) -> tuple[int, str]:
+    """(the largest rank's bytes, how they were had): from the checkpoint's headers placed in
+    the tree, else today's exact split of `total_bytes` over `world` ranks, saying why."""
+    split = f"{how}, split by {world} ranks" if world > 1 else how
+    tensors = checkpoint_tensors(model.path)
+    if isinstance(tensors, str):
+        return total_bytes // world, f"{split} (no per-tensor split: {tensors})"
+    config = model.config or {}
+    archs = config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    entry = index.exporters_of(arch)[:1] if arch else []
+    if not entry:
+        return total_bytes // world, f"{split} (no per-tensor split: {arch} is not registered)"
+    found = rank_weights(index, entry[0], config, tensors, layout)
+    return found.per_rank_bytes, found.describe(layout.tp)
+
+
+# The tree's own derivations of the attention TP width: 0.5.9's positional
+# `compute_dp_attention_world_info(enable_dp_attention, tp_rank, tp_size, dp_size)` (it returns
+# (attn_tp_rank, attn_tp_size, attn_dp_rank)); 0.5.23's keyword `derive_attn_tp_size(...)`.
+_ATTN_TP = ("compute_dp_attention_world_info", "derive_attn_tp_size")
+
+
+def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tuple[int, str]:
+    """The attention TP size the tree derives from tp, dp and --enable-dp-attention, with
+    where it was read; tp // dp (tp without DP attention), and why, where it has none."""
+    found = index.answer("layertree:attn_tp_function", lambda: _find_functions(index, _ATTN_TP))
+    for rel, name, line in found:
+        parsed = index.parse_file(rel)
+        node = next(
+            (
+                n
+                for n in (parsed.tree.body if parsed else [])
+                if isinstance(n, ast.FunctionDef) and n.name == name
+            ),
+            None,
+        )
+        if node is None:
+            continue
+        evaluator = Evaluator({}, {})
+        if name == _ATTN_TP[0]:
+            made = evaluator._call_function(Function(rel, node), [enabled, 0, tp, dp], {})
+            size = made[1] if isinstance(made, (list, tuple)) and len(made) >= 2 else None
+            how = f"{rel}:{line}"
+        else:
+            attn_dp = dp if enabled else 1
+            size = evaluator._call_function(
+                Function(rel, node), [], {"tp_size": tp, "attn_cp_size": 1, "attn_dp_size": attn_dp}
+            )
+            how = f"{rel}:{line} (attention DP size {attn_dp}, CP 1)"
+        if isinstance(size, int) and size > 0:
+            return int(size), how
+    fallback = tp // dp if enabled and dp else tp
+    return fallback, "the tree derives no attention TP width here: tp / dp assumed"
+
+
+def _find_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:
+    """(file, function, line) of module-level functions with these names (bytes first)."""
+    needles = [f"def {n}(".encode() for n in names]
+    out: list[tuple[str, str, int]] = []
+    for rel in sorted(index.files.module_files.values()):
+        data = index.files.source(rel)
+        if data is None or not any(n in data for n in needles):
+            continue
+        parsed = index.parse_file(rel)
+        for node in parsed.tree.body if parsed else []:
+            if isinstance(node, ast.FunctionDef) and node.name in names:
+                out.append((rel, node.name, node.lineno))
+    return out
