@@ -21,7 +21,7 @@ itself is what the tree's `compute_dp_attention_world_info` computes from tp, dp
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from eaglebug.checks.classfacts import dotted
@@ -43,6 +43,7 @@ from eaglebug.checks.parallelstate import GroupSize, Layout, State, StateGroup
 # the same split, counted once.
 _MULTIPLY = frozenset({"moe_ep", "moe_tp"})
 UNREAD = "unread"  # a division by a size the evaluation could not read
+_TORCH_NN = ("torch.nn.",)  # torch's own layers: whole on every rank
 _LIST_BUILDERS = frozenset({"ModuleList", "make_layers", "make_pp_layers", "Sequential"})
 
 
@@ -51,11 +52,12 @@ class Built:
     """One construction of a child module: its class and the arguments it was handed."""
 
     attr: str
-    ref: ClassRef
+    ref: ClassRef | None  # None: a class outside the tree (`external`)
     args: tuple[object, ...]
     kwargs: tuple[tuple[str, object], ...]
     file: str
     line: int
+    external: str | None = None  # `torch.nn.Linear`: torch's own layers know no TP group
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,12 @@ class _Walker(Evaluator):
     built: list[Built]
     divisions: list[tuple[str, int, str]]
     resolved: dict[tuple[str, str], Function | None]
+    env: Mapping[str, object]
 
-    def setup(self, index: TreeIndex, layout: Layout, mro: list[ClassRef]) -> _Walker:
-        self.index, self.layout, self.mro = index, layout, mro
+    def setup(
+        self, index: TreeIndex, layout: Layout, mro: list[ClassRef], env: Mapping[str, object]
+    ) -> _Walker:
+        self.index, self.layout, self.mro, self.env = index, layout, mro, env
         self.sites, self.built, self.divisions, self.resolved = {}, [], [], {}
         return self
 
@@ -99,7 +104,15 @@ class _Walker(Evaluator):
         except _Raise:  # a check that refuses some other layout: the layers built so far stay
             return Unknown(f"{function.file}:{function.node.lineno}: raised")
 
+    def _compare(self, op: ast.cmpop, a: object, b: object, file: str, node: ast.AST) -> object:
+        # A config key the model's config.json lacks is not an enum member's name.
+        if any(isinstance(v, Ref) and v.path.startswith("config") for v in (a, b)):
+            return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: a config key not given")
+        return super()._compare(op, a, b, file, node)
+
     def _stmt(self, stmt: ast.stmt, scope: dict[str, object], file: str) -> None:
+        if isinstance(stmt, ast.Raise):
+            return  # a refusal of some other launch: what is built after it is still built
         if isinstance(stmt, ast.If):
             test = self._expr(stmt.test, scope, file)
             if isinstance(test, (Unknown, Ref)):
@@ -135,9 +148,17 @@ class _Walker(Evaluator):
                 self._expr(node.body, scope, file)
                 self._expr(node.orelse, scope, file)
                 return Unknown(f"{file}:{node.lineno}: either branch")
+        if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+            keys = [self._expr(k, scope, file) for k in node.keys if k is not None]
+            values = [self._expr(v, scope, file) for v in node.values]
+            if all(isinstance(k, str) for k in keys):
+                return dict(zip(keys, values, strict=True))
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
             right = self._expr(node.right, scope, file)
-            self._divided(right, file, node.lineno)
+            # `x // tp_size` shards; `(v + pad - 1) // pad` rounds: only a divisor named for
+            # a size counts when its value is not read.
+            if isinstance(right, GroupSize) or "size" in ast.unparse(node.right):
+                self._divided(right, file, node.lineno)
         return super()._expr(node, scope, file)
 
     def _divided(self, divisor: object, file: str, line: int) -> None:
@@ -160,6 +181,9 @@ class _Walker(Evaluator):
             self._record(site, node, args, kwargs, scope, file)
         name = _call_name(node.func)
         last = name.rsplit(".", 1)[-1]
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "envs" and parts[2] == "get":
+            return self.env.get(parts[1], Unknown(f"{parts[1]} is not declared"))
         if last == "divide" and len(args) == 2:
             self._divided(args[1], file, node.lineno)
         if name == "dict":
@@ -209,9 +233,19 @@ class _Walker(Evaluator):
                 if isinstance(item, ast.Return) and isinstance(item.value, ast.Call):
                     self.sites[id(item.value)] = _Site(site.attr, None)
             return
-        if ref is not None:
+        name = dotted(call.func) or ""
+        outside = self.index.classes.resolve(owner.module, name) if owner and name else ""
+        if ref is not None or outside.startswith(_TORCH_NN):
             self.built.append(
-                Built(site.attr, ref, tuple(args), tuple(kwargs.items()), file, call.lineno)
+                Built(
+                    site.attr,
+                    ref,
+                    tuple(args),
+                    tuple(kwargs.items()),
+                    file,
+                    call.lineno,
+                    None if ref is not None else outside,
+                )
             )
 
     def _owner_of(self, file: str) -> ClassRef | None:
@@ -393,12 +427,23 @@ class LayerTree:
     index: TreeIndex
     layout: Layout
     config: Mapping[str, object]
+    env: Mapping[str, object] = field(default_factory=dict)  # `envs.X.get()`, as the run sees it
+    # The checkpoint renames a class's loader lists (`weightsplit.loader_renames`).
+    renamer: Callable[[ClassRef], list[tuple[str, str]]] = lambda ref: []
     _built: dict[str, list[Built]] = field(default_factory=dict)
     _splits: dict[str, Split] = field(default_factory=dict)
+    _renames: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def renames(self, ref: ClassRef) -> list[tuple[str, str]]:
+        if ref.qualname not in self._renames:
+            self._renames[ref.qualname] = self.renamer(ref)
+        return self._renames[ref.qualname]
 
     def _walker(self, ref: ClassRef) -> tuple[_Walker, Function | None]:
         mro = self.index.classes.mro(ref)[0]
-        walker = _Walker({}, _flatten("config", self.config)).setup(self.index, self.layout, mro)
+        walker = _Walker({}, _flatten("config", self.config)).setup(
+            self.index, self.layout, mro, self.env
+        )
         init = next((f for f in (_method(self.index, c, "__init__") for c in mro) if f), None)
         return walker, init
 

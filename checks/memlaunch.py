@@ -87,12 +87,14 @@ def memory_findings(
     ep = whole("--ep-size", "--expert-parallel-size", "--ep") or 1
     dp_attention = flags.given("--enable-dp-attention")
     layout = Layout(tp, tp, dp, ep, pp, dp_attention, flags.given("--enable-dp-lm-head"))
-    target_rank, target_from = per_rank_bytes(index, target, layout, target_bytes, how, tp * pp)
+    target_rank, target_from = per_rank_bytes(
+        index, target, layout, target_bytes, how, tp * pp, env
+    )
     draft_rank, draft_from = 0, ""
     if draft is not None and draft_bytes:
         draft_how = configchecks.weights_bytes(draft.path)[1]
         draft_rank, draft_from = per_rank_bytes(
-            index, draft, replace(layout, pp=1), draft_bytes, draft_how, tp
+            index, draft, replace(layout, pp=1), draft_bytes, draft_how, tp, env
         )
     launch = MemoryLaunch(
         model_path=text("--model-path") or "",

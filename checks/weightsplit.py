@@ -25,8 +25,9 @@ from typing import Any
 from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.layertree import Built, LayerTree, _class_node
+from eaglebug.checks.layertree import UNREAD, Built, LayerTree, _class_node
 from eaglebug.checks.memeval import Evaluator, Function, Ref
+from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.models import ModelSource
 from eaglebug.checks.parallelstate import Layout
 from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors
@@ -58,6 +59,8 @@ class RankWeights:
     attn_tp_from: str
     pp_note: str | None
     not_built_bytes: int = 0  # tensors of layers the model does not build (a NextN layer)
+    unread: int = 0  # placed tensors whose layer's group size was not read (tp assumed)
+    unread_where: str | None = None
 
     def describe(self, tp: int) -> str:
         gib = 1 << 30
@@ -79,6 +82,11 @@ class RankWeights:
                 f"; {self.unplaced} tensors not placed in the tree (e.g. "
                 f"{self.unplaced_example}) counted as split by tp"
             )
+        if self.unread:
+            text += (
+                f"; {self.unread} tensors whose layer's group size was not read "
+                f"({self.unread_where}) counted as split by tp"
+            )
         if self.not_built_bytes:
             text += (
                 f"; {self.not_built_bytes / gib:.1f} GiB of layers past num_hidden_layers "
@@ -99,8 +107,10 @@ def rank_weights(
     config: Mapping[str, Any],
     tensors: CheckpointTensors,
     layout: Layout,
+    environ: Mapping[str, str] | None = None,
 ) -> RankWeights:
-    """The largest rank's bytes for this checkpoint under this launch layout."""
+    """The largest rank's bytes for this checkpoint under this launch layout (and the
+    `SGLANG_*` variables of the server's environment, which some layers read)."""
     attn_tp, attn_from = attention_tp_size(index, layout.tp, layout.dp, layout.enable_dp_attention)
     layout = Layout(
         layout.tp,
@@ -113,14 +123,41 @@ def rank_weights(
     )
     patterns = sorted({pattern(n) for n in tensors.sizes})
     digest = hashlib.sha256("\n".join(patterns).encode()).hexdigest()
-    subject: list[Any] = [entry.qualname, repr(layout), digest, _config_key(config)]
+    env = env_values(index, environ or {})
+    subject: list[Any] = [entry.qualname, repr(layout), digest, _config_key(config), env]
     placed = index.answer_for(
         "weightsplit:",
         subject,
-        lambda: _place_all(index, entry, config, layout, patterns),
+        lambda: _place_all(index, entry, config, layout, patterns, env),
         keep=_KEEP,
     )
-    return _sum(tensors, placed, layout, attn_from, config)
+    stages = (
+        pp_stages(index, min(_layer_count(config), 1 << 20), layout.pp, environ or {})
+        if layout.pp > 1
+        else None
+    )
+    return _sum(tensors, placed, layout, attn_from, config, stages)
+
+
+def env_values(index: TreeIndex, environ: Mapping[str, str]) -> dict[str, object]:
+    """What `envs.NAME.get()` answers for each variable the tree declares: the environment's
+    value in the declared kind, else the declared default (`sglang/srt/environ.py`)."""
+    out: dict[str, object] = {}
+    for name, declared in memory_sources(index).env.items():
+        raw = environ.get(name)
+        value: object = declared.default
+        if raw is not None:
+            try:
+                if declared.kind == "EnvBool":
+                    value = raw.lower() in {"1", "true", "yes", "y"}
+                elif declared.kind in {"EnvInt", "EnvFloat"}:
+                    value = (int if declared.kind == "EnvInt" else float)(raw)
+                else:
+                    value = raw
+            except ValueError:
+                value = declared.default
+        out[name] = value
+    return out
 
 
 def _config_key(config: Mapping[str, Any]) -> str:
@@ -133,9 +170,10 @@ def _place_all(
     config: Mapping[str, Any],
     layout: Layout,
     patterns: list[str],
+    env: Mapping[str, object],
 ) -> dict[str, Placed]:
-    tree = LayerTree(index, layout, config)
-    renames = loader_renames(index, entry)
+    tree = LayerTree(index, layout, config, env, lambda ref: loader_renames(index, ref))
+    renames = tree.renames(entry)
     start: tuple[ClassRef, tuple[object, ...], dict[str, object]] = (
         entry,
         (Ref("config"),),
@@ -150,13 +188,23 @@ def _place(
     name: str,
     renames: list[tuple[str, str]],
 ) -> Placed:
-    for prefix in _PREFIXES:
-        parts = [p for p in (prefix + name).split(".") if p != "#"]
-        found = _walk(tree, start, parts, renames)
-        if found is not None:
-            ref, args, kwargs = found
-            split = tree.split(ref, args, kwargs)
-            return Placed(ref.qualname, split.factor, split.groups, split.where)
+    # The name as written, then with each of the loader's legacy renames (`midlayer` ->
+    # `layers.0`), under each prefix the loaders try.
+    candidates = [name] + [
+        name.replace(old, new)
+        for old, new in renames
+        if "." in new and re.search(rf"(^|\.){re.escape(old)}(\.|$)", name)
+    ]
+    for candidate in candidates:
+        for prefix in _PREFIXES:
+            parts = [p for p in (prefix + candidate).split(".") if p != "#" and not p.isdigit()]
+            found = _walk(tree, start, parts, renames)
+            if isinstance(found, Built):  # a layer of torch itself: no TP group
+                return Placed(found.external, 1, (), f"{found.file}:{found.line}")
+            if found is not None:
+                ref, args, kwargs = found
+                split = tree.split(ref, args, kwargs)
+                return Placed(ref.qualname, split.factor, split.groups, split.where)
     return Placed(None, tree.layout.tp, ("tp",), None)
 
 
@@ -165,9 +213,12 @@ def _walk(
     start: tuple[ClassRef, tuple[object, ...], dict[str, object]],
     parts: list[str],
     renames: list[tuple[str, str]],
-) -> tuple[ClassRef, tuple[object, ...], dict[str, object]] | None:
+) -> tuple[ClassRef, tuple[object, ...], dict[str, object]] | Built | None:
     ref, args, kwargs = start
+    renames = list(renames)
     for i, part in enumerate(parts):
+        if i:  # an inner model's loader renames too (Kimi's DeepseekV3 language model)
+            renames += [r for r in tree.renames(ref) if r not in renames]
         built = tree.children(ref, args, kwargs)
         options = _named(built, part, renames)
         if not options:
@@ -177,6 +228,10 @@ def _walk(
             return None
         after = parts[i + 1] if i + 1 < len(parts) else None
         chosen = _choose(tree, options, after, renames)
+        if chosen.ref is None:
+            if (chosen.external or "").endswith("Parameter"):
+                return ref, args, kwargs  # `self.weight = nn.Parameter(...)`: its class holds it
+            return chosen if len(parts) - i <= 2 else None
         ref, args, kwargs = chosen.ref, chosen.args, dict(chosen.kwargs)
     return ref, args, kwargs
 
@@ -201,11 +256,13 @@ def _choose(
     if len(options) == 1 or after is None:
         return options[0]
     for option in options:
+        if option.ref is None:
+            continue
         children = tree.children(option.ref, option.args, dict(option.kwargs))
         if _named(children, after, renames):
             return option
     for option in options:
-        if "/layers/" in option.ref.file:
+        if option.ref is not None and "/layers/" in option.ref.file:
             return option
     return options[0]
 
@@ -232,11 +289,13 @@ def loader_renames(index: TreeIndex, entry: ClassRef) -> list[tuple[str, str]]:
                         part = _text(elt)
                         if fused and part:
                             out.append((part, fused))
-            elif isinstance(item, ast.Dict):
+            elif isinstance(item, ast.Dict):  # {fused: [parts]}, or legacy {old: new}
                 for key, value in zip(item.keys, item.values, strict=True):
                     fused = _text(key) if key is not None else None
                     if fused and isinstance(value, ast.List):
                         out.extend((p, fused) for p in (_text(e) for e in value.elts) if p)
+                    elif fused and _text(value):
+                        out.append((fused, str(_text(value))))
     return list(dict.fromkeys(out))
 
 
@@ -255,16 +314,20 @@ def _sum(
     layout: Layout,
     attn_from: str,
     config: Mapping[str, Any],
+    stages: tuple[list[tuple[int, int]], str] | None = None,
 ) -> RankWeights:
     """Per stage (pipeline rank), the bytes each tensor leaves on one rank; the largest."""
     pp = max(layout.pp, 1)
     layers = _layer_count(config)
+    ranges, pp_from = stages if stages is not None else ([(0, layers)], "")
     stage_bytes = [0.0] * pp
     replicated = [0] * pp
     by: dict[str, str] = {}
     unplaced = 0
     example: str | None = None
     not_built = 0
+    unread = 0
+    unread_where: str | None = None
     for name, size in tensors.sizes.items():
         layer = _LAYER.search(name)
         if layer is not None and int(layer.group(1)) >= layers:
@@ -277,15 +340,19 @@ def _sum(
             factor = layout.tp
         else:
             factor = max(where.factor, 1)
-        stage = _stage(name, pp, layers)
+            if UNREAD in where.groups:
+                unread += 1
+                unread_where = unread_where or where.where
+        stage = _stage(name, pp, int(layer.group(1)) if layer else None, ranges)
         stage_bytes[stage] += size / factor
         if where is not None and where.holder is not None and factor == 1:
             replicated[stage] += size
             by.setdefault(where.holder.rsplit(".", 1)[-1], where.where or "")
     largest = max(range(pp), key=lambda s: stage_bytes[s])
     note = (
-        f"layers split over {pp} pipeline stages in equal runs, the embedding on the first "
-        "and the rest on the last (assumed, the tree's get_pp_indices is not read)"
+        f"layers over {pp} pipeline stages as {pp_from} splits them "
+        f"({', '.join(f'{a}-{b - 1}' for a, b in ranges)}), the embedding on the first stage "
+        f"and the rest on the last (by name); stage {largest} is the largest"
         if pp > 1
         else None
     )
@@ -300,6 +367,8 @@ def _sum(
         attn_tp_from=attn_from,
         pp_note=note,
         not_built_bytes=not_built,
+        unread=unread,
+        unread_where=unread_where,
     )
 
 
@@ -310,14 +379,49 @@ def _layer_count(config: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and value > 0 else 1 << 30
 
 
-def _stage(name: str, pp: int, layers: int) -> int:
+def _stage(name: str, pp: int, layer: int | None, ranges: list[tuple[int, int]]) -> int:
     if pp == 1:
         return 0
-    found = _LAYER.search(name)
-    if found is not None:
-        per = max(min(layers, 1 << 20) // pp, 1)
-        return min(int(found.group(1)) // per, pp - 1)
+    if layer is not None:
+        return next((i for i, (a, b) in enumerate(ranges) if a <= layer < b), pp - 1)
     return 0 if "embed" in name else pp - 1
+
+
+def pp_stages(
+    index: TreeIndex, layers: int, pp: int, environ: Mapping[str, str]
+) -> tuple[list[tuple[int, int]], str]:
+    """Each pipeline stage's [start, end) layers as the tree's `get_pp_indices` gives them
+    (with `SGLANG_PP_LAYER_PARTITION` from the environment); equal runs, said, without it."""
+    for rel, name, line in index.answer(
+        "layertree:pp_indices", lambda: _find_functions(index, ("get_pp_indices",))
+    ):
+        parsed = index.parse_file(rel)
+        node = next(
+            (
+                n
+                for n in (parsed.tree.body if parsed else [])
+                if isinstance(n, ast.FunctionDef) and n.name == name
+            ),
+            None,
+        )
+        if node is None:
+            continue
+
+        def getenv(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
+            return environ.get(str(args[0]), args[1] if len(args) > 1 else None)
+
+        ranges: list[tuple[int, int]] = []
+        for rank in range(pp):
+            ev = Evaluator({}, {}, {"os.getenv": getenv, "getenv": getenv})
+            made = ev._call_function(Function(rel, node), [layers, rank, pp], {})
+            if not (isinstance(made, (list, tuple)) and len(made) == 2):
+                break
+            ranges.append((int(str(made[0])), int(str(made[1]))))
+        if len(ranges) == pp:
+            return ranges, f"{rel}:{line}"
+    per = max(layers // pp, 1)
+    ranges = [(r * per, (r + 1) * per if r < pp - 1 else layers) for r in range(pp)]
+    return ranges, "equal runs (this tree has no get_pp_indices)"
 
 
 def per_rank_bytes(
@@ -327,6 +431,7 @@ def per_rank_bytes(
     total_bytes: int,
     how: str,
     world: int,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[int, str]:
     """(the largest rank's bytes, how they were had): from the checkpoint's headers placed in
     the tree, else today's exact split of `total_bytes` over `world` ranks, saying why."""
@@ -340,7 +445,7 @@ def per_rank_bytes(
     entry = index.exporters_of(arch)[:1] if arch else []
     if not entry:
         return total_bytes // world, f"{split} (no per-tensor split: {arch} is not registered)"
-    found = rank_weights(index, entry[0], config, tensors, layout)
+    found = rank_weights(index, entry[0], config, tensors, layout, environ)
     return found.per_rank_bytes, found.describe(layout.tp)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 Tensor = tuple[str, str, tuple[int, ...]]  # name, dtype, shape
-_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I64": 8}
+_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I64": 8, "BOOL": 1}
 
 
 def _fp8(name: str, rows: int, cols: int, block: int = 128) -> Iterator[Tensor]:
@@ -146,3 +146,33 @@ def write_checkpoint(
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map})
     )
     return folder
+
+
+def eagle3_llama_tensors(config: Mapping[str, Any]) -> list[Tensor]:
+    """An EAGLE-3 Llama draft as SpecForge exports it: one decoder layer named `midlayer`
+    whose attention reads the embedding and the hidden state concatenated (2 x hidden wide),
+    `fc` over the three captured states, a `draft_vocab_size` head, `d2t` / `t2d`."""
+    h, inter = config["hidden_size"], config["intermediate_size"]
+    head = config.get("head_dim") or h // config["num_attention_heads"]
+    kv = config["num_key_value_heads"] * head
+    vocab, draft_vocab = config["vocab_size"], config["draft_vocab_size"]
+    dtype = "F16" if config.get("torch_dtype") == "float16" else "BF16"
+    p = "midlayer."
+    return [
+        ("embed_tokens.weight", dtype, (vocab, h)),
+        ("fc.weight", dtype, (h, 3 * h)),
+        (p + "hidden_norm.weight", dtype, (h,)),
+        (p + "input_layernorm.weight", dtype, (h,)),
+        (p + "post_attention_layernorm.weight", dtype, (h,)),
+        (p + "self_attn.q_proj.weight", dtype, (config["num_attention_heads"] * head, 2 * h)),
+        (p + "self_attn.k_proj.weight", dtype, (kv, 2 * h)),
+        (p + "self_attn.v_proj.weight", dtype, (kv, 2 * h)),
+        (p + "self_attn.o_proj.weight", dtype, (h, config["num_attention_heads"] * head)),
+        (p + "mlp.gate_proj.weight", dtype, (inter, h)),
+        (p + "mlp.up_proj.weight", dtype, (inter, h)),
+        (p + "mlp.down_proj.weight", dtype, (h, inter)),
+        ("norm.weight", dtype, (h,)),
+        ("lm_head.weight", dtype, (draft_vocab, h)),
+        ("d2t", "I64", (draft_vocab,)),
+        ("t2d", "BOOL", (vocab,)),
+    ]

@@ -9,6 +9,7 @@ tree, not from the tensor names.
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from pathlib import Path
@@ -20,11 +21,19 @@ from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.models import ModelSource
 from eaglebug.checks.parallelstate import Layout
 from eaglebug.checks.preflight import GpuMemory, preflight
-from eaglebug.checks.safetensorsheader import checkpoint_tensors, header_sizes
+from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors, header_sizes
 from eaglebug.checks.tree import locate
 from eaglebug.checks.weightsplit import per_rank_bytes, rank_weights
-from tests.checkpoints import Tensor, deepseek_v3_tensors, llama_tensors, nbytes, write_checkpoint
-from tests.memconfigs import LLAMA31_8B, LLAMA31_8B_BYTES
+from tests.checkpoints import (
+    Tensor,
+    deepseek_v3_tensors,
+    eagle3_llama_tensors,
+    llama_tensors,
+    nbytes,
+    write_checkpoint,
+)
+from tests.configs import kimi_k25
+from tests.memconfigs import EAGLE3_LLAMA31_8B, LLAMA31_8B, LLAMA31_8B_BYTES
 from tests.synthetic import write_tree
 
 GIB = 1 << 30
@@ -265,3 +274,72 @@ def test_the_layer_class_in_the_tree_decides_the_split(
     rank, how = per_rank_bytes(index, _source(folder), _layout(4), total, "x", 4)
     assert rank == total // share
     assert ("replicated on every rank (ReplicatedLinear" in how) is (share == 1)
+
+
+# -- the draft, pipeline stages, the environment, a wrapper ----------------------------------
+def test_the_eagle3_draft_matches_what_sglang_logged_for_it(
+    index: TreeIndex, tmp_path: Path
+) -> None:
+    # tests/fixtures/logs/corpus/ready_eagle3_llama31_8b_draft_context_warning.log: SGLang
+    # loaded jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B on one H100 with "mem usage=1.77 GB"
+    # (its GB are GiB); the draft's tensors from its published config give the same.
+    tensors = eagle3_llama_tensors(EAGLE3_LLAMA31_8B)
+    folder = write_checkpoint(tmp_path / "draft", EAGLE3_LLAMA31_8B, tensors, shards=1)
+    source = _source(folder)
+    total = sum(nbytes(t) for t in tensors)
+    one, how = per_rank_bytes(index, source, _layout(1), total, "x", 1)
+    assert one == total and round(one / GIB, 2) == 1.77
+    eight, how = per_rank_bytes(index, source, _layout(8), total, "x", 8)
+    # fc is a torch.nn.Linear (no TP group), the norms and d2t / t2d are whole as well.
+    whole = sum(nbytes(t) for t in tensors if t[0] == "fc.weight" or "norm" in t[0] or "2" in t[0])
+    assert eight == int((total - whole) / 8 + whole)
+    assert "Linear: sglang/srt/models/llama_eagle3.py:" in how
+    assert "not placed" not in how
+
+
+def test_pipeline_stages_follow_the_trees_get_pp_indices(
+    index_0523: TreeIndex, deepseek: Path
+) -> None:
+    read = checkpoint_tensors(deepseek)
+    assert not isinstance(read, str)
+    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
+    found = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(4, pp=2))
+    # 61 layers over 2 stages: the tree gives the extra layer to the last stage (30 + 31).
+    assert found.pp_note is not None
+    assert "0-29, 30-60" in found.pp_note and "distributed/utils.py:" in found.pp_note
+    last = {
+        n: s
+        for n, s in read.sizes.items()
+        if ((m := re.search(r"layers\.(\d+)\.", n)) is None and "embed" not in n)
+        or (m is not None and 30 <= int(m.group(1)) < 61)
+    }
+    whole = sum(s for n, s in last.items() if _REPLICATED.search(n))
+    assert found.per_rank_bytes == pytest.approx((sum(last.values()) - whole) / 4 + whole, abs=1)
+
+
+def test_the_servers_environment_reaches_the_layers(index_0523: TreeIndex, deepseek: Path) -> None:
+    read = checkpoint_tensors(deepseek)
+    assert not isinstance(read, str)
+    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
+    plain = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(8))
+    env = {"SGLANG_ENABLE_EMBED_REPLICATION": "1"}  # get_embedding_tp_kwargs reads it
+    replicated = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(8), env)
+    embed = read.sizes["model.embed_tokens.weight"]
+    assert replicated.per_rank_bytes - plain.per_rank_bytes == pytest.approx(embed * 7 / 8, abs=1)
+
+
+def test_a_wrappers_language_model_is_walked_with_its_own_renames(index_0523: TreeIndex) -> None:
+    """Kimi-K2.5's wrapper holds the DeepseekV3 model as `self.language_model`; the fused
+    `q_a_proj` rename is the inner model's (`packed_modules_mapping`), not the wrapper's."""
+    config = kimi_k25()
+    index_0523.use_model_config(config)
+    entry = index_0523.exporters_of(config["architectures"][0])[0]
+    names = {
+        "language_model.model.layers.3.self_attn.q_a_proj.weight": ("BF16", (1536, 7168)),
+        "language_model.model.layers.3.self_attn.q_b_proj.weight": ("BF16", (64 * 192, 1536)),
+    }
+    read = CheckpointTensors({n: 2 * math.prod(s) for n, (_, s) in names.items()}, 1)
+    found = rank_weights(index_0523, entry, config, read, _layout(8))
+    assert found.unplaced == 0
+    assert found.replicated_bytes == 2 * 1536 * 7168
+    assert dict(found.replicated_by) == {"ReplicatedLinear": found.replicated_by[0][1]}
