@@ -22,7 +22,7 @@ from eaglebug.checks.memplan import Weights
 from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.models import ModelSource
 from eaglebug.checks.parallelstate import Layout
-from eaglebug.checks.weightsplit import per_rank_bytes
+from eaglebug.checks.weightsplit import RankShare, per_rank_bytes
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,11 @@ def memory_findings(
     ep = whole("--ep-size", "--expert-parallel-size", "--ep") or 1
     dp_attention = flags.given("--enable-dp-attention")
     layout = Layout(tp, tp, dp, ep, pp, dp_attention, flags.given("--enable-dp-lm-head"))
-    target_rank, target_from = per_rank_bytes(
-        index, target, layout, target_bytes, how, tp * pp, env
-    )
-    draft_rank, draft_from = 0, ""
+    target_rank = per_rank_bytes(index, target, layout, target_bytes, how, tp * pp, env)
+    draft_rank = RankShare(0, 0, "")
     if draft is not None and draft_bytes:
         draft_how = configchecks.weights_bytes(draft.path)[1]
-        draft_rank, draft_from = per_rank_bytes(
+        draft_rank = per_rank_bytes(
             index, draft, replace(layout, pp=1), draft_bytes, draft_how, tp, env
         )
     launch = MemoryLaunch(
@@ -128,8 +126,11 @@ def memory_findings(
         gpu=Gpu(gpu.total_bytes, free),
         gpu_from=gpu.source,
         free_from=free_from,
-        weights=Weights(target_rank, draft_rank),
-        weights_from=f"target: {target_from}" + (f"; draft: {draft_from}" if draft_from else ""),
+        weights=Weights(
+            target_rank.bytes, draft_rank.bytes, target_rank.whole_bytes, draft_rank.whole_bytes
+        ),
+        weights_from=f"target: {target_rank.how}"
+        + (f"; draft: {draft_rank.how}" if draft_rank.how else ""),
         measured=measured,
         quantization_flag=not flags.given("--quantization")
         and bool(_flag(index, "--quantization")),

@@ -424,6 +424,15 @@ def pp_stages(
     return ranges, "equal runs (this tree has no get_pp_indices)"
 
 
+@dataclass(frozen=True)
+class RankShare:
+    """One model's weights on its largest rank, and how that figure was had."""
+
+    bytes: int
+    whole_bytes: int  # of which every rank holds whole (does not shrink with a larger --tp)
+    how: str
+
+
 def per_rank_bytes(
     index: TreeIndex,
     model: ModelSource,
@@ -432,21 +441,22 @@ def per_rank_bytes(
     how: str,
     world: int,
     environ: Mapping[str, str] | None = None,
-) -> tuple[int, str]:
-    """(the largest rank's bytes, how they were had): from the checkpoint's headers placed in
-    the tree, else today's exact split of `total_bytes` over `world` ranks, saying why."""
+) -> RankShare:
+    """The largest rank's bytes: from the checkpoint's headers placed in the tree, else
+    today's exact split of `total_bytes` over `world` ranks, saying why."""
     split = f"{how}, split by {world} ranks" if world > 1 else how
     tensors = checkpoint_tensors(model.path)
     if isinstance(tensors, str):
-        return total_bytes // world, f"{split} (no per-tensor split: {tensors})"
+        return RankShare(total_bytes // world, 0, f"{split} (no per-tensor split: {tensors})")
     config = model.config or {}
     archs = config.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
     entry = index.exporters_of(arch)[:1] if arch else []
     if not entry:
-        return total_bytes // world, f"{split} (no per-tensor split: {arch} is not registered)"
+        why = f"no per-tensor split: {arch} is not registered"
+        return RankShare(total_bytes // world, 0, f"{split} ({why})")
     found = rank_weights(index, entry[0], config, tensors, layout, environ)
-    return found.per_rank_bytes, found.describe(layout.tp)
+    return RankShare(found.per_rank_bytes, found.replicated_bytes, found.describe(layout.tp))
 
 
 # The tree's own derivations of the attention TP width: 0.5.9's positional

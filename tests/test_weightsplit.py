@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memplan import Weights
 from eaglebug.checks.models import ModelSource
 from eaglebug.checks.parallelstate import Layout
 from eaglebug.checks.preflight import GpuMemory, preflight
@@ -112,7 +113,8 @@ def test_a_model_with_nothing_replicated_at_tp1_is_its_total(
     index: TreeIndex, tmp_path: Path
 ) -> None:
     folder = write_checkpoint(tmp_path / "llama", LLAMA31_8B, llama_tensors(LLAMA31_8B))
-    rank, how = per_rank_bytes(index, _source(folder), _layout(1), LLAMA31_8B_BYTES, "x", 1)
+    got = per_rank_bytes(index, _source(folder), _layout(1), LLAMA31_8B_BYTES, "x", 1)
+    rank, how = got.bytes, got.how
     assert rank == LLAMA31_8B_BYTES
     assert how.startswith("safetensors headers")
 
@@ -191,7 +193,8 @@ def test_without_the_shards_the_exact_split_is_kept_and_said(
     folder = write_checkpoint(tmp_path / "llama", LLAMA31_8B, llama_tensors(LLAMA31_8B))
     for shard in folder.glob("*.safetensors"):
         shard.unlink()
-    rank, how = per_rank_bytes(index_0523, _source(folder), _layout(2), LLAMA31_8B_BYTES, "idx", 2)
+    got = per_rank_bytes(index_0523, _source(folder), _layout(2), LLAMA31_8B_BYTES, "idx", 2)
+    rank, how = got.bytes, got.how
     assert rank == LLAMA31_8B_BYTES // 2
     assert how == (
         "idx, split by 2 ranks (no per-tensor split: 4 of the 4 shard files the index names "
@@ -271,7 +274,8 @@ def test_the_layer_class_in_the_tree_decides_the_split(
     folder = write_checkpoint(tmp_path / "ckpt", config, tensors, shards=1)
     index = TreeIndex(locate(str(root)), use_cache=False)
     total = 2 * 64 * 64 * 2
-    rank, how = per_rank_bytes(index, _source(folder), _layout(4), total, "x", 4)
+    got = per_rank_bytes(index, _source(folder), _layout(4), total, "x", 4)
+    rank, how = got.bytes, got.how
     assert rank == total // share
     assert ("replicated on every rank (ReplicatedLinear" in how) is (share == 1)
 
@@ -287,9 +291,11 @@ def test_the_eagle3_draft_matches_what_sglang_logged_for_it(
     folder = write_checkpoint(tmp_path / "draft", EAGLE3_LLAMA31_8B, tensors, shards=1)
     source = _source(folder)
     total = sum(nbytes(t) for t in tensors)
-    one, how = per_rank_bytes(index, source, _layout(1), total, "x", 1)
+    got = per_rank_bytes(index, source, _layout(1), total, "x", 1)
+    one, how = got.bytes, got.how
     assert one == total and round(one / GIB, 2) == 1.77
-    eight, how = per_rank_bytes(index, source, _layout(8), total, "x", 8)
+    got = per_rank_bytes(index, source, _layout(8), total, "x", 8)
+    eight, how = got.bytes, got.how
     # fc is a torch.nn.Linear (no TP group), the norms and d2t / t2d are whole as well.
     whole = sum(nbytes(t) for t in tensors if t[0] == "fc.weight" or "norm" in t[0] or "2" in t[0])
     assert eight == int((total - whole) / 8 + whole)
@@ -343,3 +349,17 @@ def test_a_wrappers_language_model_is_walked_with_its_own_renames(index_0523: Tr
     assert found.unplaced == 0
     assert found.replicated_bytes == 2 * 1536 * 7168
     assert dict(found.replicated_by) == {"ReplicatedLinear": found.replicated_by[0][1]}
+
+
+def test_a_larger_tp_shrinks_only_the_split_part(index: TreeIndex, deepseek: Path) -> None:
+    """The `--tp` alternative config.memory offers re-divides the weights: what every rank
+    holds whole stays whole."""
+    read = checkpoint_tensors(deepseek)
+    assert not isinstance(read, str)
+    source = _source(deepseek)
+    at8 = per_rank_bytes(index, source, _layout(8), read.total_bytes, "x", 8)
+    at16 = per_rank_bytes(index, source, _layout(16), read.total_bytes, "x", 16)
+    assert at8.whole_bytes == at16.whole_bytes > GIB
+    scaled = Weights(at8.bytes, 0, at8.whole_bytes, 0).at_tp(8 / 16)
+    assert scaled.target_bytes == pytest.approx(at16.bytes, abs=2)
+    assert scaled.target_bytes > at8.bytes / 2 + at8.whole_bytes / 3
