@@ -285,29 +285,28 @@ _PLAIN = (str, int, float, bool, list, tuple, dict)
 
 
 def _method(index: TreeIndex, ref: ClassRef, name: str) -> Function | None:
-    parsed = index.parse_file(ref.file)
-    if parsed is None:
-        return None
-    for node in ast.walk(parsed.tree):
-        if isinstance(node, ast.ClassDef) and node.lineno == ref.facts.line:
-            for stmt in node.body:
-                if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
-                    return Function(ref.file, stmt, ref.qualname)
+    node = _class_node(index, ref)
+    for stmt in node.body if node is not None else []:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            return Function(ref.file, stmt, ref.qualname)
     return None
+
+
+# Parsed module (kept alive here, so its id stays its own) -> its classes by line.
+_CLASSES: dict[int, tuple[ast.Module, dict[int, ast.ClassDef]]] = {}
 
 
 def _class_node(index: TreeIndex, ref: ClassRef) -> ast.ClassDef | None:
     parsed = index.parse_file(ref.file)
     if parsed is None:
         return None
-    return next(
-        (
-            n
-            for n in ast.walk(parsed.tree)
-            if isinstance(n, ast.ClassDef) and n.lineno == ref.facts.line
-        ),
-        None,
-    )
+    kept = _CLASSES.get(id(parsed.tree))
+    if kept is None or kept[0] is not parsed.tree:
+        if len(_CLASSES) > 512:
+            _CLASSES.clear()
+        lines = {n.lineno: n for n in ast.walk(parsed.tree) if isinstance(n, ast.ClassDef)}
+        kept = _CLASSES[id(parsed.tree)] = (parsed.tree, lines)
+    return kept[1].get(ref.facts.line)
 
 
 def _module_function(index: TreeIndex, file: str, name: str) -> Function | None:

@@ -392,9 +392,7 @@ def pp_stages(
 ) -> tuple[list[tuple[int, int]], str]:
     """Each pipeline stage's [start, end) layers as the tree's `get_pp_indices` gives them
     (with `SGLANG_PP_LAYER_PARTITION` from the environment); equal runs, said, without it."""
-    for rel, name, line in index.answer(
-        "layertree:pp_indices", lambda: _find_functions(index, ("get_pp_indices",))
-    ):
+    for rel, name, line in _tree_functions(index, (_PP_INDICES,)):
         parsed = index.parse_file(rel)
         node = next(
             (
@@ -468,8 +466,9 @@ _ATTN_TP = ("compute_dp_attention_world_info", "derive_attn_tp_size")
 def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tuple[int, str]:
     """The attention TP size the tree derives from tp, dp and --enable-dp-attention, with
     where it was read; tp // dp (tp without DP attention), and why, where it has none."""
-    found = index.answer("layertree:attn_tp_function", lambda: _find_functions(index, _ATTN_TP))
-    for rel, name, line in found:
+    if not enabled:  # the tree's attention DP size is 1 then, its attention TP width tp
+        return tp, "tp (no --enable-dp-attention)"
+    for rel, name, line in _tree_functions(index, _ATTN_TP):
         parsed = index.parse_file(rel)
         node = next(
             (
@@ -496,6 +495,17 @@ def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tupl
             return int(size), how
     fallback = tp // dp if enabled and dp else tp
     return fallback, "the tree derives no attention TP width here: tp / dp assumed"
+
+
+_PP_INDICES = "get_pp_indices"
+
+
+def _tree_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:
+    """Where the tree defines these of the functions read here (one scan, a tree answer)."""
+    found = index.answer(
+        "weightsplit:functions", lambda: _find_functions(index, (*_ATTN_TP, _PP_INDICES))
+    )
+    return [f for f in found if f[1] in names]
 
 
 def _find_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:
