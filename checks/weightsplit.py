@@ -33,6 +33,7 @@ from eaglebug.checks.parallelstate import Layout
 from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors
 
 _DIGITS = re.compile(r"\.\d+(?=\.|$)")
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _KEEP = 8  # layouts of placements kept per tree state
 _PREFIXES = ("", "model.")  # the draft loaders' `f"model.{name}"`
 
@@ -99,6 +100,16 @@ class RankWeights:
 
 def pattern(name: str) -> str:
     return _DIGITS.sub(".#", name)
+
+
+def fold(name: str) -> str:
+    """A name with its numbers but the layer's as `#` (the experts of a layer fold into one):
+    what placing and summing per stage need of it."""
+    layer = _LAYER.search(name)
+    if layer is None:
+        return pattern(name)
+    head, tail = name[: layer.end()], name[layer.end() :]
+    return pattern(head[: layer.start(1)]) + layer.group(1) + pattern("." + tail)
 
 
 def rank_weights(
@@ -305,9 +316,6 @@ def _text(node: ast.expr) -> str | None:
     return None
 
 
-_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
-
-
 def _sum(
     tensors: CheckpointTensors,
     placed: Mapping[str, Placed],
@@ -335,13 +343,13 @@ def _sum(
             continue
         where = placed.get(pattern(name))
         if where is None or where.holder is None:
-            unplaced += 1
+            unplaced += tensors.count(name)
             example = example or name
             factor = layout.tp
         else:
             factor = max(where.factor, 1)
             if UNREAD in where.groups:
-                unread += 1
+                unread += tensors.count(name)
                 unread_where = unread_where or where.where
         stage = _stage(name, pp, int(layer.group(1)) if layer else None, ranges)
         stage_bytes[stage] += size / factor
@@ -443,7 +451,7 @@ def per_rank_bytes(
     """The largest rank's bytes: from the checkpoint's headers placed in the tree, else
     today's exact split of `total_bytes` over `world` ranks, saying why."""
     split = f"{how}, split by {world} ranks" if world > 1 else how
-    tensors = checkpoint_tensors(model.path)
+    tensors = checkpoint_tensors(model.path, fold)
     if isinstance(tensors, str):
         return RankShare(total_bytes // world, 0, f"{split} (no per-tensor split: {tensors})")
     config = model.config or {}

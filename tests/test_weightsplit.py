@@ -24,7 +24,7 @@ from eaglebug.checks.parallelstate import Layout
 from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors, header_sizes
 from eaglebug.checks.tree import locate
-from eaglebug.checks.weightsplit import per_rank_bytes, rank_weights
+from eaglebug.checks.weightsplit import fold, per_rank_bytes, rank_weights
 from tests.checkpoints import (
     Tensor,
     deepseek_v3_tensors,
@@ -363,3 +363,17 @@ def test_a_larger_tp_shrinks_only_the_split_part(index: TreeIndex, deepseek: Pat
     scaled = Weights(at8.bytes, 0, at8.whole_bytes, 0).at_tp(8 / 16)
     assert scaled.target_bytes == pytest.approx(at16.bytes, abs=2)
     assert scaled.target_bytes > at8.bytes / 2 + at8.whole_bytes / 3
+
+
+def test_folding_the_experts_keeps_every_figure(index_0523: TreeIndex, deepseek: Path) -> None:
+    """Preflight sums a MoE checkpoint's ~90,000 tensors folded by layer (the experts of a
+    layer under one key): the same bytes per rank, the same counts, far fewer entries."""
+    named, folded = checkpoint_tensors(deepseek), checkpoint_tensors(deepseek, fold)
+    assert not isinstance(named, str) and not isinstance(folded, str)
+    assert folded.total_bytes == named.total_bytes and len(folded.sizes) * 20 < len(named.sizes)
+    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
+    layout = _layout(8, dp=8, dp_attention=True)
+    a = rank_weights(index_0523, entry, DEEPSEEK_V3, named, layout)
+    b = rank_weights(index_0523, entry, DEEPSEEK_V3, folded, layout)
+    assert a.per_rank_bytes == pytest.approx(b.per_rank_bytes, abs=2)
+    assert (a.replicated_bytes, a.unplaced, a.unread) == (b.replicated_bytes, b.unplaced, b.unread)
