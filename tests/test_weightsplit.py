@@ -185,6 +185,12 @@ def test_preflight_carries_the_per_rank_figure_and_says_how(
     assert details["weights_gib_per_gpu"] == round(expected / GIB, 3)
     assert details["weights_from"].startswith("target: safetensors headers (")
     assert "GiB replicated on every rank" in details["weights_from"]
+    # The launch's DP flags reach the split: the attention is whole on each rank.
+    dp = [*launch, "--dp-size", "8", "--enable-dp-attention"]
+    found = [f for f in preflight(index_0523, dp, {}, H200).findings if f.id == "config.memory"]
+    with_dp = found[0].to_json()["details"]
+    assert with_dp["weights_gib_per_gpu"] > details["weights_gib_per_gpu"] + 8
+    assert "attention tp 1 from sglang/srt/runtime_context.py:" in with_dp["weights_from"]
 
 
 def test_without_the_shards_the_exact_split_is_kept_and_said(
