@@ -221,6 +221,10 @@ def get_tensor_model_parallel_world_size():
     return _TP
 
 
+def get_attention_tp_size():
+    return _ATTN_TP
+
+
 class ColumnParallelLinear(nn.Module):
     def __init__(self, input_size, output_size, tp_size=None):
         super().__init__()
@@ -237,13 +241,17 @@ class ReplicatedLinear(nn.Module):
 _MODEL = """
 from torch import nn
 
-from sglang.srt.layers.linear import ColumnParallelLinear, ReplicatedLinear
-
+from sglang.srt.layers.linear import (
+    ColumnParallelLinear,
+    ReplicatedLinear,
+    get_attention_tp_size,
+)
 
 class ToyLayer(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.proj = {proj}(config.hidden_size, config.hidden_size)
+        attn_tp_size = get_attention_tp_size()
+        self.proj = {cls}(config.hidden_size, config.hidden_size{kwargs})
 
 
 class ToyModel(nn.Module):
@@ -264,7 +272,15 @@ EntryClass = ToyForCausalLM
 """
 
 
-@pytest.mark.parametrize(("proj", "share"), [("ColumnParallelLinear", 4), ("ReplicatedLinear", 1)])
+@pytest.mark.parametrize(
+    ("proj", "share"),
+    [
+        ("ColumnParallelLinear", 4),
+        ("ReplicatedLinear", 1),
+        ("ColumnParallelLinear, tp_size=1", 1),  # the call site's own tp_size decides
+        ("ColumnParallelLinear, tp_size=attn_tp_size", 2),  # a local, evaluated
+    ],
+)
 def test_the_layer_class_in_the_tree_decides_the_split(
     tmp_path: Path, proj: str, share: int
 ) -> None:
@@ -272,7 +288,9 @@ def test_the_layer_class_in_the_tree_decides_the_split(
         tmp_path / "tree",
         {
             "sglang/srt/layers/linear.py": _LINEAR,
-            "sglang/srt/models/toy.py": _MODEL.replace("{proj}", proj),
+            "sglang/srt/models/toy.py": _MODEL.replace("{cls}", proj.split(",")[0]).replace(
+                "{kwargs}", proj[len(proj.split(",")[0]) :]
+            ),
         },
     )
     config = {"architectures": ["ToyForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2}
@@ -280,10 +298,13 @@ def test_the_layer_class_in_the_tree_decides_the_split(
     folder = write_checkpoint(tmp_path / "ckpt", config, tensors, shards=1)
     index = TreeIndex(locate(str(root)), use_cache=False)
     total = 2 * 64 * 64 * 2
-    got = per_rank_bytes(index, _source(folder), _layout(4), total, "x", 4)
+    # tp 4, dp 2 with DP attention: the attention TP group has 2 ranks (this tree derives no
+    # width, so tp / dp is taken and said).
+    got = per_rank_bytes(index, _source(folder), _layout(4, 2, True), total, "x", 4)
     rank, how = got.bytes, got.how
     assert rank == total // share
-    assert ("replicated on every rank (ReplicatedLinear" in how) is (share == 1)
+    held_whole = f"replicated on every rank ({proj.split(',')[0]}: sglang/srt/layers/linear.py:"
+    assert (held_whole in how) is (share == 1)
 
 
 # -- the draft, pipeline stages, the environment, a wrapper ----------------------------------
