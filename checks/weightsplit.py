@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.classfacts import dotted
@@ -430,6 +432,25 @@ def pp_stages(
     return ranges, "equal runs (this tree has no get_pp_indices)"
 
 
+def _checkpoint(index: TreeIndex, path: Path | None) -> CheckpointTensors | str:
+    """The headers' bytes, kept with the answers while the shard files are as they were
+    (their names, sizes and mtimes): a second preflight of the same model stats them only."""
+    if path is None:
+        return checkpoint_tensors(path, fold)
+    try:
+        with os.scandir(path) as entries:
+            stamp = sorted(
+                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+                for e in entries
+                if e.name.endswith((".safetensors", ".safetensors.index.json"))
+            )
+    except OSError:
+        return checkpoint_tensors(path, fold)
+    return index.answer_for(
+        "weightsplit:headers:", [str(path), stamp], lambda: checkpoint_tensors(path, fold), keep=4
+    )
+
+
 @dataclass(frozen=True)
 class RankShare:
     """One model's weights on its largest rank, and how that figure was had."""
@@ -451,7 +472,7 @@ def per_rank_bytes(
     """The largest rank's bytes: from the checkpoint's headers placed in the tree, else
     today's exact split of `total_bytes` over `world` ranks, saying why."""
     split = f"{how}, split by {world} ranks" if world > 1 else how
-    tensors = checkpoint_tensors(model.path, fold)
+    tensors = _checkpoint(index, model.path)
     if isinstance(tensors, str):
         return RankShare(total_bytes // world, 0, f"{split} (no per-tensor split: {tensors})")
     config = model.config or {}

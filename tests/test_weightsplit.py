@@ -404,3 +404,19 @@ def test_folding_the_experts_keeps_every_figure(index_0523: TreeIndex, deepseek:
     b = rank_weights(index_0523, entry, DEEPSEEK_V3, folded, layout)
     assert a.per_rank_bytes == pytest.approx(b.per_rank_bytes, abs=2)
     assert (a.replicated_bytes, a.unplaced, a.unread) == (b.replicated_bytes, b.unplaced, b.unread)
+
+
+def test_the_kept_headers_follow_the_shard_files(index_0523: TreeIndex, tmp_path: Path) -> None:
+    """The headers' reading is kept with the answers while the shard files are unchanged; a
+    shard that changes (here: a download cut short) is read again."""
+    folder = write_checkpoint(tmp_path / "llama", LLAMA31_8B, llama_tensors(LLAMA31_8B))
+    source = _source(folder)
+    first = per_rank_bytes(index_0523, source, _layout(2), LLAMA31_8B_BYTES, "idx", 2)
+    again = per_rank_bytes(index_0523, source, _layout(2), LLAMA31_8B_BYTES, "idx", 2)
+    assert first == again and first.how.startswith("safetensors headers")
+    shard = sorted(folder.glob("*.safetensors"))[-1]
+    with shard.open("r+b") as handle:
+        handle.truncate(100)
+    cut = per_rank_bytes(index_0523, source, _layout(2), LLAMA31_8B_BYTES, "idx", 2)
+    assert cut.bytes == LLAMA31_8B_BYTES // 2
+    assert f"{shard.name} has no readable safetensors header" in cut.how
