@@ -285,7 +285,7 @@ _PLAIN = (str, int, float, bool, list, tuple, dict)
 
 
 def _method(index: TreeIndex, ref: ClassRef, name: str) -> Function | None:
-    node = _class_node(index, ref)
+    node = class_node(index, ref)
     for stmt in node.body if node is not None else []:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
             return Function(ref.file, stmt, ref.qualname)
@@ -296,7 +296,7 @@ def _method(index: TreeIndex, ref: ClassRef, name: str) -> Function | None:
 _CLASSES: dict[int, tuple[ast.Module, dict[int, ast.ClassDef]]] = {}
 
 
-def _class_node(index: TreeIndex, ref: ClassRef) -> ast.ClassDef | None:
+def class_node(index: TreeIndex, ref: ClassRef) -> ast.ClassDef | None:
     parsed = index.parse_file(ref.file)
     if parsed is None:
         return None
