@@ -302,6 +302,8 @@ class ClassIndex:
         nn_module = False
         for base in ref.facts.bases:
             qualified = self.resolve(ref.module, base)
+            if qualified == ref.qualname and base in ref.module.imports:
+                qualified = ref.module.imports[base]  # `class X(X)`: the X it imports
             if qualified in _NN_MODULE:
                 nn_module = True
                 continue

@@ -140,7 +140,7 @@ def _predict(inputs: MemoryInputs, launch: MemoryLaunch) -> Prediction:
     weights = inputs.weights
     if launch.tp != inputs.launch.tp:  # the per-rank share of the same checkpoint
         scale = inputs.launch.tp / launch.tp
-        weights = Weights(int(weights.target_bytes * scale), int(weights.draft_bytes * scale))
+        weights = weights.at_tp(scale)
     log = inputs.measured if launch.tp == inputs.launch.tp else None
     measured: Overheads | None = log.overheads() if log is not None else None
     return predict(

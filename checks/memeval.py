@@ -320,7 +320,12 @@ class Evaluator:
                 return self._fstring(parts, scope, file)
             case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
                 made = self._items(elts, scope, file)
-                return set(made) if isinstance(node, ast.Set) and isinstance(made, list) else made
+                if not (isinstance(node, ast.Set) and isinstance(made, list)):
+                    return made
+                try:
+                    return set(made)
+                except TypeError:  # an element the evaluator holds as a list or a dict
+                    return Unknown(f"{file}:{node.lineno}: a set of unhashable values")
             case ast.ListComp() | ast.GeneratorExp():
                 return self._listcomp(node, scope, file)
             case ast.Subscript(value=inner, slice=index):

@@ -9,7 +9,7 @@ replace the estimates they measured.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from eaglebug.checks import configchecks
@@ -21,6 +21,8 @@ from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.memplan import Weights
 from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.models import ModelSource
+from eaglebug.checks.parallelstate import Layout
+from eaglebug.checks.weightsplit import RankShare, per_rank_bytes
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,24 @@ def memory_findings(
 
     tp = whole("--tp-size", "--tensor-parallel-size") or 1
     pp = whole("--pp-size", "--pipeline-parallel-size") or 1
+    dp = whole("--dp-size", "--data-parallel-size") or 1
+    ep = whole("--ep-size", "--expert-parallel-size", "--ep") or 1
+    dp_attention = flags.given("--enable-dp-attention")
+    layout = Layout(tp, tp, dp, ep, pp, dp_attention, flags.given("--enable-dp-lm-head"))
+    target_rank = per_rank_bytes(index, target, layout, target_bytes, how, tp * pp, env)
+    draft_rank = RankShare(0, 0, "")
+    if draft is not None and draft_bytes:
+        draft_how = configchecks.weights_bytes(draft.path)[1]
+        draft_rank = per_rank_bytes(
+            index, draft, replace(layout, pp=1), draft_bytes, draft_how, tp, env
+        )
     launch = MemoryLaunch(
         model_path=text("--model-path") or "",
         tp=tp,
         pp=pp,
-        dp=whole("--dp-size", "--data-parallel-size") or 1,
-        enable_dp_attention=flags.given("--enable-dp-attention"),
-        ep=whole("--ep-size", "--expert-parallel-size", "--ep") or 1,
+        dp=dp,
+        enable_dp_attention=dp_attention,
+        ep=ep,
         mem_fraction_static=number("--mem-fraction-static"),
         chunked_prefill_size=whole("--chunked-prefill-size"),
         cuda_graph_max_bs=whole("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
@@ -106,7 +119,6 @@ def memory_findings(
     free_from = gpu.free_source or "not known: the whole GPU assumed free (pass --gpu-free-gib)"
     if measured is not None and measured.free_before_load_gib is not None:
         free_from = "measured by the last launch (Load weight begin)"
-    per_rank = tp * pp
     inputs = MemoryInputs(
         sources=memory_sources(index),
         launch=launch,
@@ -115,8 +127,11 @@ def memory_findings(
         gpu=Gpu(gpu.total_bytes, free),
         gpu_from=gpu.source,
         free_from=free_from,
-        weights=Weights(target_bytes // per_rank, draft_bytes // tp),
-        weights_from=how + (", split by --tp x --pp" if per_rank > 1 else ""),
+        weights=Weights(
+            target_rank.bytes, draft_rank.bytes, target_rank.whole_bytes, draft_rank.whole_bytes
+        ),
+        weights_from=f"target: {target_rank.how}"
+        + (f"; draft: {draft_rank.how}" if draft_rank.how else ""),
         measured=measured,
         quantization_flag=not flags.given("--quantization")
         and bool(_flag(index, "--quantization")),

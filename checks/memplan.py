@@ -23,6 +23,17 @@ from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources, kept_expressi
 class Weights:
     target_bytes: int  # per rank
     draft_bytes: int  # per rank
+    target_whole_bytes: int = 0  # of target_bytes, held whole on every rank (ReplicatedLinear)
+    draft_whole_bytes: int = 0
+
+    def at_tp(self, scale: float) -> Weights:
+        """The same checkpoints over `scale` times the ranks: only the split part shrinks."""
+        return Weights(
+            int(self.target_whole_bytes + (self.target_bytes - self.target_whole_bytes) * scale),
+            int(self.draft_whole_bytes + (self.draft_bytes - self.draft_whole_bytes) * scale),
+            self.target_whole_bytes,
+            self.draft_whole_bytes,
+        )
 
 
 @dataclass(frozen=True)
