@@ -89,7 +89,9 @@ def memory_findings(
     layout = Layout(tp, tp, dp, ep, pp, dp_attention, flags.given("--enable-dp-lm-head"))
     target_rank = per_rank_bytes(index, target, layout, target_bytes, how, tp * pp, env)
     draft_rank = RankShare(0, 0, "")
-    if draft is not None and draft_bytes:
+    if target_rank.not_built_bytes and _draft_in_target(target, draft, algorithm):
+        draft_rank = _nextn_share(target_rank, tp)
+    elif draft is not None and draft_bytes:
         draft_how = configchecks.weights_bytes(draft.path)[1]
         draft_rank = per_rank_bytes(
             index, draft, replace(layout, pp=1), draft_bytes, draft_how, tp, env
@@ -138,6 +140,28 @@ def memory_findings(
         graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
     )
     return check_memory(inputs)
+
+
+def _draft_in_target(target: ModelSource, draft: ModelSource | None, algorithm: str | None) -> bool:
+    """The draft is the target checkpoint's own extra layers: an MTP draft (NEXTN / EAGLE with
+    no separate folder, or the target's own folder named as the draft)."""
+    if draft is None:
+        return algorithm in {"EAGLE", "NEXTN"}
+    if draft.path is None or target.path is None:
+        return False
+    return draft.path.resolve() == target.path.resolve()
+
+
+def _nextn_share(target: RankShare, tp: int) -> RankShare:
+    """The draft's weights when they are the layers of the target's checkpoint that the target
+    does not build (past num_hidden_layers): those bytes, split by tp."""
+    per_rank = -(-target.not_built_bytes // tp)
+    return RankShare(
+        per_rank,
+        0,
+        f"the target's checkpoint: its {target.not_built_bytes / (1 << 30):.1f} GiB of layers "
+        f"past num_hidden_layers (the draft's NextN layers), split by tp {tp}",
+    )
 
 
 def _flag(index: TreeIndex, *options: str) -> str | None:

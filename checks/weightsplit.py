@@ -424,6 +424,7 @@ class RankShare:
     bytes: int
     whole_bytes: int  # of which every rank holds whole (does not shrink with a larger --tp)
     how: str
+    not_built_bytes: int = 0  # the checkpoint's layers this model does not build (NextN)
 
 
 def per_rank_bytes(
@@ -449,4 +450,9 @@ def per_rank_bytes(
         why = f"no per-tensor split: {arch} is not registered"
         return RankShare(total_bytes // world, 0, f"{split} ({why})")
     found = rank_weights(index, entry[0], config, tensors, layout, environ)
-    return RankShare(found.per_rank_bytes, found.replicated_bytes, found.describe(layout.tp))
+    return RankShare(
+        found.per_rank_bytes,
+        found.replicated_bytes,
+        found.describe(layout.tp),
+        found.not_built_bytes,
+    )

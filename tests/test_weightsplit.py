@@ -193,6 +193,27 @@ def test_preflight_carries_the_per_rank_figure_and_says_how(
     assert "attention tp 1 from sglang/srt/runtime_context.py:" in with_dp["weights_from"]
 
 
+@pytest.mark.parametrize("draft_path", ["the target's folder", "none given"])
+def test_an_mtp_draft_from_the_targets_checkpoint_is_its_nextn_layers(
+    index_0523: TreeIndex, deepseek: Path, draft_path: str
+) -> None:
+    """DeepSeek-V3 + NEXTN loads its draft from the target's own checkpoint: the draft is the
+    layer past num_hidden_layers that the target does not build, not the whole checkpoint a
+    second time (which would read as 'no memory left for the KV cache' on 8 x H200)."""
+    launch = ["python", "-m", "sglang.launch_server", "--model-path", str(deepseek), "--tp", "8"]
+    plain = [f for f in preflight(index_0523, launch, {}, H200).findings if f.id == "config.memory"]
+    spec = [*launch, "--speculative-algorithm", "NEXTN"]
+    if draft_path == "the target's folder":
+        spec += ["--speculative-draft-model-path", str(deepseek)]
+    found = [f for f in preflight(index_0523, spec, {}, H200).findings if f.id == "config.memory"]
+    assert found[0].severity == "info", found[0].message
+    before, after = plain[0].to_json()["details"], found[0].to_json()["details"]
+    nextn = sum(nbytes(t) for t in deepseek_v3_tensors(DEEPSEEK_V3) if ".layers.61." in t[0])
+    added = after["weights_gib_per_gpu"] - before["weights_gib_per_gpu"]
+    assert added == pytest.approx(nextn / 8 / GIB, abs=0.002)
+    assert "the draft's NextN layers), split by tp 8" in after["weights_from"]
+
+
 def test_without_the_shards_the_exact_split_is_kept_and_said(
     index_0523: TreeIndex, tmp_path: Path
 ) -> None:
