@@ -257,7 +257,9 @@ def test_an_empty_prometheus_names_what_it_looked_for(tmp_path: Path) -> None:
         source = PrometheusSource(f"http://127.0.0.1:{port}")
 
         def answering() -> bool:
-            return "cannot reach" not in (source.sample().unavailable or "cannot reach")
+            # Refused while it binds, HTTP 503 while its storage starts: not an answer yet.
+            said = source.sample().unavailable or "cannot reach"
+            return "cannot reach" not in said and "HTTP 503" not in said
 
         wait_for(answering, "Prometheus to answer")
         assert "no GPU exporter's series" in (source.sample().unavailable or "")
