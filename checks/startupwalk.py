@@ -434,10 +434,13 @@ class _Tracer:
         """The attribute a property hands back (`return self._model_runner`), as the MRO
         finds the property; None for anything else."""
         for owner in self.classes.mro(instance)[0]:
-            if name not in owner.facts.methods:
+            facts = owner.facts.methods.get(name)
+            if facts is None:
                 continue
+            if facts.kind != "property":  # known from the index: no file is parsed for it
+                return None
             fn = self._table(owner.file).methods.get((owner.facts.name, owner.facts.line, name))
-            if fn is None or not any(dotted(d) == "property" for d in fn.decorator_list):
+            if fn is None:
                 return None
             last = fn.body[-1]
             value = last.value if isinstance(last, ast.Return) else None
