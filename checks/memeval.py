@@ -18,6 +18,8 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from eaglebug.checks import memobjects
+from eaglebug.checks.memobjects import ClassInfo, ClassTable, EnumMember, Instance
 from eaglebug.checks.memops import (
     BINOPS,
     BUILTINS,
@@ -38,6 +40,7 @@ from eaglebug.checks.memops import Unknown as Unknown
 
 _MAX_DEPTH = 12
 _MAX_STEPS = 20_000
+_FLAT = object()  # a function of the flat `self` (server args, configurator, runner)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class Evaluator:
     values: dict[str, object]
     stubs: Mapping[str, Stub] = field(default_factory=dict)
     watch: frozenset[str] = frozenset()
+    objects: ClassTable | None = None  # the tree's classes the model's config reaches
     steps: list[Step] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     _count: int = 0
@@ -108,6 +112,20 @@ class Evaluator:
         """An expression of the tree evaluated on the values (a raise cannot happen here)."""
         return self._expr(node, {}, file)
 
+    def call_method(
+        self,
+        file: str,
+        node: ast.FunctionDef,
+        args: list[object],
+        kwargs: dict[str, object],
+        bound: object,
+    ) -> object:
+        """A tree class's method on `bound` (an instance, a class; None: static)."""
+        try:
+            return self._call_function(Function(file, node), args, kwargs, bound)
+        except _Raise as stop:
+            return Unknown(f"{stop.raised.file}:{stop.raised.line}: raised {stop.raised.exception}")
+
     def constant(self, node: ast.expr, file: str) -> object:
         """A literal expression's value (`1 * 1024`), or Unknown."""
         value = self._expr(node, {}, file)
@@ -115,18 +133,26 @@ class Evaluator:
 
     # -- statements ------------------------------------------------------------------------
     def _call_function(
-        self, function: Function, args: list[object], kwargs: dict[str, object]
+        self,
+        function: Function,
+        args: list[object],
+        kwargs: dict[str, object],
+        bound: object = _FLAT,
     ) -> object:
         if self._depth >= _MAX_DEPTH:
             return Unknown(f"{function.file}:{function.node.lineno}: calls nest too deep")
         params = function.node.args
         names = [a.arg for a in params.posonlyargs + params.args]
+        scope: dict[str, object] = {}
+        if bound is not _FLAT:  # a tree object's method: its first parameter is the object
+            if bound is not None and names:
+                scope[names[0]] = bound
+                names = names[1:]
         # `self` / `kvc` / `server_args` first: the object the evaluator models as the flat
         # values; dropped for a method, and for a function called without it (a module-level
         # `f(kvc, n)` called with both keeps both).
-        if names and names[0] in ROOTS | {"cls"} and (function.owner or len(args) < len(names)):
+        elif names and names[0] in ROOTS | {"cls"} and (function.owner or len(args) < len(names)):
             names = names[1:]
-        scope: dict[str, object] = {}
         defaults = params.defaults
         for name, node in zip(names[len(names) - len(defaults) :], defaults, strict=True):
             scope[name] = self._expr(node, {}, function.file)
@@ -216,6 +242,9 @@ class Evaluator:
             name = target.id
         elif isinstance(target, ast.Attribute):
             owner = self._expr(target.value, scope, file)
+            if isinstance(owner, Instance):
+                owner.attrs[target.attr] = value
+                return
             if not isinstance(owner, Ref):
                 return
             name = join(owner.path, target.attr)
@@ -258,14 +287,20 @@ class Evaluator:
                     return scope[name]
                 if name in self.values:
                     return self.values[name]
+                if self.objects is not None and name in self.objects.classes:
+                    return self.objects.classes[name]
                 return Ref("" if name in ROOTS else name)
             case ast.Attribute(value=inner, attr=attr):
                 owner = self._expr(inner, scope, file)
                 if isinstance(owner, Ref) and owner.path == "" and attr in ROOTS:
                     return owner  # `self.server_args.x` is the same value as `server_args.x`
+                if isinstance(owner, (Instance, ClassInfo, EnumMember)):
+                    return memobjects.attribute(self, owner, attr, f"{file}:{node.lineno}")
                 if isinstance(owner, Ref):
                     path = join(owner.path, attr)
-                    return self.values[path] if path in self.values else Ref(path)
+                    if path in self.values:
+                        return self.values[path]
+                    return self._flat_property(path) if owner.path == "" else Ref(path)
                 if isinstance(owner, Unknown):
                     return owner
                 if isinstance(owner, (int, float, str, bool, list, tuple)) or owner is None:
@@ -321,6 +356,16 @@ class Evaluator:
             case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
                 made = self._items(elts, scope, file)
                 return set(made) if isinstance(node, ast.Set) and isinstance(made, list) else made
+            case ast.Dict(keys=keys, values=items) if None not in keys:
+                pairs = [
+                    (self._expr(k, scope, file), self._expr(v, scope, file))
+                    for k, v in zip(keys, items, strict=True)
+                    if k is not None
+                ]
+                try:
+                    return dict(pairs)
+                except TypeError:
+                    return Unknown(f"{file}:{node.lineno}: dict key")
             case ast.ListComp() | ast.GeneratorExp():
                 return self._listcomp(node, scope, file)
             case ast.Subscript(value=inner, slice=index):
@@ -331,7 +376,18 @@ class Evaluator:
                 return self._call(node, scope, file)
         return Unknown(f"{file}:{node.lineno}: {type(node).__name__} not evaluated")
 
+    def _flat_property(self, attr: str) -> object:
+        """`self.x` where the flat object's class defines `x` as a property (0.5.9's
+        `ModelRunner.mambaish_config`): the property, evaluated."""
+        owner = self._owners[-1] if self._owners else ""
+        function = self.functions.get(f"{owner}.{attr}") if owner else None
+        if function is None or memobjects.kind_of(function.node) != "property":
+            return Ref(attr)
+        return self._call_function(function, [], {})
+
     def _binop(self, op: ast.operator, a: object, b: object, file: str, node: ast.AST) -> object:
+        if isinstance(op, ast.BitOr) and (classes := memobjects.union(a, b)) is not None:
+            return classes  # `A | B` in an isinstance test
         if is_unknown(a) or is_unknown(b):
             return first_unknown(file, node, a, b)
         fn = BINOPS.get(type(op))
@@ -431,6 +487,14 @@ class Evaluator:
         args = [self._expr(a, scope, file) for a in node.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self._expr(k.value, scope, file) for k in node.keywords if k.arg}
         last = name.rsplit(".", 1)[-1]
+        if isinstance(node.func, ast.Attribute) and isinstance(
+            node.func.value, (ast.Name, ast.Attribute)
+        ):  # a method of a tree object, a list's `append`
+            owner_value = self._expr(node.func.value, scope, file)
+            if isinstance(owner_value, (Instance, ClassInfo, list, dict)):
+                made = memobjects.call(self, owner_value, node.func.attr, args, kwargs)
+                if made is not memobjects.MISSING:
+                    return made
         parts = name.split(".")
         if len(parts) == 3 and parts[0] == "envs" and f"envs.{last}" in self.stubs:
             return self.stubs[f"envs.{last}"](self, [parts[1]], {})  # envs.NAME.get()
@@ -438,9 +502,16 @@ class Evaluator:
             if key in self.stubs:
                 return self.stubs[key](self, args, kwargs)
         if name == "isinstance" and len(args) == 2:
-            return isinstance_of(*args)
+            tested = memobjects.is_instance(self.objects, *args)
+            return isinstance_of(*args) if tested is None else tested
         if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[1], str):
             owner = args[0]
+            if isinstance(owner, Instance):
+                got = memobjects.attribute(self, owner, args[1], f"{file}:{node.lineno}")
+                missing = isinstance(got, Unknown)
+                if name == "hasattr":
+                    return not missing
+                return (args[2] if len(args) > 2 else got) if missing else got
             if isinstance(owner, Ref):
                 path = join(owner.path, args[1])
                 found = path in self.values
@@ -474,6 +545,14 @@ class Evaluator:
                 return self._call_function(function, args, kwargs)
             except _Return as done:  # pragma: no cover - _call_function catches returns
                 return done.value
+        if self.objects is not None and isinstance(node.func, ast.Name):
+            cls = self.objects.classes.get(name)
+            if cls is not None:
+                return memobjects.construct(self, cls, args, kwargs)
+            helper = self.objects.functions.get(name)
+            if helper is not None:
+                made = Function(self.objects.function_files[name], helper)
+                return self._call_function(made, args, kwargs)
         return Unknown(f"{file}:{node.lineno}: {name}() is not evaluated")
 
 

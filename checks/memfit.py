@@ -20,6 +20,7 @@ from typing import Any
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
 from eaglebug.checks.memlayout import Layout, parallel_layout
 from eaglebug.checks.memmodel import ModelFacts, config_values, model_facts, runner_values
+from eaglebug.checks.memobjects import ClassTable, Instance, ObjectSources, attribute, from_config
 from eaglebug.checks.memrules import MemorySources, function_table
 
 # Re-exported: the model's shape is part of what a caller hands the arithmetic.
@@ -44,8 +45,13 @@ _WATCH = frozenset(
         "max_num_reqs",
         "max_total_num_tokens",
         "estimated",
+        "max_mamba_cache_size",
     }
 )
+# The hybrid (mamba / linear-attention) predicates the tree's pools branch on: module
+# functions of the model config (0.5.23, `configs/hybrid_arch.py`) or `ModelRunner`
+# properties (0.5.9); their answers are what the configurator and the runner keep.
+HYBRID = ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config")
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,8 @@ class MemoryLaunch:
     disable_cuda_graph: bool = False
     speculative_num_draft_tokens: int | None = None
     swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
+    max_mamba_cache_size: int | None = None  # --max-mamba-cache-size
+    mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
 
 
@@ -108,9 +116,12 @@ class Context:
     target: ModelShape
     draft: ModelShape | None
     gpu: Gpu
+    objects: ObjectSources | None = None  # the config class the tree registers (memclasses)
     table: dict[str, Any] = field(init=False)
     layout: Layout = field(init=False)
+    classes: ClassTable | None = field(init=False, default=None)
     _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
+    _hybrid: dict[str, object] | None = field(init=False, default=None)
 
     def facts(self, shape: ModelShape) -> ModelFacts:
         """ModelConfig's derived fields for this model, evaluated once."""
@@ -119,7 +130,52 @@ class Context:
             self._facts[id(shape)] = model_facts(self, shape)
         return self._facts[id(shape)]
 
+    def hybrid(self) -> dict[str, object]:
+        """The model config as the tree's registered class (`model_config.hf_config`) and
+        the tree's hybrid predicates on it, evaluated once; {} without the class table."""
+        if self._hybrid is not None or self.classes is None or self.objects is None:
+            return self._hybrid or {}
+        self._hybrid = {}  # while its own evaluation runs
+        made: dict[str, object] = {"_is_cpu": False}
+        cls = self.classes.classes.get(self.objects.config_class)
+        if cls is not None:
+            ev = Evaluator(self.table, self.values(self.target), self.stubs(self.target))
+            ev.objects = self.classes
+            made["model_config.hf_config"] = from_config(
+                ev, cls, dict(self.target.hf), self.objects.class_from
+            )
+        self._hybrid = dict(made)
+        for name in HYBRID:
+            runner = f"ModelRunner.{name}"
+            if name in self.table and not self.table[name].owner:
+                reading, _ = self.run(name, [Ref("model_config")], self.target)
+            elif runner in self.table:
+                reading, _ = self.run(runner, [], self.target)
+            else:
+                continue
+            made[name] = reading.value
+            made[f"{name}:from"] = reading.anchor
+            self._hybrid = dict(made)
+        return self._hybrid
+
+    def mamba(self) -> Instance | None:
+        """The model's mamba-ish config (an object of the tree's class), or None."""
+        found = self.hybrid().get("mambaish_config")
+        return found if isinstance(found, Instance) else None
+
+    def state_bytes_per_request(self) -> object:
+        """The tree's `mamba2_cache_params.mamba_cache_per_req` of the mamba-ish config."""
+        config = self.mamba()
+        if config is None:
+            return None
+        ev = Evaluator(self.table, self.values(self.target), self.stubs(self.target))
+        ev.objects = self.classes
+        params = attribute(ev, config, "mamba2_cache_params", "mamba2_cache_params")
+        return attribute(ev, params, "mamba_cache_per_req", "mamba_cache_per_req")
+
     def __post_init__(self) -> None:
+        if self.objects is not None:
+            self.classes = ClassTable(self.objects)
         self.table = function_table(self.sources)
         self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
         self.layout = parallel_layout(self)
@@ -134,6 +190,14 @@ class Context:
                 if reading.value is True:
                     return "MLA + DSA indexer K cache", reading.anchor
                 break
+        mamba = self.mamba() if shape is self.target else None
+        if mamba is not None:
+            ev = Evaluator(self.table, self.values(shape), self.stubs(shape))
+            ev.objects = self.classes
+            full = attribute(ev, mamba, "full_attention_layer_ids", "full_attention_layer_ids")
+            count = len(full) if isinstance(full, list) else "?"
+            where = self.hybrid().get("mambaish_config:from")
+            return f"KV for {count} full-attention layers + mamba state cache", str(where)
         facts = self.facts(shape)
         if facts.hybrid_swa:
             full, swa = len(facts.layers("full")), len(facts.layers("swa"))
@@ -212,7 +276,14 @@ class Context:
             "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
-            "max_mamba_cache_size": None,
+            "max_mamba_cache_size": launch.max_mamba_cache_size,
+            **(
+                {"mamba_full_memory_ratio": launch.mamba_full_memory_ratio}
+                if launch.mamba_full_memory_ratio is not None
+                else {}
+            ),
+            "start_layer": 0,  # the runner's layer slice (0.5.9), the whole model at --pp 1
+            "end_layer": shape.layers,
             **(
                 {"swa_full_tokens_ratio": launch.swa_full_tokens_ratio}
                 if launch.swa_full_tokens_ratio is not None
@@ -250,6 +321,12 @@ class Context:
             "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
+            # the registered config class and the tree's hybrid predicates on it
+            **(
+                {k: v for k, v in self.hybrid().items() if ":" not in k}
+                if shape is self.target and not draft_worker
+                else {}
+            ),
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
             **(
                 {"dp_size": self.layout.runner_dp_size}
@@ -285,6 +362,15 @@ class Context:
             for key, value in kwargs.items():
                 ev.values[key] = value
                 ev.steps.append(Step("(resolution)", 0, key, f"{key}={value!r}", value))
+            return None
+
+        def declare_override(
+            ev: Evaluator, args: list[object], kwargs: dict[str, object]
+        ) -> object:
+            """`get_context().override("reason", name=value)`: the value set for the run."""
+            for key, value in kwargs.items():
+                ev.values[key] = value
+                ev.steps.append(Step("(override)", 0, key, f"{args[:1]!r}: {key}={value!r}", value))
             return None
 
         def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
@@ -366,6 +452,7 @@ class Context:
             "hybrid_kda_config": stand_in("hybrid_kda_config", None),
             "MemoryPoolConfig": namespace,
             "declare_resolution": declare,
+            "get_context.override": declare_override,
             "resolving_view": first_arg,
             "resolved_view": first_arg,
             "deepcopy": first_arg,
@@ -384,6 +471,9 @@ class Context:
             "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
             "spec_algorithm.is_dflash": spec("is_dflash"),
         }
+        if self.classes is not None:  # the tree's own predicates, on its own classes
+            for name in HYBRID:
+                stubs.pop(name, None)
         if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
             stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
         for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
@@ -413,7 +503,7 @@ class Context:
             return Reading(None, unknown=f"this tree has no {name}"), {}
         env = values if values is not None else self.values(shape)
         stubs = {**self.stubs(shape, avail_gb), **(extra or {})}
-        ev = Evaluator(self.table, env, stubs, _WATCH)
+        ev = Evaluator(self.table, env, stubs, _WATCH, objects=self.classes)
         result = ev.call(name, args, {})
         anchor = f"{function.file}:{function.node.lineno}"
         common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}

@@ -51,6 +51,16 @@ COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
+
+
+def _prod(items: Any) -> Any:
+    return math.prod(items) if isinstance(items, (list, tuple)) else items
+
+
+def _sum(items: Any) -> Any:
+    return sum(items) if isinstance(items, (list, tuple)) else items
+
+
 BUILTINS: dict[str, Callable[..., Any]] = {
     "max": max,
     "min": min,
@@ -71,6 +81,13 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "sorted": sorted,
     "enumerate": lambda items: list(enumerate(items)),
     "math.ceil": math.ceil,
+    "math.prod": math.prod,
+    # numpy's reductions on the shape tuples and lists the state sizes are built from
+    # (`np.prod((32, 128, 128))`, `np.sum([...])`): their Python meaning on numbers.
+    "np.prod": _prod,
+    "np.sum": _sum,
+    "numpy.prod": _prod,
+    "numpy.sum": _sum,
     "math.floor": math.floor,
 }
 STR_METHODS = frozenset({"lower", "upper", "startswith", "endswith", "strip"})

@@ -1,0 +1,185 @@
+"""The config class the audited tree registers for a model's `model_type`, and what it reaches.
+
+SGLang loads a config.json into its own class where it registers one (`_CONFIG_REGISTRY`,
+`utils/hf_transformers_utils.py` in 0.5.9, `utils/hf_transformers/common.py` in 0.5.23); the
+hybrid-model predicates test for those classes, and the state sizes are their properties.
+The registry's class names are read with `ast`; a byte search of `configs/` for the quoted
+`model_type` finds the one module to parse, whose classes are kept whole, with the classes
+it imports from the tree (their modules parsed too: `configs/mamba_utils.py`) and the
+functions they call, taken one block each (`memimports`). A tree answer per model_type.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Mapping
+
+from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.memimports import block_of, imports_of
+from eaglebug.checks.memobjects import Block, ObjectSources
+
+_REGISTRY = b"_CONFIG_REGISTRY"
+_CONFIGS = "sglang/srt/configs/"
+_DEPTH = 3
+
+
+def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ObjectSources:
+    """The tree's config class for this config.json's `model_type` (a keyed tree answer)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        return ObjectSources("", "", "", "")
+    return index.answer_for(
+        "memory_objects:", [model_type], lambda: _model_objects(index, model_type), keep=8
+    )
+
+
+def _registry(index: TreeIndex) -> tuple[set[str], str]:
+    """The class names `_CONFIG_REGISTRY` is built from, and where."""
+    for rel in sorted(index.entries):
+        if not rel.startswith("sglang/srt/utils/") or not rel.endswith(".py"):
+            continue
+        try:
+            if _REGISTRY not in (index.tree.root / rel).read_bytes():
+                continue
+        except OSError:
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        names: set[str] = set()
+        line = 0
+        for node in ast.walk(parsed.tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign) and node.value is not None
+                else []
+            )
+            if not any(ast.unparse(t).startswith("_CONFIG_REGISTRY") for t in targets):
+                continue
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            value = node.value
+            line = line or node.lineno
+            if value is not None:
+                names.update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+        if names:
+            return names, f"{rel}:{line}"
+    return set(), ""
+
+
+def _model_objects(index: TreeIndex, model_type: str) -> ObjectSources:
+    registered, registry_from = _registry(index)
+    quoted = (f'"{model_type}"').encode()
+    for rel in sorted(index.entries):
+        if not rel.startswith(_CONFIGS) or not rel.endswith(".py"):
+            continue
+        try:
+            if quoted not in (index.tree.root / rel).read_bytes():
+                continue
+        except OSError:
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        for node in parsed.tree.body:
+            if (
+                isinstance(node, ast.ClassDef)
+                and node.name in registered
+                and _model_type(node) == model_type
+            ):
+                classes, functions = _closure(index, rel)
+                where = f"{rel}:{node.lineno}"
+                return ObjectSources(
+                    model_type, node.name, where, registry_from, classes, functions
+                )
+    return ObjectSources(model_type, "", "", registry_from)
+
+
+def _model_type(node: ast.ClassDef) -> str | None:
+    for stmt in node.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "model_type" for t in stmt.targets)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            return stmt.value.value
+    return None
+
+
+def _module_blocks(index: TreeIndex, rel: str) -> tuple[list[Block], list[Block], set[str]]:
+    """A module's top-level classes and functions, and the names its blocks use."""
+    parsed = index.parse_file(rel)
+    if parsed is None:
+        return [], [], set()
+    lines = parsed.text.splitlines(keepends=True)
+    classes: list[Block] = []
+    functions: list[Block] = []
+    used: set[str] = set()
+    for node in parsed.tree.body:
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            continue
+        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        text = "".join(lines[start - 1 : node.end_lineno or node.lineno])
+        block = Block(node.name, rel, start, text)
+        (classes if isinstance(node, ast.ClassDef) else functions).append(block)
+        used.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    return classes, functions, used
+
+
+def _closure(index: TreeIndex, rel: str) -> tuple[tuple[Block, ...], tuple[Block, ...]]:
+    """The config module's blocks, the tree modules whose classes it imports (whole), and
+    the imported functions they use (one block each, a few levels deep)."""
+    classes, functions, used = _module_blocks(index, rel)
+    parsed = index.parse_file(rel)
+    imports = imports_of(parsed.tree) if parsed is not None else {}
+    seen_modules = {rel}
+    todo: list[tuple[str, str, int]] = [
+        (module, name, 0) for local, (module, name) in imports.items() if local in used
+    ]
+    seen: set[tuple[str, str]] = set()
+    defined = {b.name for b in classes + functions}
+    while todo:
+        module, name, depth = todo.pop(0)
+        if (module, name) in seen or name in defined:
+            continue
+        seen.add((module, name))
+        found = block_of(index, module, name)
+        if found is None:
+            continue
+        file, line, text = found
+        if text.startswith("class ") and file not in seen_modules:
+            seen_modules.add(file)
+            more_classes, more_functions, more_used = _module_blocks(index, file)
+            classes.extend(more_classes)
+            functions.extend(more_functions)
+            defined.update(b.name for b in more_classes + more_functions)
+            more = index.parse_file(file)
+            if more is not None and depth < _DEPTH:
+                todo.extend(
+                    (m, n, depth + 1)
+                    for local, (m, n) in imports_of(more.tree).items()
+                    if local in more_used
+                )
+        elif text.startswith("def "):
+            functions.append(Block(name, file, line, text))
+            defined.add(name)
+            if depth < _DEPTH:
+                called = _called_names(text)
+                todo.extend((module, n, depth + 1) for n in sorted(called - defined))
+    return tuple(classes), tuple(functions)
+
+
+def _called_names(text: str) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return set()
+    return {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
