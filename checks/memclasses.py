@@ -12,11 +12,11 @@ functions they call, taken one block each (`memimports`). A tree answer per mode
 from __future__ import annotations
 
 import ast
-import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
+from eaglebug.checks.filefacts import Parsed
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memimports import block_of, imports_of
+from eaglebug.checks.memimports import block_of, called_names, class_string, imports_of
 from eaglebug.checks.memobjects import Block, ObjectSources
 
 _REGISTRY = b"_CONFIG_REGISTRY"
@@ -34,37 +34,33 @@ def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ObjectSourc
     )
 
 
-def _registry(index: TreeIndex) -> tuple[set[str], str]:
-    """The class names `_CONFIG_REGISTRY` is built from, and where."""
+def _parsed_with(index: TreeIndex, folder: str, word: bytes) -> Iterator[tuple[str, Parsed]]:
+    """The `.py` files under `folder` whose bytes hold `word`, parsed (a byte prefilter)."""
     for rel in sorted(index.entries):
-        if not rel.startswith("sglang/srt/utils/") or not rel.endswith(".py"):
+        if not rel.startswith(folder) or not rel.endswith(".py"):
             continue
         try:
-            if _REGISTRY not in (index.tree.root / rel).read_bytes():
+            if word not in (index.tree.root / rel).read_bytes():
                 continue
         except OSError:
             continue
         parsed = index.parse_file(rel)
-        if parsed is None:
-            continue
+        if parsed is not None:
+            yield rel, parsed
+
+
+def _registry(index: TreeIndex) -> tuple[set[str], str]:
+    """The class names `_CONFIG_REGISTRY` is built from, and where."""
+    for rel, parsed in _parsed_with(index, "sglang/srt/utils/", _REGISTRY):
         names: set[str] = set()
         line = 0
         for node in ast.walk(parsed.tree):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AnnAssign) and node.value is not None
-                else []
-            )
-            if not any(ast.unparse(t).startswith("_CONFIG_REGISTRY") for t in targets):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-                continue
-            value = node.value
-            line = line or node.lineno
-            if value is not None:
-                names.update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t).startswith("_CONFIG_REGISTRY") for t in targets):
+                line = line or node.lineno
+                names.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
         if names:
             return names, f"{rel}:{line}"
     return set(), ""
@@ -73,22 +69,12 @@ def _registry(index: TreeIndex) -> tuple[set[str], str]:
 def _model_objects(index: TreeIndex, model_type: str) -> ObjectSources:
     registered, registry_from = _registry(index)
     quoted = (f'"{model_type}"').encode()
-    for rel in sorted(index.entries):
-        if not rel.startswith(_CONFIGS) or not rel.endswith(".py"):
-            continue
-        try:
-            if quoted not in (index.tree.root / rel).read_bytes():
-                continue
-        except OSError:
-            continue
-        parsed = index.parse_file(rel)
-        if parsed is None:
-            continue
+    for rel, parsed in _parsed_with(index, _CONFIGS, quoted):
         for node in parsed.tree.body:
             if (
                 isinstance(node, ast.ClassDef)
                 and node.name in registered
-                and _model_type(node) == model_type
+                and class_string(node, "model_type") == model_type
             ):
                 classes, functions = _closure(index, rel)
                 where = f"{rel}:{node.lineno}"
@@ -96,18 +82,6 @@ def _model_objects(index: TreeIndex, model_type: str) -> ObjectSources:
                     model_type, node.name, where, registry_from, classes, functions
                 )
     return ObjectSources(model_type, "", "", registry_from)
-
-
-def _model_type(node: ast.ClassDef) -> str | None:
-    for stmt in node.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "model_type" for t in stmt.targets)
-            and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str)
-        ):
-            return stmt.value.value
-    return None
 
 
 def _module_blocks(index: TreeIndex, rel: str) -> tuple[list[Block], list[Block], set[str]]:
@@ -120,6 +94,15 @@ def _module_blocks(index: TreeIndex, rel: str) -> tuple[list[Block], list[Block]
     functions: list[Block] = []
     used: set[str] = set()
     for node in parsed.tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _literal(node.value)
+        ):  # `MAMBA = "M"`: a module constant the class's methods compare with
+            constant = Block(node.targets[0].id, rel, node.lineno, ast.unparse(node.value))
+            functions.append(constant)
+            continue
         if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             continue
         start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -168,18 +151,14 @@ def _closure(index: TreeIndex, rel: str) -> tuple[tuple[Block, ...], tuple[Block
             functions.append(Block(name, file, line, text))
             defined.add(name)
             if depth < _DEPTH:
-                called = _called_names(text)
+                called = called_names(text)
                 todo.extend((module, n, depth + 1) for n in sorted(called - defined))
     return tuple(classes), tuple(functions)
 
 
-def _called_names(text: str) -> set[str]:
+def _literal(node: ast.expr) -> bool:
     try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError:
-        return set()
-    return {
-        n.func.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True

@@ -26,7 +26,10 @@ from eaglebug.checks.memops import (
     COMPARE,
     STR_METHODS,
     call_name,
+    comprehension,
+    dict_of,
     first_unknown,
+    fstring,
     is_unknown,
     isinstance_of,
     join,
@@ -289,6 +292,8 @@ class Evaluator:
                     return self.values[name]
                 if self.objects is not None and name in self.objects.classes:
                     return self.objects.classes[name]
+                if self.objects is not None and name in self.objects.constants:
+                    return self.objects.constants[name]
                 return Ref("" if name in ROOTS else name)
             case ast.Attribute(value=inner, attr=attr):
                 owner = self._expr(inner, scope, file)
@@ -352,22 +357,14 @@ class Evaluator:
                 scope[name] = self._expr(value, scope, file)
                 return scope[name]
             case ast.JoinedStr(values=parts):
-                return self._fstring(parts, scope, file)
+                return fstring(parts, lambda part: self._expr(part, scope, file))
             case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
                 made = self._items(elts, scope, file)
                 return set(made) if isinstance(node, ast.Set) and isinstance(made, list) else made
-            case ast.Dict(keys=keys, values=items) if None not in keys:
-                pairs = [
-                    (self._expr(k, scope, file), self._expr(v, scope, file))
-                    for k, v in zip(keys, items, strict=True)
-                    if k is not None
-                ]
-                try:
-                    return dict(pairs)
-                except TypeError:
-                    return Unknown(f"{file}:{node.lineno}: dict key")
+            case ast.Dict():
+                return dict_of(node, lambda part: self._expr(part, scope, file), file)
             case ast.ListComp() | ast.GeneratorExp():
-                return self._listcomp(node, scope, file)
+                return comprehension(node, scope, lambda e, inner: self._expr(e, inner, file), file)
             case ast.Subscript(value=inner, slice=index):
                 return self._subscript(
                     self._expr(inner, scope, file), self._expr(index, scope, file), file, node
@@ -414,27 +411,6 @@ class Evaluator:
         except TypeError as error:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {error}")
 
-    def _fstring(self, parts: list[ast.expr], scope: dict[str, object], file: str) -> object:
-        out: list[str] = []
-        for part in parts:
-            if isinstance(part, ast.Constant):
-                out.append(str(part.value))
-            elif isinstance(part, ast.FormattedValue):
-                value = self._expr(part.value, scope, file)
-                spec = ""
-                if isinstance(part.format_spec, ast.JoinedStr):
-                    spec_value = self._fstring(part.format_spec.values, scope, file)
-                    spec = spec_value if isinstance(spec_value, str) else ""
-                if isinstance(value, (Unknown, Ref)):
-                    out.append("{" + ast.unparse(part.value) + "}")
-                    continue
-                try:
-                    text = repr(value) if part.conversion == ord("r") else format(value, spec)
-                except (TypeError, ValueError):
-                    text = str(value)
-                out.append(text)
-        return "".join(out)
-
     def _items(self, elts: list[ast.expr], scope: dict[str, object], file: str) -> object:
         """A literal's elements, `*name` spread where it names a known sequence."""
         out: list[object] = []
@@ -456,32 +432,6 @@ class Evaluator:
         except (TypeError, KeyError, IndexError) as error:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: subscript: {error}")
 
-    def _listcomp(
-        self, node: ast.ListComp | ast.GeneratorExp, scope: dict[str, object], file: str
-    ) -> object:
-        if len(node.generators) != 1 or not isinstance(
-            node.generators[0].target, (ast.Name, ast.Tuple)
-        ):
-            return Unknown(f"{file}:{node.lineno}: comprehension")
-        gen = node.generators[0]
-        items = self._expr(gen.iter, scope, file)
-        if not isinstance(items, (list, tuple, range, set, frozenset)):
-            return Unknown(f"{file}:{node.lineno}: comprehension over {why(items)}")
-        inner = dict(scope)
-        result: list[object] = []
-        target = gen.target
-        for item in items:
-            if isinstance(target, ast.Name):
-                inner[target.id] = item
-            elif isinstance(target, ast.Tuple):  # `for i, x in enumerate(...)`
-                names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
-                if not isinstance(item, (list, tuple)) or len(item) != len(names):
-                    return Unknown(f"{file}:{node.lineno}: comprehension target")
-                inner.update(zip(names, item, strict=True))
-            if all(self._expr(cond, inner, file) is True for cond in gen.ifs):
-                result.append(self._expr(node.elt, inner, file))
-        return result
-
     def _call(self, node: ast.Call, scope: dict[str, object], file: str) -> object:
         name = call_name(node.func)
         args = [self._expr(a, scope, file) for a in node.args if not isinstance(a, ast.Starred)]
@@ -491,27 +441,22 @@ class Evaluator:
             node.func.value, (ast.Name, ast.Attribute)
         ):  # a method of a tree object, a list's `append`
             owner_value = self._expr(node.func.value, scope, file)
-            if isinstance(owner_value, (Instance, ClassInfo, list, dict)):
-                made = memobjects.call(self, owner_value, node.func.attr, args, kwargs)
-                if made is not memobjects.MISSING:
-                    return made
+            made = memobjects.call(self, owner_value, node.func.attr, args, kwargs)
+            if made is not memobjects.MISSING:
+                return made
         parts = name.split(".")
         if len(parts) == 3 and parts[0] == "envs" and f"envs.{last}" in self.stubs:
             return self.stubs[f"envs.{last}"](self, [parts[1]], {})  # envs.NAME.get()
         for key in (name, last):
             if key in self.stubs:
                 return self.stubs[key](self, args, kwargs)
+        made = memobjects.builtin(self, name, args, f"{file}:{node.lineno}")
+        if made is not memobjects.MISSING:  # isinstance / getattr / hasattr of tree objects
+            return made
         if name == "isinstance" and len(args) == 2:
-            tested = memobjects.is_instance(self.objects, *args)
-            return isinstance_of(*args) if tested is None else tested
+            return isinstance_of(*args)
         if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[1], str):
             owner = args[0]
-            if isinstance(owner, Instance):
-                got = memobjects.attribute(self, owner, args[1], f"{file}:{node.lineno}")
-                missing = isinstance(got, Unknown)
-                if name == "hasattr":
-                    return not missing
-                return (args[2] if len(args) > 2 else got) if missing else got
             if isinstance(owner, Ref):
                 path = join(owner.path, args[1])
                 found = path in self.values
@@ -545,14 +490,10 @@ class Evaluator:
                 return self._call_function(function, args, kwargs)
             except _Return as done:  # pragma: no cover - _call_function catches returns
                 return done.value
-        if self.objects is not None and isinstance(node.func, ast.Name):
-            cls = self.objects.classes.get(name)
-            if cls is not None:
-                return memobjects.construct(self, cls, args, kwargs)
-            helper = self.objects.functions.get(name)
-            if helper is not None:
-                made = Function(self.objects.function_files[name], helper)
-                return self._call_function(made, args, kwargs)
+        if isinstance(node.func, ast.Name):  # a tree class made, a config module's helper
+            made = memobjects.named(self, name, args, kwargs)
+            if made is not memobjects.MISSING:
+                return made
         return Unknown(f"{file}:{node.lineno}: {name}() is not evaluated")
 
 

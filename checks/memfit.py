@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eaglebug.checks import memhybrid
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
 from eaglebug.checks.memlayout import Layout, parallel_layout
 from eaglebug.checks.memmodel import ModelFacts, config_values, model_facts, runner_values
-from eaglebug.checks.memobjects import ClassTable, Instance, ObjectSources, attribute, from_config
+from eaglebug.checks.memobjects import ClassTable, ObjectSources, class_table
 from eaglebug.checks.memrules import MemorySources, function_table
 
 # Re-exported: the model's shape is part of what a caller hands the arithmetic.
@@ -48,10 +49,6 @@ _WATCH = frozenset(
         "max_mamba_cache_size",
     }
 )
-# The hybrid (mamba / linear-attention) predicates the tree's pools branch on: module
-# functions of the model config (0.5.23, `configs/hybrid_arch.py`) or `ModelRunner`
-# properties (0.5.9); their answers are what the configurator and the runner keep.
-HYBRID = ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config")
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ class Context:
     layout: Layout = field(init=False)
     classes: ClassTable | None = field(init=False, default=None)
     _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
-    _hybrid: dict[str, object] | None = field(init=False, default=None)
+    hybrid_cache: dict[str, object] | None = field(init=False, default=None)  # memhybrid
 
     def facts(self, shape: ModelShape) -> ModelFacts:
         """ModelConfig's derived fields for this model, evaluated once."""
@@ -130,52 +127,9 @@ class Context:
             self._facts[id(shape)] = model_facts(self, shape)
         return self._facts[id(shape)]
 
-    def hybrid(self) -> dict[str, object]:
-        """The model config as the tree's registered class (`model_config.hf_config`) and
-        the tree's hybrid predicates on it, evaluated once; {} without the class table."""
-        if self._hybrid is not None or self.classes is None or self.objects is None:
-            return self._hybrid or {}
-        self._hybrid = {}  # while its own evaluation runs
-        made: dict[str, object] = {"_is_cpu": False}
-        cls = self.classes.classes.get(self.objects.config_class)
-        if cls is not None:
-            ev = Evaluator(self.table, self.values(self.target), self.stubs(self.target))
-            ev.objects = self.classes
-            made["model_config.hf_config"] = from_config(
-                ev, cls, dict(self.target.hf), self.objects.class_from
-            )
-        self._hybrid = dict(made)
-        for name in HYBRID:
-            runner = f"ModelRunner.{name}"
-            if name in self.table and not self.table[name].owner:
-                reading, _ = self.run(name, [Ref("model_config")], self.target)
-            elif runner in self.table:
-                reading, _ = self.run(runner, [], self.target)
-            else:
-                continue
-            made[name] = reading.value
-            made[f"{name}:from"] = reading.anchor
-            self._hybrid = dict(made)
-        return self._hybrid
-
-    def mamba(self) -> Instance | None:
-        """The model's mamba-ish config (an object of the tree's class), or None."""
-        found = self.hybrid().get("mambaish_config")
-        return found if isinstance(found, Instance) else None
-
-    def state_bytes_per_request(self) -> object:
-        """The tree's `mamba2_cache_params.mamba_cache_per_req` of the mamba-ish config."""
-        config = self.mamba()
-        if config is None:
-            return None
-        ev = Evaluator(self.table, self.values(self.target), self.stubs(self.target))
-        ev.objects = self.classes
-        params = attribute(ev, config, "mamba2_cache_params", "mamba2_cache_params")
-        return attribute(ev, params, "mamba_cache_per_req", "mamba_cache_per_req")
-
     def __post_init__(self) -> None:
         if self.objects is not None:
-            self.classes = ClassTable(self.objects)
+            self.classes = class_table(self.objects)
         self.table = function_table(self.sources)
         self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
         self.layout = parallel_layout(self)
@@ -190,14 +144,9 @@ class Context:
                 if reading.value is True:
                     return "MLA + DSA indexer K cache", reading.anchor
                 break
-        mamba = self.mamba() if shape is self.target else None
-        if mamba is not None:
-            ev = Evaluator(self.table, self.values(shape), self.stubs(shape))
-            ev.objects = self.classes
-            full = attribute(ev, mamba, "full_attention_layer_ids", "full_attention_layer_ids")
-            count = len(full) if isinstance(full, list) else "?"
-            where = self.hybrid().get("mambaish_config:from")
-            return f"KV for {count} full-attention layers + mamba state cache", str(where)
+        hybrid = memhybrid.pool_kind(self) if shape is self.target else None
+        if hybrid is not None:
+            return hybrid
         facts = self.facts(shape)
         if facts.hybrid_swa:
             full, swa = len(facts.layers("full")), len(facts.layers("swa"))
@@ -323,7 +272,7 @@ class Context:
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
             # the registered config class and the tree's hybrid predicates on it
             **(
-                {k: v for k, v in self.hybrid().items() if ":" not in k}
+                {k: v for k, v in memhybrid.hybrid_values(self).items() if ":" not in k}
                 if shape is self.target and not draft_worker
                 else {}
             ),
@@ -472,7 +421,7 @@ class Context:
             "spec_algorithm.is_dflash": spec("is_dflash"),
         }
         if self.classes is not None:  # the tree's own predicates, on its own classes
-            for name in HYBRID:
+            for name in memhybrid.HYBRID:
                 stubs.pop(name, None)
         if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
             stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)

@@ -15,6 +15,7 @@ through the class's bases (properties run, methods bound, class constants, enum 
 from __future__ import annotations
 
 import ast
+import contextlib
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,7 +130,12 @@ class ClassTable:
                 self.classes.setdefault(
                     block.name, ClassInfo(block.name, block.file, node, bases, decorators)
                 )
+        self.constants: dict[str, object] = {}  # the modules' `NAME = <literal>` lines
         for block in sources.functions:
+            if not block.text.startswith(("def ", "@", "async ")):
+                with contextlib.suppress(ValueError, SyntaxError):
+                    self.constants.setdefault(block.name, ast.literal_eval(block.text))
+                continue
             node = _parse(block)
             if isinstance(node, ast.FunctionDef):
                 self.functions.setdefault(block.name, node)
@@ -168,6 +174,20 @@ class ClassTable:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     out[stmt.target.id] = stmt.value
         return list(out.items())
+
+
+_TABLES: dict[int, ClassTable] = {}
+
+
+def class_table(sources: ObjectSources) -> ClassTable:
+    """The parsed classes of these sources, once per sources (a prediction makes many)."""
+    kept = _TABLES.get(id(sources))
+    if kept is not None and kept.sources is sources:
+        return kept
+    if len(_TABLES) > 4:
+        _TABLES.clear()
+    _TABLES[id(sources)] = ClassTable(sources)
+    return _TABLES[id(sources)]
 
 
 def _decorator(node: ast.expr) -> str:
@@ -236,9 +256,12 @@ def call(
         made = getattr(owner, attr)(*args)
         return made if attr == "get" else list(made)
     table = ev.objects
+    if isinstance(owner, Ref) and table is not None and f"PretrainedConfig.{attr}" in BASE_METHODS:
+        # a config the tree registers no class for is transformers' own: its base methods
+        return BASE_METHODS[f"PretrainedConfig.{attr}"](ev, [owner, *args], kwargs)
     cls = owner.cls if isinstance(owner, Instance) else owner
     if table is None or not isinstance(cls, ClassInfo):
-        return MISSING
+        return MISSING  # not a tree object: the evaluator's other readings apply
     found = table.lookup(cls, attr)
     if found is None or not isinstance(found[1], ast.FunctionDef):
         base = next(
@@ -259,6 +282,35 @@ def call(
         return ev.call_method(home.file, stmt, args, kwargs, cls)
     if isinstance(owner, Instance):
         return ev.call_method(home.file, stmt, args, kwargs, owner)
+    return MISSING
+
+
+def builtin(ev: Evaluator, name: str, args: list[object], where: str) -> object:
+    """`isinstance` against tree classes, `getattr` / `hasattr` of a tree object."""
+    if name == "isinstance" and len(args) == 2:
+        tested = is_instance(ev.objects, args[0], args[1])
+        return MISSING if tested is None else tested
+    if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[0], Instance):
+        got = attribute(ev, args[0], str(args[1]), where)
+        missing = isinstance(got, Unknown)
+        if name == "hasattr":
+            return not missing
+        return (args[2] if len(args) > 2 else got) if missing else got
+    return MISSING
+
+
+def named(ev: Evaluator, name: str, args: list[object], kwargs: dict[str, object]) -> object:
+    """`Name(...)`: a tree class constructed, or a module function of the config's modules
+    (`mamba2_state_dtype`, `divide`); MISSING when it is neither."""
+    table = ev.objects
+    if table is None:
+        return MISSING
+    cls = table.classes.get(name)
+    if cls is not None:
+        return construct(ev, cls, args, kwargs)
+    helper = table.functions.get(name)
+    if helper is not None:
+        return ev.call_method(table.function_files[name], helper, args, kwargs, None)
     return MISSING
 
 
@@ -334,7 +386,7 @@ def is_instance(table: ClassTable | None, value: object, kind: object) -> object
     if kinds is None:
         if isinstance(kind, ClassInfo):
             kinds = (kind.name,)
-        elif isinstance(kind, Ref) and isinstance(value, Instance):
+        elif isinstance(kind, Ref) and kind.path[:1].isupper():
             kinds = (kind.path.rsplit(".", 1)[-1],)
         elif isinstance(kind, list) and all(isinstance(k, (Ref, ClassInfo)) for k in kind):
             kinds = tuple(k.name if isinstance(k, ClassInfo) else k.path for k in kind)
@@ -344,6 +396,8 @@ def is_instance(table: ClassTable | None, value: object, kind: object) -> object
         return bool(table.names(value.cls) & set(kinds))
     if isinstance(value, Ref) and table is not None:
         return False  # the model's config is not a class the tree registers
+    if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
+        return False  # a plain value is no config class
     return None
 
 
@@ -369,6 +423,9 @@ def _text_config(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -
     if isinstance(owner, Instance):
         inner = owner.attrs.get("text_config")
         return inner if isinstance(inner, Instance) else owner
+    if isinstance(owner, Ref):  # transformers' own config class: itself, or its text config
+        inner = ev.values.get(f"{owner.path}.text_config")
+        return Ref(f"{owner.path}.text_config") if isinstance(inner, dict) else owner
     return Unknown("get_text_config of a value")
 
 

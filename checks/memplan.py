@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from eaglebug.checks import memhybrid
 from eaglebug.checks.memeval import ROOTS, Raised, Ref, Stub
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memlayout import Layout
@@ -194,9 +195,9 @@ def _mamba(ctx: Context, out: Prediction) -> None:
     """A hybrid model's mamba state cache as the tree sized it beside the KV pool: the
     requests it holds (`max_mamba_cache_size`, which the budget's evaluation set) and the
     state bytes of one request (the config's own `mamba_cache_per_req`)."""
-    if ctx.mamba() is None:
+    if memhybrid.mamba_config(ctx) is None:
         return
-    per_req = ctx.state_bytes_per_request()
+    per_req = memhybrid.state_bytes_per_request(ctx)
     if isinstance(per_req, int):
         out.mamba_state_bytes_per_request = per_req
     else:

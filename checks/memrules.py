@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
-from eaglebug.checks.memimports import imported_blocks, imports_of, sglang_imports
+from eaglebug.checks.memimports import class_string, imported_blocks, imports_of, sglang_imports
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -226,7 +226,7 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                 continue
             # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`) is read as
             # `get_exec().mamba.x`: its fields under the path below the top-level bag too.
-            inner = _namespace(cls).partition(".")[2]
+            inner = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
             for stmt in cls.body:
                 if not (
                     isinstance(stmt, ast.AnnAssign)
@@ -245,18 +245,6 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                     if inner:
                         out.setdefault(f"{inner}.{stmt.target.id}", value)
     return out
-
-
-def _namespace(cls: ast.ClassDef) -> str:
-    for stmt in cls.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "_NS_PATH" for t in stmt.targets)
-            and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str)
-        ):
-            return stmt.value.value
-    return ""
 
 
 def kept_expression(sources: MemorySources, qualname: str, values: dict[str, object]) -> object:

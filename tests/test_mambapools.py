@@ -11,7 +11,6 @@ formula changed changes the answer.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,16 @@ from eaglebug.checks.memfit import MemoryLaunch, model_shape
 from eaglebug.checks.memplan import Prediction, Weights, predict
 from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.tree import locate
-from tests import test_memory
+from tests import test_memory, test_mempools
 from tests.configs import write_model
 from tests.memconfigs import QWEN3_NEXT_80B, QWEN3_NEXT_80B_BYTES
-from tests.test_memory import H200, details, memory, one
-from tests.test_mempools import _KEEP, H200_GPU
+from tests.test_memory import ANCHORS, H200, details, memory, one
+from tests.test_mempools import H200_GPU
 
 index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+GIB = 1 << 30
+# The config classes' files a synthetic copy needs beside the memory files.
+_CONFIG_FILES = ("configs/", "utils/hf_transformers/", "distributed/utils.py")
 
 # One request's state at --tp 4, by hand from the config: per linear-attention layer a conv
 # state of (4096 + 2 * 16 * 128) / 4 x (4 - 1) bfloat16 and an SSM state of 32 / 4 x 128 x
@@ -86,17 +88,7 @@ def test_both_releases_read_the_same_state_their_own_way(
 
 def copy_tree(release: Path, dest: Path) -> Path:
     """The memory files and the config classes of a real release (never committed)."""
-    src = release / "sglang" / "srt"
-    keep = (*_KEEP, "configs/", "utils/hf_transformers/", "distributed/utils.py")
-    for path in src.rglob("*.py"):
-        rel = path.relative_to(src).as_posix()
-        if any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in keep):
-            target = dest / "sglang" / "srt" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    for init in ("sglang/__init__.py", "sglang/srt/__init__.py"):
-        (dest / init).touch()
-    return dest
+    return test_mempools.copy_tree(release, dest, _CONFIG_FILES)
 
 
 def predict_on(root: Path, launch: MemoryLaunch) -> Prediction:
@@ -125,18 +117,46 @@ def test_a_changed_state_formula_changes_the_answer(sglang_0523: Path, tmp_path:
     assert theirs.mamba_cache_requests < ours.mamba_cache_requests
 
 
-def test_speculative_decoding_reserves_the_draft_steps_state(
-    sglang_0523: Path, tmp_path: Path
-) -> None:
-    """0.5.23 solves the mamba budget jointly with the intermediate state of each draft
-    token (`per_req * (1 + D / ratio)`): fewer cached requests than without it."""
-    root = copy_tree(sglang_0523, tmp_path / "t")
-    plain = predict_on(root, MemoryLaunch("m", tp=4, max_running_requests=64))
-    spec = predict_on(
-        root,
+def on_release(index: TreeIndex, launch: MemoryLaunch) -> Prediction:
+    shape = model_shape(QWEN3_NEXT_80B, None)
+    assert not isinstance(shape, str)
+    weights = Weights(QWEN3_NEXT_80B_BYTES // launch.tp, 0)
+    objects = model_objects(index, QWEN3_NEXT_80B)
+    return predict(memory_sources(index), launch, shape, None, H200_GPU, weights, None, objects)
+
+
+def test_speculative_decoding_reserves_the_draft_steps_state(index: TreeIndex) -> None:
+    """Each draft token keeps an intermediate state per request: fewer cached requests
+    either way. 0.5.9 takes per_req x max_running_requests x D off the rest before the
+    split, so the KV pool shrinks too; 0.5.23 solves the mamba share jointly
+    (`per_req * (1 + D / ratio)` a slot) and charges only the running requests' scratch
+    outside it, so the fewer slots leave the KV pool more."""
+    plain = on_release(index, MemoryLaunch("m", tp=4, max_running_requests=64))
+    spec = on_release(
+        index,
         MemoryLaunch(
             "m", tp=4, max_running_requests=64, algorithm="EAGLE", speculative_num_draft_tokens=4
         ),
     )
     assert plain.mamba_cache_requests is not None and spec.mamba_cache_requests is not None
     assert spec.mamba_cache_requests < plain.mamba_cache_requests
+    assert plain.max_total_num_tokens is not None and spec.max_total_num_tokens is not None
+    assert plain.mamba_from is not None
+    if "model_runner_kv_cache_mixin.py" in plain.mamba_from:  # 0.5.9
+        assert spec.max_total_num_tokens < plain.max_total_num_tokens
+    else:
+        assert spec.max_total_num_tokens > plain.max_total_num_tokens
+
+
+def test_anchor_the_full_attention_cell_sglang_logged(index: TreeIndex) -> None:
+    """sglang PR #10622: Qwen3-Next-80B-A3B-FP8 with DP attention over 4 ranks logged
+    2786325 tokens with K and V of 31.89 GB each: 24576 bytes a token, +-3.9 from the two
+    decimals. The tree's cell counts the 12 full-attention layers only, with both KV heads
+    on each attention-DP rank: 2 x (256 + 256) x 12 x 2 = 24576 (all 48 layers: 98304)."""
+    logged = ANCHORS["qwen3_next_fp8_dp_attention_full_layers_cell"]["sglang"]
+    per_token = (logged["k_gb"] + logged["v_gb"]) * GIB / logged["tokens"]
+    half_step = 2 * 0.005 * GIB / logged["tokens"]
+    made = on_release(index, MemoryLaunch("m", tp=4, dp=4, enable_dp_attention=True))
+    assert made.layout is not None and made.layout.attn_dp_size == 4
+    assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - per_token) <= half_step
+    assert made.mamba_cache_requests is not None and made.mamba_cache_requests > 0
