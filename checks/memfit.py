@@ -74,6 +74,7 @@ class MemoryLaunch:
     swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
     max_mamba_cache_size: int | None = None  # --max-mamba-cache-size
     mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
+    mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (the tree hands it to an env var)
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
 
 
@@ -355,6 +356,10 @@ class Context:
             return const(table[kind])
 
         environ = dict(self.launch.env)
+        for name, (variable, _) in self.sources.flag_env.items():
+            given = getattr(self.launch, name, None)  # the flag the tree copies into envs
+            if isinstance(given, str):
+                environ[variable] = given
 
         def env_get(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             name = str(args[0])

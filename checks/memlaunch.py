@@ -103,6 +103,7 @@ def memory_findings(
         swa_full_tokens_ratio=number("--swa-full-tokens-ratio"),
         max_mamba_cache_size=whole("--max-mamba-cache-size"),
         mamba_full_memory_ratio=number("--mamba-full-memory-ratio"),
+        mamba_ssm_dtype=text("--mamba-ssm-dtype"),
         env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("SGLANG_"))),
     )
     free = gpu.free_bytes if gpu.free_bytes is not None else gpu.total_bytes

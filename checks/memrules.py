@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
+from eaglebug.checks.memeval import ROOTS, Evaluator, Function, Ref, Unknown
 from eaglebug.checks.memimports import class_string, imported_blocks, imports_of, sglang_imports
 
 _ENVIRON = "sglang/srt/environ.py"
@@ -134,6 +134,9 @@ class MemorySources:
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
     # `Class.attr` constants of classes the functions import (`DSATokenToKVPool.quant_block_size`)
     constants: dict[str, object] = field(default_factory=dict)
+    # flags the tree copies into the environment (`envs.SGLANG_MAMBA_SSM_DTYPE.set(
+    # cfg.mamba_ssm_dtype)`): field -> (variable, file:line)
+    flag_env: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -204,6 +207,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         _env_defaults(index),
         _server_defaults(index),
         constants,
+        _flag_env(index),
     )
 
 
@@ -244,6 +248,44 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                     out.setdefault(stmt.target.id, value)
                     if inner:
                         out.setdefault(f"{inner}.{stmt.target.id}", value)
+    return out
+
+
+_SETS = (b".set(cfg.", b".set(self.", b".set(server_args.")
+
+
+def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
+    """`envs.NAME.set(cfg.field)` in the server-args code: a flag the tree hands on as an
+    environment variable (which the arithmetic then reads with `envs.NAME.get()`)."""
+    out: dict[str, tuple[str, str]] = {}
+    for rel in sorted(index.entries):
+        if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
+            continue
+        try:
+            data = (index.tree.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(word in data for word in _SETS):
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        for node in ast.walk(parsed.tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "set"
+                and isinstance(node.func.value, ast.Attribute)
+                and isinstance(node.func.value.value, ast.Name)
+                and node.func.value.value.id == "envs"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Attribute)
+                and isinstance(node.args[0].value, ast.Name)
+                and node.args[0].value.id in ROOTS
+            ):
+                continue
+            where = f"{rel}:{node.lineno}"
+            out.setdefault(node.args[0].attr, (node.func.value.attr, where))
     return out
 
 

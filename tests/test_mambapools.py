@@ -160,3 +160,17 @@ def test_anchor_the_full_attention_cell_sglang_logged(index: TreeIndex) -> None:
     assert made.layout is not None and made.layout.attn_dp_size == 4
     assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - per_token) <= half_step
     assert made.mamba_cache_requests is not None and made.mamba_cache_requests > 0
+
+
+def test_the_ssm_dtype_flag_reaches_the_state_through_the_trees_env(
+    index: TreeIndex, tmp_path: Path
+) -> None:
+    """`--mamba-ssm-dtype bfloat16`: the tree copies it into SGLANG_MAMBA_SSM_DTYPE (0.5.9
+    server_args.py, 0.5.23 serving_hook.py), which `mamba2_state_dtype` reads over the
+    config: the SSM half of the state is halved, the conv state is not."""
+    full = qwen3_next(index, tmp_path / "a")
+    half = qwen3_next(index, tmp_path / "b", "--mamba-ssm-dtype", "bfloat16")
+    ssm = (32 // 4) * 128 * 128 * 36
+    assert full["mamba_state_bytes_per_request"] == STATE_TP4
+    assert half["mamba_state_bytes_per_request"] == STATE_TP4 - ssm * 2
+    assert half["mamba_cache_requests"] > full["mamba_cache_requests"]
