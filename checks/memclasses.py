@@ -12,16 +12,19 @@ functions they call, taken one block each (`memimports`). A tree answer per mode
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 
 from eaglebug.checks.filefacts import Parsed
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memimports import block_of, called_names, class_string, imports_of
 from eaglebug.checks.memobjects import Block, ObjectSources
+from eaglebug.checks.memrules import flag_env
 
 _REGISTRY = b"_CONFIG_REGISTRY"
 _CONFIGS = "sglang/srt/configs/"
 _DEPTH = 3
+_ENV_READ = re.compile(rb"envs\.(SGLANG_\w+)\.get\(")  # the variables a block reads
 
 
 def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ObjectSources:
@@ -78,8 +81,17 @@ def _model_objects(index: TreeIndex, model_type: str) -> ObjectSources:
             ):
                 classes, functions = _closure(index, rel)
                 where = f"{rel}:{node.lineno}"
+                read = {
+                    m.group(1).decode()
+                    for b in classes + functions
+                    for m in _ENV_READ.finditer(b.text.encode())
+                }
+                flags = tuple(
+                    (name, variable, at)
+                    for name, (variable, at) in sorted(flag_env(index, read).items())
+                )
                 return ObjectSources(
-                    model_type, node.name, where, registry_from, classes, functions
+                    model_type, node.name, where, registry_from, classes, functions, flags
                 )
     return ObjectSources(model_type, "", "", registry_from)
 

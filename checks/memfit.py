@@ -356,7 +356,7 @@ class Context:
             return const(table[kind])
 
         environ = dict(self.launch.env)
-        for name, (variable, _) in self.sources.flag_env.items():
+        for name, variable, _ in self.objects.flag_env if self.objects is not None else ():
             given = getattr(self.launch, name, None)  # the flag the tree copies into envs
             if isinstance(given, str):
                 environ[variable] = given

@@ -47,6 +47,8 @@ class ObjectSources:
     registry_from: str  # file:line of the tree's registry of config classes
     classes: tuple[Block, ...] = ()
     functions: tuple[Block, ...] = ()
+    # the flags the tree copies into the variables these blocks read (memrules.flag_env)
+    flag_env: tuple[tuple[str, str, str], ...] = ()  # (field, variable, file:line)
 
 
 @dataclass

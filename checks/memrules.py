@@ -134,9 +134,6 @@ class MemorySources:
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
     # `Class.attr` constants of classes the functions import (`DSATokenToKVPool.quant_block_size`)
     constants: dict[str, object] = field(default_factory=dict)
-    # flags the tree copies into the environment (`envs.SGLANG_MAMBA_SSM_DTYPE.set(
-    # cfg.mamba_ssm_dtype)`): field -> (variable, file:line)
-    flag_env: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -207,7 +204,6 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         _env_defaults(index),
         _server_defaults(index),
         constants,
-        _flag_env(index),
     )
 
 
@@ -251,13 +247,13 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
     return out
 
 
-_SETS = (b".set(cfg.", b".set(self.", b".set(server_args.")
-
-
-def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
-    """`envs.NAME.set(cfg.field)` in the server-args code: a flag the tree hands on as an
-    environment variable (which the arithmetic then reads with `envs.NAME.get()`)."""
+def flag_env(index: TreeIndex, variables: set[str]) -> dict[str, tuple[str, str]]:
+    """`envs.NAME.set(cfg.field)` in the server-args code, for the variables asked about: a
+    flag the tree hands on as an environment variable (`--mamba-ssm-dtype` ->
+    SGLANG_MAMBA_SSM_DTYPE, which the state size reads): field -> (variable, file:line).
+    Only files that name one of the variables are parsed."""
     out: dict[str, tuple[str, str]] = {}
+    words = [f"envs.{v}.set(".encode() for v in sorted(variables)]
     for rel in sorted(index.entries):
         if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
@@ -265,7 +261,7 @@ def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
             data = (index.tree.root / rel).read_bytes()
         except OSError:
             continue
-        if not any(word in data for word in _SETS):
+        if not any(word in data for word in words):
             continue
         parsed = index.parse_file(rel)
         if parsed is None:
@@ -276,6 +272,7 @@ def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "set"
                 and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr in variables
                 and isinstance(node.func.value.value, ast.Name)
                 and node.func.value.value.id == "envs"
                 and len(node.args) == 1
