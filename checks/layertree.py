@@ -28,12 +28,13 @@ from eaglebug.checks.classfacts import dotted
 from eaglebug.checks.classindex import ClassRef
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memeval import (
+    FLAT,
     Evaluator,
     Function,
+    RaiseSignal,
     Ref,
+    ReturnSignal,
     Unknown,
-    _Raise,
-    _Return,
 )
 from eaglebug.checks.memops import call_name
 from eaglebug.checks.parallelstate import GroupSize, Layout, State, StateGroup
@@ -97,11 +98,15 @@ class _Walker(Evaluator):
         return self
 
     def _call_function(
-        self, function: Function, args: list[object], kwargs: dict[str, object]
+        self,
+        function: Function,
+        args: list[object],
+        kwargs: dict[str, object],
+        bound: object = FLAT,
     ) -> object:
         try:
-            return super()._call_function(function, args, kwargs)
-        except _Raise:  # a check that refuses some other layout: the layers built so far stay
+            return super()._call_function(function, args, kwargs, bound)
+        except RaiseSignal:  # a check that refuses some other layout: the layers built so far stay
             return Unknown(f"{function.file}:{function.node.lineno}: raised")
 
     def _compare(self, op: ast.cmpop, a: object, b: object, file: str, node: ast.AST) -> object:
@@ -119,7 +124,7 @@ class _Walker(Evaluator):
                 for branch in (stmt.body, stmt.orelse):
                     try:
                         self._block(branch, scope, file)
-                    except (_Return, _Raise):
+                    except (ReturnSignal, RaiseSignal):
                         continue
                 return
         super()._stmt(stmt, scope, file)

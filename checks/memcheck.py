@@ -19,6 +19,7 @@ from eaglebug.checks.findings import Finding
 from eaglebug.checks.fixes import Choice, FlagFix, Option
 from eaglebug.checks.memfit import GIB, MIB, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memlog import MemoryLog
+from eaglebug.checks.memobjects import ObjectSources
 from eaglebug.checks.memplan import Overheads, Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memrules import MemorySources
 
@@ -40,6 +41,7 @@ class MemoryInputs:
     measured: MemoryLog | None = None  # the last launch of this command, from its log
     quantization_flag: bool = False  # does the tree accept --quantization
     graph_bs_flag: str | None = None  # --cuda-graph-max-bs (0.5.9), -decode (0.5.23)
+    objects: ObjectSources | None = None  # the config class the tree registers (memclasses)
 
 
 def _gib(value: float) -> str:
@@ -92,6 +94,10 @@ def _layout_details(p: Prediction) -> dict[str, object]:
         "pool_configurator_from": p.configurator_from,
         "full_max_total_num_tokens": p.full_tokens,
         "swa_max_total_num_tokens": p.swa_tokens,
+        "mamba_cache_requests": p.mamba_cache_requests,
+        "mamba_state_bytes_per_request": p.mamba_state_bytes_per_request,
+        "mamba_gib_per_gpu": round(p.mamba_gib, 3) if p.mamba_gib is not None else None,
+        "mamba_from": p.mamba_from,
         "attention_tp_size": layout.attn_tp_size,
         "attention_dp_size": layout.attn_dp_size,
         "attention_layout_from": layout.attn_tp_from,
@@ -101,7 +107,14 @@ def _layout_details(p: Prediction) -> dict[str, object]:
 
 
 def _pools(p: Prediction) -> str:
-    """A hybrid SWA model's two pools, as the tree splits them."""
+    """A hybrid SWA model's two pools, or a hybrid linear-attention model's state cache, as
+    the tree splits the budget."""
+    if p.mamba_cache_requests is not None:
+        state = p.mamba_state_bytes_per_request or 0
+        return (
+            f" (mamba state cache of {p.mamba_cache_requests} requests, "
+            f"{state / (1 << 20):.2f} MiB each, {_gib(p.mamba_gib or 0)})"
+        )
     if p.full_tokens is None or p.swa_tokens is None:
         return ""
     return f" (full-attention pool {p.full_tokens} tokens, sliding-window pool {p.swa_tokens})"
@@ -144,7 +157,14 @@ def _predict(inputs: MemoryInputs, launch: MemoryLaunch) -> Prediction:
     log = inputs.measured if launch.tp == inputs.launch.tp else None
     measured: Overheads | None = log.overheads() if log is not None else None
     return predict(
-        inputs.sources, launch, inputs.target, inputs.draft, inputs.gpu, weights, measured
+        inputs.sources,
+        launch,
+        inputs.target,
+        inputs.draft,
+        inputs.gpu,
+        weights,
+        measured,
+        inputs.objects,
     )
 
 

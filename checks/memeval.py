@@ -18,13 +18,18 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from eaglebug.checks import memobjects
+from eaglebug.checks.memobjects import ClassInfo, ClassTable, EnumMember, Instance
 from eaglebug.checks.memops import (
     BINOPS,
     BUILTINS,
     COMPARE,
     STR_METHODS,
     call_name,
+    comprehension,
+    dict_of,
     first_unknown,
+    fstring,
     is_unknown,
     isinstance_of,
     join,
@@ -38,6 +43,7 @@ from eaglebug.checks.memops import Unknown as Unknown
 
 _MAX_DEPTH = 12
 _MAX_STEPS = 20_000
+FLAT = object()  # a function of the flat `self` (server args, configurator, runner)
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,16 @@ class Raised:
     message: str | None
 
 
-class _Return(Exception):
+class ReturnSignal(Exception):
+    """A `return` unwinding the evaluated function (a subclass that runs bodies catches it)."""
+
     def __init__(self, value: object) -> None:
         self.value = value
 
 
-class _Raise(Exception):
+class RaiseSignal(Exception):
+    """A `raise` of the tree unwinding to the caller that reports it."""
+
     def __init__(self, raised: Raised) -> None:
         self.raised = raised
 
@@ -90,6 +100,7 @@ class Evaluator:
     values: dict[str, object]
     stubs: Mapping[str, Stub] = field(default_factory=dict)
     watch: frozenset[str] = frozenset()
+    objects: ClassTable | None = None  # the tree's classes the model's config reaches
     steps: list[Step] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     _count: int = 0
@@ -101,12 +112,26 @@ class Evaluator:
         """Run `name` from the tree; a raise comes back as `Raised`."""
         try:
             return self._call_function(self.functions[name], args, kwargs)
-        except _Raise as stop:
+        except RaiseSignal as stop:
             return stop.raised
 
     def value(self, node: ast.expr, file: str) -> object:
         """An expression of the tree evaluated on the values (a raise cannot happen here)."""
         return self._expr(node, {}, file)
+
+    def call_method(
+        self,
+        file: str,
+        node: ast.FunctionDef,
+        args: list[object],
+        kwargs: dict[str, object],
+        bound: object,
+    ) -> object:
+        """A tree class's method on `bound` (an instance, a class; None: static)."""
+        try:
+            return self._call_function(Function(file, node), args, kwargs, bound)
+        except RaiseSignal as stop:
+            return Unknown(f"{stop.raised.file}:{stop.raised.line}: raised {stop.raised.exception}")
 
     def constant(self, node: ast.expr, file: str) -> object:
         """A literal expression's value (`1 * 1024`), or Unknown."""
@@ -115,18 +140,26 @@ class Evaluator:
 
     # -- statements ------------------------------------------------------------------------
     def _call_function(
-        self, function: Function, args: list[object], kwargs: dict[str, object]
+        self,
+        function: Function,
+        args: list[object],
+        kwargs: dict[str, object],
+        bound: object = FLAT,
     ) -> object:
         if self._depth >= _MAX_DEPTH:
             return Unknown(f"{function.file}:{function.node.lineno}: calls nest too deep")
         params = function.node.args
         names = [a.arg for a in params.posonlyargs + params.args]
+        scope: dict[str, object] = {}
+        if bound is not FLAT:  # a tree object's method: its first parameter is the object
+            if bound is not None and names:
+                scope[names[0]] = bound
+                names = names[1:]
         # `self` / `kvc` / `server_args` first: the object the evaluator models as the flat
         # values; dropped for a method, and for a function called without it (a module-level
         # `f(kvc, n)` called with both keeps both).
-        if names and names[0] in ROOTS | {"cls"} and (function.owner or len(args) < len(names)):
+        elif names and names[0] in ROOTS | {"cls"} and (function.owner or len(args) < len(names)):
             names = names[1:]
-        scope: dict[str, object] = {}
         defaults = params.defaults
         for name, node in zip(names[len(names) - len(defaults) :], defaults, strict=True):
             scope[name] = self._expr(node, {}, function.file)
@@ -140,7 +173,7 @@ class Evaluator:
         self._owners.append(function.owner)
         try:
             self._block(function.node.body, scope, function.file)
-        except _Return as done:
+        except ReturnSignal as done:
             return done.value
         finally:
             self._depth -= 1
@@ -151,7 +184,7 @@ class Evaluator:
         for stmt in body:
             self._count += 1
             if self._count > _MAX_STEPS:
-                raise _Return(Unknown(f"{file}:{stmt.lineno}: too many steps"))
+                raise ReturnSignal(Unknown(f"{file}:{stmt.lineno}: too many steps"))
             self._stmt(stmt, scope, file)
 
     def _stmt(self, stmt: ast.stmt, scope: dict[str, object], file: str) -> None:
@@ -170,9 +203,9 @@ class Evaluator:
                 branch = body if self._truth(test, scope, file) else orelse
                 self._block(branch, scope, file)
             case ast.Return(value=value):
-                raise _Return(None if value is None else self._expr(value, scope, file))
+                raise ReturnSignal(None if value is None else self._expr(value, scope, file))
             case ast.Raise(exc=exc):
-                raise _Raise(self._raised(exc, scope, file, stmt.lineno))
+                raise RaiseSignal(self._raised(exc, scope, file, stmt.lineno))
             case ast.Expr(value=value):
                 if isinstance(value, ast.Call):
                     self._expr(value, scope, file)
@@ -216,6 +249,9 @@ class Evaluator:
             name = target.id
         elif isinstance(target, ast.Attribute):
             owner = self._expr(target.value, scope, file)
+            if isinstance(owner, Instance):
+                owner.attrs[target.attr] = value
+                return
             if not isinstance(owner, Ref):
                 return
             name = join(owner.path, target.attr)
@@ -258,14 +294,22 @@ class Evaluator:
                     return scope[name]
                 if name in self.values:
                     return self.values[name]
+                if self.objects is not None and name in self.objects.classes:
+                    return self.objects.classes[name]
+                if self.objects is not None and name in self.objects.constants:
+                    return self.objects.constants[name]
                 return Ref("" if name in ROOTS else name)
             case ast.Attribute(value=inner, attr=attr):
                 owner = self._expr(inner, scope, file)
                 if isinstance(owner, Ref) and owner.path == "" and attr in ROOTS:
                     return owner  # `self.server_args.x` is the same value as `server_args.x`
+                if isinstance(owner, (Instance, ClassInfo, EnumMember)):
+                    return memobjects.attribute(self, owner, attr, f"{file}:{node.lineno}")
                 if isinstance(owner, Ref):
                     path = join(owner.path, attr)
-                    return self.values[path] if path in self.values else Ref(path)
+                    if path in self.values:
+                        return self.values[path]
+                    return self._flat_property(path) if owner.path == "" else Ref(path)
                 if isinstance(owner, Unknown):
                     return owner
                 if isinstance(owner, (int, float, str, bool, list, tuple)) or owner is None:
@@ -317,7 +361,7 @@ class Evaluator:
                 scope[name] = self._expr(value, scope, file)
                 return scope[name]
             case ast.JoinedStr(values=parts):
-                return self._fstring(parts, scope, file)
+                return fstring(parts, lambda part: self._expr(part, scope, file))
             case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts):
                 made = self._items(elts, scope, file)
                 if not (isinstance(node, ast.Set) and isinstance(made, list)):
@@ -326,8 +370,10 @@ class Evaluator:
                     return set(made)
                 except TypeError:  # an element the evaluator holds as a list or a dict
                     return Unknown(f"{file}:{node.lineno}: a set of unhashable values")
+            case ast.Dict():
+                return dict_of(node, lambda part: self._expr(part, scope, file), file)
             case ast.ListComp() | ast.GeneratorExp():
-                return self._listcomp(node, scope, file)
+                return comprehension(node, scope, lambda e, inner: self._expr(e, inner, file), file)
             case ast.Subscript(value=inner, slice=index):
                 return self._subscript(
                     self._expr(inner, scope, file), self._expr(index, scope, file), file, node
@@ -336,7 +382,18 @@ class Evaluator:
                 return self._call(node, scope, file)
         return Unknown(f"{file}:{node.lineno}: {type(node).__name__} not evaluated")
 
+    def _flat_property(self, attr: str) -> object:
+        """`self.x` where the flat object's class defines `x` as a property (0.5.9's
+        `ModelRunner.mambaish_config`): the property, evaluated."""
+        owner = self._owners[-1] if self._owners else ""
+        function = self.functions.get(f"{owner}.{attr}") if owner else None
+        if function is None or memobjects.kind_of(function.node) != "property":
+            return Ref(attr)
+        return self._call_function(function, [], {})
+
     def _binop(self, op: ast.operator, a: object, b: object, file: str, node: ast.AST) -> object:
+        if isinstance(op, ast.BitOr) and (classes := memobjects.union(a, b)) is not None:
+            return classes  # `A | B` in an isinstance test
         if is_unknown(a) or is_unknown(b):
             return first_unknown(file, node, a, b)
         fn = BINOPS.get(type(op))
@@ -363,27 +420,6 @@ class Evaluator:
         except TypeError as error:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {error}")
 
-    def _fstring(self, parts: list[ast.expr], scope: dict[str, object], file: str) -> object:
-        out: list[str] = []
-        for part in parts:
-            if isinstance(part, ast.Constant):
-                out.append(str(part.value))
-            elif isinstance(part, ast.FormattedValue):
-                value = self._expr(part.value, scope, file)
-                spec = ""
-                if isinstance(part.format_spec, ast.JoinedStr):
-                    spec_value = self._fstring(part.format_spec.values, scope, file)
-                    spec = spec_value if isinstance(spec_value, str) else ""
-                if isinstance(value, (Unknown, Ref)):
-                    out.append("{" + ast.unparse(part.value) + "}")
-                    continue
-                try:
-                    text = repr(value) if part.conversion == ord("r") else format(value, spec)
-                except (TypeError, ValueError):
-                    text = str(value)
-                out.append(text)
-        return "".join(out)
-
     def _items(self, elts: list[ast.expr], scope: dict[str, object], file: str) -> object:
         """A literal's elements, `*name` spread where it names a known sequence."""
         out: list[object] = []
@@ -405,43 +441,27 @@ class Evaluator:
         except (TypeError, KeyError, IndexError) as error:
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: subscript: {error}")
 
-    def _listcomp(
-        self, node: ast.ListComp | ast.GeneratorExp, scope: dict[str, object], file: str
-    ) -> object:
-        if len(node.generators) != 1 or not isinstance(
-            node.generators[0].target, (ast.Name, ast.Tuple)
-        ):
-            return Unknown(f"{file}:{node.lineno}: comprehension")
-        gen = node.generators[0]
-        items = self._expr(gen.iter, scope, file)
-        if not isinstance(items, (list, tuple, range, set, frozenset)):
-            return Unknown(f"{file}:{node.lineno}: comprehension over {why(items)}")
-        inner = dict(scope)
-        result: list[object] = []
-        target = gen.target
-        for item in items:
-            if isinstance(target, ast.Name):
-                inner[target.id] = item
-            elif isinstance(target, ast.Tuple):  # `for i, x in enumerate(...)`
-                names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
-                if not isinstance(item, (list, tuple)) or len(item) != len(names):
-                    return Unknown(f"{file}:{node.lineno}: comprehension target")
-                inner.update(zip(names, item, strict=True))
-            if all(self._expr(cond, inner, file) is True for cond in gen.ifs):
-                result.append(self._expr(node.elt, inner, file))
-        return result
-
     def _call(self, node: ast.Call, scope: dict[str, object], file: str) -> object:
         name = call_name(node.func)
         args = [self._expr(a, scope, file) for a in node.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self._expr(k.value, scope, file) for k in node.keywords if k.arg}
         last = name.rsplit(".", 1)[-1]
+        if isinstance(node.func, ast.Attribute) and isinstance(
+            node.func.value, (ast.Name, ast.Attribute)
+        ):  # a method of a tree object, a list's `append`
+            owner_value = self._expr(node.func.value, scope, file)
+            made = memobjects.call(self, owner_value, node.func.attr, args, kwargs)
+            if made is not memobjects.MISSING:
+                return made
         parts = name.split(".")
         if len(parts) == 3 and parts[0] == "envs" and f"envs.{last}" in self.stubs:
             return self.stubs[f"envs.{last}"](self, [parts[1]], {})  # envs.NAME.get()
         for key in (name, last):
             if key in self.stubs:
                 return self.stubs[key](self, args, kwargs)
+        made = memobjects.builtin(self, name, args, f"{file}:{node.lineno}")
+        if made is not memobjects.MISSING:  # isinstance / getattr / hasattr of tree objects
+            return made
         if name == "isinstance" and len(args) == 2:
             return isinstance_of(*args)
         if name in {"getattr", "hasattr"} and len(args) >= 2 and isinstance(args[1], str):
@@ -477,8 +497,12 @@ class Evaluator:
         if function is not None:
             try:
                 return self._call_function(function, args, kwargs)
-            except _Return as done:  # pragma: no cover - _call_function catches returns
+            except ReturnSignal as done:  # pragma: no cover - _call_function catches returns
                 return done.value
+        if isinstance(node.func, ast.Name):  # a tree class made, a config module's helper
+            made = memobjects.named(self, name, args, kwargs)
+            if made is not memobjects.MISSING:
+                return made
         return Unknown(f"{file}:{node.lineno}: {name}() is not evaluated")
 
 

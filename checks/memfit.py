@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eaglebug.checks import memhybrid
 from eaglebug.checks.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
 from eaglebug.checks.memlayout import Layout, parallel_layout
 from eaglebug.checks.memmodel import ModelFacts, config_values, model_facts, runner_values
+from eaglebug.checks.memobjects import ClassTable, ObjectSources, class_table
 from eaglebug.checks.memrules import MemorySources, function_table
 
 # Re-exported: the model's shape is part of what a caller hands the arithmetic.
@@ -44,6 +46,7 @@ _WATCH = frozenset(
         "max_num_reqs",
         "max_total_num_tokens",
         "estimated",
+        "max_mamba_cache_size",
     }
 )
 
@@ -69,6 +72,9 @@ class MemoryLaunch:
     disable_cuda_graph: bool = False
     speculative_num_draft_tokens: int | None = None
     swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
+    max_mamba_cache_size: int | None = None  # --max-mamba-cache-size
+    mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
+    mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (the tree hands it to an env var)
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
 
 
@@ -108,9 +114,12 @@ class Context:
     target: ModelShape
     draft: ModelShape | None
     gpu: Gpu
+    objects: ObjectSources | None = None  # the config class the tree registers (memclasses)
     table: dict[str, Any] = field(init=False)
     layout: Layout = field(init=False)
+    classes: ClassTable | None = field(init=False, default=None)
     _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
+    hybrid_cache: dict[str, object] | None = field(init=False, default=None)  # memhybrid
 
     def facts(self, shape: ModelShape) -> ModelFacts:
         """ModelConfig's derived fields for this model, evaluated once."""
@@ -120,6 +129,8 @@ class Context:
         return self._facts[id(shape)]
 
     def __post_init__(self) -> None:
+        if self.objects is not None:
+            self.classes = class_table(self.objects)
         self.table = function_table(self.sources)
         self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
         self.layout = parallel_layout(self)
@@ -134,6 +145,9 @@ class Context:
                 if reading.value is True:
                     return "MLA + DSA indexer K cache", reading.anchor
                 break
+        hybrid = memhybrid.pool_kind(self) if shape is self.target else None
+        if hybrid is not None:
+            return hybrid
         facts = self.facts(shape)
         if facts.hybrid_swa:
             full, swa = len(facts.layers("full")), len(facts.layers("swa"))
@@ -212,7 +226,14 @@ class Context:
             "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
-            "max_mamba_cache_size": None,
+            "max_mamba_cache_size": launch.max_mamba_cache_size,
+            **(
+                {"mamba_full_memory_ratio": launch.mamba_full_memory_ratio}
+                if launch.mamba_full_memory_ratio is not None
+                else {}
+            ),
+            "start_layer": 0,  # the runner's layer slice (0.5.9), the whole model at --pp 1
+            "end_layer": shape.layers,
             **(
                 {"swa_full_tokens_ratio": launch.swa_full_tokens_ratio}
                 if launch.swa_full_tokens_ratio is not None
@@ -250,6 +271,12 @@ class Context:
             "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
+            # the registered config class and the tree's hybrid predicates on it
+            **(
+                {k: v for k, v in memhybrid.hybrid_values(self).items() if ":" not in k}
+                if shape is self.target and not draft_worker
+                else {}
+            ),
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
             **(
                 {"dp_size": self.layout.runner_dp_size}
@@ -287,6 +314,15 @@ class Context:
                 ev.steps.append(Step("(resolution)", 0, key, f"{key}={value!r}", value))
             return None
 
+        def declare_override(
+            ev: Evaluator, args: list[object], kwargs: dict[str, object]
+        ) -> object:
+            """`get_context().override("reason", name=value)`: the value set for the run."""
+            for key, value in kwargs.items():
+                ev.values[key] = value
+                ev.steps.append(Step("(override)", 0, key, f"{args[:1]!r}: {key}={value!r}", value))
+            return None
+
         def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             """torch's element size: the KV dtype is given as its size; a dtype the tree names
             (`torch.uint8`) has torch's size for it."""
@@ -320,6 +356,10 @@ class Context:
             return const(table[kind])
 
         environ = dict(self.launch.env)
+        for name, variable, _ in self.objects.flag_env if self.objects is not None else ():
+            given = getattr(self.launch, name, None)  # the flag the tree copies into envs
+            if isinstance(given, str):
+                environ[variable] = given
 
         def env_get(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
             name = str(args[0])
@@ -366,6 +406,7 @@ class Context:
             "hybrid_kda_config": stand_in("hybrid_kda_config", None),
             "MemoryPoolConfig": namespace,
             "declare_resolution": declare,
+            "get_context.override": declare_override,
             "resolving_view": first_arg,
             "resolved_view": first_arg,
             "deepcopy": first_arg,
@@ -384,6 +425,9 @@ class Context:
             "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
             "spec_algorithm.is_dflash": spec("is_dflash"),
         }
+        if self.classes is not None:  # the tree's own predicates, on its own classes
+            for name in memhybrid.HYBRID:
+                stubs.pop(name, None)
         if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
             stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
         for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
@@ -413,7 +457,7 @@ class Context:
             return Reading(None, unknown=f"this tree has no {name}"), {}
         env = values if values is not None else self.values(shape)
         stubs = {**self.stubs(shape, avail_gb), **(extra or {})}
-        ev = Evaluator(self.table, env, stubs, _WATCH)
+        ev = Evaluator(self.table, env, stubs, _WATCH, objects=self.classes)
         result = ev.call(name, args, {})
         anchor = f"{function.file}:{function.node.lineno}"
         common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}

@@ -145,14 +145,14 @@ def imported_blocks(
             functions.append((target[1], file, line, text))
             known.add(target[1])
             if depth < _DEPTH:
-                todo.extend(((target[0], n), depth + 1) for n in sorted(_called(text) - known))
+                todo.extend(((target[0], n), depth + 1) for n in sorted(called_names(text) - known))
     return functions, constants
 
 
 _DEPTH = 3
 
 
-def _called(text: str) -> set[str]:
+def called_names(text: str) -> set[str]:
     """The plain names a function's text calls (`f(...)`)."""
     try:
         tree = ast.parse(textwrap.dedent(text))
@@ -163,3 +163,16 @@ def _called(text: str) -> set[str]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }
+
+
+def class_string(cls: ast.ClassDef, name: str) -> str | None:
+    """A class body's `name = "literal"` (`model_type = "qwen3_next"`, `_NS_PATH = ...`)."""
+    for stmt in cls.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            return stmt.value.value
+    return None

@@ -16,6 +16,7 @@ from eaglebug.checks import configchecks
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memcheck import MemoryInputs, check_memory
+from eaglebug.checks.memclasses import model_objects
 from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.memplan import Weights
@@ -115,6 +116,9 @@ def memory_findings(
         or text("--cuda-graph-backend-decode") == "disabled",
         speculative_num_draft_tokens=whole("--speculative-num-draft-tokens"),
         swa_full_tokens_ratio=number("--swa-full-tokens-ratio"),
+        max_mamba_cache_size=whole("--max-mamba-cache-size"),
+        mamba_full_memory_ratio=number("--mamba-full-memory-ratio"),
+        mamba_ssm_dtype=text("--mamba-ssm-dtype"),
         env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("SGLANG_"))),
     )
     free = gpu.free_bytes if gpu.free_bytes is not None else gpu.total_bytes
@@ -138,6 +142,7 @@ def memory_findings(
         quantization_flag=not flags.given("--quantization")
         and bool(_flag(index, "--quantization")),
         graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
+        objects=model_objects(index, target.config),
     )
     return check_memory(inputs)
 

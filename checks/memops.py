@@ -51,6 +51,16 @@ COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
+
+
+def _prod(items: Any) -> Any:
+    return math.prod(items) if isinstance(items, (list, tuple)) else items
+
+
+def _sum(items: Any) -> Any:
+    return sum(items) if isinstance(items, (list, tuple)) else items
+
+
 BUILTINS: dict[str, Callable[..., Any]] = {
     "max": max,
     "min": min,
@@ -71,6 +81,13 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "sorted": sorted,
     "enumerate": lambda items: list(enumerate(items)),
     "math.ceil": math.ceil,
+    "math.prod": math.prod,
+    # numpy's reductions on the shape tuples and lists the state sizes are built from
+    # (`np.prod((32, 128, 128))`, `np.sum([...])`): their Python meaning on numbers.
+    "np.prod": _prod,
+    "np.sum": _sum,
+    "numpy.prod": _prod,
+    "numpy.sum": _sum,
     "math.floor": math.floor,
 }
 STR_METHODS = frozenset({"lower", "upper", "startswith", "endswith", "strip"})
@@ -111,6 +128,70 @@ def first_unknown(file: str, node: ast.AST, *values: object) -> Unknown:
         if isinstance(value, Ref):
             return Unknown(f"{file}:{getattr(node, 'lineno', 0)}: {value.path} is not known")
     return Unknown(f"{file}:{getattr(node, 'lineno', 0)}")
+
+
+def fstring(parts: list[ast.expr], evaluate: Callable[[ast.expr], object]) -> str:
+    """An f-string's text; a part that cannot be known stays `{expression}`."""
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, ast.Constant):
+            out.append(str(part.value))
+        elif isinstance(part, ast.FormattedValue):
+            value = evaluate(part.value)
+            spec = ""
+            if isinstance(part.format_spec, ast.JoinedStr):
+                spec = fstring(part.format_spec.values, evaluate)
+            if isinstance(value, (Unknown, Ref)):
+                out.append("{" + ast.unparse(part.value) + "}")
+                continue
+            try:
+                text = repr(value) if part.conversion == ord("r") else format(value, spec)
+            except (TypeError, ValueError):
+                text = str(value)
+            out.append(text)
+    return "".join(out)
+
+
+def dict_of(node: ast.Dict, evaluate: Callable[[ast.expr], object], file: str) -> object:
+    """A dict literal (`{"float32": torch.float32, ...}`); `**spread` is not read."""
+    if any(k is None for k in node.keys):
+        return Unknown(f"{file}:{node.lineno}: dict with **")
+    pairs = [(evaluate(k), evaluate(v)) for k, v in zip(node.keys, node.values, strict=True) if k]
+    try:
+        return dict(pairs)
+    except TypeError:
+        return Unknown(f"{file}:{node.lineno}: dict key")
+
+
+def comprehension(
+    node: ast.ListComp | ast.GeneratorExp,
+    scope: dict[str, object],
+    evaluate: Callable[[ast.expr, dict[str, object]], object],
+    file: str,
+) -> object:
+    """A one-generator list comprehension or generator expression, as a list."""
+    if len(node.generators) != 1 or not isinstance(
+        node.generators[0].target, (ast.Name, ast.Tuple)
+    ):
+        return Unknown(f"{file}:{node.lineno}: comprehension")
+    gen = node.generators[0]
+    items = evaluate(gen.iter, scope)
+    if not isinstance(items, (list, tuple, range, set, frozenset)):
+        return Unknown(f"{file}:{node.lineno}: comprehension over {why(items)}")
+    inner = dict(scope)
+    result: list[object] = []
+    target = gen.target
+    for item in items:
+        if isinstance(target, ast.Name):
+            inner[target.id] = item
+        elif isinstance(target, ast.Tuple):  # `for i, x in enumerate(...)`
+            names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
+            if not isinstance(item, (list, tuple)) or len(item) != len(names):
+                return Unknown(f"{file}:{node.lineno}: comprehension target")
+            inner.update(zip(names, item, strict=True))
+        if all(evaluate(cond, inner) is True for cond in gen.ifs):
+            result.append(evaluate(node.elt, inner))
+    return result
 
 
 def isinstance_of(value: object, kind: object) -> object:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from eaglebug.checks import memhybrid
 from eaglebug.checks.memeval import ROOTS, Raised, Ref, Stub
 from eaglebug.checks.memfit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memlayout import Layout
+from eaglebug.checks.memobjects import ObjectSources
 from eaglebug.checks.memrules import REQUEST_LIMIT, MemorySources, kept_expression
 
 
@@ -79,6 +81,10 @@ class Prediction:
     configurator_from: str | None = None
     full_tokens: int | None = None  # hybrid SWA: the full-attention layers' pool
     swa_tokens: int | None = None  # and the sliding-window layers'
+    mamba_cache_requests: int | None = None  # the tree's max_mamba_cache_size (per DP rank)
+    mamba_state_bytes_per_request: int | None = None  # mamba_cache_per_req (conv + ssm)
+    mamba_gib: float | None = None  # the state cache's share of the budget
+    mamba_from: str | None = None  # where the tree sizes it
 
     @property
     def slack_gib(self) -> float:
@@ -149,8 +155,9 @@ def predict(
     gpu: Gpu,
     weights: Weights,
     measured: Overheads | None = None,
+    objects: ObjectSources | None = None,
 ) -> Prediction:
-    ctx = Context(sources, launch, target, draft, gpu)
+    ctx = Context(sources, launch, target, draft, gpu, objects)
     out = Prediction(launch, layout=ctx.layout)
     out.unknown.extend(ctx.layout.unknown)
     out.pool_kind, out.pool_kind_from = ctx.pool_kind(target)
@@ -191,7 +198,38 @@ def predict(
         out.unknown.append(
             "this tree has neither _profile_available_bytes nor profile_max_num_token"
         )
+    _mamba(ctx, out)
     return out
+
+
+def _mamba(ctx: Context, out: Prediction) -> None:
+    """A hybrid model's mamba state cache as the tree sized it beside the KV pool: the
+    requests it holds (`max_mamba_cache_size`, which the budget's evaluation set) and the
+    state bytes of one request (the config's own `mamba_cache_per_req`)."""
+    if memhybrid.mamba_config(ctx) is None:
+        return
+    per_req = memhybrid.state_bytes_per_request(ctx)
+    if isinstance(per_req, int):
+        out.mamba_state_bytes_per_request = per_req
+    else:
+        out.unknown.append(f"mamba state size not read ({per_req})")
+    size = out.mamba_cache_requests
+    if isinstance(size, int) and isinstance(per_req, int):
+        out.mamba_gib = size * per_req / GIB
+    handler = next(
+        (n for n in ("_handle_max_mamba_cache", "handle_max_mamba_cache") if n in ctx.table),
+        None,
+    )
+    if handler is not None:
+        function = ctx.table[handler]
+        out.mamba_from = f"{function.file}:{function.node.lineno}"
+
+
+def _mamba_size(out: Prediction, values: dict[str, object]) -> None:
+    """The `max_mamba_cache_size` the budget's evaluation left (set by the tree)."""
+    size = values.get("max_mamba_cache_size")
+    if isinstance(size, int) and not isinstance(size, bool):
+        out.mamba_cache_requests = size
 
 
 def _values(ctx: Context, out: Prediction) -> dict[str, object]:
@@ -209,6 +247,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
     )
     out.budget_from = budget.anchor
     out.assumed.extend(budget.assumed)
+    _mamba_size(out, values)
     if budget.raised is not None:
         out.raised = budget.raised
         out.max_total_num_tokens = 0
@@ -283,6 +322,7 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
     )
     out.budget_from = pool.anchor
     out.assumed.extend(pool.assumed)
+    _mamba_size(out, env)
     cells = [s for s in pool.steps if s.name == "cell_size" and isinstance(s.value, int)]
     if cells and isinstance(cells[-1].value, int):
         out.kv_cell_bytes = cells[-1].value

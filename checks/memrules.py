@@ -19,8 +19,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memeval import Evaluator, Function, Ref, Unknown
-from eaglebug.checks.memimports import imported_blocks, imports_of, sglang_imports
+from eaglebug.checks.memeval import ROOTS, Evaluator, Function, Ref, Unknown
+from eaglebug.checks.memimports import class_string, imported_blocks, imports_of, sglang_imports
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -44,8 +44,14 @@ _FILES = frozenset(
         # The model-config predicates the pools branch on (DSA / NSA, hybrid layers).
         "configs/model_config.py",
         "layers/cp/utils.py",
+        # The hybrid (mamba / linear-attention) predicates the pools branch on (0.5.23; 0.5.9
+        # has them as `ModelRunner` properties).
+        "configs/hybrid_arch.py",
     }
 )
+# 0.5.9's hybrid predicates: `ModelRunner` properties (`mambaish_config` is
+# `self.mamba2_config or self.hybrid_gdn_config or ...`), kept whole from model_runner.py.
+_RUNNER_PROPERTY_SUFFIX = "_config"
 # Where a release sets the runner's request limit outside a function of its own (0.5.9:
 # `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
 REQUEST_LIMIT = "=max_running_requests"
@@ -63,6 +69,7 @@ _WORDS = (
     b"attn_tp_size",
     b"attn_dp_size",
     b"index_topk",
+    b"mambaish_config",
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
@@ -95,6 +102,10 @@ _ALSO = (
     "ModelConfig._derive_model_shapes",
     "ModelConfig._get_sliding_window_size",
     "create_memory_pool_configurator",
+    # The hybrid model's predicates, read for the finding and the runner's copies.
+    "mambaish_config",
+    "hybrid_gdn_config",
+    "hybrid_kda_config",
 )
 
 
@@ -136,6 +147,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     used: dict[str, set[str]] = {}  # qualname -> the names it reads or calls
     imports: dict[str, dict[str, tuple[str, str]]] = {}
     module_values: dict[str, dict[str, ast.expr]] = {}  # file -> its `NAME = <expr>` lines
+    fields: dict[str, dict[str, object]] = {}  # class -> its `name: T = literal` defaults
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
@@ -159,7 +171,9 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         }
         if rel.endswith("/model_runner.py"):
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
+            found.extend(_runner_properties(parsed.tree, rel, lines))
             continue
+        fields.update(_field_defaults(parsed.tree, rel))
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -174,12 +188,16 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
     kept.update({REQUEST_LIMIT, RUNNER_DP})
+    kept.update(f.qualname for f in found if f.qualname.startswith("ModelRunner."))
     functions = [f for f in found if f.qualname in kept]
     helpers, constants = imported_blocks(
         index, [(f.file, used.get(f.qualname, set())) for f in functions], imports, names
     )
     functions.extend(FunctionSource(name, rel, line, text) for name, rel, line, text in helpers)
     constants.update(_module_constants(functions, used, module_values))
+    for owner in sorted({f.qualname.rsplit(".", 1)[0] for f in functions if "." in f.qualname}):
+        for name, value in fields.get(owner, {}).items():  # the flat self's field defaults
+            constants.setdefault(name, value)
     return MemorySources(
         tuple(functions),
         entries,
@@ -206,6 +224,9 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
         for cls in parsed.tree.body:
             if not isinstance(cls, ast.ClassDef):
                 continue
+            # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`) is read as
+            # `get_exec().mamba.x`: its fields under the path below the top-level bag too.
+            inner = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
             for stmt in cls.body:
                 if not (
                     isinstance(stmt, ast.AnnAssign)
@@ -221,6 +242,47 @@ def _server_defaults(index: TreeIndex) -> dict[str, object]:
                     value = _fallback(stmt.annotation, constants, rel)
                 if isinstance(value, (bool, int, float, str)):
                     out.setdefault(stmt.target.id, value)
+                    if inner:
+                        out.setdefault(f"{inner}.{stmt.target.id}", value)
+    return out
+
+
+def flag_env(index: TreeIndex, variables: set[str]) -> dict[str, tuple[str, str]]:
+    """`envs.NAME.set(cfg.field)` in the server-args code, for the variables asked about: a
+    flag the tree hands on as an environment variable (`--mamba-ssm-dtype` ->
+    SGLANG_MAMBA_SSM_DTYPE, which the state size reads): field -> (variable, file:line).
+    Only files that name one of the variables are parsed."""
+    out: dict[str, tuple[str, str]] = {}
+    words = [f"envs.{v}.set(".encode() for v in sorted(variables)]
+    for rel in sorted(index.entries):
+        if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
+            continue
+        try:
+            data = (index.tree.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(word in data for word in words):
+            continue
+        parsed = index.parse_file(rel)
+        if parsed is None:
+            continue
+        for node in ast.walk(parsed.tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "set"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr in variables
+                and isinstance(node.func.value.value, ast.Name)
+                and node.func.value.value.id == "envs"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Attribute)
+                and isinstance(node.args[0].value, ast.Name)
+                and node.args[0].value.id in ROOTS
+            ):
+                continue
+            where = f"{rel}:{node.lineno}"
+            out.setdefault(node.args[0].attr, (node.func.value.attr, where))
     return out
 
 
@@ -296,6 +358,44 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
         if segment:
             out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
     return list(out.values())
+
+
+def _field_defaults(tree: ast.Module, rel: str) -> dict[str, dict[str, object]]:
+    """A class body's `name: T = <literal>` (a dataclass's field defaults: the configurator's
+    `extra_mamba_cache_bytes_per_req: int = 0`), by class."""
+    constants = Evaluator({}, {})
+    out: dict[str, dict[str, object]] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for stmt in cls.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, (bool, int, float, str))
+            ):
+                value = constants.constant(stmt.value, rel)
+                out.setdefault(cls.name, {})[stmt.target.id] = value
+    return out
+
+
+def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
+    """`ModelRunner`'s `@property def ..._config` (0.5.9's hybrid predicates)."""
+    out: list[FunctionSource] = []
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == "ModelRunner"):
+            continue
+        for item in node.body:
+            if (
+                isinstance(item, ast.FunctionDef)
+                and item.name.endswith(_RUNNER_PROPERTY_SUFFIX)
+                and any(ast.unparse(d) == "property" for d in item.decorator_list)
+            ):
+                start = min(d.lineno for d in item.decorator_list)
+                text = "".join(lines[start - 1 : item.end_lineno or item.lineno])
+                out.append(FunctionSource(f"ModelRunner.{item.name}", rel, start, text))
+    return out
 
 
 def _references(

@@ -153,3 +153,30 @@ GPT_OSS_120B: dict[str, Any] = {
 }
 # The MXFP4 checkpoint, about 65 GB.
 GPT_OSS_120B_BYTES = 65 * 10**9
+
+# https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json
+# (a hybrid of Gated DeltaNet linear-attention layers and a full-attention layer every 4th)
+QWEN3_NEXT_80B: dict[str, Any] = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "model_type": "qwen3_next",
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_size": 2048,
+    "intermediate_size": 5120,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "mlp_only_layers": [],
+    "num_attention_heads": 16,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 2,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
+}
+# 80B parameters in bfloat16 (the repository's safetensors index: 162 GB)
+QWEN3_NEXT_80B_BYTES = 162_000_000_000

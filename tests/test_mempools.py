@@ -149,12 +149,13 @@ _KEEP = (
 )
 
 
-def copy_tree(release: Path, dest: Path) -> Path:
-    """The memory files of a real release, copied into a scratch tree (never committed)."""
+def copy_tree(release: Path, dest: Path, also: tuple[str, ...] = ()) -> Path:
+    """The memory files of a real release (and `also`), copied into a scratch tree (never
+    committed)."""
     src = release / "sglang" / "srt"
     for path in src.rglob("*.py"):
         rel = path.relative_to(src).as_posix()
-        if any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in _KEEP):
+        if any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in (*_KEEP, *also)):
             target = dest / "sglang" / "srt" / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
