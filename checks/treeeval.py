@@ -11,10 +11,11 @@ a check that gets `UNKNOWN` says nothing.
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from eaglebug.checks.memops import BINOPS, COMPARE  # the tree's operators, as memeval applies them
 
 
 class _Unknown:
@@ -32,24 +33,6 @@ class ConfigObject:
         self.values = dict(values)
 
 
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-}
-_COMPARES: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "list": list,
     "len": len,
@@ -103,11 +86,11 @@ def _eval(node: ast.expr, scope: Scope) -> Any:
                     return UNKNOWN
                 out.append(value)
             return out
-        case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINOPS:
+        case ast.BinOp(left=left, op=op, right=right) if type(op) in BINOPS:
             a, b = _eval(left, scope), _eval(right, scope)
             if a is UNKNOWN or b is UNKNOWN:
                 return UNKNOWN
-            return _BINOPS[type(op)](a, b)
+            return BINOPS[type(op)](a, b)
         case ast.UnaryOp(op=ast.Not(), operand=operand):
             value = _eval(operand, scope)
             return UNKNOWN if value is UNKNOWN else not value
@@ -116,11 +99,11 @@ def _eval(node: ast.expr, scope: Scope) -> Any:
             return UNKNOWN if value is UNKNOWN else -value
         case ast.BoolOp(op=op, values=values):
             return _boolop(isinstance(op, ast.And), values, scope)
-        case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in _COMPARES:
+        case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARE:
             a, b = _eval(left, scope), _eval(right, scope)
             if a is UNKNOWN or b is UNKNOWN:
                 return UNKNOWN
-            return _COMPARES[type(op)](a, b)
+            return COMPARE[type(op)](a, b)
         case ast.Subscript(value=value, slice=index):
             owner, key = _eval(value, scope), _eval(index, scope)
             if owner is UNKNOWN or key is UNKNOWN:
