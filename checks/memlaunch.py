@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from eaglebug.checks import configchecks
+from eaglebug.checks.evidence import ConfigEvidence
 from eaglebug.checks.findings import Finding
 from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.memcheck import MemoryInputs, check_memory
@@ -20,6 +21,7 @@ from eaglebug.checks.memclasses import model_objects
 from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memlog import MemoryLog
 from eaglebug.checks.memplan import Weights
+from eaglebug.checks.memresolved import Resolved
 from eaglebug.checks.memrules import memory_sources
 from eaglebug.checks.models import ModelSource
 from eaglebug.checks.parallelstate import Layout
@@ -55,8 +57,10 @@ def memory_findings(
     gpu: GpuFigures | None,
     env: Mapping[str, str],
     measured: MemoryLog | None = None,
+    resolved: Mapping[str, Resolved] | None = None,
 ) -> list[Finding]:
-    """`config.memory` for one launch."""
+    """`config.memory` for one launch; `resolved`: the fields the tree's own argument
+    resolution sets where the launch leaves them (`memresolved`)."""
     text, number = flags.text, flags.number
     target_bytes, how = configchecks.weights_bytes(target.path)
     if target_bytes is None:
@@ -81,6 +85,12 @@ def memory_findings(
     def whole(*options: str) -> int | None:
         value = number(*options)
         return int(value) if value is not None else None
+
+    settled = dict(resolved or {})
+
+    def given_or_resolved(field: str, *options: str) -> int | None:
+        value = whole(*options)
+        return value if value is not None or field not in settled else settled[field].value
 
     tp = whole("--tp-size", "--tensor-parallel-size") or 1
     pp = whole("--pp-size", "--pipeline-parallel-size") or 1
@@ -107,14 +117,16 @@ def memory_findings(
         mem_fraction_static=number("--mem-fraction-static"),
         chunked_prefill_size=whole("--chunked-prefill-size"),
         cuda_graph_max_bs=whole("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
-        max_running_requests=whole("--max-running-requests"),
+        max_running_requests=given_or_resolved("max_running_requests", "--max-running-requests"),
         max_total_tokens=whole("--max-total-tokens"),
         kv_cache_dtype=text("--kv-cache-dtype") or "auto",
         page_size=whole("--page-size") or 1,
         algorithm=algorithm,
         disable_cuda_graph=flags.given("--disable-cuda-graph")
         or text("--cuda-graph-backend-decode") == "disabled",
-        speculative_num_draft_tokens=whole("--speculative-num-draft-tokens"),
+        speculative_num_draft_tokens=given_or_resolved(
+            "speculative_num_draft_tokens", "--speculative-num-draft-tokens"
+        ),
         swa_full_tokens_ratio=number("--swa-full-tokens-ratio"),
         max_mamba_cache_size=whole("--max-mamba-cache-size"),
         mamba_full_memory_ratio=number("--mamba-full-memory-ratio"),
@@ -144,7 +156,20 @@ def memory_findings(
         graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
         objects=model_objects(index, target.config),
     )
-    return check_memory(inputs)
+    findings = check_memory(inputs)
+    if not settled:
+        return findings
+    # Where the fields the launch left to SGLang were set by its own argument resolution.
+    said = {f"{name}_from": found.read_from for name, found in settled.items()}
+    return [_with_values(f, said) for f in findings]
+
+
+def _with_values(finding: Finding, more: Mapping[str, str]) -> Finding:
+    evidence = finding.evidence
+    if not isinstance(evidence, ConfigEvidence):
+        return finding
+    values = (*evidence.values, *((k, v) for k, v in more.items()))
+    return replace(finding, evidence=replace(evidence, values=values))
 
 
 def _draft_in_target(target: ModelSource, draft: ModelSource | None, algorithm: str | None) -> bool:

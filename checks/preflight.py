@@ -25,6 +25,7 @@ from eaglebug.checks.index import TreeIndex
 from eaglebug.checks.launch import LaunchSpec, parse_launch
 from eaglebug.checks.memlaunch import GpuFigures, memory_findings
 from eaglebug.checks.memlog import MemoryLog
+from eaglebug.checks.memresolved import resolved_fields
 from eaglebug.checks.models import ModelSource, resolve_model
 from eaglebug.checks.multinode import check_gpu_count, check_multinode
 from eaglebug.checks.serverflags import FlagSpec, serve_front_end, server_flags
@@ -260,8 +261,9 @@ def preflight(
             if gpu
             else None
         )
+        settled = resolved_fields(index, launch, target.config, env)
         findings.extend(
-            memory_findings(index, target, draft, algorithm, flags, figures, env, measured)
+            memory_findings(index, target, draft, algorithm, flags, figures, env, measured, settled)
         )
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
         findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))

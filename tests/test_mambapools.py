@@ -174,3 +174,26 @@ def test_the_ssm_dtype_flag_reaches_the_state_through_the_trees_env(
     assert full["mamba_state_bytes_per_request"] == STATE_TP4
     assert half["mamba_state_bytes_per_request"] == STATE_TP4 - ssm * 2
     assert half["mamba_cache_requests"] > full["mamba_cache_requests"]
+
+
+def test_a_speculative_launch_without_a_request_limit_takes_the_trees_own(
+    index: TreeIndex, tmp_path: Path
+) -> None:
+    """Neither release leaves `--max-running-requests` unset under EAGLE: its argument
+    resolution resets it to 48 (0.5.9 `_handle_speculative_decoding`, 0.5.23
+    `_handle_eagle_family`), and the draft-token count is derived there too. The mamba state
+    reserved per request and draft token needs both; without them 0.5.9's reserve could not
+    be evaluated and the check said only that it was incomplete."""
+    t = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
+    launch = ("--model-path", str(t), "--tp", "4", "--speculative-algorithm", "NEXTN")
+    found = one(memory(index, *launch, gpu=H200))
+    got = details(found)
+    assert "incomplete" not in found.message and got["mamba_cache_requests"] is not None
+    assert got["max_running_requests"] == 48
+    where = got["max_running_requests_from"]
+    assert where.rpartition(":")[2].isdigit()
+    assert where.startswith(("sglang/srt/server_args.py", "sglang/srt/arg_groups/speculative_hook"))
+    given = details(one(memory(index, *launch, "--max-running-requests", "16", gpu=H200)))
+    assert given["max_running_requests"] == 16 and "max_running_requests_from" not in given
+    # Less state reserved for fewer requests' draft tokens: more KV tokens in both releases.
+    assert given["max_total_num_tokens"] > got["max_total_num_tokens"]

@@ -105,13 +105,23 @@ def test_the_default_fraction_is_the_trees_own(
     old = details(one(memory(index_059, *flags)))
     new = details(one(memory(index_0523, *flags)))
     # 0.5.9: 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 + 2048 (EAGLE draft) MB of 81559;
-    # 0.5.23: no draft term, the graph reserve from reserve_for_graph_mb.
+    # 0.5.23: no draft term, the graph reserve from reserve_for_graph_mb, for the decode
+    # graphs capped at the 48 requests its EAGLE-family resolution resets the limit to.
     assert old["mem_fraction_static"] == round((81559 - 15488) / 81559, 3) == 0.81
     assert old["mem_fraction_static_from"].startswith("sglang/srt/server_args.py:")
-    assert new["mem_fraction_static"] == round((81559 - 13440) / 81559, 3) == 0.835
+    assert old["cuda_graph_max_bs"] == 256  # tp < 4 on 80 GB
+    assert new["max_running_requests"] == old["max_running_requests"] == 48
+    assert new["max_running_requests_from"].startswith("sglang/srt/arg_groups/speculative_hook")
+    assert old["max_running_requests_from"].startswith("sglang/srt/server_args.py:")
+    assert new["cuda_graph_max_bs"] == 48
+    assert new["graph_reserve_gib"] == round(48 * 2 / 1024, 3)  # 48 x 2 MB
+    assert new["mem_fraction_static"] == round((81559 - 13024) / 81559, 3) == 0.84
     assert new["mem_fraction_static_from"].startswith("sglang/srt/arg_groups/memory_hook.py:")
-    assert new["cuda_graph_max_bs"] == old["cuda_graph_max_bs"] == 256  # tp < 4 on 80 GB
-    assert new["graph_reserve_gib"] == 0.5  # 256 x 2 MB
+    # With the limit given, 0.5.23's decode graphs go to the GPU-size table's 256 (x 2 MB).
+    given = details(one(memory(index_0523, *flags, "--max-running-requests", "2048")))
+    assert given["cuda_graph_max_bs"] == 256 and given["graph_reserve_gib"] == 0.5
+    assert given["mem_fraction_static"] == round((81559 - 13440) / 81559, 3) == 0.835
+    assert "max_running_requests_from" not in given
 
 
 @pytest.mark.parametrize(("total_mib", "chunk"), [(59 * 1024, 4096), (61 * 1024, 8192)])
@@ -188,10 +198,11 @@ def test_a_raised_fraction_leaves_too_little_for_the_graphs(
     assert lower is not None and float(lower) <= default
     applied = memory(index, *flags, "--mem-fraction-static", lower)
     assert all("outside the static pool" not in f.message for f in applied)
-    # 0.3 % of 80 GB outside the pool is less than the 512 MB the decode graphs alone take.
+    # 0.1 % of 80 GB outside the pool is less than the decode graphs alone take (0.5.9: 256 x
+    # 2 MB; 0.5.23: 48 x 2 MB, capped at the request limit its resolution sets).
     error = [
         f
-        for f in memory(index, *flags, "--mem-fraction-static", "0.997")
+        for f in memory(index, *flags, "--mem-fraction-static", "0.999")
         if "outside the static pool" in f.message
     ]
     assert one(error).severity == "error"
@@ -325,7 +336,8 @@ def test_the_json_carries_the_numbers(index_0523: TreeIndex, tmp_path: Path) -> 
         "weights_gib_per_gpu",
     ):
         assert data[key] is not None, key
-    assert data["max_running_requests"] == 2048
+    assert data["max_running_requests"] == 48  # the tree's reset for EAGLE-3 launches
+    assert data["max_running_requests_from"].startswith("sglang/srt/arg_groups/speculative_hook")
 
 
 # -- the command line ----------------------------------------------------------------------
