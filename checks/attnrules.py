@@ -339,6 +339,13 @@ class Models:
     draft_config: Mapping[str, Any] | None = None
     environ: Mapping[str, str] = field(default_factory=dict)  # the server's environment
 
+    @classmethod
+    def target_only(cls, config: Mapping[str, Any], environ: Mapping[str, str]) -> Models:
+        """The target alone, for a run of the argument resolution that picks no backend."""
+        archs = config.get("architectures")
+        names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+        return cls(names, (), None, None, config, None, environ=dict(environ))
+
 
 def _world(
     index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models

@@ -3,8 +3,8 @@
 A launch that leaves `--max-running-requests` unset does not always run with the tree's field
 default: 0.5.9's `_handle_speculative_decoding` resets it to 48 for EAGLE / EAGLE3 /
 STANDALONE (its warning: "Max running requests is reset to 48 for speculative decoding"),
-later releases do so for some algorithms only, and the draft-token count is derived from the
-step count. The memory check starts from what the tree's own argument resolution leaves
+0.5.23 in each algorithm's handler (`_handle_eagle_family`, ...), and the draft-token count is
+derived from the step count. The memory check starts from what the tree's own argument resolution leaves
 (`attnrules.resolve`, the interpreter the attention and node-layout checks run), so its
 request limit, and the mamba state it reserves per request and draft token, are SGLang's.
 Only fields the launch did not give and the resolution wrote as a whole number are taken,
@@ -60,16 +60,7 @@ def _run(
     environ: Mapping[str, str],
     wanted: list[str],
 ) -> dict[str, Resolved]:
-    archs = target_config.get("architectures")
-    models = attnrules.Models(
-        tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
-        (),
-        None,
-        None,
-        target_config,
-        None,
-        environ=dict(environ),
-    )
+    models = attnrules.Models.target_only(target_config, environ)
     run = attnrules.resolve(index, attnrules.launch_values(index, launch), None, models)
     if run is None:
         return {}

@@ -138,16 +138,7 @@ def _run_refusals(
     target_config: Mapping[str, Any],
     environ: Mapping[str, str],
 ) -> list[Finding]:
-    archs = target_config.get("architectures")
-    models = attnrules.Models(
-        tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
-        (),
-        None,
-        None,
-        target_config,
-        None,
-        environ=dict(environ),
-    )
+    models = attnrules.Models.target_only(target_config, environ)
     run = attnrules.resolve(index, values, None, models)
     if run is None:
         return []
