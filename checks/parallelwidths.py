@@ -21,15 +21,7 @@ def pp_stages(
     """Each pipeline stage's [start, end) layers as the tree's `get_pp_indices` gives them
     (with `SGLANG_PP_LAYER_PARTITION` from the environment); equal runs, said, without it."""
     for rel, name, line in _tree_functions(index, (_PP_INDICES,)):
-        parsed = index.parse_file(rel)
-        node = next(
-            (
-                n
-                for n in (parsed.tree.body if parsed else [])
-                if isinstance(n, ast.FunctionDef) and n.name == name
-            ),
-            None,
-        )
+        node = _top_function(index, rel, name)
         if node is None:
             continue
 
@@ -62,15 +54,7 @@ def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tupl
     if not enabled:  # the tree's attention DP size is 1 then, its attention TP width tp
         return tp, "tp (no --enable-dp-attention)"
     for rel, name, line in _tree_functions(index, _ATTN_TP):
-        parsed = index.parse_file(rel)
-        node = next(
-            (
-                n
-                for n in (parsed.tree.body if parsed else [])
-                if isinstance(n, ast.FunctionDef) and n.name == name
-            ),
-            None,
-        )
+        node = _top_function(index, rel, name)
         if node is None:
             continue
         evaluator = Evaluator({}, {})
@@ -91,6 +75,19 @@ def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tupl
 
 
 _PP_INDICES = "get_pp_indices"
+
+
+def _top_function(index: TreeIndex, rel: str, name: str) -> ast.FunctionDef | None:
+    """The module-level function `name` of the tree file `rel`, parsed."""
+    parsed = index.parse_file(rel)
+    return next(
+        (
+            n
+            for n in (parsed.tree.body if parsed else [])
+            if isinstance(n, ast.FunctionDef) and n.name == name
+        ),
+        None,
+    )
 
 
 def _tree_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:
