@@ -25,6 +25,7 @@ from eaglebug.checks.preflight import GpuMemory, preflight
 from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors, header_sizes
 from eaglebug.checks.tree import locate
 from eaglebug.checks.weightsplit import fold, per_rank_bytes, rank_weights
+from tests import test_memory
 from tests.checkpoints import (
     Tensor,
     deepseek_v3_tensors,
@@ -50,19 +51,7 @@ _REPLICATED = re.compile(
 )
 
 
-@pytest.fixture(scope="module")
-def index_059(sglang_059: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_059)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0523(sglang_0523: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0523)), use_cache=False)
-
-
-@pytest.fixture(params=["0.5.9", "0.5.23"])
-def index(request: pytest.FixtureRequest) -> TreeIndex:
-    return request.getfixturevalue("index_059" if request.param == "0.5.9" else "index_0523")  # type: ignore[no-any-return]
+index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
 
 
 @pytest.fixture(scope="module")
