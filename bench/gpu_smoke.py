@@ -15,7 +15,7 @@ import sys
 import time
 
 from eaglebug.gpu import BoxSnapshot, NvmlSource
-from eaglebug.nvml import smallest_gpu_memory
+from eaglebug.gpu.nvml import smallest_gpu_memory
 
 GIB = 2**30
 

@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from eaglebug.checks.index import TreeIndex  # noqa: E402
-from eaglebug.checks.memfit import GIB, MIB, Gpu, MemoryLaunch, model_shape  # noqa: E402
-from eaglebug.checks.memlog import MemoryLog  # noqa: E402
-from eaglebug.checks.memplan import Prediction, Weights, minimum_fraction, predict  # noqa: E402
-from eaglebug.checks.memrules import memory_sources  # noqa: E402
-from eaglebug.checks.tree import locate  # noqa: E402
+from eaglebug.checks.logs.memory import MemoryLog  # noqa: E402
+from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape  # noqa: E402
+from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict  # noqa: E402
+from eaglebug.checks.memory.rules import memory_sources  # noqa: E402
+from eaglebug.checks.source.index import TreeIndex  # noqa: E402
+from eaglebug.checks.source.tree import locate  # noqa: E402
 from tests import memconfigs  # noqa: E402
 from tests.sglang_releases import release  # noqa: E402
 

@@ -205,7 +205,7 @@ def _report(
 
 def child_catch_up(path: str) -> None:
     sys.path.insert(0, str(REPO))
-    from eaglebug.logfollow import LogFollower, LogLine
+    from eaglebug.logs.follow import LogFollower, LogLine
 
     rss_start = _vm_kib("VmRSS")
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -224,7 +224,7 @@ def child_catch_up(path: str) -> None:
 def child_growing(source: str, scratch: str) -> None:
     """Append ``source`` to ``scratch`` in ~100 KiB pieces cut mid-line; time only the polls."""
     sys.path.insert(0, str(REPO))
-    from eaglebug.logfollow import LogFollower, LogLine
+    from eaglebug.logs.follow import LogFollower, LogLine
 
     piece_bytes = 100 * 1024 + 37  # ~1,000 lines, never aligned with a line
     Path(scratch).write_bytes(b"")

@@ -10,13 +10,13 @@ parses the lines around what its patterns find; this checks that it stays close 
 The log is generated (default ~1 GB, `--size-mb`): the launch of an 8-GPU EAGLE-3 server, then
 decode/prefill batch lines and HTTP access lines with advancing timestamps, then all eight ranks
 crashing with one CUDA out-of-memory traceback, and the SIGQUIT line. grep gets the failure
-patterns of `checks/logpatterns.py` (`GREP_FAILURE_PATTERN`) as one extended regex.
+patterns of `checks/logs/patterns.py` (`GREP_FAILURE_PATTERN`) as one extended regex.
 
 Both sides are separate processes timed the same way (best of `--runs`, after an untimed warm-up
 that also fills the page cache), so interpreter start-up counts for diagnose as process start
 does for grep. The diagnose side is `python -m eaglebug diagnose --log FILE --json` when the CLI
-has the command, else `python -c` calling `eaglebug.diagnose_cmd.diagnose_command` (the row says
-which). An info row times the bare start-up (`import eaglebug.cli`) to show what imports cost.
+has the command, else `python -c` calling `eaglebug.cli.diagnose.diagnose_command` (the row says
+which). An info row times the bare start-up (`import eaglebug.cli.parser`) to show what imports cost.
 Peak RSS comes from `os.wait4`. This is a benchmark: it exits 0 whether or not the goals are met,
 1 only when diagnose fails (exit 2, JSON that does not parse, or the crash not found).
 
@@ -191,7 +191,7 @@ def diagnose_argv(log: Path, via_cli: bool) -> list[str]:
         return [sys.executable, "-m", "eaglebug", "diagnose", "--log", str(log), "--json"]
     code = (
         "import argparse, sys\n"
-        "from eaglebug.diagnose_cmd import diagnose_command\n"
+        "from eaglebug.cli.diagnose import diagnose_command\n"
         f"sys.exit(diagnose_command(argparse.Namespace(log={str(log)!r}, json=True)))\n"
     )
     return [sys.executable, "-c", code]
@@ -240,7 +240,7 @@ def main() -> int:
                 print(f"generated {log} in {time.perf_counter() - start:.1f} s")
         size_mb = log.stat().st_size / (1024 * 1024)
         sys.path.insert(0, str(REPO))
-        from eaglebug.checks.logpatterns import GREP_FAILURE_PATTERN
+        from eaglebug.checks.logs.patterns import GREP_FAILURE_PATTERN
 
         env = diagnose_env(scratch)
         via_cli = cli_has_diagnose(env)
@@ -251,7 +251,7 @@ def main() -> int:
         grep_s, _ = best(grep_argv, args.runs)
         diag_s, worst = best(argv, args.runs, env)
         check(worst)
-        startup_s, _ = best([sys.executable, "-c", "import eaglebug.cli"], args.runs, env)
+        startup_s, _ = best([sys.executable, "-c", "import eaglebug.cli.parser"], args.runs, env)
         ratio = diag_s / grep_s
         how = "python -m eaglebug diagnose" if via_cli else "python -c diagnose_command"
         print(f"log: {log} ({size_mb:,.0f} MB), best of {args.runs}")
@@ -264,7 +264,7 @@ def main() -> int:
             f"  peak RSS of diagnose           {worst.max_rss_mb:7.1f} MB  "
             f"(goal <= {RSS_GOAL_MB:g} MB)  {verdict(worst.max_rss_mb <= RSS_GOAL_MB)}"
         )
-        print(f"  info: start-up (import eaglebug.cli) {startup_s:.2f} s")
+        print(f"  info: start-up (import eaglebug.cli.parser) {startup_s:.2f} s")
         return 0
     except DiagnoseFailed as exc:
         print(f"diagnose failed: {exc}", file=sys.stderr)

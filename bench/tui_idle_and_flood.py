@@ -49,8 +49,8 @@ from textual import events  # noqa: TID251 (a TUI benchmark posts Textual's own 
 from textual.widgets import Input, OptionList  # noqa: TID251
 
 from eaglebug.demo import DemoScenario
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import load_state
+from eaglebug.server.state import load_state
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus
 from eaglebug.tui.widgets.log_panel import LogPanel

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from eaglebug.cli import main
+from eaglebug.cli.parser import main
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,10 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from eaglebug.checks.audit import AuditResult, audit
-from eaglebug.checks.findings import CallSite, Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.audit.run import AuditResult, audit
+from eaglebug.checks.contract.findings import CallSite, Finding
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 SPEC_INFO = '''
 from __future__ import annotations

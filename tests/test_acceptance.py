@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.acceptance import (
+from eaglebug.checks.contract.evidence import RuntimeEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.logs.acceptance import (
     DEFAULT_RULES,
     Report,
     acceptance_rules,
@@ -18,10 +20,8 @@ from eaglebug.checks.acceptance import (
     low_acceptance,
     reports_in,
 )
-from eaglebug.checks.evidence import RuntimeEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.clirun import cli
 
 READY = "[2026-01-30 10:37:47] The server is fired up and ready to roll!\n"

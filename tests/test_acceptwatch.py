@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from eaglebug.acceptwatch import AcceptanceSnapshot, AcceptanceWatch
-from eaglebug.checks.acceptance import Report, low_acceptance
-from eaglebug.probe import probe
+from eaglebug.checks.logs.acceptance import Report, low_acceptance
+from eaglebug.cli.probe import probe
+from eaglebug.logs.acceptwatch import AcceptanceSnapshot, AcceptanceWatch
 from tests.fake_sglang import FakeSglang
 
 

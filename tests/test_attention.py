@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.attnchecks import GpuArch, check_attention, parse_gpu_arch
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import Choice, FlagFix
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import parse_launch
-from eaglebug.checks.serverflags import serve_front_end, server_flags
-from eaglebug.checks.tree import locate
+from eaglebug.checks.args.attention import GpuArch, check_attention, parse_gpu_arch
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.fixes import Choice, FlagFix
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.flags import serve_front_end, server_flags
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.configs import eagle3, llama
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -423,7 +423,7 @@ def test_unknown_gpu_says_how_to_tell(check: Check, trees: dict[str, TreeIndex])
 def test_a_warm_run_reads_the_answer(sglang_059: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same tree state, launch, configs, GPU and SGLang env vars: the findings come from the
     answers file, without running the tree again; an SGLANG_* variable that changes is a new key."""
-    from eaglebug.checks import attnrules
+    from eaglebug.checks.args import attnrules
 
     def findings(environ: dict[str, str]) -> list[Finding]:
         index = TreeIndex(locate(str(sglang_059)))

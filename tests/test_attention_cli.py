@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import eaglebug.nvml
+import eaglebug.gpu.nvml
 from tests import clirun
 from tests.clirun import Run, cli
 from tests.configs import eagle3, llama, write_model
@@ -22,7 +22,9 @@ from tests.fake_nvml import FakeGpu, FakeNvml, NVMLError_DriverNotLoaded, eight_
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LAUNCH = ["python", "-m", "sglang.launch_server"]
-COMPUTE_CAPABILITY = eaglebug.nvml.compute_capability  # the real one, before any test patches it
+COMPUTE_CAPABILITY = (
+    eaglebug.gpu.nvml.compute_capability
+)  # the real one, before any test patches it
 
 
 @pytest.fixture
@@ -37,8 +39,8 @@ def models(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """This host's NVML (if any) never decides a case unless a test says what it reports."""
-    monkeypatch.setattr(eaglebug.nvml, "smallest_gpu_memory", lambda: None)
-    monkeypatch.setattr(eaglebug.nvml, "compute_capability", lambda: None)
+    monkeypatch.setattr(eaglebug.gpu.nvml, "smallest_gpu_memory", lambda: None)
+    monkeypatch.setattr(eaglebug.gpu.nvml, "compute_capability", lambda: None)
 
 
 def preflight(capsys: pytest.CaptureFixture[str], sglang: Path, *words: str) -> Run:
@@ -133,12 +135,12 @@ def test_nvml_capability_is_used_without_the_flag(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        eaglebug.nvml, "compute_capability", lambda: ((10, 0), "NVML (8 x NVIDIA B200)")
+        eaglebug.gpu.nvml, "compute_capability", lambda: ((10, 0), "NVML (8 x NVIDIA B200)")
     )
     run = preflight(capsys, sglang_059, "--gpu-mem-gib", "141", "--", *deepseek_eagle3(models))
     [error] = [f for f in attention(run) if f["severity"] == "error"]
     assert error["details"]["gpu_arch_from"] == "NVML (8 x NVIDIA B200)"
-    monkeypatch.setattr(eaglebug.nvml, "compute_capability", lambda: None)
+    monkeypatch.setattr(eaglebug.gpu.nvml, "compute_capability", lambda: None)
     unknown = preflight(capsys, sglang_059, "--gpu-mem-gib", "141", "--", *deepseek_eagle3(models))
     [info] = attention(unknown)
     assert info["severity"] == "info" and "--gpu-arch" in info["message"]
@@ -179,7 +181,7 @@ def test_tui_refuses_a_bad_gpu_arch_in_one_line(capsys: pytest.CaptureFixture[st
 def test_session_checks_use_the_gpu_arch(sglang_059: Path, models: Path, tmp_path: Path) -> None:
     """The TUI's checks run preflight with the session's --gpu-arch: the draft's MLA backend
     error on sm100, none on sm90."""
-    from eaglebug.session import Session, SessionConfig
+    from eaglebug.session.session import Session, SessionConfig
 
     def draft_errors(arch: str) -> list[str | None]:
         config = SessionConfig(

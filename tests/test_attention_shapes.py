@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks import attnrules
-from eaglebug.checks.attnchecks import check_attention, parse_gpu_arch
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import FlagFix
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import parse_launch
-from eaglebug.checks.serverflags import server_flags
-from eaglebug.checks.tree import locate
-from eaglebug.checks.treevalues import OneOf
+from eaglebug.checks.args import attnrules
+from eaglebug.checks.args.attention import check_attention, parse_gpu_arch
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.fixes import FlagFix
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.pyeval.treevalues import OneOf
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.synthetic import line_of, write_tree
 
 SERVER_ARGS = """

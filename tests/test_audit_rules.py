@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import PatchFix
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.fixes import PatchFix
 from tests.synthetic import (
     SPEC_INFO,
     audit_tree,

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.auxlayers import check_aux_layers, ids_source
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.models.auxlayers import check_aux_layers, ids_source
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "drafts" / "gpt-oss-20b-eagle3" / "config.json"
 GPT_OSS_20B = {"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 24, "hidden_size": 2880}

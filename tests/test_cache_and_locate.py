@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks import cache
-from eaglebug.checks.audit import audit
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.audit.run import audit
+from eaglebug.checks.source import cache
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 REPO = Path(__file__).resolve().parent.parent
 MINI = REPO / "examples" / "sglang-mini"
@@ -183,7 +183,7 @@ def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     """`python -m eaglebug ...`, and (on stderr's last line) whether the engine was loaded."""
     probe = (
         "import sys\nfrom eaglebug.tui.entry import main\ncode = main(sys.argv[1:])\n"
-        "print('engine loaded:', 'eaglebug.checks.index' in sys.modules, file=sys.stderr)\n"
+        "print('engine loaded:', 'eaglebug.checks.source.index' in sys.modules, file=sys.stderr)\n"
         "raise SystemExit(code)\n"
     )
     return subprocess.run(
@@ -246,7 +246,7 @@ def test_in_process_audits_leave_no_helper_behind(
 ) -> None:
     import psutil
 
-    from eaglebug.cli import main
+    from eaglebug.cli.parser import main
 
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
@@ -271,7 +271,7 @@ def test_caches_of_another_eaglebug_are_ignored(
 
 
 def test_replies_kept_for_changing_environments_are_bounded(mini: Path, tmp_path: Path) -> None:
-    from eaglebug.checks.answers import Answers
+    from eaglebug.checks.source.answers import Answers
     from tests.configs import llama, write_model
 
     target = write_model(tmp_path / "target", llama())

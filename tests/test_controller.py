@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.errors import InputError
-from eaglebug.controller import (
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.session.controller import (
     AcceptEnv,
     ActionDone,
     ApplyPatch,
@@ -31,8 +31,8 @@ from eaglebug.controller import (
     Stop,
     Undo,
 )
-from eaglebug.problems import ERRORS_LOG, Problem
-from eaglebug.session import CheckResult
+from eaglebug.session.problems import ERRORS_LOG, Problem
+from eaglebug.session.session import CheckResult
 
 WAIT_S = 30.0
 

@@ -20,17 +20,17 @@ import git
 import psutil
 import pytest
 
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.logparse import analyze_file
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.logs.parse import analyze_file
 from eaglebug.checks.preflight import preflight
-from eaglebug.checks.tree import locate
-from eaglebug.cli import main as cli_main
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from eaglebug.cli.parser import main as cli_main
 from eaglebug.demo import DemoScenario, memory_curve, memory_path, read_memory
 from eaglebug.demo import scenario as scenario_module
 from eaglebug.demo.memfile import DRIVER_IDLE_BYTES, MemoryBoard
-from eaglebug.server import Server
-from eaglebug.state import LaunchRecord, load_state, save_state
+from eaglebug.server.launcher import Server
+from eaglebug.server.state import LaunchRecord, load_state, save_state
 from tests import gitrepo
 from tests.live import hermetic_demo_env, session_pids, wait_for
 

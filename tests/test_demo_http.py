@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.acceptance import from_metrics, reports_in
+from eaglebug.checks.logs.acceptance import from_metrics, reports_in
+from eaglebug.cli.probe import probe, url_of_launch
 from eaglebug.demo import DemoScenario
-from eaglebug.probe import probe, url_of_launch
-from eaglebug.server import Server
-from eaglebug.state import LaunchRecord, load_state, save_state
+from eaglebug.server.launcher import Server
+from eaglebug.server.state import LaunchRecord, load_state, save_state
 from tests.live import hermetic_demo_env, wait_for
 from tests.test_demo import ENV_VAR, READY, apply_fix, log_text
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from eaglebug.state import load_state
+from eaglebug.server.state import load_state
 from tests import gitrepo
 from tests.live import session_pids, wait_for
 

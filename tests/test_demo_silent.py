@@ -20,7 +20,7 @@ from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
 from eaglebug.demo.story import run_story
-from eaglebug.state import load_state
+from eaglebug.server.state import load_state
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.widgets.header import PhaseHeader
@@ -53,7 +53,7 @@ def test_the_silent_demo_starts_where_the_seed_story_ends(silent: DemoScenario) 
 
 
 def test_an_unknown_scenario_is_refused(tmp_path: Path) -> None:
-    from eaglebug.checks.errors import InputError
+    from eaglebug.checks.contract.errors import InputError
 
     with pytest.raises(InputError, match="no demo scenario 'loud'"):
         DemoScenario.prepare(tmp_path / "demo", fast=True, story="loud")

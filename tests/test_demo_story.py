@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 
 from eaglebug.demo.story import run_story
-from eaglebug.state import load_state
+from eaglebug.server.state import load_state
 
 
 def test_the_story_reaches_ready_with_real_commits(tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from eaglebug.checks.deprecations import check_deprecated_flags, deprecated_flags
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import parse_launch
-from eaglebug.checks.serverflags import server_flags
-from eaglebug.checks.tree import locate
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.deprecations import check_deprecated_flags, deprecated_flags
+from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 LAUNCH = ("python", "-m", "sglang.launch_server", "--model-path", "m")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.diagnose_predict import launch_words, server_args_of
+from eaglebug.cli.predict import launch_words, server_args_of
 from tests.clirun import cli
 from tests.test_memory import models
 

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eaglebug.checks.audit import find_class
-from eaglebug.checks.auxlayers import capture
-from eaglebug.checks.checkpoint import Checkpoint
-from eaglebug.checks.deprecations import check_deprecated_flags
-from eaglebug.checks.draftcode import lm_head
-from eaglebug.checks.draftpath import draft_path_rules
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import parse_launch
-from eaglebug.checks.serverflags import server_flags
-from eaglebug.checks.tree import locate
-from eaglebug.checks.weightmap import loader_shape, unplaceable
+from eaglebug.checks.audit.run import find_class
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.deprecations import check_deprecated_flags
+from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.models.auxlayers import capture
+from eaglebug.checks.models.checkpoint import Checkpoint
+from eaglebug.checks.models.draft_code import lm_head
+from eaglebug.checks.models.draft_path import draft_path_rules
+from eaglebug.checks.models.weightmap import loader_shape, unplaceable
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.synthetic import write_tree
 
 MODELS = """

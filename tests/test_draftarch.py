@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.draftarch import draft_renames
-from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.models.draft_arch import draft_renames
 from eaglebug.checks.preflight import PreflightResult, preflight
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 LAUNCH = ("python", "-m", "sglang.launch_server")
 # ERNIE-4.5-21B-A3B's published sizes (baidu/ERNIE-4.5-21B-A3B-PT config.json).

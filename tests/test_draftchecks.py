@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks import draftchecks
-from eaglebug.checks.checkpoint import read_checkpoint
-from eaglebug.checks.configchecks import check_vocab
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.models import draft_checks as draftchecks
+from eaglebug.checks.models.checkpoint import read_checkpoint
+from eaglebug.checks.models.checks import check_vocab
 from eaglebug.checks.preflight import preflight
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.safetensors_files import EAGLE3_DRAFT_TENSORS, write_safetensors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "drafts" / "qwen3-32b-eagle3"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.state import LaunchRecord, State, save_state
+from eaglebug.server.state import LaunchRecord, State, save_state
 from eaglebug.tui import entry
 from eaglebug.tui.app import EaglebugApp
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit import audit
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.external import find_package, package_at, registry_rule
-from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.audit.run import audit
+from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.preflight import preflight
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.external import find_package, package_at, registry_rule
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests import gitrepo
 from tests.clirun import cli, refused
 from tests.synthetic import write_tree
@@ -471,7 +471,7 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
 ) -> None:
     """What the TUI's fix key runs: the checks of the launch (its variable and PYTHONPATH),
     then the patch applied and verified by a fresh audit that loads the same package."""
-    from eaglebug.session import Session, SessionConfig
+    from eaglebug.session.session import Session, SessionConfig
 
     for name, value in gitrepo.HERMETIC_ENV.items():
         monkeypatch.setenv(name, value)
@@ -520,8 +520,8 @@ def test_the_launchs_own_interpreter_path_is_asked(tmp_path: Path) -> None:
     python looks: its path is asked for (it imports nothing), ours would not have it."""
     import sys
 
-    from eaglebug.checks.external import for_launch
-    from eaglebug.interpreter import external_for_launch
+    from eaglebug.checks.source.external import for_launch
+    from eaglebug.server.pyenv import external_for_launch
 
     site = tmp_path / "their-site"
     write_package(site)

@@ -3,7 +3,7 @@
 Acceptance runs on the real sglang 0.5.9 tree in a scratch git repository and compares the
 result with the fix sglang 0.5.10 shipped; the refusals run on a copy of the example tree
 (examples/sglang-mini) in a fresh repository; the generation rules run on small synthetic trees.
-The CLI runs in-process (`eaglebug.cli.main`), and every repository lives under tmp_path.
+The CLI runs in-process (`eaglebug.cli.parser.main`), and every repository lives under tmp_path.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.audit import audit
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.patching import Patch, plan_patches
-from eaglebug.checks.tree import locate
-from eaglebug.fixing import apply_patch, find_repo
+from eaglebug.checks.audit.patching import Patch, plan_patches
+from eaglebug.checks.audit.run import audit
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from eaglebug.git.fixing import apply_patch, find_repo
 from tests import gitrepo
 from tests.clirun import Run, cli
 from tests.synthetic import write_tree

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit import audit
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.patching import plan_patches
-from eaglebug.checks.tree import locate
-from eaglebug.cli import main
+from eaglebug.checks.audit.patching import plan_patches
+from eaglebug.checks.audit.run import audit
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from eaglebug.cli.parser import main
 
 WRAPPERS = {
     # class: (file, delegate)

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit import audit
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.patching import plan_patches
-from eaglebug.checks.tree import locate
-from eaglebug.fixing import apply_patch
+from eaglebug.checks.audit.patching import plan_patches
+from eaglebug.checks.audit.run import audit
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from eaglebug.git.fixing import apply_patch
 from tests import clirun, gitrepo
 from tests.clirun import Run, cli
 

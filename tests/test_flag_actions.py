@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import parse_launch
-from eaglebug.checks.serverflags import server_flags
-from eaglebug.checks.tree import locate
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.synthetic import write_tree
 
 

@@ -1,4 +1,4 @@
-"""The CLI's helper process (`eaglebug/forkmap.py`): the same results as doing it all here,
+"""The CLI's helper process (`eaglebug/session/forkmap.py`): the same results as doing it all here,
 in order, whoever did each item; and a helper that dies costs only time."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 import select
 import threading
 
-from eaglebug.forkmap import forked_map, in_background
+from eaglebug.session.forkmap import forked_map, in_background
 
 BIG = [200_000] * 40  # weights above the threshold below which nothing is forked
 

@@ -27,8 +27,8 @@ from eaglebug.gpu import (
     keyframe_curve,
     sglang_role,
 )
+from eaglebug.gpu.nvml import smallest_gpu_memory
 from eaglebug.gpu.processes import inspect_process
-from eaglebug.nvml import smallest_gpu_memory
 from tests.fake_nvml import (
     GIB,
     FakeGpu,

@@ -13,7 +13,7 @@ from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
-from eaglebug.session import Session, SessionConfig
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import build_app
 from eaglebug.tui.widgets.gpu_panel import GpuPanel, GpuRow
 from tests.test_tui import FAST, run, until
@@ -59,10 +59,15 @@ def test_each_node_has_its_header_and_its_own_rows(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=4)\n")
     session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
-    app = build_app(session, source, run_checks=False, **FAST)
+    # The sampler thread takes its first sample at start and then waits an hour: the test
+    # takes every later sample itself, so no sample of the thread races the change to stale.
+    app = build_app(session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600})
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         panel = app.main.query_one(GpuPanel)
+        # A row per GPU, as `x` asks: without it, whether the four rows fit (and so whether
+        # the panel shows a row per node instead) depends on when the first layout lands.
+        panel.every_gpu = True
         await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "four GPU rows")
         keys = [row.key for row in panel.query(GpuRow)]
         assert keys == [("node-a", 0), ("node-a", 1), ("node-b", 0), ("node-b", 1)]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit import AuditResult, audit
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.audit.run import AuditResult, audit
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.synthetic import audit_tree, findings_for, run_cli, write_tree
 from tests.test_audit_rules import (
     DELEGATE_CONSUMERS,

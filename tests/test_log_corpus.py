@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.logparse import analyze_file, analyze_text
+from eaglebug.checks.logs.parse import analyze_file, analyze_text
 from tests.clirun import cli
 from tests.logjson import comparable
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.logparse import analyze_text
-from eaglebug.diagnose_cmd import silence_s
+from eaglebug.checks.logs.parse import analyze_text
+from eaglebug.cli.diagnose import silence_s
 from tests.clirun import cli
 
 STAMP = "%Y-%m-%d %H:%M:%S"

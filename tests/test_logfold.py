@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eaglebug.logfold import WINDOW_ROWS, Folds, fold_key, folded_text
-from eaglebug.logfollow import LogLine
-from eaglebug.logindex import LogIndex, LogPart, LogSource, Restart, display
+from eaglebug.logs.fold import WINDOW_ROWS, Folds, fold_key, folded_text
+from eaglebug.logs.follow import LogLine
+from eaglebug.logs.index import LogIndex, LogPart, LogSource, Restart, display
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from eaglebug import logfollow
-from eaglebug.logfollow import (
+from eaglebug.logs import follow as logfollow
+from eaglebug.logs.follow import (
     CHUNK_BYTES,
     LogEvent,
     LogFollower,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.logfollow import LogFollower, LogLine, LogRestarted
-from eaglebug.logindex import (
+from eaglebug.logs.follow import LogFollower, LogLine, LogRestarted
+from eaglebug.logs.index import (
     BLOCK_BYTES,
     LogIndex,
     LogPart,

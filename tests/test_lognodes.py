@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.lognodes import analyze_nodes, node_tag, with_nodes
+from eaglebug.checks.logs.nodes import analyze_nodes, node_tag, with_nodes
 from tests.clirun import cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"

@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks import logpatterns as lp
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.logparse import (
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.logs import patterns as lp
+from eaglebug.checks.logs.parse import (
     LogAnalyzer,
     analyze_file,
     analyze_text,
     rank_summary,
     sort_ranks,
 )
-from eaglebug.checks.logscan import scan_file
-from eaglebug.diagnose_cmd import diagnose_command
+from eaglebug.checks.logs.scan import scan_file
+from eaglebug.cli.diagnose import diagnose_command
 from tests.logjson import comparable
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"

@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memclasses import model_objects
-from eaglebug.checks.memfit import MemoryLaunch, model_shape
-from eaglebug.checks.memplan import Prediction, Weights, predict
-from eaglebug.checks.memrules import memory_sources
-from eaglebug.checks.tree import locate
+from eaglebug.checks.memory.classes import model_objects
+from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+from eaglebug.checks.memory.plan import Prediction, Weights, predict
+from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests import test_memory, test_mempools
 from tests.configs import write_model
 from tests.memconfigs import QWEN3_NEXT_80B, QWEN3_NEXT_80B_BYTES

@@ -6,12 +6,12 @@ import ast
 import textwrap
 from pathlib import Path
 
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memeval import Evaluator, Raised, Ref, Unknown, functions_of
-from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
-from eaglebug.checks.memplan import Weights, predict
-from eaglebug.checks.memrules import memory_sources
-from eaglebug.checks.tree import locate
+from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.plan import Weights, predict
+from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.pyeval.memeval import Evaluator, Raised, Ref, Unknown, functions_of
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.synthetic import write_tree
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from eaglebug.checks.memeval import Evaluator, Ref, Unknown
-from eaglebug.checks.memobjects import (
+from eaglebug.checks.pyeval.memeval import Evaluator, Ref, Unknown
+from eaglebug.checks.pyeval.memobjects import (
     Block,
     ClassTable,
     Instance,

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import Choice, FlagFix
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memfit import Gpu
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.fixes import Choice, FlagFix
+from eaglebug.checks.memory.fit import Gpu
 from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.configs import write_model
 from tests.memconfigs import (
     DEEPSEEK_V3,
@@ -344,9 +344,11 @@ def test_the_json_carries_the_numbers(index_0523: TreeIndex, tmp_path: Path) -> 
 def preflight_json(
     capsys: pytest.CaptureFixture[str], sglang: Path, *argv: str
 ) -> tuple[int, dict[str, Any]]:
-    import eaglebug.cli
+    import eaglebug.cli.parser
 
-    code = eaglebug.cli.main(["preflight", "--sglang", str(sglang), "--json", "--no-cache", *argv])
+    code = eaglebug.cli.parser.main(
+        ["preflight", "--sglang", str(sglang), "--json", "--no-cache", *argv]
+    )
     out, _ = capsys.readouterr()
     found = [f for f in json.loads(out)["findings"] if f["id"] == "config.memory"]
     return code, one_json(found)
@@ -363,7 +365,7 @@ def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import eaglebug.nvml
+    import eaglebug.gpu.nvml
 
     launch = ("--", *LAUNCH, *models(tmp_path))
     _, given = preflight_json(
@@ -373,7 +375,7 @@ def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
     assert given["details"]["free_before_load_gib"] == 30.0
     assert given["severity"] == "warning"  # 30 GiB free: a pool shorter than 131072 tokens
     monkeypatch.setattr(
-        eaglebug.nvml,
+        eaglebug.gpu.nvml,
         "smallest_gpu_memory",
         lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML", 1),
     )
@@ -387,7 +389,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "logs" / "corpus"
 
 
 def test_the_memory_lines_of_real_logs() -> None:
-    from eaglebug.checks.memlog import read_memory_file
+    from eaglebug.checks.logs.memory import read_memory_file
 
     # Docs CI, EAGLE-3 with Llama-3.1-8B on one H100 (float16): target then draft.
     docs = read_memory_file(CORPUS / "ready_eagle3_llama31_8b_draft_context_warning.log")
@@ -434,8 +436,8 @@ def test_the_log_forms_are_the_trees_own(release: str) -> None:
 def test_the_next_preflight_of_the_same_launch_is_calibrated(
     index_0523: TreeIndex, tmp_path: Path
 ) -> None:
-    from eaglebug.calibration import measured_for
-    from eaglebug.state import LaunchRecord, State, save_state
+    from eaglebug.server.calibration import measured_for
+    from eaglebug.server.state import LaunchRecord, State, save_state
 
     flags = models(tmp_path)
     words = [*LAUNCH, *flags]
@@ -472,9 +474,9 @@ def test_the_measured_figures_outlive_the_launchs_log(
 ) -> None:
     """The watch keeps the memory lines in the launch's record as they come: a preflight after
     the log was deleted (or rotated away) is still calibrated by them."""
-    from eaglebug.calibration import measured_for
-    from eaglebug.session import Session, SessionConfig
-    from eaglebug.state import LaunchRecord, State, load_state, save_state
+    from eaglebug.server.calibration import measured_for
+    from eaglebug.server.state import LaunchRecord, State, load_state, save_state
+    from eaglebug.session.session import Session, SessionConfig
 
     flags = models(tmp_path)
     words = [*LAUNCH, *flags]
@@ -510,20 +512,20 @@ def test_the_measured_figures_outlive_the_launchs_log(
 def test_diagnose_shows_the_memory_the_launch_measured(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import eaglebug.cli
+    import eaglebug.cli.parser
 
     log = CORPUS / "ready_eagle3_llama31_8b_draft_context_warning.log"
-    eaglebug.cli.main(["diagnose", "--log", str(log), "--json"])
+    eaglebug.cli.parser.main(["diagnose", "--log", str(log), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["memory"]["max_total_num_tokens"] == 20480
     assert data["memory"]["draft_weights_gib"] == 1.77
-    eaglebug.cli.main(["diagnose", "--log", str(log)])
+    eaglebug.cli.parser.main(["diagnose", "--log", str(log)])
     text = capsys.readouterr().out
     assert "memory (TP0): 78.58 GB free before the load, weights 15.11 + draft 1.77 GB" in text
 
 
 def test_flag_fixes_replace_the_same_spelling_and_go_last() -> None:
-    from eaglebug.checks.flagwords import SWITCH, with_flags
+    from eaglebug.checks.launch.words import SWITCH, with_flags
 
     words = [
         "A=1",
@@ -571,10 +573,10 @@ def test_anchor_the_minimum_fraction_sglang_printed_on_8_h200(index_0523: TreeIn
     printed a minimum viable fraction of 0.9113 (0.9335 with the 3.07 GB MTP draft). The
     budget arithmetic is evaluated with the logged figures (free before the load = avail +
     usage); the cell (not reached before the raise) is DeepSeek-V3's MLA shape."""
-    from eaglebug.checks.memfit import MemoryLaunch, model_shape
-    from eaglebug.checks.memlog import MemoryLog
-    from eaglebug.checks.memplan import Weights, minimum_fraction, predict
-    from eaglebug.checks.memrules import memory_sources
+    from eaglebug.checks.logs.memory import MemoryLog
+    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+    from eaglebug.checks.memory.plan import Weights, minimum_fraction, predict
+    from eaglebug.checks.memory.rules import memory_sources
 
     anchor = ANCHORS["dsv4_pro_h200_tp8_no_kv_budget"]
     measured = anchor["measured"]
@@ -639,9 +641,9 @@ def test_every_release_in_the_cache_reads_completely(
 ) -> None:
     """Each release's own shape: whether the draft is charged to the target's budget and its
     layer added to the target's cells (0.5.14 on), with nothing left unread."""
-    from eaglebug.checks.memfit import MemoryLaunch, model_shape
-    from eaglebug.checks.memplan import Weights, predict
-    from eaglebug.checks.memrules import memory_sources
+    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+    from eaglebug.checks.memory.plan import Weights, predict
+    from eaglebug.checks.memory.rules import memory_sources
     from tests.sglang_releases import release
 
     sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))
@@ -662,7 +664,7 @@ def test_every_release_in_the_cache_reads_completely(
 def test_a_measured_graph_capture_bigger_than_the_slack_is_an_error(
     index_0523: TreeIndex, tmp_path: Path
 ) -> None:
-    from eaglebug.checks.memlog import MemoryLog
+    from eaglebug.checks.logs.memory import MemoryLog
 
     words = [*LAUNCH, *models(tmp_path)]
 
@@ -682,9 +684,9 @@ def test_a_measured_graph_capture_bigger_than_the_slack_is_an_error(
 def test_max_running_requests_given_and_derived(version: str) -> None:
     """0.5.9 takes it from `self.max_running_requests = min(...)` in model_runner.py, 0.5.23
     from `resolve_max_num_reqs`: the flag's value when given, else the tree's estimate."""
-    from eaglebug.checks.memfit import MemoryLaunch, model_shape
-    from eaglebug.checks.memplan import Weights, predict
-    from eaglebug.checks.memrules import REQUEST_LIMIT, memory_sources
+    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+    from eaglebug.checks.memory.plan import Weights, predict
+    from eaglebug.checks.memory.rules import REQUEST_LIMIT, memory_sources
     from tests.sglang_releases import release
 
     sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))

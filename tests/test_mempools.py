@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memfit import Gpu, MemoryLaunch, model_shape
-from eaglebug.checks.memplan import Prediction, Weights, predict
-from eaglebug.checks.memrules import memory_sources
+from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.plan import Prediction, Weights, predict
+from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.preflight import GpuMemory
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests import test_memory
 from tests.configs import write_model
 from tests.memconfigs import (
@@ -305,7 +305,7 @@ def test_anchor_the_swa_split_sglang_logged(index_0523: TreeIndex) -> None:
     """sgl-project/sglang PR #18039 (MiMo-V2-Flash, --page-size 64): "Use sliding window
     memory pool. full_layer_tokens=375360, swa_layer_tokens=300288". 0.5.23's
     `_solve_pool_sizes` with the tree's default ratio splits 375360 the same way."""
-    from eaglebug.checks.memfit import Context
+    from eaglebug.checks.memory.fit import Context
 
     anchor = test_memory.ANCHORS["mimo_v2_flash_swa_split"]["sglang"]
     sources = memory_sources(index_0523)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
+from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.preflight import preflight
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.test_preflight import LAUNCH, kimi_k25, kimi_k25_eagle3, pair
 
 RELEASES = ["sglang_059", "sglang_0523"]

@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 
-import eaglebug.cli
-import eaglebug.nvml
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.evidence import ConfigEvidence
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.launch import LaunchSpec, parse_launch
+import eaglebug.cli.parser
+import eaglebug.gpu.nvml
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.launch.command import LaunchSpec, parse_launch
+from eaglebug.checks.launch.flags import FlagSpec, server_flags
 from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
-from eaglebug.checks.serverflags import FlagSpec, server_flags
-from eaglebug.checks.tree import locate
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.configs import (
     GIB,
     KIMI,
@@ -128,19 +128,19 @@ def pair(tmp_path: Path, target: dict[str, Any], draft: dict[str, Any]) -> tuple
 def cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[Callable[..., tuple[int, str, str]]]:
-    """`eaglebug.cli.main(argv)` in this process: (exit code, stdout, stderr).
+    """`eaglebug.cli.parser.main(argv)` in this process: (exit code, stdout, stderr).
 
     NVML reports no GPU (as on a host without a driver) unless a test patches it otherwise;
     main()'s gc tuning for short-lived processes is undone afterwards.
     """
-    monkeypatch.setattr(eaglebug.nvml, "smallest_gpu_memory", lambda: None)
-    monkeypatch.setattr(eaglebug.nvml, "compute_capability", lambda: None)
+    monkeypatch.setattr(eaglebug.gpu.nvml, "smallest_gpu_memory", lambda: None)
+    monkeypatch.setattr(eaglebug.gpu.nvml, "compute_capability", lambda: None)
     monkeypatch.delenv(ENV_VAR, raising=False)
     thresholds = gc.get_threshold()
 
     def call(*argv: str) -> tuple[int, str, str]:
         try:
-            code = eaglebug.cli.main(list(argv))
+            code = eaglebug.cli.parser.main(list(argv))
         except SystemExit as exc:  # argparse's own usage errors
             assert isinstance(exc.code, int), exc.code
             code = exc.code

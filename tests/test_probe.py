@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.probe import probe, url_of_launch
-from eaglebug.state import LaunchRecord, State, save_state
+from eaglebug.cli.probe import probe, url_of_launch
+from eaglebug.server.state import LaunchRecord, State, save_state
 from tests.clirun import cli, refused
 from tests.fake_sglang import FakeSglang
 

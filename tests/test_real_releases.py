@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit import AuditResult, audit
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.tree import locate
+from eaglebug.checks.audit.run import AuditResult, audit
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 
 KIMI = "KimiK25ForConditionalGeneration"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from eaglebug.checks.errors import InputError
-from eaglebug.server import Server, wait_gpu_released
-from eaglebug.state import LaunchRecord, load_state, save_state
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.server.launcher import Server, wait_gpu_released
+from eaglebug.server.state import LaunchRecord, load_state, save_state
 from tests.live import session_pids, wait_for
 
 STANDIN = Path(__file__).with_name("standin_server.py")

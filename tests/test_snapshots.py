@@ -26,8 +26,8 @@ from textual.widgets import OptionList, Sparkline  # noqa: TID251 (a UI test dri
 from eaglebug.demo import DemoScenario
 from eaglebug.demo.memfile import DRIVER_IDLE_BYTES
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.session import CheckResult, Session
-from eaglebug.state import LaunchRecord, State, save_state, state_dir
+from eaglebug.server.state import LaunchRecord, State, save_state, state_dir
+from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_session
 from eaglebug.tui.screens.diff import DiffModal

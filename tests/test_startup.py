@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.findings import Step, sort_findings
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.startup import StartupTrace
-from eaglebug.checks.steps import Place, step_at, step_text, trace_for
-from eaglebug.checks.tree import locate
+from eaglebug.checks.contract.findings import Step, sort_findings
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from eaglebug.checks.startup.steps import Place, step_at, step_text, trace_for
+from eaglebug.checks.startup.trace import StartupTrace
 from tests.synthetic import audit_tree, findings_for, line_of, write_tree
 from tests.test_preflight import LAUNCH, cli, kimi_k25, kimi_k25_eagle3, pair, spec_pair
 

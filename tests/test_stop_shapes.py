@@ -21,10 +21,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from eaglebug.checks.errors import InputError
-from eaglebug.proctree import LAUNCH_ENV
-from eaglebug.server import Server
-from eaglebug.state import load_state
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.server.launcher import Server
+from eaglebug.server.proctree import LAUNCH_ENV
+from eaglebug.server.state import load_state
 from tests.live import session_pids, wait_for
 
 SHAPES = Path(__file__).with_name("process_shapes.py")
@@ -220,7 +220,7 @@ def test_a_launch_that_cannot_be_recorded_is_not_left_running(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The state file fails after the start (a full disk, say): the server is stopped again."""
-    import eaglebug.server as server_module
+    import eaglebug.server.launcher as server_module
 
     real_save = server_module.save_state
     calls = []
@@ -244,7 +244,7 @@ def test_a_launch_that_cannot_be_recorded_is_not_left_running(
 def test_a_launch_whose_state_folder_is_unwritable_starts_nothing(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import eaglebug.server as server_module
+    import eaglebug.server.launcher as server_module
 
     def unwritable(workdir: Path) -> None:
         raise InputError(f"{workdir}/.eaglebug/state.json: cannot write (Read-only file system)")

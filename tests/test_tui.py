@@ -23,13 +23,13 @@ from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textu
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import Footer, Input, OptionList, Static  # noqa: TID251 (a UI test drives Textual)
 
-from eaglebug.checks.findings import Finding
+from eaglebug.checks.contract.findings import Finding
 from eaglebug.demo import DemoScenario
 from eaglebug.gpu.nvml_source import NvmlSource
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.logindex import TAIL_ROWS
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import load_state
+from eaglebug.logs.index import TAIL_ROWS
+from eaglebug.server.state import load_state
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus, demo_session
 from eaglebug.tui.screens.confirm import ConfirmModal

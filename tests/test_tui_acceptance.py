@@ -16,9 +16,9 @@ import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
-from eaglebug.checks.acceptance import Report
+from eaglebug.checks.logs.acceptance import Report
 from eaglebug.demo import DemoScenario
-from eaglebug.state import load_state, save_state
+from eaglebug.server.state import load_state, save_state
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.widgets.header import PhaseHeader, sparkline

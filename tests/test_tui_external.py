@@ -11,7 +11,7 @@ import pytest
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.session import Session, SessionConfig
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import build_app
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal

@@ -18,8 +18,8 @@ from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textu
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.gpu.nvml_source import NvmlSource
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import load_state
+from eaglebug.server.state import load_state
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import build_app
 from eaglebug.tui.screens.confirm import ConfirmModal
 from tests.configs import write_model

@@ -19,8 +19,8 @@ from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import Sparkline  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.logindex import LogIndex, display
-from eaglebug.session import Session, SessionConfig
+from eaglebug.logs.index import LogIndex, display
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.widgets.checks_panel import ChecksPanel
 from eaglebug.tui.widgets.header import PhaseHeader

@@ -16,11 +16,11 @@ from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textu
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import OptionList, Static  # noqa: TID251 (a UI test drives Textual)
 
-from eaglebug.controller import ApplyPatch, Relaunch
 from eaglebug.demo import DemoScenario
-from eaglebug.problems import ERRORS_LOG
-from eaglebug.session import CheckResult, Session
-from eaglebug.state import LaunchRecord, State, load_state, save_state, state_dir
+from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
+from eaglebug.session.controller import ApplyPatch, Relaunch
+from eaglebug.session.problems import ERRORS_LOG
+from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus, demo_session
 from eaglebug.tui.screens.confirm import ConfirmModal

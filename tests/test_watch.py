@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.logfollow import LogFollower
-from eaglebug.problems import Problem
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import LaunchRecord, State, load_state, save_state, state_dir
-from eaglebug.watch import LaunchWatch, WatchSnapshot
+from eaglebug.logs.follow import LogFollower
+from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
+from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
+from eaglebug.session.problems import Problem
+from eaglebug.session.session import Session, SessionConfig
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
 NO_SUCH_PID = 4_194_304
@@ -188,7 +188,7 @@ def test_a_bug_in_a_beat_is_an_internal_error_with_its_traceback_on_file(
     def broken(self: object, line: str, offset: int | None = None) -> None:
         raise ZeroDivisionError("in the analyzer")
 
-    monkeypatch.setattr("eaglebug.checks.logparse.LogAnalyzer.feed", broken)
+    monkeypatch.setattr("eaglebug.checks.logs.parse.LogAnalyzer.feed", broken)
     assert watch.beat() is None
     (problem,) = got.problems
     assert (

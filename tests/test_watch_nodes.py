@@ -12,8 +12,8 @@ from pathlib import Path
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
-from eaglebug.logmerge import LogMerger
-from eaglebug.session import Session, SessionConfig
+from eaglebug.logs.merge import LogMerger
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import build_app
 from tests.test_gpu_nodes import TwoNodes
 from tests.test_lognodes import node_logs  # noqa: F401 (the fixture)

@@ -14,9 +14,9 @@ import pytest
 
 from eaglebug.gpu.sampler import MOVED_BYTES, Sampler
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.session import Session, SessionConfig
-from eaglebug.state import state_dir
-from eaglebug.watch import LaunchWatch, WatchSnapshot
+from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
+from eaglebug.server.state import state_dir
+from eaglebug.session.session import Session, SessionConfig
 from tests.test_watch import Collect, launched, record
 
 MINUTE = 60.0

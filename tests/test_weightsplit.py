@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.index import TreeIndex
-from eaglebug.checks.memplan import Weights
-from eaglebug.checks.models import ModelSource
-from eaglebug.checks.parallelstate import Layout
+from eaglebug.checks.memory.plan import Weights
+from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors, header_sizes
+from eaglebug.checks.memory.weights import fold, per_rank_bytes, rank_weights
+from eaglebug.checks.models.source import ModelSource
 from eaglebug.checks.preflight import GpuMemory, preflight
-from eaglebug.checks.safetensorsheader import CheckpointTensors, checkpoint_tensors, header_sizes
-from eaglebug.checks.tree import locate
-from eaglebug.checks.weightsplit import fold, per_rank_bytes, rank_weights
+from eaglebug.checks.pyeval.parallelstate import Layout
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests import test_memory
 from tests.checkpoints import (
     Tensor,

@@ -18,13 +18,14 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from eaglebug.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
-from eaglebug.controller import Controller, Event
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
-from eaglebug.problems import Problem
-from eaglebug.session import Session
+from eaglebug.logs.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
+from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
+from eaglebug.session.controller import Controller, Event
+from eaglebug.session.problems import Problem
+from eaglebug.session.session import Session
 from eaglebug.tui.messages import (
     AcceptanceSampled,
     ControllerReported,
@@ -34,7 +35,6 @@ from eaglebug.tui.messages import (
 )
 from eaglebug.tui.runner import show_problem
 from eaglebug.tui.screens.main import MainScreen
-from eaglebug.watch import LaunchWatch, WatchSnapshot
 
 
 class EaglebugApp(App[None]):

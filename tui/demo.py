@@ -12,7 +12,7 @@ from pathlib import Path
 from eaglebug.demo.memfile import memory_curve, memory_path
 from eaglebug.demo.scenario import DemoScenario
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.session import Session, SessionConfig
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 
 

@@ -13,10 +13,18 @@ from rich.text import Text
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
-from eaglebug.checks.findings import Finding
-from eaglebug.checks.fixes import Choice, PatchFix
-from eaglebug.controller import AcceptEnv, AcceptFlag, Action, ApplyPatch, Relaunch, Stop, Undo
-from eaglebug.session import Session
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.fixes import Choice, PatchFix
+from eaglebug.session.controller import (
+    AcceptEnv,
+    AcceptFlag,
+    Action,
+    ApplyPatch,
+    Relaunch,
+    Stop,
+    Undo,
+)
+from eaglebug.session.session import Session
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 

@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug import cli
-from eaglebug.checks.errors import InputError
-from eaglebug.numbers import count, number
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.cli import parser as cli
+from eaglebug.cli.numbers import count, number
 
 if TYPE_CHECKING:  # the session and the GPU sources load only for a TUI mode, so a headless
     # command (`eaglebug audit ...`) pays nothing for them at start-up
     from eaglebug.gpu.source import GpuSource
-    from eaglebug.session import SessionConfig
+    from eaglebug.session.session import SessionConfig
 
 TUI_MODES = {"demo", "watch", "guide"}
 
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _gpu_source(args: argparse.Namespace) -> GpuSource:
     """`eaglebug gpus`' rule: Prometheus (flag or env), simulated, else this host's NVML."""
-    from eaglebug.gpus_cmd import gpu_source
+    from eaglebug.cli.gpus import gpu_source
 
     return gpu_source(args.prometheus, args.simulate_gpus)
 
@@ -100,7 +100,7 @@ def run_tui(
     launch_when_clear: bool = False,
     stall_limits: dict[str, float] | None = None,
 ) -> int:
-    from eaglebug.session import Session
+    from eaglebug.session.session import Session
     from eaglebug.tui.app import build_app
 
     app = build_app(
@@ -135,9 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
-    from eaglebug.checks.gpuarch import parse_gpu_arch
-    from eaglebug.session import SessionConfig
-    from eaglebug.state import load_state
+    from eaglebug.checks.launch.gpuarch import parse_gpu_arch
+    from eaglebug.server.state import load_state
+    from eaglebug.session.session import SessionConfig
 
     workdir = Path.cwd()
     if args.gpu_arch is not None:
@@ -159,14 +159,14 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
     if args.mode == "watch":
         if not args.log:
             raise InputError("watch needs --log FILE", "eaglebug watch --log /path/to/server.log")
-        from eaglebug.diagnose_cmd import ensure_text_log
+        from eaglebug.cli.diagnose import ensure_text_log
 
         logs = [Path(log) for log in args.log]
         for log in logs:
             ensure_text_log(log)
         merger = None
         if len(logs) > 1:  # one log per node: followed together, tagged with the node
-            from eaglebug.logmerge import LogMerger
+            from eaglebug.logs.merge import LogMerger
 
             merger = LogMerger(logs)
             merger.start()
@@ -195,7 +195,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             "eaglebug -- LAUNCH COMMAND, eaglebug watch --log FILE, or eaglebug demo",
         )
     if launch_words:  # a model package the launch names but its Python cannot find: say so now
-        from eaglebug.interpreter import external_for_launch
+        from eaglebug.server.pyenv import external_for_launch
 
         external_for_launch(launch_words, os.environ)
     config = SessionConfig(

@@ -12,22 +12,26 @@ from typing import Literal
 
 from textual.message import Message
 
-from eaglebug.acceptwatch import AcceptanceSnapshot
-from eaglebug.checks.findings import Finding
-from eaglebug.controller import Event
+from eaglebug.checks.contract.findings import Finding
 from eaglebug.gpu.snapshot import BoxSnapshot
-from eaglebug.problems import Problem
-from eaglebug.watch import WatchSnapshot
+from eaglebug.logs.acceptwatch import AcceptanceSnapshot
+from eaglebug.logs.watch import WatchSnapshot
+from eaglebug.session.controller import Event
+from eaglebug.session.problems import Problem
 
 
 @dataclass(eq=False)
 class GpuSampled(Message):
-    """A new GPU snapshot from the sampler thread; a burst keeps only the newest."""
+    """A new GPU snapshot from the sampler thread; a burst keeps only the newest (by when it
+    was taken: a sample asked for now can be posted before the thread's older one)."""
 
     snapshot: BoxSnapshot
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, GpuSampled)
+        return (
+            isinstance(message, GpuSampled)
+            and message.snapshot.taken_at_s <= self.snapshot.taken_at_s
+        )
 
 
 @dataclass(eq=False)

@@ -1,7 +1,7 @@
 """The one runner for the app's work: whatever goes wrong is a notification, never an exit.
 
 Thread workers (`run_guarded`) and the key handlers that read the session on the UI thread
-(`reported`) both go through `eaglebug.problems`: an `InputError` becomes an error
+(`reported`) both go through `eaglebug.session.problems`: an `InputError` becomes an error
 notification with its hint; any other exception a notification `internal error: ...` with its
 traceback appended to `.eaglebug/eaglebug-errors.log` of the working folder (the notification
 names the file). Nothing raises out of them, so Textual never ends the app with `WorkerFailed`.
@@ -18,7 +18,7 @@ from textual.app import App
 from textual.dom import DOMNode
 from textual.worker import Worker
 
-from eaglebug.problems import Problem, guarded, problem_of
+from eaglebug.session.problems import Problem, guarded, problem_of
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -30,8 +30,8 @@ from typing import Any
 
 import git
 
-from eaglebug.checks.cache import cache_dir
-from eaglebug.checks.errors import InputError
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.source.cache import cache_dir
 from eaglebug.demo import knobs
 from eaglebug.demo.footprint import GIB
 
@@ -313,11 +313,11 @@ def _already_fixed(tree: Path, target: Path, draft: Path) -> None:
     """The silent story starts where the seed story ends: the wrapper's delegations committed
     (with eaglebug's own fix, as a user would have), and a draft trained for the target's whole
     context. What is left is a mistake that crashes nothing."""
-    from eaglebug.checks.audit import audit
-    from eaglebug.checks.index import TreeIndex
-    from eaglebug.checks.patching import plan_patches
-    from eaglebug.checks.tree import locate
-    from eaglebug.fixing import apply_patch
+    from eaglebug.checks.audit.patching import plan_patches
+    from eaglebug.checks.audit.run import audit
+    from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.checks.source.tree import locate
+    from eaglebug.git.fixing import apply_patch
 
     index = TreeIndex(locate(str(tree)), use_cache=False)
     for patch in plan_patches(index, audit(index, MODEL_CLASS, "EAGLE3").reports):

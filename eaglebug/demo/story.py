@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from eaglebug.checks.logparse import LogAnalyzer, analyze_file
+from eaglebug.checks.logs.parse import LogAnalyzer, analyze_file
 from eaglebug.demo.scenario import DemoScenario
-from eaglebug.session import Session, SessionConfig
+from eaglebug.session.session import Session, SessionConfig
 
 # How long one stand-in launch may take before the story gives up on it.
 LAUNCH_TIMEOUT_S = 180.0
@@ -59,8 +59,8 @@ def _launch(session: Session, step: str, say: Callable[[str], None]) -> LogAnaly
 
 def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
     """Probe the ready server (its own port on the loopback) and say what the watchdog says."""
-    from eaglebug.checks.acceptance import Report, low_acceptance
-    from eaglebug.probe import probe, url_of_launch
+    from eaglebug.checks.logs.acceptance import Report, low_acceptance
+    from eaglebug.cli.probe import probe, url_of_launch
 
     record = session.current_launch()
     if record is None:
@@ -82,7 +82,7 @@ def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
 
 
 def _silent(session: Session, say: Callable[[str], None]) -> int:
-    from eaglebug.checks.fixes import flag_of
+    from eaglebug.checks.contract.fixes import flag_of
 
     checks = session.run_checks()
     errors = [f for f in checks.findings if f.severity == "error"]

@@ -12,12 +12,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks.findings import Finding
-from eaglebug.findingview import Line, evidence_lines, fix_lines
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.cli.view import Line, evidence_lines, fix_lines
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
-    from eaglebug.checks.patching import Patch
+    from eaglebug.checks.audit.patching import Patch
 
 
 def _render(lines: list[Line]) -> list[RenderableType]:
@@ -44,7 +44,7 @@ def _render(lines: list[Line]) -> list[RenderableType]:
 
 
 def evidence(finding: Finding, patch: Patch | None) -> Group:
-    """The finding's view (`eaglebug.findingview`, as the CLI prints it) under a headline."""
+    """The finding's view (`eaglebug.cli.view`, as the CLI prints it) under a headline."""
     parts: list[RenderableType] = [
         Text(
             f"{finding.severity}  {finding.id}",

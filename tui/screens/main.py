@@ -19,11 +19,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer
 
-from eaglebug.acceptwatch import AcceptanceSnapshot
-from eaglebug.checks.findings import Finding
-from eaglebug.controller import ActionDone, ChecksFinished, ChecksRequested, Controller, Note
-from eaglebug.problems import Problem
-from eaglebug.session import CheckResult
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.logs.acceptwatch import AcceptanceSnapshot
+from eaglebug.session.controller import (
+    ActionDone,
+    ChecksFinished,
+    ChecksRequested,
+    Controller,
+    Note,
+)
+from eaglebug.session.problems import Problem
+from eaglebug.session.session import CheckResult
 from eaglebug.tui import dialogs
 from eaglebug.tui.messages import (
     ControllerReported,
@@ -377,6 +383,9 @@ class MainScreen(ServingParts):
         if self.eaglebug.winding_down:
             return
         app = self.eaglebug
+        latest = self.session.latest_gpus
+        if latest is not None and message.snapshot.taken_at_s < latest.taken_at_s:
+            return  # an older sample that arrived late (the thread's, after one asked for now)
         self.session.latest_gpus = message.snapshot
         histories = {
             g.key: [float(v) for v in app.sampler.history(g.key)] for g in message.snapshot.gpus

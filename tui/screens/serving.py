@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.screen import Screen
 
-from eaglebug.checks.acceptance import Report, low_acceptance
-from eaglebug.checks.errors import InputError
-from eaglebug.checks.findings import Finding
-from eaglebug.session import CheckResult, Session
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.logs.acceptance import Report, low_acceptance
+from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.messages import AcceptanceSampled, ProbeFinished
 from eaglebug.tui.runner import reported, run_guarded
 from eaglebug.tui.widgets.header import PhaseHeader
@@ -78,7 +78,7 @@ class ServingParts(Screen[None]):
     def _server_url(self) -> str | None:
         """The loopback URL of the recorded launch's own port; None when nothing was
         launched from here (a log watched read-only) or its port cannot be read."""
-        from eaglebug.probe import url_of_launch
+        from eaglebug.cli.probe import url_of_launch
 
         latest = self.session.server.state().latest
         if latest is None:
@@ -100,7 +100,7 @@ class ServingParts(Screen[None]):
     def _probe(self, url: str) -> None:
         """On a worker thread (`run_guarded`: a server that is gone, or any failure, is a
         notification): a few short prompts, bounded in requests and time."""
-        from eaglebug.probe import PROMPTS, probe
+        from eaglebug.cli.probe import PROMPTS, probe
 
         result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
         length = result.accept_length

@@ -164,7 +164,7 @@ class GpuPanel(Vertical):
             if node is None:
                 node = self._node_rows[host] = NodeRow(host)
                 rows.mount(node)
-                node.call_after_refresh(node.show, gpus, history)
+                node.call_after_refresh(self._show_latest)
             else:
                 node.show(gpus, history)
         for gpu in snapshot.gpus if not by_node else ():
@@ -174,7 +174,7 @@ class GpuPanel(Vertical):
             if row is None:
                 row = self._rows[gpu.key] = GpuRow(gpu.key)
                 rows.mount(row)
-                row.call_after_refresh(row.show, gpu, histories.get(gpu.key, []))
+                row.call_after_refresh(self._show_latest)
             else:
                 row.show(gpu, histories.get(gpu.key, []))
         procs = Text()
@@ -201,6 +201,13 @@ class GpuPanel(Vertical):
         if procs != self._procs:
             self._procs = procs
             self.query_one("#gpu-procs", Static).update(procs)
+
+    def _show_latest(self) -> None:
+        """A row mounted by one sample is first filled after its refresh, by then perhaps
+        behind a newer sample: it shows the newest one the panel has, never the one it was
+        mounted with."""
+        if self._last is not None:
+            self.show(*self._last)
 
     def _by_node(self, snapshot: BoxSnapshot, hosts: int) -> bool:
         """One row per node: as `x` asked, else when the GPUs of several nodes do not fit."""

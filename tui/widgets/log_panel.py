@@ -6,7 +6,7 @@ The panel keeps no lines: its `LogIndex` keeps where each line starts and reads 
 the file, so `e` (the crash line, else the first error), `/` (the filter) and scrolling reach
 the whole log, whatever its size. The first error and the filter are searched in the file in a
 thread worker; each search has a generation, and a result that a newer search (or rows removed
-from the index) made stale is dropped. The rows folded by rank (`eaglebug.logfold`) are kept
+from the index) made stale is dropped. The rows folded by rank (`eaglebug.logs.fold`) are kept
 as the lines arrive, by offset like the index, so `f` unfolds and folds at once.
 """
 
@@ -26,8 +26,8 @@ from textual.timer import Timer
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
-from eaglebug.checks.findings import Finding
-from eaglebug.logindex import IndexView, LogIndex, LogPart, divider_text, search
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.logs.index import IndexView, LogIndex, LogPart, divider_text, search
 from eaglebug.tui.messages import LogSearched
 from eaglebug.tui.runner import run_guarded
 from eaglebug.tui.widgets.crash_pin import CrashPin

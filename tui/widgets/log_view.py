@@ -3,7 +3,7 @@
 A Line API widget: only the rows on screen are rendered (and cached as strips by what they
 show), so neither a log growing by thousands of lines a second nor one of millions of lines
 costs more than the screenful. What is on show is one of three sequences of index rows: every
-row, the rows folded by rank (`eaglebug.logfold.Folds`: the default, so an 8-rank log reads
+row, the rows folded by rank (`eaglebug.logs.fold.Folds`: the default, so an 8-rank log reads
 as one), or the rows a filter's search found (`Matches`, unfolded, so `/TP3` finds rank 3).
 
 Long lines wrap by default (the line that says what went wrong is usually the longest), so
@@ -34,8 +34,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from eaglebug.logfold import Folds, folded_text
-from eaglebug.logindex import DIVIDER, LogIndex
+from eaglebug.logs.fold import Folds, folded_text
+from eaglebug.logs.index import DIVIDER, LogIndex
 
 # Presentation only: what to colour. What a line *means* is checks.logparse's job.
 MILESTONE = re.compile(

@@ -1,0 +1,74 @@
+"""The server-args fields SGLang resolves for itself that the memory arithmetic reads.
+
+A launch that leaves `--max-running-requests` unset does not always run with the tree's field
+default: 0.5.9's `_handle_speculative_decoding` resets it to 48 for EAGLE / EAGLE3 /
+STANDALONE (its warning: "Max running requests is reset to 48 for speculative decoding"),
+0.5.23 in each algorithm's handler (`_handle_eagle_family`, ...), and the draft-token count is
+derived from the step count. The memory check starts from what the tree's own argument resolution leaves
+(`attnrules.resolve`, the interpreter the attention and node-layout checks run), so its
+request limit, and the mamba state it reserves per request and draft token, are SGLang's.
+Only fields the launch did not give and the resolution wrote as a whole number are taken,
+with the file:line of the write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eaglebug.checks.args import attnrules
+from eaglebug.checks.launch.command import LaunchSpec
+from eaglebug.checks.source.index import TreeIndex
+
+FIELDS = ("max_running_requests", "speculative_num_draft_tokens")
+_ANSWER = "memresolved:"
+_KEEP_ANSWERS = 16
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A field as the tree's resolution wrote it."""
+
+    value: int
+    read_from: str  # file:line of the write
+
+
+def resolved_fields(
+    index: TreeIndex,
+    launch: LaunchSpec,
+    target_config: Mapping[str, Any] | None,
+    environ: Mapping[str, str] | None,
+) -> dict[str, Resolved]:
+    """The FIELDS this launch leaves to SGLang, as the tree resolves them (a tree answer)."""
+    wanted = [f for f in FIELDS if launch.values.get(f) is None]
+    if not wanted or target_config is None or launch.values.get("speculative_algorithm") is None:
+        return {}
+    if not attnrules.has_resolution(index):
+        return {}
+    env = attnrules.declared_env(index, environ)
+    subject = [launch.values, target_config, env, wanted]
+    return index.answer_for(
+        _ANSWER, subject, lambda: _run(index, launch, target_config, env, wanted), _KEEP_ANSWERS
+    )
+
+
+def _run(
+    index: TreeIndex,
+    launch: LaunchSpec,
+    target_config: Mapping[str, Any],
+    environ: Mapping[str, str],
+    wanted: list[str],
+) -> dict[str, Resolved]:
+    models = attnrules.Models.target_only(target_config, environ)
+    run = attnrules.resolve(index, attnrules.launch_values(index, launch), None, models)
+    if run is None:
+        return {}
+    out: dict[str, Resolved] = {}
+    for name in wanted:
+        write = run.writes.get(name)
+        value = run.values.get(name)
+        if write is None or isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            continue
+        out[name] = Resolved(value, f"{write.rel}:{write.line}")
+    return out

@@ -1,0 +1,261 @@
+"""The launch command a user is about to run, parsed the way SGLang's argparse would parse it.
+
+Accepts `python -m sglang.launch_server ...`, `sglang serve ...` and bare flags, with
+`VAR=value` words in front; `--flag value` and `--flag=value`; and argparse's unambiguous
+prefixes (`--tp` for `--tp-size`), since SGLang's parser allows them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
+
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ENTRY_MODULES = {"sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py"}
+_FORMS = "python -m sglang.launch_server ..., sglang serve ..., or bare --flags"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What a launch command says: the program, env additions and each flag's value."""
+
+    argv: tuple[str, ...]  # the command itself, without the VAR=value words
+    program: tuple[str, ...]  # e.g. ("python", "-m", "sglang.launch_server"); () for bare flags
+    env_additions: dict[str, str]
+    values: dict[str, str | bool | list[str]]  # dest -> value
+    spelled: dict[str, str] = field(default_factory=dict)  # dest -> the option as written
+
+    def get(self, dest: str) -> str | bool | list[str] | None:
+        return self.values.get(dest)
+
+    def text(self, dest: str) -> str | None:
+        value = self.values.get(dest)
+        if isinstance(value, list):
+            return " ".join(value)
+        return value if isinstance(value, str) else None
+
+    def number(self, dest: str) -> float | None:
+        value = self.text(dest)
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            raise InputError(
+                f"{self.spelled.get(dest, dest)} {value}: not a number",
+                "fix the value in the launch command",
+            ) from None
+
+    def env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The environment the server would see: ours, plus the words before the command."""
+        merged = dict(environ)
+        merged.update(self.env_additions)
+        return merged
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "argv": list(self.argv),
+            "program": list(self.program),
+            "env_additions": self.env_additions,
+            "server_args": self.values,
+        }
+
+
+def split_words(words: Sequence[str]) -> list[str]:
+    """One string (a shell command line) or argv words; shell syntax only in the former."""
+    if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
+        try:
+            return shlex.split(words[0].replace("\\\n", " "))
+        except ValueError as exc:
+            raise InputError(
+                f"the launch command does not parse: {exc}", "check its quoting"
+            ) from None
+    return list(words)
+
+
+_PYTHON_OPTS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
+
+
+def _program_length(words: list[str]) -> int:
+    """How many leading words name the program (before the first server flag)."""
+    if not words:
+        raise InputError("no launch command given", f"pass it after `--`: {_FORMS}")
+    if words[0].startswith("-"):
+        return 0
+    first = os.path.basename(words[0])
+    if first.startswith("python"):
+        i = 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+            i += 2 if words[i] in _PYTHON_OPTS_WITH_VALUE else 1  # -u, -O, -X opt, -W arg
+        if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in _ENTRY_MODULES:
+            return i + 2
+        if i < len(words) and words[i].endswith("launch_server.py"):
+            return i + 1
+        raise InputError(
+            f"the launch command runs {' '.join(words[: i + 2])!r}, not SGLang's server",
+            f"expected {_FORMS}",
+        )
+    if first == "sglang" and len(words) >= 2 and words[1] == "serve":
+        return 2
+    if first == "sglang":
+        raise InputError("only `sglang serve` launches a server", f"expected {_FORMS}")
+    raise InputError(
+        f"cannot read the launch command starting with {words[0]!r}", f"expected {_FORMS}"
+    )
+
+
+def _serve_words(words: list[str], serve: ServeFrontEnd) -> list[str]:
+    """Apply what `sglang serve` itself does to argv (this tree's sglang/cli/serve.py)."""
+    if serve.model_type_flag:
+        kept: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if word == "--model-type" or word.startswith("--model-type="):
+                value = (
+                    word.partition("=")[2]
+                    if "=" in word
+                    else (words[i + 1] if i + 1 < len(words) else "")
+                )
+                if value not in {"auto", "llm", "diffusion"}:
+                    raise InputError(
+                        f"--model-type {value!r}: sglang serve takes auto, llm or diffusion"
+                    )
+                i += 1 if "=" in word else 2
+                continue
+            kept.append(word)
+            i += 1
+        words = kept
+    if serve.positional_model and words and not words[0].startswith("-"):
+        words = ["--model-path", *words]
+    return words
+
+
+# Larger than any count or size a launch flag takes; past it, values overflow C code and floats.
+_FLAG_INT_LIMIT = 2**63
+
+
+def _check_type(option: str, value: str, value_type: str | None) -> None:
+    """argparse's `type=int` / `type=float` conversions, as SGLang would apply them, plus the
+    values argparse lets through that no launch can use (`nan`, `inf`, a 400-digit --tp)."""
+    if value_type is None:
+        return
+    shown = value if len(value) <= 24 else f"{value[:20]}..."
+    article = "an integer" if value_type == "int" else "a number"
+    try:
+        number = int(value) if value_type == "int" else float(value)
+    except ValueError:
+        raise InputError(
+            f"{option} {shown}: expected {article}", f"fix {option} in the launch command"
+        ) from None
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(
+            f"{option} {shown}: expected a finite number", f"fix {option} in the launch command"
+        )
+    if abs(number) >= _FLAG_INT_LIMIT:
+        raise InputError(f"{option} {shown}: too large", f"fix {option} in the launch command")
+
+
+def _is_flag(word: str) -> bool:
+    """`--x` or `-x`, but not a negative number given as a value."""
+    return word.startswith("--") or (
+        word.startswith("-") and len(word) == 2 and not word[1].isdigit()
+    )
+
+
+def _lookup(option: str, table: dict[str, FlagSpec], version: str) -> FlagSpec:
+    spec = table.get(option)
+    if spec is not None:
+        return spec
+    prefixed = sorted(
+        {s.options[0] for o, s in table.items() if o.startswith(option) and option.startswith("--")}
+    )
+    if len(prefixed) == 1:
+        return table[prefixed[0]]
+    if len(prefixed) > 1:
+        raise InputError(
+            f"ambiguous flag {option}: SGLang {version} could mean {', '.join(prefixed[:6])}",
+            "spell the flag out in full",
+        )
+    close = difflib.get_close_matches(option, sorted(table), n=3, cutoff=0.7)
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else f"`python -m sglang.launch_server --help` lists SGLang {version}'s flags"
+    )
+    raise InputError(f"unknown flag {option} for SGLang {version}", hint)
+
+
+def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """Split `VAR=value ... [env VAR=value ...] command ...` into the env additions and argv."""
+    words = split_words(words)
+    env: dict[str, str] = {}
+    while words and _ENV_WORD.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if words and words[0] == "env":  # `env VAR=1 python -m ...`
+        words.pop(0)
+        while words and _ENV_WORD.match(words[0]):
+            name, _, value = words.pop(0).partition("=")
+            env[name] = value
+    return env, words
+
+
+def parse_launch(
+    words: Sequence[str],
+    flags: list[FlagSpec],
+    version: str = "this tree",
+    serve: ServeFrontEnd | None = None,
+) -> LaunchSpec:
+    env, words = env_and_argv(words)
+    n_program = _program_length(words)
+    program = words[:n_program]
+    rest = words[n_program:]
+    if program[-1:] == ["serve"] and serve is not None:
+        rest = _serve_words(rest, serve)
+    words = [*program, *rest]
+    table = {option: spec for spec in flags for option in spec.options}
+    values: dict[str, str | bool | list[str]] = {}
+    spelled: dict[str, str] = {}
+    i = n_program
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("-") or word == "-":
+            raise InputError(
+                f"unexpected word {word!r} in the launch command",
+                "each value must follow its --flag",
+            )
+        option, has_inline, inline = word.partition("=")
+        spec = _lookup(option, table, version)
+        spelled[spec.dest] = option
+        i += 1
+        if spec.nargs == "0":
+            if has_inline:
+                raise InputError(
+                    f"{option} takes no value (got {inline!r})", f"write {option} alone"
+                )
+            values[spec.dest] = True
+            continue
+        taken: list[str] = [inline] if has_inline else []
+        while i < len(words) and not _is_flag(words[i]):
+            if spec.nargs in {"1", "?"} and taken:
+                break
+            taken.append(words[i])
+            i += 1
+        if not taken and spec.nargs in {"1", "+"}:
+            raise InputError(f"{option} needs a value", f"write {option} VALUE")
+        for value in taken:
+            _check_type(option, value, spec.value_type)
+        if spec.nargs in {"*", "+"}:
+            values[spec.dest] = taken
+        else:
+            values[spec.dest] = taken[0] if taken else True
+    return LaunchSpec(tuple(words), tuple(words[:n_program]), env, values, spelled)

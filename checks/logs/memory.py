@@ -1,0 +1,188 @@
+"""SGLang's own memory lines in a launch log: what the first launch measured.
+
+SGLang logs, per rank: `Load weight begin. avail mem=X GB` (free memory before each model's
+load; the first is the figure its KV budget starts from), `Load weight end. ... avail mem=X GB,
+mem usage=Y GB` (target first, then the draft), `KV Cache is allocated. [dtype: ..., ]#tokens:
+N, K size: ...` (`KV size:` for MLA; 0.5.23 names the cache first), `Memory pool end. avail mem=X GB`, `Capture [draft] cuda graph end. ...
+mem usage=Y GB`, and the scheduler's `max_total_num_tokens=N, ..., max_running_requests=M`
+(model_runner.py, memory_pool.py, cuda_graph_runner.py, scheduler.py in 0.5.9 and 0.5.23).
+These are the measured overheads preflight uses in place of its estimates on the next check
+of the same launch, and what `diagnose` and the TUI show beside the prediction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglebug.checks.logs.prefix import PREFIX_RX, strip_foreign
+from eaglebug.checks.memory.plan import Overheads
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_BEGIN = re.compile(rf"Load weight begin\. avail mem={_NUM} GB")
+_END = re.compile(rf"Load weight end\..*?avail mem={_NUM} GB(?:, mem usage={_NUM} GB)?")
+_TYPE = re.compile(r"type=(\w+)")
+_KV = re.compile(
+    rf"is allocated\..*?#tokens: (\d+), (?:K size: {_NUM} GB, V size: {_NUM} GB"
+    rf"|KV size: {_NUM} GB)"
+)
+_POOL_END = re.compile(rf"Memory pool end\. avail mem={_NUM} GB")
+_GRAPH = re.compile(rf"Capture (?:\w+ )?cuda graph end\..*?mem usage={_NUM} GB")
+_TOTAL = re.compile(r"max_total_num_tokens=(\d+)")
+_REQUESTS = re.compile(r"max_running_requests=(\d+)")
+# The memory lines come before the server is ready: a day-long log is read this far only.
+HEAD_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class RankMemory:
+    """One rank's memory lines, in the order it logged them."""
+
+    begins: list[float] = field(default_factory=list)  # GB free before each model's load
+    loads: list[tuple[str | None, float | None]] = field(default_factory=list)  # (type, usage)
+    kv: list[tuple[int, float]] = field(default_factory=list)  # (#tokens, GB) per pool
+    pool_end: list[float] = field(default_factory=list)
+    graphs: list[float] = field(default_factory=list)  # GB per capture (target, draft)
+
+
+@dataclass(frozen=True)
+class MemoryLog:
+    """What the launch measured (the rank with the least free memory before the load)."""
+
+    rank: str
+    free_before_load_gib: float | None
+    target_weights_gib: float | None
+    draft_weights_gib: float | None
+    kv_tokens: int | None
+    kv_gib: float | None  # the target's pool
+    graph_gib: float | None
+    max_total_num_tokens: int | None
+    max_running_requests: int | None
+
+    def overheads(self) -> Overheads:
+        return Overheads(
+            free_before_load_gib=self.free_before_load_gib,
+            target_weights_gib=self.target_weights_gib,
+            draft_weights_gib=self.draft_weights_gib,
+            graph_gib=self.graph_gib,
+        )
+
+    def to_record(self) -> dict[str, float]:
+        """The measured figures for the state file (the ones the log printed)."""
+        return {
+            key: float(value)
+            for key, value in self.to_json().items()
+            if key != "rank" and isinstance(value, (int, float))
+        }
+
+    @classmethod
+    def from_record(cls, figures: Mapping[str, float]) -> MemoryLog:
+        """The figures `to_record` kept (counts come back whole)."""
+
+        def gib(key: str) -> float | None:
+            value = figures.get(key)
+            return float(value) if value is not None else None
+
+        def count(key: str) -> int | None:
+            value = figures.get(key)
+            return int(value) if value is not None else None
+
+        return cls(
+            rank="",
+            free_before_load_gib=gib("free_before_load_gib"),
+            target_weights_gib=gib("target_weights_gib"),
+            draft_weights_gib=gib("draft_weights_gib"),
+            kv_tokens=count("kv_tokens"),
+            kv_gib=gib("kv_gib"),
+            graph_gib=gib("graph_gib"),
+            max_total_num_tokens=count("max_total_num_tokens"),
+            max_running_requests=count("max_running_requests"),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rank": self.rank,
+            "free_before_load_gib": self.free_before_load_gib,
+            "target_weights_gib": self.target_weights_gib,
+            "draft_weights_gib": self.draft_weights_gib,
+            "kv_tokens": self.kv_tokens,
+            "kv_gib": self.kv_gib,
+            "graph_gib": self.graph_gib,
+            "max_total_num_tokens": self.max_total_num_tokens,
+            "max_running_requests": self.max_running_requests,
+        }
+
+
+def _usage(value: str | None) -> float | None:
+    """A load's `mem usage`; a negative one (another process freed memory meanwhile, as on a
+    busy CI GPU) measures nothing."""
+    if value is None:
+        return None
+    usage = float(value)
+    return usage if usage >= 0 else None
+
+
+def read_memory_lines(lines: Iterable[str]) -> MemoryLog | None:
+    """The measured memory of a launch from its log lines; None when it logged none."""
+    ranks: dict[str, RankMemory] = {}
+    total = requests = None
+    for raw in lines:
+        line, _, _ = strip_foreign(raw.rstrip("\n"))
+        prefix = PREFIX_RX.match(line)
+        rank = prefix.group("ranks").strip() if prefix else ""
+        body = line[prefix.end() :] if prefix else line
+        seen = ranks.setdefault(rank, RankMemory())
+        if m := _BEGIN.search(body):
+            seen.begins.append(float(m.group(1)))
+        elif m := _END.search(body):
+            kind = _TYPE.search(body)
+            seen.loads.append((kind.group(1) if kind else None, _usage(m.group(2))))
+        elif m := _KV.search(body):
+            size = float(m.group(2)) + float(m.group(3)) if m.group(2) else float(m.group(4) or 0)
+            seen.kv.append((int(m.group(1)), size))
+        elif m := _POOL_END.search(body):
+            seen.pool_end.append(float(m.group(1)))
+        elif m := _GRAPH.search(body):
+            seen.graphs.append(float(m.group(1)))
+        if m := _TOTAL.search(body):
+            total = int(m.group(1))
+            more = _REQUESTS.search(body)
+            requests = int(more.group(1)) if more else requests
+    measured = {rank: r for rank, r in ranks.items() if r.begins or r.loads or r.kv}
+    if not measured and total is None:
+        return None
+    if not measured:
+        return MemoryLog("", None, None, None, None, None, None, total, requests)
+    rank, seen = min(measured.items(), key=lambda item: item[1].begins[:1] or [float("inf")])
+    usages = [usage for _, usage in seen.loads]
+    return MemoryLog(
+        rank=rank,
+        free_before_load_gib=seen.begins[0] if seen.begins else None,
+        target_weights_gib=usages[0] if usages else None,
+        draft_weights_gib=usages[1] if len(usages) > 1 else None,
+        kv_tokens=seen.kv[0][0] if seen.kv else None,
+        kv_gib=seen.kv[0][1] if seen.kv else None,
+        graph_gib=sum(seen.graphs) if seen.graphs else None,
+        max_total_num_tokens=total,
+        max_running_requests=requests,
+    )
+
+
+def read_memory_file(path: Path, limit_bytes: int = HEAD_BYTES) -> MemoryLog | None:
+    """`read_memory_lines` over the head of a log file (None when it cannot be read)."""
+
+    def lines() -> Iterator[str]:
+        with path.open("rb") as stream:
+            read = 0
+            for raw in stream:
+                read += len(raw)
+                if read > limit_bytes:
+                    return
+                yield raw.decode("utf-8", "replace").replace("\r", "\n")
+
+    try:
+        return read_memory_lines(lines())
+    except OSError:
+        return None

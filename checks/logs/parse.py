@@ -1,0 +1,539 @@
+"""SGLang log text -> the launch phase, weight-loading progress and `log.<category>` findings.
+
+`LogAnalyzer` takes one complete line at a time (`feed`), so a live follower can drive it; its
+memory stays bounded (tracebacks are kept with a cap on their lines, findings are deduplicated
+by category and normalised message, and eight ranks printing one traceback are one finding that
+lists the ranks). `analyze_text` and `analyze_file` are the one-shot helpers; `analyze_file` reads
+big chunks and only feeds the lines near what the pattern tables can match (`logs/scan.py`).
+
+Phases: launching -> loading (weights, with n/N shards) -> kv_cache -> cuda_graph -> ready, or
+crashed. Each rank moves through them on its own; the phase shown is the slowest rank's, so eight
+ranks logging the same milestone a few seconds apart do not make it flicker, and a draft model
+that starts loading after the target's CUDA graphs moves it back to loading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.contract.findings import Finding, Severity
+from eaglebug.checks.logs import patterns as lp
+from eaglebug.checks.logs.book import (
+    Evidence,
+    FindingBook,
+    Where,
+    finding_json,
+    rank_summary,
+    sort_ranks,
+)
+from eaglebug.checks.logs.lines import At, LineReading
+from eaglebug.checks.logs.reports import as_tokenizer, desync, stalled, warmup_result
+from eaglebug.checks.logs.traceback import Block, Result, classify
+
+__all__ = [
+    "LogAnalyzer",
+    "MilestoneEvent",
+    "Progress",
+    "analyze_file",
+    "analyze_text",
+    "finding_json",
+    "rank_summary",
+    "sort_ranks",
+]
+
+MAX_MILESTONES = 512
+MAX_IMPORT_ERRORS = 8
+MAX_OPEN_BLOCKS = 64
+SUSPEND_LIMIT = 200  # lines an unfinished traceback waits for the rest of its lines
+LINE_CHARS = 64 * 1024  # characters of one line looked at
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The newest weight-loading bar: `done` of `total` shards."""
+
+    done: int
+    total: int
+    percent: int
+    label: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "total": self.total,
+            "percent": self.percent,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class MilestoneEvent:
+    phase: str
+    label: str
+    rank: str | None
+    time: str | None
+    line: int | None
+    offset: int | None
+    text: str
+
+
+_NO_PREFIX = object()  # "the previous line had no SGLang prefix"
+
+
+class LogAnalyzer(LineReading):
+    """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (a new launch, or a truncated log)."""
+        self.lines = 0
+        self._rank_phase: dict[str, str] = {}
+        self._ready = False
+        self._crashed_during: str | None = None
+        self._progress: Progress | None = None
+        self._milestones: list[MilestoneEvent] = []
+        self._book = FindingBook()
+        self._blocks: dict[str | None, Block] = {}  # unfinished tracebacks, by rank
+        self._current: Block | None = None
+        self._prev_rank: object = _NO_PREFIX  # str | None | _NO_PREFIX
+        self._prev_lead_in = False  # the previous line could introduce a traceback
+        self._last_time: str | None = None
+        self._line_rank: str | None = None  # the rank a foreign prefix named (`[rank3]:`)
+        self._line_level: str | None = None  # the log level a foreign prefix named (glog's E)
+        self._ring: deque[str] = deque(maxlen=lp.CONTEXT_LINES)
+        self._warmup_failure: str | None = None  # what the failed warmup request said
+        self._hints: list[str] = []  # phases the failures' frames and words point at
+        self._ranks_seen: set[str] = set()  # every rank a line named
+
+    # --- what it knows ------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        if self._crashed_during is not None or self._open_fatal() is not None:
+            return "crashed"
+        if self._ready:
+            return "ready"
+        if not self._rank_phase:
+            return "loading" if self._progress else "launching"
+        slowest = min(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        return "loading" if slowest == "launching" and self._progress else slowest
+
+    @property
+    def crashed_during(self) -> str | None:
+        """The phase the launch was in when it crashed; for a log that never says where it
+        is (a fragment), the furthest phase its failures' frames and words point at."""
+        crashed = self._crashed_during
+        if crashed is None:
+            block = self._open_fatal()
+            crashed = block.phase if block is not None else None
+        if crashed == "launching" and self._hints and not self._seen_phase():
+            return max(self._hints, key=lp.PHASE_ORDER.__getitem__)
+        return crashed
+
+    @property
+    def last_time(self) -> str | None:
+        """The newest timestamp of a prefixed line (server local time)."""
+        return self._last_time
+
+    @property
+    def progress(self) -> Progress | None:
+        return self._progress
+
+    @property
+    def milestones(self) -> tuple[MilestoneEvent, ...]:
+        return tuple(self._milestones)
+
+    @property
+    def ready(self) -> bool:
+        """The server said it is ready: from here on only crash lines matter."""
+        return self._ready
+
+    @property
+    def busy(self) -> bool:
+        """A traceback is still open: the lines that follow belong to it."""
+        return self._current is not None or bool(self._blocks)
+
+    def interesting(self, line: str) -> bool:
+        """Would `feed` act on this line beyond keeping it as context? (The scan's contract.)"""
+        if self._ready:
+            return any(n in line for n in lp.SERVING_NEEDLES)
+        return bool(lp.LAUNCH_LINE_RX.search(line)) or any(n in line for n in lp.LAUNCH_NEEDLES)
+
+    # --- input --------------------------------------------------------------------------------
+
+    def feed(self, line: str, offset: int | None = None) -> None:
+        """One complete line (its newline may be there or not); `offset` where it starts."""
+        self.lines += 1
+        self._feed(line, offset, self.lines)
+
+    def feed_at(self, line: str, offset: int) -> None:
+        """One line at byte `offset`, when lines in between were skipped (no line numbers)."""
+        self._feed(line, offset, None)
+
+    def note_progress(self, text: str) -> None:
+        """The latest state of a tqdm bar still being drawn (no newline yet): progress only.
+
+        SGLang 0.5.23's bar has no newline until it closes, so a live follower reports its states
+        separately (`logfollow.LogProgress`); they are not lines and change nothing else.
+        """
+        if not self._ready and lp.PROGRESS_MARK in text:
+            bars = list(lp.PROGRESS_RX.finditer(text))
+            if bars:
+                self._progress = _progress(bars[-1])
+
+    def finish(self) -> None:
+        """The log ended: tracebacks still open are complete or cut off."""
+        if self._current is not None:
+            self._close(self._current)
+        for block in list(self._blocks.values()):
+            self._close(block)
+
+    def _feed(self, line: str, offset: int | None, line_no: int | None) -> None:
+        line = line[:LINE_CHARS].rstrip("\n")
+        if "\x1b" in line:
+            line = lp.ANSI_RX.sub("", line)
+        if "\r" in line or lp.PROGRESS_MARK in line:
+            line = self._progress_line(line)
+        line = line.rstrip("\r")
+        self._age()
+        line, self._line_rank, self._line_level = (
+            lp.strip_foreign(line) if line else (line, None, None)
+        )
+        m = lp.PREFIX_RX.match(line)
+        if m is None:
+            took = self._unprefixed(line, offset, line_no)
+        else:
+            self._prefixed(m, line, offset, line_no)
+            took = False
+        self._ring.append("" if took else line)
+
+    def _progress_line(self, line: str) -> str:
+        """tqdm joins its updates with `\\r`: keep the newest bar, return what follows it."""
+        if self._ready:
+            return line.rsplit("\r", 1)[-1] if "\r" in line else line
+        bars = list(lp.PROGRESS_RX.finditer(line))
+        if not bars:
+            return line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line
+        last = bars[-1]
+        self._progress = _progress(last)
+        rest = line[last.end() :]
+        at = rest.find("[20")  # a log line glued after the bar
+        return rest[at:] if at >= 0 and lp.PREFIX_RX.match(rest[at:]) else ""
+
+    def _unprefixed(self, line: str, offset: int | None, line_no: int | None) -> bool:
+        """A line without an SGLang prefix; True when a traceback took it."""
+        prev_rank, self._prev_rank = self._prev_rank, _NO_PREFIX
+        prev_lead_in, self._prev_lead_in = self._prev_lead_in, False
+        if self._current is not None:
+            if self._current.add(line):
+                return True
+            self._close(self._current)
+        elif self._blocks and lp.TRACEBACK not in line:
+            block = next(reversed(self._blocks.values()))  # lines of interleaved tracebacks
+            if block.add(line):
+                return True
+            self._close(block)
+        if not line or not self.interesting(line):
+            return False
+        if (
+            not self._ready
+            and line.startswith(lp.FRAME_NEEDLE)
+            and self._current is None
+            and not self._blocks
+            and lp.FRAME_RX.match(line)
+        ):
+            # A traceback whose header the log does not have (it starts inside one).
+            self._open(At(self._line_rank, line_no, offset, self._last_time), None, "")
+            assert self._current is not None
+            self._current.add(line)
+            return True
+        if lp.TRACEBACK in line:
+            # `logger.exception(msg)` prints the traceback on the lines after its message.
+            rank = prev_rank if isinstance(prev_rank, str) and prev_lead_in else None
+            wrapper = line[: line.index(lp.TRACEBACK)]
+            self._open(At(rank, line_no, offset, self._last_time), None, wrapper)
+            return True
+        at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
+        if at.rank:
+            self._ranks_seen.add(at.rank)
+        if not self._signals(line, at):
+            self._single_line(line, at)
+        return False
+
+    def _prefixed(
+        self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
+    ) -> None:
+        rank = m["ranks"].strip() or self._rank_label(self._line_rank)
+        if rank:
+            self._ranks_seen.add(rank)
+        time = m["ts"]
+        self._last_time = time
+        self._prev_rank = rank
+        self._prev_lead_in = bool(lp.LEAD_IN_RX.search(line, m.end()))
+        if self._current is not None:
+            if self._current.complete:
+                self._close(self._current)
+            self._current = None  # unfinished: waits in self._blocks for its other lines
+        if not self.interesting(line):
+            return
+        message = line[m.end() :]
+        at = At(rank, line_no, offset, time)
+        handled = False  # a line a specific reader took is not also a one-line failure
+        if lp.TRACEBACK in message:
+            hit = lp.HIT_EXCEPTION_RX.search(message)
+            process = hit[1] if hit else None
+            if lp.WARMUP_FAILED_RX.search(message):
+                process = "warmup"
+            self._open(at, process, m["wrap"])
+        if not self._ready:
+            for milestone in lp.MILESTONES:
+                if milestone.rx.match(message):
+                    self._milestone(milestone, at, message)
+                    break
+            allowed = lp.ALLOWED_CONTEXT_RX.match(message)
+            if allowed:
+                self._allowed_context(allowed, at)
+                handled = True
+            imported = lp.IMPORT_ERROR_RX.match(message)
+            errors = self._book.import_errors
+            if imported:
+                handled = True
+                if len(errors) < MAX_IMPORT_ERRORS:
+                    errors.append(f"{imported['module']}: {imported['error'][:300]}")
+        if self._signals(message, at) or handled or lp.TRACEBACK in message:
+            return
+        self._single_line(message, at)
+
+    # --- milestones ---------------------------------------------------------------------------
+
+    def _milestone(self, milestone: lp.Milestone, at: At, message: str) -> None:
+        if milestone.phase == "ready":
+            self._ready = True
+        else:
+            self._rank_phase[at.rank or ""] = milestone.phase
+        if len(self._milestones) < MAX_MILESTONES:
+            event = MilestoneEvent(
+                milestone.phase,
+                milestone.label,
+                at.rank,
+                at.time,
+                at.line,
+                at.offset,
+                message[:300],
+            )
+            self._milestones.append(event)
+
+    # --- tracebacks ---------------------------------------------------------------------------
+
+    def _open(self, at: At, process: str | None, wrapper: str) -> None:
+        old = self._blocks.pop(at.rank, None)
+        if old is not None:
+            self._close(old)
+        if len(self._blocks) >= MAX_OPEN_BLOCKS:
+            self._close(next(iter(self._blocks.values())))
+        block = Block(at.rank, at.line, at.offset, at.time, process, wrapper, self._phase_now())
+        self._blocks[at.rank] = block
+        self._current = block
+
+    def _age(self) -> None:
+        for block in list(self._blocks.values()):
+            if block is self._current:
+                continue
+            block.idle += 1
+            if block.idle > SUSPEND_LIMIT:
+                self._close(block)
+
+    def _close(self, block: Block) -> None:
+        if self._blocks.get(block.rank) is block:
+            del self._blocks[block.rank]
+        if self._current is block:
+            self._current = None
+        block.phase = self._inferred(block)
+        result = classify(block)
+        if block.process in lp.TOKENIZER_PROCESSES and result.key == ("cut_off",):
+            result = Result("other", ("other", block.process), "its traceback was cut off", "")
+        where = _where(block)
+        if "warmup" in (block.process, block.phase):  # the traceback of the warmup request
+            self._warmup_failure = (result.exception or result.message)[:400]
+            self._crash("warmup")
+            if result.category == "other" or result.generic:
+                return  # said by the log.warmup finding
+        if (
+            block.process in lp.TOKENIZER_PROCESSES
+            and result.category == "other"
+            and not (result.generic or result.interrupt)
+        ):
+            result = as_tokenizer(result, block.process)
+        if result.interrupt:
+            self._book.add(result, "info", where)
+        elif result.generic:
+            kind, details = "cut_off" if result.key == ("cut_off",) else "exception", {}
+            for signal in lp.CRASH_SIGNALS:
+                said = signal.rx.search(result.exception)
+                if said is not None:
+                    kind = signal.kind
+                    details = {k: v for k, v in said.groupdict().items() if v is not None}
+                    break
+            hint = result.exception.find("If exit code is -9")
+            if hint >= 0:
+                details["sglang_hint"] = result.exception[hint:].strip()
+            self._book.evidence(Evidence(kind, result.exception or result.message, where, details))
+            self._crash(block.phase)
+        else:
+            severity = _severity(block, result)
+            self._book.add(result, severity, where)
+            if severity == "error":
+                self._crash(block.phase)
+
+    def _open_fatal(self) -> Block | None:
+        """An open traceback that already shows its exception and will end the launch."""
+        block = self._current
+        return block if block is not None and block.complete and _fatal(block) else None
+
+    def _phase_now(self, rank: str | None = None) -> str:
+        """The launch phase, or the one it crashed in; a failure on a rank is in that rank's
+        phase, one that names no rank in the furthest phase any rank reached."""
+        if self.crashed_during is not None:
+            return self.crashed_during
+        phase = self.phase
+        if phase in {"ready", "crashed"} or not self._rank_phase:
+            return phase
+        furthest = max(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        if rank is not None and rank in self._rank_phase:
+            return self._rank_phase[rank]
+        if rank is not None and furthest != "launching":
+            # A rank that never said it got as far as the others is still in the step before.
+            return lp.PHASES[lp.PHASE_ORDER[furthest] - 1]
+        return furthest
+
+    def _rank_label(self, label: str | None) -> str | None:
+        """torch's `rankN` is SGLang's `TPN` when every rank the log names is a TP rank (one
+        node, no DP or PP); otherwise it stays `rankN`."""
+        if label is None or not label.startswith("rank"):
+            return label
+        named = self._ranks_seen | set(self._rank_phase)
+        if named and all(r.startswith("TP") and " " not in r for r in named if r):
+            return f"TP{label[4:]}"
+        return label
+
+    def _seen_phase(self) -> bool:
+        """Has the log said where the launch is (a milestone, a progress bar)?"""
+        return bool(self._rank_phase) or self._ready or self._progress is not None
+
+    def _inferred(self, block: Block) -> str:
+        """The phase a traceback happened in: the log's, else what its frames show."""
+        if block.phase != "launching" or self._seen_phase():
+            return block.phase
+        frames = [f.func for section in block.sections for f in section.frames]
+        for func in reversed(frames):  # innermost first
+            for phase, rx in lp.PHASE_FRAMES:
+                if rx.match(func):
+                    self._hints.append(phase)
+                    return phase
+        said = "\n".join(line for section in block.sections for line in section.exception)
+        for words, phase in lp.PHASE_WORDS:
+            if words in said:
+                self._hints.append(phase)
+                return phase
+        return block.phase
+
+    def _crash(self, phase: str) -> None:
+        if self._crashed_during is None:
+            self._crashed_during = phase
+            if phase == "warmup":
+                self._book.add(
+                    warmup_result(), "error", Where(None, None, None, self._last_time, phase)
+                )
+
+    # --- findings -----------------------------------------------------------------------------
+
+    def findings(self) -> list[Finding]:
+        """A snapshot, in the order the problems first appeared; open tracebacks included."""
+        pending: list[tuple[Result, Severity, Where]] = []
+        for block in list(self._blocks.values()):
+            if not block.complete:
+                continue
+            result = classify(block)
+            if not (result.generic or result.interrupt):
+                pending.append((result, _severity(block, result), _where(block)))
+        crashed = self.crashed_during
+        if crashed == "warmup" and self._warmup_failure:
+            pending.append((warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
+        desync = self._desync() if crashed is not None else None
+        if desync is not None and crashed is not None:
+            pending.append((desync, "warning", _nowhere(crashed)))
+        return self._book.snapshot(pending, crashed)
+
+    def _desync(self) -> Result | None:
+        return desync(self._rank_phase, self._ranks_seen)
+
+    def stalled(
+        self, silent_s: float, after_s: dict[str, float] | None = None, gpus_watched: bool = False
+    ) -> Finding | None:
+        """`log.stalled` if nothing new came for longer than the phase allows (`gpus_watched`:
+        the silence also counts GPU memory, which did not move either)."""
+        return stalled(self.phase, self._last_time, silent_s, after_s, gpus_watched)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"phase", "progress", "findings"}` as the CLI prints it (plus `crashed_during`)."""
+        return {
+            "phase": self.phase,
+            "crashed_during": self.crashed_during,
+            "progress": self._progress.to_json() if self._progress else None,
+            "findings": [finding_json(f) for f in self.findings()],
+        }
+
+
+def _nowhere(phase: str) -> Where:
+    return Where(None, None, None, None, phase)
+
+
+def _progress(bar: re.Match[str]) -> Progress:
+    return Progress(int(bar["done"]), int(bar["total"]), int(bar["pct"]), bar["desc"].strip())
+
+
+def _fatal(block: Block) -> bool:
+    """A scheduler's exception ends the server; any traceback before "ready" ends the launch."""
+    if block.process is not None or block.phase != "ready":
+        return True
+    return any(
+        lp.SCHEDULER_FRAMES_RX.match(f.func) for section in block.sections for f in section.frames
+    )
+
+
+def _severity(block: Block, result: Result) -> Severity:
+    fatal = _fatal(block)
+    result.details = {**result.details, "fatal": fatal}
+    return "error" if fatal else "warning"
+
+
+def _where(block: Block) -> Where:
+    return Where(block.rank, block.line, block.offset, block.ts, block.phase, block.process)
+
+
+def analyze_text(text: str) -> LogAnalyzer:
+    """Every line of `text` through a fresh analyzer (lines split on `\\n` only)."""
+    analyzer = LogAnalyzer()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        analyzer.feed(line)
+    analyzer.finish()
+    return analyzer
+
+
+def analyze_file(path: str | Path) -> LogAnalyzer:
+    """A whole log file through the fast byte-level scan (`logscan.scan_file`)."""
+    from eaglebug.checks.logs.scan import scan_file
+
+    analyzer = LogAnalyzer()
+    scan_file(Path(path), analyzer)
+    analyzer.finish()
+    return analyzer

@@ -1,0 +1,126 @@
+"""The attention layout a launch's KV pools are sized for, as the audited tree derives it.
+
+With `--enable-dp-attention --dp-size N` (DeepSeek-V3/R1, Kimi on 8 GPUs) each attention-DP
+rank holds its own pool: MHA heads are split over the attention-TP group only, the request
+limit is divided by the attention-DP width, and the CUDA-graph reserve grows with it. Which
+widths those are is the tree's own arithmetic: 0.5.22 on first rewrites the deprecated flags
+(`handle_deprecated_dp_attention`: `attn_dp_size = dp_size`, `dp_size = 1`), then every
+release takes the attention-TP width from `compute_dp_attention_world_info` (0.5.9: its
+`enable_dp_attention, tp_rank, tp_size, dp_size` form; 0.5.23: `tp_rank, tp_size,
+attn_dp_size` through `derive_attn_tp_size`), and 0.5.9 / 0.5.14's runner keeps a DP width of
+its own (`self.dp_size = ... if server_args.enable_dp_attention else 1`). Each is evaluated
+here, with the line it came from; a release without one says so.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eaglebug.checks.memory.rules import RUNNER_DP, kept_expression
+from eaglebug.checks.pyeval.memeval import Evaluator, Function, Ref
+
+if TYPE_CHECKING:
+    from eaglebug.checks.memory.fit import Context
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The widths the pools are sized for, and the server arguments the tree resolved."""
+
+    attn_tp_size: int
+    attn_dp_size: int
+    runner_dp_size: int | None  # the model runner's own DP width, where it keeps one
+    resolved: dict[str, object] = field(default_factory=dict)  # server args the tree rewrote
+    attn_tp_from: str | None = None  # file:line of the function that gave the width
+    resolved_from: str | None = None
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def dp_attention(self) -> bool:
+        return self.attn_dp_size > 1
+
+    def describe(self) -> str:
+        if not self.dp_attention:
+            return f"attention TP {self.attn_tp_size}"
+        return (
+            f"DP attention: {self.attn_dp_size} attention-DP ranks of attention TP "
+            f"{self.attn_tp_size}, one KV pool each"
+        )
+
+
+def parallel_layout(ctx: Context) -> Layout:
+    """Evaluate the tree's resolution and attention-width functions for this launch."""
+    launch = ctx.launch
+    values = ctx.values(ctx.target)
+    resolved: dict[str, object] = {}
+    resolved_from = None
+    unknown: list[str] = []
+    rewrite = ctx.sources.entries.get("dp_resolution", "")
+    if rewrite:
+        before = dict(values)
+        reading, env = ctx.run(rewrite, [Ref("")], ctx.target, values)
+        resolved = {k: v for k, v in env.items() if k not in before or before[k] != v}
+        resolved_from = reading.anchor
+        values = env
+    world = ctx.sources.entries.get("attention_layout", "")
+    function = ctx.table.get(world) if world else None
+    if function is None:
+        if launch.enable_dp_attention:
+            unknown.append("this tree has no compute_dp_attention_world_info: no DP attention")
+        return Layout(launch.tp, 1, None, resolved, None, resolved_from, tuple(unknown))
+    args = {
+        "enable_dp_attention": values.get("enable_dp_attention"),
+        "tp_rank": 0,
+        "tp_size": launch.tp,
+        "dp_size": values.get("dp_size"),
+        "attn_dp_size": values.get("attn_dp_size", 1),
+        "attn_cp_size": values.get("attn_cp_size", 1),
+    }
+    params = [a.arg for a in function.node.args.args]
+    kwargs = {name: args[name] for name in params if name in args}
+    ev = Evaluator(ctx.table, dict(values), ctx.stubs(ctx.target))
+    returned = ev.call(world, [], kwargs)
+    named = _returned_names(function, returned)
+    attn_tp = named.get("attn_tp_size")
+    attn_dp = named.get("attn_dp_size", kwargs.get("attn_dp_size"))
+    if attn_dp is None:  # 0.5.9 returns no DP width: the one its first line assigns
+        attn_dp = _assigned(function, "attn_dp_size", {**values, **kwargs})
+    if not isinstance(attn_tp, int) or not isinstance(attn_dp, int):
+        unknown.append(f"attention widths not read from {world} ({returned!r})")
+        return Layout(launch.tp, 1, None, resolved, None, resolved_from, tuple(unknown))
+    where = f"{function.file}:{function.node.lineno}"
+    runner_dp = _runner_dp(ctx, values)
+    return Layout(attn_tp, attn_dp, runner_dp, resolved, where, resolved_from, tuple(unknown))
+
+
+def _returned_names(function: Function, returned: object) -> dict[str, object]:
+    """The returned tuple by the names the tree's `return a, b, c` gives its parts."""
+    if not isinstance(returned, list):
+        return {}
+    for node in ast.walk(function.node):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            names = [e.id if isinstance(e, ast.Name) else "" for e in node.value.elts]
+            if len(names) == len(returned):
+                return {n: v for n, v in zip(names, returned, strict=True) if n}
+    return {}
+
+
+def _assigned(function: Function, name: str, values: dict[str, object]) -> object:
+    """A local the function assigns from its arguments (`attn_dp_size = dp_size if ...`)."""
+    for stmt in function.node.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+        ):
+            return Evaluator({}, dict(values)).value(stmt.value, function.file)
+    return None
+
+
+def _runner_dp(ctx: Context, values: dict[str, object]) -> int | None:
+    """0.5.9 / 0.5.14's `self.dp_size = ...` of ModelRunner, evaluated (None: no such line)."""
+    made = kept_expression(ctx.sources, RUNNER_DP, values)
+    return made if isinstance(made, int) else None

@@ -1,0 +1,103 @@
+"""What SGLang's `ModelConfig` derives from a config.json, by the tree's own code.
+
+The pools branch on fields `ModelConfig` computes rather than on config.json keys: whether a
+model is hybrid sliding-window (`is_hybrid_swa`, from `is_hybrid_swa_model(architectures,
+hf_text_config)` and the model's `layer_types`), which layers are full and which are SWA
+(`get_hybrid_layer_ids`), the SWA head widths (`_derive_model_shapes`: `swa_head_dim`
+defaults to `head_dim`) and the window (`_get_sliding_window_size`). Those methods are
+evaluated here on the config's fields as `hf_config` / `hf_text_config` attributes; what they
+leave becomes `model_config.<name>` (and, as the runner and the configurator copy them,
+`is_hybrid_swa`, `sliding_window_size`, `layer_info.*_attention_layer_ids`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eaglebug.checks.pyeval.memeval import Ref
+
+if TYPE_CHECKING:
+    from eaglebug.checks.memory.fit import Context
+    from eaglebug.checks.memory.shape import ModelShape
+
+# ModelConfig's methods that derive the fields the pools read, in the order __init__ calls
+# them (shapes first: the SWA widths default to the head widths).
+_DERIVE = (
+    "ModelConfig._derive_model_shapes",
+    "ModelConfig._derive_hybrid_model",
+)
+_HARVEST = (
+    "is_hybrid_swa",
+    "swa_attention_layer_ids",
+    "full_attention_layer_ids",
+    "swa_head_dim",
+    "swa_v_head_dim",
+    "is_hybrid_swa_compress",
+)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    values: dict[str, object] = field(default_factory=dict)  # model_config.<name> -> value
+    derived_from: tuple[str, ...] = ()  # file:line of each method evaluated
+
+    @property
+    def hybrid_swa(self) -> bool:
+        return self.values.get("model_config.is_hybrid_swa") is True
+
+    def layers(self, kind: str) -> list[int]:
+        found = self.values.get(f"model_config.{kind}_attention_layer_ids")
+        return [i for i in found if isinstance(i, int)] if isinstance(found, list) else []
+
+    @property
+    def sliding_window(self) -> object:
+        return self.values.get("model_config.sliding_window_size")
+
+
+def config_values(shape: ModelShape) -> dict[str, object]:
+    """config.json's fields as the attributes `hf_config` / `hf_text_config` have them."""
+    out: dict[str, object] = {f"hf_config.{k}": v for k, v in shape.hf}
+    out.update({f"hf_text_config.{k}": v for k, v in shape.hf_text or shape.hf})
+    return out
+
+
+def model_facts(ctx: Context, shape: ModelShape) -> ModelFacts:
+    """Evaluate ModelConfig's derivations for this model (each reads `self.hf_config`...)."""
+    world: dict[str, object] = {
+        **ctx.sources.constants,  # the module's own tables (`SWA_SINK_ARCHS`)
+        **config_values(shape),
+        "hf_config": Ref("hf_config"),
+        "hf_text_config": Ref("hf_text_config"),
+        "head_dim": shape.head_dim,
+        "v_head_dim": shape.v_head_dim,
+        "disable_hybrid_swa_memory": ctx.sources.defaults.get("disable_hybrid_swa_memory", False),
+        "is_draft_model": False,
+    }
+    where: list[str] = []
+    for name in _DERIVE:
+        if name not in ctx.table:
+            continue
+        reading, world = ctx.run(name, [], shape, world)
+        where.append(reading.anchor)
+    values = {f"model_config.{k}": world[k] for k in _HARVEST if k in world}
+    if "ModelConfig._get_sliding_window_size" in ctx.table:
+        window, _ = ctx.run("ModelConfig._get_sliding_window_size", [], shape, dict(world))
+        values["model_config.sliding_window_size"] = window.value
+        where.append(window.anchor)
+    return ModelFacts(values, tuple(where))
+
+
+def runner_values(facts: ModelFacts) -> dict[str, object]:
+    """The copies the runner and the configurator keep (`self.is_hybrid_swa =
+    model_config.is_hybrid_swa`; 0.5.23's `layer_info` slices, the whole model at --pp 1)."""
+    if not facts.hybrid_swa:
+        return dict(facts.values)
+    return {
+        **facts.values,
+        "is_hybrid_swa": True,
+        "is_hybrid_swa_compress": facts.values.get("model_config.is_hybrid_swa_compress"),
+        "sliding_window_size": facts.sliding_window,
+        "layer_info.full_attention_layer_ids": facts.layers("full"),
+        "layer_info.swa_attention_layer_ids": facts.layers("swa"),
+    }

@@ -1,0 +1,127 @@
+"""Reading a model folder's `config.json`: enough to name its architecture and sizes.
+
+The numbers the checks divide and multiply by are validated here, where they are read: a
+head count of 0 or a negative layer count is a broken config, said as such (with the key and
+the file), not a `ZeroDivisionError` three modules later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.inputs import regular_file
+
+# Sizes and counts that must be positive integers wherever a config (or a sub-config such as
+# text_config) gives them.
+POSITIVE_KEYS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "vocab_size",
+    "draft_vocab_size",
+    "max_position_embeddings",
+    "head_dim",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+)
+
+
+def json_file(path: Path) -> Any:
+    """A small JSON side file (a safetensors index), or None if it is absent or unreadable."""
+    if not regular_file(path):
+        return None
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _check_numbers(config: dict[str, Any], path: Path, where: str = "") -> None:
+    for key in POSITIVE_KEYS:
+        value = config.get(key)
+        if value is None:
+            continue
+        bad = isinstance(value, bool) or not isinstance(value, (int, float))
+        if not bad and (not math.isfinite(value) or value <= 0):
+            bad = True
+        if bad:
+            raise InputError(
+                f"{path}: {where}{key} is {json.dumps(value)[:40]}; expected a positive integer",
+                "fix config.json, or download the model's config again",
+            )
+    if not where:
+        for name, sub in config.items():
+            if isinstance(sub, dict) and name.endswith("_config"):
+                _check_numbers(sub, path, f"{name}.")
+
+
+def read_config(model_dir: str | Path) -> dict[str, Any]:
+    """The parsed `config.json` of a model folder, or an InputError that says what is wrong."""
+    folder = Path(model_dir).expanduser()
+    if not folder.exists():
+        raise InputError(
+            f"{model_dir}: no such model folder", "pass the folder that holds config.json"
+        )
+    if not folder.is_dir():
+        raise InputError(
+            f"{model_dir}: is a file, not a model folder", "pass the folder that holds config.json"
+        )
+    path = folder / "config.json"
+    if path.is_dir():
+        raise InputError(
+            f"{path}: is a folder, not a file", "config.json must be the model's JSON config file"
+        )
+    if path.exists() and not regular_file(path):
+        raise InputError(
+            f"{path}: not a regular file (a pipe or a device)",
+            "config.json must be the model's JSON config file",
+        )
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            f"{path}: no config.json in the model folder", "is this the model's snapshot folder?"
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot read ({exc.strerror})", "check the file's permissions"
+        ) from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{path}: not a text file (invalid UTF-8)", "config.json must be JSON text"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            "fix or re-download config.json",
+        ) from None
+    except RecursionError:
+        raise InputError(
+            f"{path}: nested too deeply to be a model config", "fix or re-download config.json"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{path}: expected a JSON object at the top level", "fix or re-download config.json"
+        )
+    _check_numbers(data, path)
+    return data
+
+
+def architecture(config: dict[str, Any], source: str) -> str:
+    archs = config.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise InputError(
+            f'{source}: no "architectures" list naming the model class',
+            'add "architectures": ["YourModelClass"] or pass --model-class',
+        )
+    return archs[0]

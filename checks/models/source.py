@@ -1,0 +1,84 @@
+"""Where a launch's model lives on this machine: a local folder, or the Hugging Face cache.
+
+Hub ids are resolved offline only (`HF_HUB_CACHE`, else `HF_HOME/hub`, else
+`~/.cache/huggingface/hub`, laid out as `models--org--name/snapshots/<rev>/`); preflight
+never downloads anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.models.config import read_config
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    given: str
+    path: Path | None  # the folder holding config.json, when found
+    how: str  # "local folder" | "Hugging Face cache (<rev>)" | why it was not found
+    config: dict[str, Any] | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"given": self.given, "path": str(self.path) if self.path else None, "how": self.how}
+
+
+def hub_cache(environ: Mapping[str, str]) -> Path:
+    if environ.get("HF_HUB_CACHE"):
+        return Path(environ["HF_HUB_CACHE"]).expanduser()
+    if environ.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(environ["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = environ.get("HF_HOME") or os.path.join(
+        environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"
+    )
+    return Path(home).expanduser() / "hub"
+
+
+def _snapshot(repo_dir: Path, revision: str | None) -> tuple[Path | None, str]:
+    snapshots = repo_dir / "snapshots"
+    wanted = revision or "main"
+    ref = repo_dir / "refs" / wanted
+    if ref.is_file():
+        commit = ref.read_text(encoding="utf-8", errors="replace").strip()
+        if (snapshots / commit).is_dir():
+            return snapshots / commit, commit[:12]
+    if revision and (snapshots / revision).is_dir():
+        return snapshots / revision, revision[:12]
+    if revision and revision != "main":
+        return None, f"revision {revision} is not in the cache"
+    candidates = sorted(
+        (p for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else [],
+        key=lambda p: p.stat().st_mtime,
+    )
+    if candidates:
+        return candidates[-1], candidates[-1].name[:12]
+    return None, "no snapshot in the cache"
+
+
+def resolve_model(
+    given: str, environ: Mapping[str, str], revision: str | None = None
+) -> ModelSource:
+    """Find a model folder without touching the network; read its config.json when found."""
+    local = Path(given).expanduser()
+    if local.is_dir():
+        return ModelSource(given, local, "local folder", read_config(local))
+    if given.startswith(("/", ".", "~")) or given.count("/") != 1:
+        return ModelSource(given, None, "no such local folder")
+    cache = hub_cache(environ)
+    repo_dir = cache / ("models--" + given.replace("/", "--"))
+    if not repo_dir.is_dir():
+        return ModelSource(given, None, f"not downloaded (no {repo_dir.name} in {cache})")
+    snapshot, how = _snapshot(repo_dir, revision)
+    if snapshot is None:
+        return ModelSource(given, None, how)
+    if not (snapshot / "config.json").exists():
+        return ModelSource(given, None, f"snapshot {how} has no config.json")
+    return ModelSource(given, snapshot, f"Hugging Face cache ({how})", read_config(snapshot))

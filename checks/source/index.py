@@ -1,0 +1,175 @@
+"""A lazy index over one SGLang tree, and the tree-wide answers an audit asks of it.
+
+`TreeIndex` is what every check is handed. It composes the concepts, each in its module:
+the files (`source/files.py`: walk, byte-level look, parse cache, parsing on demand), the
+classes (`source/classes.py`: names, bases, where an attribute comes from, the registry), the
+runtime's uses of the model (`reach.py`) and the flags guarding them (`reach/flags.py`), and the
+answers that hold while no file changes (`answers.py`). A run whose questions were answered
+before (and whose tree is unchanged) reads only the answers: the files are never walked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from eaglebug.checks.reach.conditions import Cond
+from eaglebug.checks.reach.flags import search_flags
+from eaglebug.checks.reach.resolve import ResolvedUse, resolve_consumers
+from eaglebug.checks.source.answers import MISSING, Answers
+from eaglebug.checks.source.classes import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
+from eaglebug.checks.source.classfacts import ModuleFacts
+from eaglebug.checks.source.external import (
+    ENV_VAR,
+    REGISTRY,
+    ExternalPackage,
+    ExternalRule,
+    registry_rule,
+)
+from eaglebug.checks.source.facts import FileEntry, Parsed
+from eaglebug.checks.source.files import Mapper, SourceFiles, in_process
+from eaglebug.checks.source.package import PackageFiles
+from eaglebug.checks.source.tree import SglangTree
+from eaglebug.checks.source.walk import Listing
+
+__all__ = [
+    "NN_MODULE_ATTRS",
+    "ClassRef",
+    "FileEntry",
+    "Mapper",
+    "Provider",
+    "ResolvedUse",
+    "TreeIndex",
+]
+
+T = TypeVar("T")
+
+
+class TreeIndex:
+    """What every check is handed: one tree, its files walked on first need, its answers
+    read first (see the module's docstring)."""
+
+    def __init__(
+        self,
+        tree: SglangTree,
+        use_cache: bool = True,
+        mapper: Mapper = in_process,
+        answers: Answers | None = None,
+        listing: Callable[[], Listing] | None = None,
+        external: ExternalPackage | None = None,
+    ) -> None:
+        """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
+        the caller has read them already (to answer before building an index), are reused;
+        `listing` gives the walk of the tree, when the caller had it made meanwhile;
+        `external`, an out-of-tree model package the registry loads (`use_external`)."""
+        self.tree = tree
+        self.use_cache = use_cache
+        self.warnings: list[str] = []
+        self.answers = answers if answers is not None else Answers(tree, use_cache)
+        self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing)
+        self.classes = ClassIndex(self.files, self.answers)
+        if self.answers.quick:  # the tree is as the answers left it: walk only if needed
+            self.warnings.extend(self.answers.walk_warnings)
+            self.files.walk_said = True
+        else:  # walk now: the answers wait for its verdict
+            self.answers.settle(self.files.walk(), self.files.walk_warnings)
+        self.external: ExternalPackage | None = None
+        if external is not None:
+            self.use_external(external)
+
+    def use_external(self, package: ExternalPackage) -> ExternalRule | None:
+        """Make an out-of-tree package's classes part of the index, as this tree's registry
+        loads them (overriding built-in names where it does). None, and a warning, when the
+        tree has no such mechanism: then the package is not loaded and stays out."""
+        rule = registry_rule(self)
+        if rule is None:
+            self.warnings.append(
+                f"{package.named_by}: this SGLang tree's model registry does not read "
+                f"{ENV_VAR} ({REGISTRY}), so the package is not loaded; audited without it"
+            )
+            return None
+        self.external = package
+        self.classes.use_external(PackageFiles(package, self.warnings), rule)
+        return rule
+
+    def path_of(self, rel: str) -> Path:
+        """The file a path of a finding names: in the tree, or in the external package."""
+        if self.external is not None and self.external.owns(rel):
+            return self.external.root / rel
+        return self.tree.root / rel
+
+    # -- the files ----------------------------------------------------------------------------
+    @property
+    def entries(self) -> dict[str, FileEntry]:
+        return self.files.entries
+
+    def module(self, name: str) -> ModuleFacts | None:
+        return self.files.module(name)
+
+    def split_qualified(self, qualified: str) -> tuple[str, str] | None:
+        return self.files.split_qualified(qualified)
+
+    def parse_file(self, rel: str) -> Parsed | None:
+        """The syntax tree and text of one file, for analyses that need more than the facts."""
+        external = self.classes.external
+        if external is not None and external.owns(rel):
+            return external.parse(rel)
+        return self.files.parse(rel)
+
+    def remember(self, rel: str, key: str, value: object) -> None:
+        """Keep a fact derived from one file in the cache, invalidated with the file."""
+        self.files.remember(rel, key, value)
+
+    def save(self) -> None:
+        self.files.save()
+        self.answers.save()
+
+    # -- tree-wide answers ----------------------------------------------------------------
+    def answer(self, key: str, compute: Callable[[], T]) -> T:
+        """A tree-wide answer, computed once per state of the tree (see `answers.py`)."""
+        return self.answers.answer(key, self.warnings, compute)
+
+    def answer_for(self, prefix: str, subject: list[Any], compute: Callable[[], T], keep: int) -> T:
+        """A tree answer keyed by what one run depends on (`subject`, JSON-able), the newest
+        `keep` of `prefix` kept: a warm preflight of the same launch runs nothing again."""
+        text = json.dumps(subject, sort_keys=True, default=str)
+        found = self.answer(f"{prefix}{hashlib.sha256(text.encode()).hexdigest()}", compute)
+        self.answers.drop_oldest(prefix, keep)
+        return found
+
+    def consumers(self) -> list[ResolvedUse]:
+        """Every use of a runner's model that the runtime reaches."""
+        return self.answer("consumers", lambda: resolve_consumers(self.files))
+
+    def flags(self, names: set[str]) -> dict[str, list[tuple[Cond, ...]]]:
+        """Attribute name -> the conditions under which the runtime sets it to something truthy."""
+        table: dict[str, list[tuple[Cond, ...]]] = {}
+        for name in names:
+            known = self.answers.get(f"flags:{name}", self.warnings)
+            if known is not MISSING:
+                table[name] = cast(list[tuple[Cond, ...]], known)
+        wanted = frozenset(n for n in names if n not in table and n.isidentifier())
+        if wanted:
+            mark = len(self.warnings)
+            found = search_flags(self.files, wanted)
+            for name in wanted:
+                self.answers.put(f"flags:{name}", found[name], self.warnings[mark:])
+            table.update(found)
+        return table
+
+    # -- classes, for the front ends ----------------------------------------------------------
+    def use_model_config(self, config: Mapping[str, object]) -> None:
+        """Resolve classes the registry picks from the target's config (see `ClassIndex`)."""
+        self.classes.use_model_config(config)
+
+    def classes_named(self, name: str) -> list[ClassRef]:
+        return self.classes.classes_named(name)
+
+    def registry(self) -> dict[str, list[ClassRef]]:
+        return self.classes.registry()
+
+    def exporters_of(self, name: str) -> list[ClassRef]:
+        return self.classes.exporters_of(name)

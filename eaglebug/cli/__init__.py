@@ -1,0 +1,1 @@
+"""The headless commands: the argument parser, each command, and how findings are printed."""

@@ -1,0 +1,487 @@
+"""What each headless command does, between parsing its flags and printing its result."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import functools
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.source.answers import Answers
+from eaglebug.checks.source.tree import SglangTree, locate
+from eaglebug.cli import replies
+
+if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
+    from collections.abc import Callable
+
+    from eaglebug.checks.contract.findings import Finding
+    from eaglebug.checks.launch.gpuarch import GpuArch
+    from eaglebug.checks.models.source import ModelSource
+    from eaglebug.checks.source.external import ExternalPackage
+    from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.checks.source.walk import Listing
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+
+
+def _write_json(data: object) -> None:
+    sys.stdout.write(_json_text(data))
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+
+
+def _launch_words(args: argparse.Namespace) -> list[str]:
+    words = list(getattr(args, "launch", None) or [])
+    return words[1:] if words and words[0] == "--" else words
+
+
+def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
+    """--sglang; else the importable sglang; else the one the launch's own python imports."""
+    sglang = args.sglang
+    if sglang is None and words and importlib.util.find_spec("sglang") is None:
+        from eaglebug.checks.launch.command import split_words
+        from eaglebug.server.pyenv import sglang_of
+
+        program = next((w for w in split_words(words) if "=" not in w), "")
+        sglang = sglang_of(program)
+    return locate(sglang)
+
+
+def _index(
+    args: argparse.Namespace,
+    tree: SglangTree,
+    answers: Answers | None,
+    listing: Callable[[], Listing] | None = None,
+    external: ExternalPackage | None = None,
+) -> TreeIndex:
+    from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.session.forkmap import forked_map
+
+    return TreeIndex(
+        tree,
+        use_cache=not args.no_cache,
+        mapper=forked_map,
+        answers=answers,
+        listing=listing,
+        external=external,
+    )
+
+
+def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
+    """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
+    if getattr(args, "external_models", None):
+        from eaglebug.checks.source.external import package_at
+
+        return package_at(args.external_models, sys.path)
+    if not words:
+        return None
+    from eaglebug.server.pyenv import external_for_launch
+
+    return external_for_launch(words, os.environ)
+
+
+def _external_key(external: ExternalPackage | None) -> str:
+    if external is None:
+        return ""
+    from eaglebug.checks.source.package import stamp_key  # the package's files, stat'ed
+
+    return stamp_key(external)
+
+
+def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None:
+    """When the tree will be walked (its answers do not hold as they are: the index walks as
+    it is built, and takes this listing), the walk starts in a helper now, while this process
+    loads the engine."""
+    if answers.quick:
+        return None
+    from eaglebug.checks.source.walk import list_tree
+    from eaglebug.session.forkmap import in_background
+
+    return in_background(functools.partial(list_tree, str(tree.root), str(tree.package_dir)))
+
+
+def _architecture(args: argparse.Namespace) -> str | None:
+    """--model-path's config.json `architectures[0]` (None with --model-class)."""
+    config = _model_config(args)
+    if config is None:
+        return None
+    from eaglebug.checks.models.config import architecture
+
+    return architecture(config, f"{args.model_path}/config.json")
+
+
+def _model_config(args: argparse.Namespace) -> dict[str, object] | None:
+    """--model-path's config.json, read once (None with --model-class)."""
+    if not args.model_path:
+        return None
+    if getattr(args, "_config", None) is None:
+        from eaglebug.checks.models.config import read_config
+
+        args._config = read_config(args.model_path)
+    return args._config  # type: ignore[no-any-return]
+
+
+def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) -> str:
+    """The class named by --model-class, or by --model-path's config.json through the registry."""
+    config = _model_config(args)
+    if config is not None:  # the classes the registry picks from its sub-configs, too
+        index.use_model_config(config)
+    if arch is None:
+        from eaglebug.checks.audit.run import find_class
+
+        return find_class(index, args.model_class).qualname  # fails early on a typo
+    exported = index.exporters_of(arch)
+    if exported:
+        return exported[0].qualname
+    close = difflib.get_close_matches(arch, sorted(index.registry()), n=3, cutoff=0.6)
+    hint = (
+        f"closest registered: {', '.join(close)}"
+        if close
+        else "is the model supported by this SGLang version?"
+    )
+    raise InputError(
+        f"architecture {arch!r} is not registered by any EntryClass in this tree", hint
+    )
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """What a tree command computed: its JSON text (None when it printed the text report), its
+    exit code, and the folders outside the tree it read (None: some it cannot stamp)."""
+
+    warnings: tuple[str, ...]
+    json_text: str | None
+    code: int
+    folders: tuple[replies.FolderStamp, ...] | None = ()
+
+
+def _answer(
+    args: argparse.Namespace,
+    tree: SglangTree,
+    command: str,
+    parts: list[object],
+    compute: Callable[[TreeIndex], _Answered],
+    external: ExternalPackage | None = None,
+) -> int:
+    """A tree command's answer: the reply kept for these `parts`, if there is one, printed
+    without loading the engine; else `compute` over an index (and its JSON reply kept).
+    An external package's files are part of the key: a change there is a new question."""
+    answers = Answers(tree, use_cache=not args.no_cache)
+    parts = [str(tree.package_dir), tree.version, *parts, _external_key(external)]
+    key = replies.key(command, parts)
+    keeps = args.json and not args.no_cache  # replies are kept for JSON only
+    if keeps and (reply := replies.kept(answers, key)):
+        return replies.say(reply)
+    index = _index(args, tree, answers, _listing(tree, answers), external)
+    if keeps and (reply := replies.kept(answers, key)):
+        return replies.say(reply)  # the walk found the files as the answers knew them
+    done = compute(index)
+    _warn(list(done.warnings))
+    if done.json_text is not None:
+        sys.stdout.write(done.json_text)
+        if keeps and done.folders is not None:
+            reply = replies.Reply(done.warnings, done.json_text, done.code, done.folders)
+            replies.keep(answers, key, reply)
+    return done.code
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    tree = locate(args.sglang)
+    arch = _architecture(args)
+    external = _external(args, [])
+
+    def compute(index: TreeIndex) -> _Answered:
+        from eaglebug.checks.audit.run import audit
+        from eaglebug.checks.contract.findings import has_errors
+        from eaglebug.cli.report import audit_json, print_audit
+
+        target = _target_class(args, index, arch)
+        result = audit(index, target, args.algorithm, args.draft_class)
+        code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        text = _json_text(audit_json(result)) if args.json else None
+        if text is None:
+            _warn(result.warnings)  # before the report, as a JSON reply says them
+            print_audit(result)
+            return _Answered((), None, code)
+        return _Answered(tuple(result.warnings), text, code)
+
+    config = _model_config(args) or {}
+    picks = {k: v.get("architectures") for k, v in config.items() if isinstance(v, dict)}
+    selection = [args.model_class, arch, args.algorithm, args.draft_class, picks]
+    return _answer(args, tree, "audit", selection, compute, external)
+
+
+def _json_text(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None, int | None] | None:
+    """(bytes per GPU, its source, free bytes before the load, its source, GPUs here), or None
+    when no GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says (the count is
+    then unknown)."""
+    free = getattr(args, "gpu_free_gib", None)
+    free_given = (int(free * 1024**3), "--gpu-free-gib") if free is not None else (None, None)
+    if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given, None
+    from eaglebug.gpu.nvml import smallest_gpu_memory  # NVML only when asked for
+
+    found = smallest_gpu_memory()
+    if found is None:
+        return None
+    total, source, free_now, free_from, count = found
+    if free is not None:
+        return total, source, *free_given, count
+    return total, source, free_now, free_from, count
+
+
+def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
+    """The GPUs' compute capability: --gpu-arch, else NVML's, else unknown."""
+    from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
+
+    if getattr(args, "gpu_arch", None):
+        return parse_gpu_arch(args.gpu_arch)
+    from eaglebug.gpu.nvml import compute_capability
+
+    found = compute_capability()
+    return GpuArch(*found) if found else None
+
+
+def preflight_command(args: argparse.Namespace) -> int:
+    words = _launch_words(args)
+    if not words:
+        raise InputError(
+            "no launch command given",
+            "eaglebug preflight -- python -m sglang.launch_server --model-path ...",
+        )
+    tree = _tree(args, words)
+    gpu = _gpu(args)
+    external = _external(args, words)
+    from eaglebug.server.calibration import measured_for
+
+    measured = measured_for(Path.cwd(), words)  # the last launch of this command, if any
+    arch = _gpu_arch(args)
+
+    def compute(index: TreeIndex) -> _Answered:
+        from eaglebug.checks.contract.findings import has_errors
+        from eaglebug.checks.preflight import GpuMemory, preflight
+        from eaglebug.cli.report import print_preflight
+
+        gpu_memory = GpuMemory(*gpu) if gpu else None
+        result = preflight(
+            index, words, os.environ, gpu_memory, arch, external=external, measured=measured
+        )
+        code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        if not args.json:
+            _warn(result.warnings)
+            print_preflight(result)
+            return _Answered((), None, code)
+        folders = _model_folders(result.target, result.draft)
+        return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
+
+    # Besides the tree, the answer depends on the launch, the environment and the GPU.
+    calibration = measured.to_json() if measured else None
+    capability = arch.capability if arch else None
+    parts = [words, sorted(os.environ.items()), gpu, capability, calibration]
+    return _answer(args, tree, "preflight", parts, compute, external)
+
+
+def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:
+    """The model folders a preflight read, to check before its reply is reused; None when a
+    model came from (or was missed in) the Hugging Face cache, whose layout is not stamped."""
+    stamps = []
+    for source in sources:
+        if source is None:
+            continue
+        if source.path is not None and source.how == "local folder":
+            stamps.append(replies.folder_stamp(source.path))
+        elif source.how == "no such local folder":
+            stamps.append(replies.folder_stamp(Path(source.given).expanduser()))
+        else:
+            return None
+    return tuple(stamps)
+
+
+def fix_command(args: argparse.Namespace) -> int:
+    # libcst and GitPython load only for the commands that use them.
+    from eaglebug.checks.audit.patching import plan_patches
+    from eaglebug.checks.audit.run import audit
+    from eaglebug.checks.preflight import preflight
+    from eaglebug.cli.report import print_patches
+    from eaglebug.git.fixing import Applied, apply_patch
+
+    words = _launch_words(args)
+    if not words and not (args.model_class or args.model_path):
+        raise InputError(
+            "nothing selected to fix",
+            "pass --model-class NAME (or --model-path DIR), or a launch command after --",
+        )
+    if args.no_commit and not args.apply:
+        raise InputError(
+            "--no-commit only applies with --apply", "add --apply, or drop --no-commit"
+        )
+    tree = _tree(args, words)
+    external = _external(args, words)
+    index = _index(args, tree, None, external=external)
+    if words:
+        selection = preflight(index, words, os.environ, None, external=external)
+        reports = selection.reports
+        algorithm = selection.algorithm or args.algorithm
+        target = next((r.ref.qualname for r in reports if r.role == "target"), None)
+        draft = next((r.ref.qualname for r in reports if r.role == "draft"), None)
+    else:
+        target = _target_class(args, index, _architecture(args))
+        algorithm, draft = args.algorithm, args.draft_class
+        reports = audit(index, target, algorithm, draft).reports
+    patches = plan_patches(index, reports)
+
+    def reaudit() -> list[Finding]:
+        if target is None and draft is None:
+            return []
+        from eaglebug.checks.source.index import TreeIndex
+
+        fresh = TreeIndex(tree, use_cache=not args.no_cache, external=index.external)
+        return audit(fresh, target, algorithm, draft).findings
+
+    applied: list[Applied] = []
+    if args.apply:
+        for patch in patches:
+            if patch.methods:
+                applied.append(apply_patch(patch, commit=not args.no_commit, reaudit=reaudit))
+    if args.json:
+        _write_json(
+            {
+                "patches": [p.to_json() for p in patches],
+                "applied": [
+                    {
+                        "class": a.patch.class_name,
+                        "file": a.patch.file,
+                        "commit": a.commit,
+                        "written": str(a.written or a.patch.path),
+                    }
+                    for a in applied
+                ],
+            }
+        )
+    else:
+        print_patches(patches, applied, args.apply)
+    pending = not args.apply and any(p.methods for p in patches)
+    return EXIT_FINDINGS if pending or any(p.refused for p in patches) else EXIT_OK
+
+
+def undo_command(args: argparse.Namespace) -> int:
+    from eaglebug.git.fixing import undo
+
+    done = undo(Path(args.repo))
+    if args.json:
+        _write_json({"reverted": done.reverted, "commit": done.commit, "summary": done.summary})
+    else:
+        sys.stdout.write(
+            f"reverted {done.reverted[:10]} ({done.summary}) with {done.commit[:10]}\n"
+        )
+    return EXIT_OK
+
+
+def launch_command(args: argparse.Namespace) -> int:
+    from eaglebug.server.launcher import Server
+
+    words = _launch_words(args)
+    if not words:
+        raise InputError(
+            "no launch command given", "eaglebug launch -- python -m sglang.launch_server ..."
+        )
+    from eaglebug.checks.launch.command import env_and_argv
+
+    env, argv = env_and_argv(words)
+    record = Server(Path.cwd()).launch(argv, env)
+    if args.json:
+        _write_json(asdict(record))
+    else:
+        sys.stdout.write(
+            f"launch {record.number}: pid {record.pid}, log {record.log}\n"
+            "it keeps running when this shell or SSH session ends; `eaglebug stop` stops it\n"
+        )
+    return EXIT_OK
+
+
+def stop_command(args: argparse.Namespace) -> int:
+    from eaglebug.server.launcher import Server
+
+    server = Server(Path.cwd())
+    record = server.attached()
+    if record is None:
+        raise InputError(
+            "no running server launched from this folder", "`eaglebug status` lists past launches"
+        )
+    result = server.stop(record, grace_s=args.grace)
+    if args.json:
+        _write_json({"launch": record.number, **asdict(result)})
+    else:
+        sys.stdout.write(
+            f"launch {record.number} stopped: {len(result.terminated)} exited on SIGTERM, "
+            f"{len(result.killed)} needed SIGKILL\n"
+        )
+        if result.survivors:
+            sys.stdout.write(f"still running: {', '.join(map(str, result.survivors))}\n")
+    return EXIT_FINDINGS if result.survivors else EXIT_OK
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from eaglebug.server.launcher import Server
+
+    server = Server(Path.cwd())
+    state = server.state()
+    rows = []
+    for record in state.launches:
+        left = server.processes(record)
+        rows.append(
+            {
+                **asdict(record),
+                "alive": bool(left),
+                "root_alive": server.root_alive(record),
+                "processes": left,
+            }
+        )
+    if args.json:
+        _write_json(
+            {
+                "launches": rows,
+                "pending_env": state.pending_env,
+                "pending_flags": state.pending_flags,
+            }
+        )
+        return EXIT_OK
+    if not rows:
+        sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")
+        return EXIT_OK
+    for row in rows:
+        if row["root_alive"]:
+            alive = "running"
+        elif row["alive"]:
+            count = len(row["processes"])
+            alive = (
+                f"{row['outcome']}, but {count} of its processes still run "
+                "(`eaglebug stop` stops them)"
+            )
+        elif row["outcome"] in {"running", "ready"}:
+            alive = "exited"  # it ended while no eaglebug was watching
+        else:
+            alive = row["outcome"]
+        ready = (
+            f", ready after {row['ready_after_s']:.0f} s"
+            if row["ready_after_s"] is not None
+            else ""
+        )
+        sys.stdout.write(
+            f"launch {row['number']}: {alive}{ready}, pid {row['pid']}, log {row['log']}\n"
+        )
+    return EXIT_OK

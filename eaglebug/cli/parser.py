@@ -1,0 +1,390 @@
+"""The headless command line: `eaglebug audit|preflight|fix|undo ...`.
+
+Exit codes for every command: 0 nothing at error severity, 1 errors found, 2 bad usage or
+unreadable input, with a one-line reason on stderr and never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+from collections.abc import Sequence
+
+from eaglebug import __version__
+from eaglebug.checks.contract.errors import InputError, one_line
+from eaglebug.cli import commands
+from eaglebug.cli.numbers import count, number
+
+EXIT_USAGE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but its usage errors follow the `error:` / `hint:` convention, exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        write_error(InputError(message, f"run `{self.prog} --help` for usage"))
+        raise SystemExit(EXIT_USAGE)
+
+
+def write_error(exc: InputError) -> None:
+    """The `error:` line and the `hint:` line, each one line whatever the message holds."""
+    sys.stderr.write(f"error: {one_line(exc.message)}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
+
+
+def _tree_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sglang",
+        metavar="PATH",
+        help="SGLang repo root, its python/ folder, or the sglang package "
+        "(default: the importable sglang, else the one the launch's python imports)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+    p.add_argument(
+        "--external-models",
+        metavar="PATH",
+        help="an out-of-tree model package (its folder, or its name on the Python path) that "
+        "SGLANG_EXTERNAL_MODEL_PACKAGE would load; its classes override built-in ones",
+    )
+
+
+def _class_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    which = p.add_mutually_exclusive_group(required=required)
+    which.add_argument(
+        "--model-class",
+        metavar="NAME",
+        help="the target model class, e.g. KimiK25ForConditionalGeneration",
+    )
+    which.add_argument(
+        "--model-path",
+        metavar="DIR",
+        help="a model folder; config.json's architectures[0] names the class",
+    )
+    p.add_argument(
+        "--algorithm",
+        default="EAGLE3",
+        metavar="ALGO",
+        help="EAGLE3 (default), EAGLE, NEXTN, STANDALONE, or any member of the tree's SpeculativeAlgorithm",
+    )
+    p.add_argument(
+        "--draft-class", metavar="NAME", help="also audit this draft model class in the draft role"
+    )
+
+
+def stall_flags(p: argparse.ArgumentParser) -> None:
+    """How long a launch may stay silent in one phase before it counts as stalled."""
+    p.add_argument(
+        "--stall-loading-min",
+        type=number(above=0, maximum=24 * 60),
+        metavar="MIN",
+        help="minutes without a new line while loading weights (default 10)",
+    )
+    p.add_argument(
+        "--stall-graph-min",
+        type=number(above=0, maximum=24 * 60),
+        metavar="MIN",
+        help="minutes without a new line while capturing CUDA graphs (default 5)",
+    )
+
+
+def stall_limits(args: argparse.Namespace) -> dict[str, float]:
+    """The stall limits the flags set, in seconds by phase."""
+    limits: dict[str, float] = {}
+    if getattr(args, "stall_loading_min", None):
+        limits["loading"] = args.stall_loading_min * 60
+    if getattr(args, "stall_graph_min", None):
+        limits["cuda_graph"] = args.stall_graph_min * 60
+    return limits
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="eaglebug",
+        description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
+    )
+    parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    p = sub.add_parser(
+        "audit",
+        help="which attributes the speculative workers need that a model class lacks",
+        description="Read an SGLang source tree (never importing it), find every place the "
+        "runtime touches a runner's model object, and report what the model class lacks.",
+    )
+    _tree_flag(p)
+    _class_flags(p, required=True)
+    p.set_defaults(run=commands.audit_command)
+
+    p = sub.add_parser(
+        "preflight",
+        help="every launch blocker of one launch command, before the first launch",
+        description="Parse the exact launch command (flags as the SGLang tree defines them), read "
+        "the target and draft configs, audit both classes and check the configs against each "
+        "other and the GPUs.",
+        usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] [--gpu-free-gib N] "
+        "[--gpu-arch SM] -- LAUNCH COMMAND...",
+    )
+    _tree_flag(p)
+    p.add_argument(
+        "--gpu-mem-gib",
+        type=number(above=0, maximum=1e6),
+        metavar="N",
+        help="memory per GPU in GiB, when NVML cannot tell",
+    )
+    p.add_argument(
+        "--gpu-free-gib",
+        type=number(above=0, maximum=1e6),
+        metavar="N",
+        help="free memory per GPU before the load in GiB (default: NVML's least free now)",
+    )
+    p.add_argument(
+        "--gpu-arch",
+        metavar="SM",
+        help="the GPUs' architecture (sm90, sm100, sm120, or 9.0), when NVML cannot tell",
+    )
+    p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
+    p.set_defaults(run=commands.preflight_command)
+
+    p = sub.add_parser(
+        "fix",
+        help="generate the missing delegation methods; --apply writes and commits them",
+        description="Select classes like `audit` (--model-class/--model-path, --draft-class) or "
+        "like `preflight` (-- LAUNCH COMMAND). Without --apply, print each class's patch as a "
+        "diff and exit 1 if there is something to fix. With --apply, write it atomically, verify "
+        "it, and make one git commit per class in the repository that holds the file.",
+        usage="eaglebug fix [--sglang PATH] (--model-class NAME | --model-path DIR | -- LAUNCH...) "
+        "[--algorithm ALGO] [--draft-class NAME] [--apply] [--no-commit] [--json]",
+    )
+    _tree_flag(p)
+    _class_flags(p, required=False)
+    p.add_argument("--apply", action="store_true", help="write the patches and commit each")
+    p.add_argument(
+        "--no-commit", action="store_true", help="with --apply: write without a git commit"
+    )
+    p.add_argument(
+        "launch", nargs=argparse.REMAINDER, help="a launch command after --, instead of a class"
+    )
+    p.set_defaults(run=commands.fix_command)
+
+    p = sub.add_parser(
+        "launch",
+        help="start the server detached (survives this shell), output to a new log per launch",
+        usage="eaglebug launch [--json] -- LAUNCH COMMAND...",
+    )
+    p.add_argument("--json", action="store_true", help="print the launch record as JSON")
+    p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
+    p.set_defaults(run=commands.launch_command)
+
+    p = sub.add_parser("stop", help="stop the server launched here: the whole process tree")
+    p.add_argument(
+        "--grace",
+        type=number(minimum=0, maximum=86400),
+        default=10.0,
+        metavar="S",
+        help="seconds from SIGTERM to SIGKILL",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=commands.stop_command)
+
+    p = sub.add_parser("status", help="launches recorded in this folder and whether they run")
+    p.add_argument("--json", action="store_true", help="print the launches as JSON")
+    p.set_defaults(run=commands.status_command)
+
+    p = sub.add_parser(
+        "diagnose",
+        help="read a server log: the launch phase, loading progress and failures",
+        description="Phase, progress and failure findings (one per failure, whatever the "
+        "number of ranks printing it) from an SGLang server log.",
+    )
+    p.add_argument(
+        "--log",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="the server's log file; again for each node's log of a multi-node launch",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--sglang",
+        metavar="PATH",
+        help="the SGLang tree the launch ran: its memory arithmetic's prediction beside the log's",
+    )
+    stall_flags(p)
+    p.add_argument(
+        "--min-accept",
+        type=number(above=0, maximum=64),
+        metavar="LEN",
+        help="acceptance length below which speculative decoding counts as not working "
+        "(default 1.2)",
+    )
+    p.set_defaults(run=_diagnose)
+
+    p = sub.add_parser(
+        "gpus",
+        help="one look at the GPUs: this host's (NVML) or every node's (Prometheus)",
+        description="The GPUs a launch runs on, headless: NVML on this host, every node's through "
+        "Prometheus (DCGM exporter or nvitop-exporter series), or simulated ones.",
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus that scrapes the nodes' GPU exporters (default: $EAGLEBUG_PROMETHEUS)",
+    )
+    p.add_argument(
+        "--simulate-gpus", type=count(1, 4096), metavar="N", help="N simulated GPUs instead"
+    )
+    p.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    p.set_defaults(run=_gpus)
+
+    p = sub.add_parser(
+        "probe",
+        help="a few fixed prompts to a running server: its acceptance length and speed",
+        description="Is speculative decoding working? Sends a few short fixed prompts to the "
+        "server (its native /generate), reads each answer's spec_accept_length and "
+        "spec_verify_ct, and the speculative settings in force from /server_info.",
+    )
+    p.add_argument("--url", metavar="URL", help="the server (default: the launch recorded here)")
+    p.add_argument(
+        "--requests", type=count(1, 3), default=3, metavar="N", help="prompts to send (1-3)"
+    )
+    p.add_argument(
+        "--max-new-tokens", type=count(1, 2048), default=64, metavar="N", help="per prompt"
+    )
+    p.add_argument(
+        "--timeout",
+        type=number(above=0, maximum=600),
+        default=30.0,
+        metavar="S",
+        help="per request",
+    )
+    p.add_argument(
+        "--min-accept",
+        type=number(above=0, maximum=64),
+        metavar="LEN",
+        help="acceptance length below which it counts as not working (default 1.2)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_probe)
+
+    p = sub.add_parser(
+        "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
+    )
+    p.add_argument(
+        "--repo", metavar="PATH", default=".", help="the repository (default: the current folder)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=commands.undo_command)
+    return parser
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from eaglebug.cli.probe import probe_command  # HTTP only: no engine, libcst or git
+
+    return probe_command(args)
+
+
+def _gpus(args: argparse.Namespace) -> int:
+    from eaglebug.cli.gpus import gpus_command  # no engine, libcst or git for a GPU look
+
+    return gpus_command(args)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from eaglebug.cli.diagnose import diagnose_command  # no libcst or git for a log read
+
+    return diagnose_command(args)
+
+
+# Commands that read a tree and print: bounded work, nothing to clean up once the answer is out.
+_TREE_READERS = frozenset({"audit", "preflight"})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command not in _TREE_READERS:
+        return _collected_rarely(args)
+    program = _is_the_program(list(sys.argv[1:] if argv is None else argv))
+    code = _uncollected(args, restore=not program)
+    if program:
+        _end_now(code)
+    return code
+
+
+def _collected_rarely(args: argparse.Namespace) -> int:
+    """A short-lived process that builds many small objects: full collections only cost time.
+    (Restored afterwards, for callers such as tests that run main() in-process.)"""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        return _run(args)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
+def _uncollected(args: argparse.Namespace, restore: bool) -> int:
+    """An audit builds millions of objects (syntax trees) and no garbage cycles worth the
+    collector's time: a third of parsing went to it. Memory is freed by reference counts.
+    The collector is turned back on for in-process callers (`restore`); a process that ends
+    right after never needs it (turned on, its first run would visit every object)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if enabled and restore:
+            gc.enable()
+
+
+def _is_the_program(words: list[str]) -> bool:
+    """Was this interpreter started to run eaglebug with exactly these words (`python -m
+    eaglebug ...` or the console script), rather than by a caller that imported the CLI (a
+    test, a batch of runs in one interpreter, a notebook)? Read from its own command line."""
+    started = sys.orig_argv
+    if "-m" in started[:-1]:
+        program = started[started.index("-m") + 1]
+    elif len(started) > 1:
+        program = os.path.basename(started[1])
+    else:
+        return False
+    return program == "eaglebug" and sys.argv[1:] == words
+
+
+def _end_now(code: int) -> None:
+    """End the process once the answer is out, without tearing the interpreter down: freeing
+    every object of a large audit one by one takes longer than a warm audit itself. Only for
+    `_TREE_READERS` (their caches are written, any helper process reaped, no git, no server);
+    if the output cannot be flushed, the normal exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        code: int = args.run(args)
+    except InputError as exc:
+        write_error(exc)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # A bug in eaglebug, not in the input: exit 2 rather than 1 ("errors found").
+        if os.environ.get("EAGLEBUG_DEBUG"):
+            raise
+        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
+        sys.stderr.write("hint: rerun with EAGLEBUG_DEBUG=1 for the traceback, and report it\n")
+        return EXIT_USAGE
+    return code

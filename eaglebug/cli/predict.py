@@ -1,0 +1,113 @@
+"""`diagnose --sglang PATH`: the memory preflight predicted for a logged launch, beside what the
+log measured (SGLang's own `KV Cache is allocated. #tokens:` / `max_total_num_tokens=`).
+
+The log's first lines carry the launch: `server_args=ServerArgs(model_path=..., tp_size=8,
+...)`, a dataclass repr whose values are Python literals, read with `ast` (never evaluated).
+Its flags become a launch command for `preflight` on the given tree, with the GPU as the log
+saw it (the free memory before the load, `Load weight begin. avail mem=`), and without the
+log's own numbers (no calibration): the prediction is what preflight would have said before
+that launch. Where the model folders are not on this host, or the log has no server args,
+there is nothing to predict and the measured figures stand alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.logs.memory import MemoryLog
+
+# ServerArgs fields that change the memory arithmetic, and the flag that sets each.
+_FLAGS = {
+    "model_path": "--model-path",
+    "tp_size": "--tp",
+    "pp_size": "--pp-size",
+    "context_length": "--context-length",
+    "mem_fraction_static": "--mem-fraction-static",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "page_size": "--page-size",
+    "max_running_requests": "--max-running-requests",
+    "chunked_prefill_size": "--chunked-prefill-size",
+    "cuda_graph_max_bs": "--cuda-graph-max-bs",
+    "speculative_algorithm": "--speculative-algorithm",
+    "speculative_draft_model_path": "--speculative-draft-model-path",
+    "speculative_num_steps": "--speculative-num-steps",
+    "speculative_eagle_topk": "--speculative-eagle-topk",
+    "speculative_num_draft_tokens": "--speculative-num-draft-tokens",
+}
+_HEAD_BYTES = 256 * 1024
+_OBJECT_REPR = re.compile(r"<[^<>\n]*>")
+GIB = 1024**3
+
+
+def server_args_of(path: Path) -> dict[str, Any] | None:
+    """The `server_args=ServerArgs(...)` of the log's first lines, as field -> literal value."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as stream:
+            head = stream.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    start = head.find("server_args=ServerArgs(")
+    if start < 0:
+        return None
+    line = head[start + len("server_args=") :].split("\n", 1)[0]
+    line = _OBJECT_REPR.sub("None", line)  # `<Backend.FA3: 1>`: not Python, and not a flag
+    try:
+        call = ast.parse(line.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    found: dict[str, Any] = {}
+    for keyword in call.keywords:
+        try:
+            found[str(keyword.arg)] = ast.literal_eval(keyword.value)
+        except (ValueError, SyntaxError, TypeError):
+            continue  # an object repr, not a literal: not a flag anyway
+    return found
+
+
+def launch_words(args: dict[str, Any]) -> list[str] | None:
+    """The memory-relevant part of the logged launch as a command line; None without a model."""
+    if not isinstance(args.get("model_path"), str):
+        return None
+    words = ["python", "-m", "sglang.launch_server"]
+    for field, flag in _FLAGS.items():
+        value = args.get(field)
+        if value is None or isinstance(value, bool):
+            continue
+        words += [flag, str(value)]
+    return words
+
+
+def predicted(sglang: str, log: Path, measured: MemoryLog | None) -> dict[str, Any] | None:
+    """preflight's config.memory for the logged launch: its figures, or why there are none."""
+    from eaglebug.checks.contract.errors import InputError
+    from eaglebug.checks.preflight import GpuMemory, preflight
+    from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.checks.source.tree import locate
+
+    args = server_args_of(log)
+    words = launch_words(args) if args else None
+    if words is None:
+        return {"skipped": "the log names no launch (no server_args line)"}
+    if measured is None or measured.free_before_load_gib is None:
+        return {"skipped": "the log has no free memory before the load (Load weight begin)"}
+    free = int(measured.free_before_load_gib * GIB)
+    gpu = GpuMemory(free, "the log's avail mem before the load", free, "the log")
+    try:
+        result = preflight(TreeIndex(locate(sglang)), words, {}, gpu)
+    except InputError as exc:
+        return {"skipped": str(exc)}
+    memory = next((f for f in result.findings if f.id == "config.memory"), None)
+    details = memory.to_json()["details"] if memory else {}
+    tokens = details.get("max_total_num_tokens")
+    if not isinstance(tokens, int):
+        return {"skipped": memory.message if memory else "no memory finding"}
+    logged = measured.max_total_num_tokens or measured.kv_tokens
+    out: dict[str, Any] = {"max_total_num_tokens": tokens, "logged": logged}
+    if logged:
+        out["ratio"] = round(tokens / logged, 4)
+    return out

@@ -1,0 +1,90 @@
+"""Whole replies of the headless CLI, kept with the tree's answers (`checks/source/answers.py`).
+
+Why: a warm `audit --json` or `preflight --json` should cost about a stat of the tree. The
+engine's own answers already make it cheap to recompute, but loading the engine and the
+renderers is most of a warm run; a reply kept here is printed without importing either.
+
+A reply is kept under a key made of everything the command's answer depends on besides the
+tree (the tree itself is the answers' fingerprint): the tree's folder and version, the
+arguments, and for preflight the environment, the GPU memory and the model folders it read.
+Folders are checked again before a reply is reused (their own mtime and each entry's size and
+mtime), so an edited `config.json` is read afresh. Only JSON replies are kept: the text
+report is rendered for the terminal it is printed on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eaglebug.checks.source.answers import MISSING, Answers
+
+FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
+
+
+@dataclass(frozen=True)
+class Reply:
+    warnings: tuple[str, ...]  # said on stderr, `warning: ` first, before the answer
+    stdout: str
+    code: int
+    folders: tuple[FolderStamp, ...] = ()  # what the answer read outside the tree
+
+
+_PREFIX = "reply:"
+
+
+def key(command: str, parts: Iterable[object]) -> str:
+    return f"{_PREFIX}{command}:{json.dumps(list(parts), default=str)}"
+
+
+def folder_stamp(path: Path | str) -> FolderStamp:
+    """A folder's state: its mtime and each direct entry's size and mtime."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        with os.scandir(path) as it:
+            entries = sorted((e.name, *_size_mtime(e)) for e in it)
+    except OSError:
+        return (str(path), -1, ())
+    return (str(path), mtime, tuple(entries))
+
+
+def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
+    try:
+        st = entry.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def kept(answers: Answers, reply_key: str) -> Reply | None:
+    """The reply kept under this key, if the folders it read are as they were."""
+    value = answers.get(reply_key, [])
+    if value is MISSING or not isinstance(value, Reply):
+        return None
+    if any(folder_stamp(stamp[0]) != stamp for stamp in value.folders):
+        return None
+    return value
+
+
+# Replies kept per command and tree: a preflight's key holds the whole environment, which may
+# differ on every run, so the oldest are let go.
+_KEPT = 8
+
+
+def keep(answers: Answers, reply_key: str, reply: Reply) -> None:
+    answers.put(reply_key, reply, [])
+    command = reply_key[: reply_key.index(":", len(_PREFIX)) + 1]  # "reply:preflight:"
+    answers.drop_oldest(command, _KEPT)
+    answers.save()
+
+
+def say(reply: Reply) -> int:
+    """Print a reply as the command that made it printed it."""
+    for warning in reply.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    sys.stdout.write(reply.stdout)
+    return reply.code

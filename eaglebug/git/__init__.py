@@ -1,0 +1,1 @@
+"""Applying fixes as git commits, one per fix, each a transaction, and undoing them."""
