@@ -1,4 +1,257 @@
 """What is wrong and how to fix it: pure analysis of source trees, configs and logs.
 
 Nothing in this package starts a process, touches git or NVML, or imports the code it audits.
+
+This module is the engine's facade: the front ends (`eaglebug/`, `tui/`) import only from it,
+never from a subpackage (import-linter checks that in CI). Its names load on first use, so a
+command that needs little of the engine (`eaglebug status`, `eaglebug gpus`) does not pay for
+importing all of it. The subpackages, from the bottom: `contract` (findings, evidence,
+fixes), `source` (the tree's files, facts and classes), `pyeval` (the one evaluator of
+SGLang's Python), `reach`, `speculative`, `logs`, `launch`, `startup`, `interface` (the
+audit), `models`, `args`, `memory`, and `orchestrator` (preflight) over them all
+(docs/architecture.md).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eaglebug.checks.contract.errors import InputError as InputError
+    from eaglebug.checks.contract.errors import one_line as one_line
+    from eaglebug.checks.contract.evidence import ConfigEvidence as ConfigEvidence
+    from eaglebug.checks.contract.evidence import InterfaceEvidence as InterfaceEvidence
+    from eaglebug.checks.contract.evidence import LogEvidence as LogEvidence
+    from eaglebug.checks.contract.evidence import RuntimeEvidence as RuntimeEvidence
+    from eaglebug.checks.contract.findings import SEVERITY_ORDER as SEVERITY_ORDER
+    from eaglebug.checks.contract.findings import Finding as Finding
+    from eaglebug.checks.contract.findings import FindingKey as FindingKey
+    from eaglebug.checks.contract.findings import Step as Step
+    from eaglebug.checks.contract.findings import has_errors as has_errors
+    from eaglebug.checks.contract.findings import sort_findings as sort_findings
+    from eaglebug.checks.contract.fixes import Choice as Choice
+    from eaglebug.checks.contract.fixes import EnvFix as EnvFix
+    from eaglebug.checks.contract.fixes import FlagFix as FlagFix
+    from eaglebug.checks.contract.fixes import PatchFix as PatchFix
+    from eaglebug.checks.contract.fixes import env_of as env_of
+    from eaglebug.checks.contract.fixes import flag_of as flag_of
+    from eaglebug.checks.contract.inputs import regular_file as regular_file
+    from eaglebug.checks.interface.audit import AuditResult as AuditResult
+    from eaglebug.checks.interface.audit import ClassReport as ClassReport
+    from eaglebug.checks.interface.audit import audit as audit
+    from eaglebug.checks.interface.delegates import names as delegate_names
+    from eaglebug.checks.interface.patching import TRAILER as TRAILER
+    from eaglebug.checks.interface.patching import Patch as Patch
+    from eaglebug.checks.interface.patching import plan_patches as plan_patches
+    from eaglebug.checks.launch.command import env_and_argv as env_and_argv
+    from eaglebug.checks.launch.command import split_words as split_words
+    from eaglebug.checks.launch.external import for_launch as for_launch
+    from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
+    from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
+    from eaglebug.checks.launch.words import SWITCH as SWITCH
+    from eaglebug.checks.launch.words import with_flags as with_flags
+    from eaglebug.checks.logs.acceptance import DEFAULT_RULES as DEFAULT_RULES
+    from eaglebug.checks.logs.acceptance import THRESHOLD as THRESHOLD
+    from eaglebug.checks.logs.acceptance import AcceptanceRules as AcceptanceRules
+    from eaglebug.checks.logs.acceptance import Report as Report
+    from eaglebug.checks.logs.acceptance import from_cumulative as from_cumulative
+    from eaglebug.checks.logs.acceptance import from_metrics as from_metrics
+    from eaglebug.checks.logs.acceptance import low_acceptance as low_acceptance
+    from eaglebug.checks.logs.acceptance import reports_in as reports_in
+    from eaglebug.checks.logs.book import rank_summary as rank_summary
+    from eaglebug.checks.logs.book import sort_ranks as sort_ranks
+    from eaglebug.checks.logs.memory import MemoryLog as MemoryLog
+    from eaglebug.checks.logs.memory import read_memory_file as read_memory_file
+    from eaglebug.checks.logs.nodes import analyze_nodes as analyze_nodes
+    from eaglebug.checks.logs.nodes import line_ranks as line_ranks
+    from eaglebug.checks.logs.nodes import node_tag as node_tag
+    from eaglebug.checks.logs.nodes import with_nodes as with_nodes
+    from eaglebug.checks.logs.parse import LogAnalyzer as LogAnalyzer
+    from eaglebug.checks.logs.parse import analyze_file as analyze_file
+    from eaglebug.checks.logs.parse import finding_json as finding_json
+    from eaglebug.checks.models.config import architecture as architecture
+    from eaglebug.checks.models.config import read_config as read_config
+    from eaglebug.checks.models.source import ModelSource as ModelSource
+    from eaglebug.checks.orchestrator import GpuMemory as GpuMemory
+    from eaglebug.checks.orchestrator import PreflightResult as PreflightResult
+    from eaglebug.checks.orchestrator import preflight as preflight
+    from eaglebug.checks.source.answers import MISSING as NO_ANSWER
+    from eaglebug.checks.source.answers import Answers as Answers
+    from eaglebug.checks.source.cache import cache_dir as cache_dir
+    from eaglebug.checks.source.external import ENV_VAR as ENV_VAR
+    from eaglebug.checks.source.external import ExternalPackage as ExternalPackage
+    from eaglebug.checks.source.external import package_at as package_at
+    from eaglebug.checks.source.index import TreeIndex as TreeIndex
+    from eaglebug.checks.source.index import find_class as find_class
+    from eaglebug.checks.source.package import stamp_key as stamp_key
+    from eaglebug.checks.source.tree import SglangTree as SglangTree
+    from eaglebug.checks.source.tree import locate as locate
+    from eaglebug.checks.source.walk import Listing as Listing
+    from eaglebug.checks.source.walk import list_tree as list_tree
+    from eaglebug.checks.startup.steps import step_text as step_text
+
+# facade name -> (module, name in it): what `__getattr__` loads on first use.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "AcceptanceRules": ("eaglebug.checks.logs.acceptance", "AcceptanceRules"),
+    "Answers": ("eaglebug.checks.source.answers", "Answers"),
+    "AuditResult": ("eaglebug.checks.interface.audit", "AuditResult"),
+    "Choice": ("eaglebug.checks.contract.fixes", "Choice"),
+    "ClassReport": ("eaglebug.checks.interface.audit", "ClassReport"),
+    "ConfigEvidence": ("eaglebug.checks.contract.evidence", "ConfigEvidence"),
+    "DEFAULT_RULES": ("eaglebug.checks.logs.acceptance", "DEFAULT_RULES"),
+    "ENV_VAR": ("eaglebug.checks.source.external", "ENV_VAR"),
+    "EnvFix": ("eaglebug.checks.contract.fixes", "EnvFix"),
+    "ExternalPackage": ("eaglebug.checks.source.external", "ExternalPackage"),
+    "Finding": ("eaglebug.checks.contract.findings", "Finding"),
+    "FindingKey": ("eaglebug.checks.contract.findings", "FindingKey"),
+    "FlagFix": ("eaglebug.checks.contract.fixes", "FlagFix"),
+    "GpuArch": ("eaglebug.checks.launch.gpuarch", "GpuArch"),
+    "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
+    "InputError": ("eaglebug.checks.contract.errors", "InputError"),
+    "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
+    "Listing": ("eaglebug.checks.source.walk", "Listing"),
+    "LogAnalyzer": ("eaglebug.checks.logs.parse", "LogAnalyzer"),
+    "LogEvidence": ("eaglebug.checks.contract.evidence", "LogEvidence"),
+    "MemoryLog": ("eaglebug.checks.logs.memory", "MemoryLog"),
+    "ModelSource": ("eaglebug.checks.models.source", "ModelSource"),
+    "NO_ANSWER": ("eaglebug.checks.source.answers", "MISSING"),
+    "Patch": ("eaglebug.checks.interface.patching", "Patch"),
+    "PatchFix": ("eaglebug.checks.contract.fixes", "PatchFix"),
+    "PreflightResult": ("eaglebug.checks.orchestrator", "PreflightResult"),
+    "Report": ("eaglebug.checks.logs.acceptance", "Report"),
+    "RuntimeEvidence": ("eaglebug.checks.contract.evidence", "RuntimeEvidence"),
+    "SEVERITY_ORDER": ("eaglebug.checks.contract.findings", "SEVERITY_ORDER"),
+    "SWITCH": ("eaglebug.checks.launch.words", "SWITCH"),
+    "SglangTree": ("eaglebug.checks.source.tree", "SglangTree"),
+    "Step": ("eaglebug.checks.contract.findings", "Step"),
+    "THRESHOLD": ("eaglebug.checks.logs.acceptance", "THRESHOLD"),
+    "TRAILER": ("eaglebug.checks.interface.patching", "TRAILER"),
+    "TreeIndex": ("eaglebug.checks.source.index", "TreeIndex"),
+    "analyze_file": ("eaglebug.checks.logs.parse", "analyze_file"),
+    "analyze_nodes": ("eaglebug.checks.logs.nodes", "analyze_nodes"),
+    "architecture": ("eaglebug.checks.models.config", "architecture"),
+    "audit": ("eaglebug.checks.interface.audit", "audit"),
+    "cache_dir": ("eaglebug.checks.source.cache", "cache_dir"),
+    "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
+    "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
+    "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
+    "find_class": ("eaglebug.checks.source.index", "find_class"),
+    "finding_json": ("eaglebug.checks.logs.parse", "finding_json"),
+    "flag_of": ("eaglebug.checks.contract.fixes", "flag_of"),
+    "for_launch": ("eaglebug.checks.launch.external", "for_launch"),
+    "from_cumulative": ("eaglebug.checks.logs.acceptance", "from_cumulative"),
+    "from_metrics": ("eaglebug.checks.logs.acceptance", "from_metrics"),
+    "has_errors": ("eaglebug.checks.contract.findings", "has_errors"),
+    "line_ranks": ("eaglebug.checks.logs.nodes", "line_ranks"),
+    "list_tree": ("eaglebug.checks.source.walk", "list_tree"),
+    "locate": ("eaglebug.checks.source.tree", "locate"),
+    "low_acceptance": ("eaglebug.checks.logs.acceptance", "low_acceptance"),
+    "node_tag": ("eaglebug.checks.logs.nodes", "node_tag"),
+    "one_line": ("eaglebug.checks.contract.errors", "one_line"),
+    "package_at": ("eaglebug.checks.source.external", "package_at"),
+    "parse_gpu_arch": ("eaglebug.checks.launch.gpuarch", "parse_gpu_arch"),
+    "plan_patches": ("eaglebug.checks.interface.patching", "plan_patches"),
+    "preflight": ("eaglebug.checks.orchestrator", "preflight"),
+    "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
+    "read_config": ("eaglebug.checks.models.config", "read_config"),
+    "read_memory_file": ("eaglebug.checks.logs.memory", "read_memory_file"),
+    "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
+    "reports_in": ("eaglebug.checks.logs.acceptance", "reports_in"),
+    "sort_findings": ("eaglebug.checks.contract.findings", "sort_findings"),
+    "sort_ranks": ("eaglebug.checks.logs.book", "sort_ranks"),
+    "split_words": ("eaglebug.checks.launch.command", "split_words"),
+    "stamp_key": ("eaglebug.checks.source.package", "stamp_key"),
+    "step_text": ("eaglebug.checks.startup.steps", "step_text"),
+    "with_flags": ("eaglebug.checks.launch.words", "with_flags"),
+    "with_nodes": ("eaglebug.checks.logs.nodes", "with_nodes"),
+}
+
+__all__ = [
+    "DEFAULT_RULES",
+    "ENV_VAR",
+    "NO_ANSWER",
+    "SEVERITY_ORDER",
+    "SWITCH",
+    "THRESHOLD",
+    "TRAILER",
+    "AcceptanceRules",
+    "Answers",
+    "AuditResult",
+    "Choice",
+    "ClassReport",
+    "ConfigEvidence",
+    "EnvFix",
+    "ExternalPackage",
+    "Finding",
+    "FindingKey",
+    "FlagFix",
+    "GpuArch",
+    "GpuMemory",
+    "InputError",
+    "InterfaceEvidence",
+    "Listing",
+    "LogAnalyzer",
+    "LogEvidence",
+    "MemoryLog",
+    "ModelSource",
+    "Patch",
+    "PatchFix",
+    "PreflightResult",
+    "Report",
+    "RuntimeEvidence",
+    "SglangTree",
+    "Step",
+    "TreeIndex",
+    "analyze_file",
+    "analyze_nodes",
+    "architecture",
+    "audit",
+    "cache_dir",
+    "delegate_names",
+    "env_and_argv",
+    "env_of",
+    "find_class",
+    "finding_json",
+    "flag_of",
+    "for_launch",
+    "from_cumulative",
+    "from_metrics",
+    "has_errors",
+    "line_ranks",
+    "list_tree",
+    "locate",
+    "low_acceptance",
+    "node_tag",
+    "one_line",
+    "package_at",
+    "parse_gpu_arch",
+    "plan_patches",
+    "preflight",
+    "rank_summary",
+    "read_config",
+    "read_memory_file",
+    "regular_file",
+    "reports_in",
+    "sort_findings",
+    "sort_ranks",
+    "split_words",
+    "stamp_key",
+    "step_text",
+    "with_flags",
+    "with_nodes",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # the next use is a plain global
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

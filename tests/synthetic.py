@@ -17,8 +17,8 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from eaglebug.checks.audit.run import AuditResult, audit
 from eaglebug.checks.contract.findings import CallSite, Finding
+from eaglebug.checks.interface.audit import AuditResult, audit
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 

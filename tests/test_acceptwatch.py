@@ -13,7 +13,7 @@ import pytest
 
 from eaglebug.checks.logs.acceptance import Report, low_acceptance
 from eaglebug.cli.probe import probe
-from eaglebug.logs.acceptwatch import AcceptanceSnapshot, AcceptanceWatch
+from eaglebug.session.acceptwatch import AcceptanceSnapshot, AcceptanceWatch
 from tests.fake_sglang import FakeSglang
 
 

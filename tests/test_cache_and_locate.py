@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.run import audit
+from eaglebug.checks.interface.audit import audit
 from eaglebug.checks.source import cache
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate

@@ -22,7 +22,7 @@ import pytest
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.logs.parse import analyze_file
-from eaglebug.checks.preflight import preflight
+from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from eaglebug.cli.parser import main as cli_main

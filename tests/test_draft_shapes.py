@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eaglebug.checks.audit.run import find_class
 from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.deprecations import check_deprecated_flags
 from eaglebug.checks.launch.flags import server_flags
@@ -25,7 +24,7 @@ from eaglebug.checks.models.checkpoint import Checkpoint
 from eaglebug.checks.models.draft_code import lm_head
 from eaglebug.checks.models.draft_path import draft_path_rules
 from eaglebug.checks.models.weightmap import loader_shape, unplaceable
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, find_class
 from eaglebug.checks.source.tree import locate
 from tests.synthetic import write_tree
 

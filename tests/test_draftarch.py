@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.models.draft_arch import draft_renames
-from eaglebug.checks.preflight import PreflightResult, preflight
+from eaglebug.checks.orchestrator import PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 

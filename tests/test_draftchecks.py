@@ -18,7 +18,7 @@ from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.models import draft_checks as draftchecks
 from eaglebug.checks.models.checkpoint import read_checkpoint
 from eaglebug.checks.models.checks import check_vocab
-from eaglebug.checks.preflight import preflight
+from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.safetensors_files import EAGLE3_DRAFT_TENSORS, write_safetensors

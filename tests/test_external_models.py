@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.run import audit
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.preflight import preflight
+from eaglebug.checks.interface.audit import audit
+from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.external import find_package, package_at, registry_rule
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
@@ -520,7 +520,7 @@ def test_the_launchs_own_interpreter_path_is_asked(tmp_path: Path) -> None:
     python looks: its path is asked for (it imports nothing), ours would not have it."""
     import sys
 
-    from eaglebug.checks.source.external import for_launch
+    from eaglebug.checks.launch.external import for_launch
     from eaglebug.server.pyenv import external_for_launch
 
     site = tmp_path / "their-site"

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.audit.patching import Patch, plan_patches
-from eaglebug.checks.audit.run import audit
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.interface.audit import audit
+from eaglebug.checks.interface.patching import Patch, plan_patches
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from eaglebug.git.fixing import apply_patch, find_repo

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.patching import plan_patches
-from eaglebug.checks.audit.run import audit
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.interface.audit import audit
+from eaglebug.checks.interface.patching import plan_patches
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from eaglebug.git.fixing import apply_patch

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.run import AuditResult, audit
+from eaglebug.checks.interface.audit import AuditResult, audit
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.synthetic import audit_tree, findings_for, run_cli, write_tree

@@ -16,7 +16,7 @@ import pytest
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix
 from eaglebug.checks.memory.fit import Gpu
-from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
+from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.configs import write_model

@@ -17,7 +17,7 @@ import pytest
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import memory_sources
-from eaglebug.checks.preflight import GpuMemory
+from eaglebug.checks.orchestrator import GpuMemory
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests import test_memory

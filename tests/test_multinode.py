@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.preflight import preflight
+from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.test_preflight import LAUNCH, kimi_k25, kimi_k25_eagle3, pair
@@ -88,7 +88,7 @@ def test_every_node_as_rank_0_and_a_rank_past_the_end(index: TreeIndex, target: 
 
 
 def test_more_gpus_per_node_than_this_host_has(index: TreeIndex, target: Path) -> None:
-    from eaglebug.checks.preflight import GpuMemory
+    from eaglebug.checks.orchestrator import GpuMemory
 
     def counted(gpus: int, *flags: str) -> list[Finding]:
         gpu = GpuMemory(141 * 1024**3, "NVML (fake)", None, None, gpus)

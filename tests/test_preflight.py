@@ -26,7 +26,7 @@ from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
-from eaglebug.checks.preflight import GpuMemory, PreflightResult, preflight
+from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.configs import (

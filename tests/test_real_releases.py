@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.run import AuditResult, audit
 from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.interface.audit import AuditResult, audit
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from eaglebug.checks.audit.algorithms import algorithm_facts
-from eaglebug.checks.audit.run import audit
 from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.interface.audit import audit
 from eaglebug.checks.reach.guards import GuardContext, possible
 from eaglebug.checks.reach.resolve import origin_role
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from eaglebug.checks.speculative.algorithms import algorithm_facts
 
 RELEASES = ("sglang_059", "sglang_0510", "sglang_0514", "sglang_0522", "sglang_0523")
 CAPTURE_ONE_OF = ("set_dspark_layers_to_capture", "set_dflash_layers_to_capture")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from eaglebug.logs.follow import LogFollower
-from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
 from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import Session, SessionConfig
+from eaglebug.session.watch import LaunchWatch, WatchSnapshot
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
 NO_SUCH_PID = 4_194_304

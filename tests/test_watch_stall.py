@@ -14,9 +14,9 @@ import pytest
 
 from eaglebug.gpu.sampler import MOVED_BYTES, Sampler
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
 from eaglebug.server.state import state_dir
 from eaglebug.session.session import Session, SessionConfig
+from eaglebug.session.watch import LaunchWatch, WatchSnapshot
 from tests.test_watch import Collect, launched, record
 
 MINUTE = 60.0

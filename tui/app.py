@@ -21,11 +21,11 @@ from textual.screen import Screen
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
-from eaglebug.logs.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
-from eaglebug.logs.watch import LaunchWatch, WatchSnapshot
+from eaglebug.session.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
 from eaglebug.session.controller import Controller, Event
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import Session
+from eaglebug.session.watch import LaunchWatch, WatchSnapshot
 from eaglebug.tui.messages import (
     AcceptanceSampled,
     ControllerReported,

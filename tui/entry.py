@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 from eaglebug.cli import parser as cli
 from eaglebug.cli.numbers import count, number
+from eaglebug.cli.numbers import stall_limits as limits_of
 
 if TYPE_CHECKING:  # the session and the GPU sources load only for a TUI mode, so a headless
     # command (`eaglebug audit ...`) pays nothing for them at start-up
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
-    from eaglebug.checks.launch.gpuarch import parse_gpu_arch
+    from eaglebug.checks import parse_gpu_arch
     from eaglebug.server.state import load_state
     from eaglebug.session.session import SessionConfig
 
@@ -153,7 +154,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
             fast=args.fast,
             interval_s=args.interval,
             readonly=args.readonly,
-            stall_limits=cli.stall_limits(args),
+            stall_limits=limits_of(args),
             story=args.scenario,
         )
     if args.mode == "watch":
@@ -184,7 +185,7 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
                 config,
                 _gpu_source(args),
                 args.interval,
-                stall_limits=cli.stall_limits(args),
+                stall_limits=limits_of(args),
             )
         finally:
             if merger is not None:
@@ -207,5 +208,5 @@ def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
         args.interval,
         open_guide=args.mode == "guide",
         launch_when_clear=bool(launch_words),
-        stall_limits=cli.stall_limits(args),
+        stall_limits=limits_of(args),
     )

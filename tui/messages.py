@@ -12,12 +12,12 @@ from typing import Literal
 
 from textual.message import Message
 
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import Finding
 from eaglebug.gpu.snapshot import BoxSnapshot
-from eaglebug.logs.acceptwatch import AcceptanceSnapshot
-from eaglebug.logs.watch import WatchSnapshot
+from eaglebug.session.acceptwatch import AcceptanceSnapshot
 from eaglebug.session.controller import Event
 from eaglebug.session.problems import Problem
+from eaglebug.session.watch import WatchSnapshot
 
 
 @dataclass(eq=False)

@@ -23,9 +23,8 @@ from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
-from eaglebug.checks.models.draft_code import parsed_with
 from eaglebug.checks.source.classfacts import dotted
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.source.initfacts import template_text
 
 _FLAG_FILES = ("sglang/srt/server_args.py",)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglebug.checks.logs.prefix import PREFIX_RX, strip_foreign
-from eaglebug.checks.memory.plan import Overheads
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _BEGIN = re.compile(rf"Load weight begin\. avail mem={_NUM} GB")
@@ -34,6 +33,16 @@ _TOTAL = re.compile(r"max_total_num_tokens=(\d+)")
 _REQUESTS = re.compile(r"max_running_requests=(\d+)")
 # The memory lines come before the server is ready: a day-long log is read this far only.
 HEAD_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What the first launch measured (SGLang's own log lines), keyed by the launch."""
+
+    free_before_load_gib: float | None = None  # "Load weight begin. avail mem="
+    target_weights_gib: float | None = None  # "Load weight end ... mem usage="
+    draft_weights_gib: float | None = None
+    graph_gib: float | None = None  # "Capture cuda graph end ... mem usage=" (all captures)
 
 
 @dataclass

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix, Option
-from eaglebug.checks.logs.memory import MemoryLog
+from eaglebug.checks.logs.memory import MemoryLog, Overheads
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, ModelShape
-from eaglebug.checks.memory.plan import Overheads, Prediction, Weights, minimum_fraction, predict
+from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memory.rules import MemorySources
 from eaglebug.checks.pyeval.memobjects import ObjectSources
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from eaglebug.checks.logs.memory import Overheads
 from eaglebug.checks.memory import hybrid as memhybrid
 from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.layout import Layout
@@ -36,16 +37,6 @@ class Weights:
             self.target_whole_bytes,
             self.draft_whole_bytes,
         )
-
-
-@dataclass(frozen=True)
-class Overheads:
-    """What the first launch measured (SGLang's own log lines), keyed by the launch."""
-
-    free_before_load_gib: float | None = None  # "Load weight begin. avail mem="
-    target_weights_gib: float | None = None  # "Load weight end ... mem usage="
-    draft_weights_gib: float | None = None
-    graph_gib: float | None = None  # "Capture cuda graph end ... mem usage=" (all captures)
 
 
 @dataclass

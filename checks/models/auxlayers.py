@@ -21,16 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.audit.run import find_class
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models.checks import text_config
-from eaglebug.checks.models.draft_code import method_node, parsed_with
+from eaglebug.checks.models.draft_code import method_node
 from eaglebug.checks.pyeval.treeeval import UNKNOWN, ConfigObject, Scope, simulate
 from eaglebug.checks.source.classes import ClassRef
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, find_class, parsed_with
 
 _FIELD = "eagle_aux_hidden_state_layer_ids"
 _SETTER = "set_eagle3_layers_to_capture"

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eaglebug.checks.audit.algorithms import algorithm_facts
-from eaglebug.checks.audit.run import find_class
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
@@ -21,7 +19,8 @@ from eaglebug.checks.models.checks import check_vocab
 from eaglebug.checks.models.draft_code import flavour, keeps_own_head, lm_head
 from eaglebug.checks.models.draft_path import draft_path_rules
 from eaglebug.checks.models.weightmap import loader_shape, unplaceable
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, find_class
+from eaglebug.checks.speculative.algorithms import algorithm_facts
 
 _EAGLE3 = "is_eagle3"
 _EAGLE = "is_eagle"

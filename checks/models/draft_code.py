@@ -18,8 +18,7 @@ from typing import Any
 
 from eaglebug.checks.pyeval.treeeval import UNKNOWN, ConfigObject, Scope, simulate
 from eaglebug.checks.source.classes import ClassRef, Provider
-from eaglebug.checks.source.facts import Parsed
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 CAPTURE_FLAG = "capture_aux_hidden_states"
 _LM_FROM_TARGET = "load_lm_head_from_target"
@@ -55,18 +54,6 @@ def method_node(index: TreeIndex, provider: Provider) -> ast.FunctionDef | None:
         if isinstance(node, ast.FunctionDef) and node.lineno == provider.line:
             return node
     return None
-
-
-def parsed_with(index: TreeIndex, rel: str, needle: str) -> Parsed | None:
-    """A file's syntax tree, parsed only if its bytes contain `needle` (most files do not)."""
-    peeked = index.files.peek(rel)
-    if peeked is not None:
-        return peeked if needle in peeked.text else None
-    data = index.files.source(rel)
-    if data is None or needle.encode() not in data:
-        return None
-    index.files.keep_source(rel, data)
-    return index.parse_file(rel)
 
 
 def _init_owner(index: TreeIndex, ref: ClassRef, attribute: str) -> ClassRef | None:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eaglebug.checks.audit.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.models.draft_code import parsed_with
 from eaglebug.checks.source.classfacts import dotted
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
+from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
 
 _FIELD = "speculative_draft_model_path"
 _ARG_FILES = ("sglang/srt/server_args.py",)

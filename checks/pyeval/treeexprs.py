@@ -44,10 +44,10 @@ from eaglebug.checks.pyeval.treevalues import (
 from eaglebug.checks.source.classfacts import dotted
 
 if TYPE_CHECKING:
-    from eaglebug.checks.audit.algorithms import AlgorithmFacts
     from eaglebug.checks.pyeval.treeinterp import _Frame
     from eaglebug.checks.pyeval.treevalues import World, _State
     from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.checks.speculative.algorithms import AlgorithmFacts
 
 
 class Expressions:

@@ -18,7 +18,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks.audit.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.pyeval.treeexprs import Expressions
 from eaglebug.checks.pyeval.treevalues import (
     ARGS,
@@ -41,6 +40,7 @@ from eaglebug.checks.pyeval.treevalues import (
 )
 from eaglebug.checks.source.classfacts import dotted, resolve_relative
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
 
 _ENVIRON = "sglang/srt/environ.py"
 _MAX_DEPTH = 24

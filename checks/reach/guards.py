@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from eaglebug.checks.pyeval.truth import Tri, tri_and, tri_not, tri_or
 from eaglebug.checks.reach.conditions import (
     And,
     ClassIs,
@@ -21,10 +22,6 @@ from eaglebug.checks.reach.conditions import (
     Or,
     Origin,
     Pred,
-    Tri,
-    tri_and,
-    tri_not,
-    tri_or,
 )
 
 _DRAFT_FLAG = "is_draft_worker"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,31 +130,6 @@ def launch_search_path(
             found.append(os.path.join(cwd, entry) if entry else cwd)
     found += [p for p in python_path if p]
     return list(dict.fromkeys(found))
-
-
-def for_launch(
-    words: Sequence[str],
-    environ: Mapping[str, str],
-    python_path: Sequence[str] | None = None,
-    cwd: str | None = None,
-) -> ExternalPackage | None:
-    """The package a launch command's environment (ours, plus its `VAR=value` words) names,
-    found where that launch's Python would find it; None when it names none."""
-    from eaglebug.checks.launch.command import env_and_argv
-
-    additions, argv = env_and_argv(words)
-    env = {**environ, **additions}
-    name = env.get(ENV_VAR, "").strip()
-    if not name:
-        return None
-    module_launch = "-m" in argv[1:2]  # `python -m ...` puts its folder first
-    search = launch_search_path(
-        env,
-        sys.path if python_path is None else python_path,
-        os.getcwd() if cwd is None else cwd,
-        module_launch,
-    )
-    return find_package(name, search, f"{ENV_VAR}={name}")
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,14 @@ before (and whose tree is unchanged) reads only the answers: the files are never
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.reach.conditions import Cond
 from eaglebug.checks.reach.flags import search_flags
 from eaglebug.checks.reach.resolve import ResolvedUse, resolve_consumers
@@ -173,3 +175,50 @@ class TreeIndex:
 
     def exporters_of(self, name: str) -> list[ClassRef]:
         return self.classes.exporters_of(name)
+
+
+def parsed_with(index: TreeIndex, rel: str, needle: str) -> Parsed | None:
+    """A file's syntax tree, parsed only if its bytes contain `needle` (most files do not)."""
+    peeked = index.files.peek(rel)
+    if peeked is not None:
+        return peeked if needle in peeked.text else None
+    data = index.files.source(rel)
+    if data is None or needle.encode() not in data:
+        return None
+    index.files.keep_source(rel, data)
+    return index.parse_file(rel)
+
+
+def find_class(index: TreeIndex, name: str) -> ClassRef:
+    """A class by short or qualified name; a registered (EntryClass) one wins ties."""
+    classes = index.classes
+    if "." in name:
+        ref = classes.cls(name)
+        if ref is not None:
+            return ref
+        short = name.rsplit(".", 1)[-1]
+    else:
+        short = name
+    candidates = classes.classes_named(short)
+    if not candidates:
+        broken = classes.unparsed_files_defining(short)
+        if broken:
+            rel, why = broken[0]
+            raise InputError(
+                f"{rel}: {why}; class {short!r} is defined there, so it cannot be audited",
+                f"fix the file (python -m py_compile {index.path_of(rel)} shows where)",
+            )
+        close = difflib.get_close_matches(short, sorted(classes.all_class_names()), n=3, cutoff=0.6)
+        hint = (
+            f"did you mean {', '.join(close)}?"
+            if close
+            else "check the spelling; class names are case-sensitive"
+        )
+        raise InputError(
+            f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint
+        )
+    if len(candidates) == 1:
+        return candidates[0]
+    exported = set(classes.exporter_names(short))  # registered wins a tie
+    candidates.sort(key=lambda r: (r.qualname not in exported, "/models/" not in r.file, r.file))
+    return candidates[0]

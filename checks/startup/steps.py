@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.audit.algorithms import algorithm_facts
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, Step
 from eaglebug.checks.source.index import TreeIndex
-from eaglebug.checks.startup.trace import LABELS, Span, StartupTrace, startup_trace
+from eaglebug.checks.speculative.algorithms import algorithm_facts
+from eaglebug.checks.startup.trace import LABELS, Span, StartupTrace
+from eaglebug.checks.startup.walk import startup_trace
 
 _GIB = 1024**3
 

@@ -18,8 +18,6 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from eaglebug.checks.source.index import TreeIndex
-
 # The launcher whose `__main__` block starts the server (`python -m sglang.launch_server`).
 LAUNCHER = "sglang.launch_server"
 # Milestones: (name, label, function-name pattern). The first that matches wins; a span opens
@@ -97,15 +95,6 @@ class StartupTrace:
     def named(self, name: str, role: str | None = None) -> int | None:
         """The counter of the first call, mention or hand-over of `name` (in `role`)."""
         return self.first_named.get(f"{role or 'any'}:{name}")
-
-
-def startup_trace(
-    index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]
-) -> StartupTrace:
-    """The tree's start-up under `algorithm` (a tree answer)."""
-    from eaglebug.checks.startup.walk import walk  # the walk needs the trace's types
-
-    return index.answer(f"startup:{algorithm}", lambda: walk(index, algorithm, worker_classes))
 
 
 @functools.lru_cache(maxsize=8192)

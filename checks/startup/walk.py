@@ -523,3 +523,10 @@ class _Table:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         methods[(node.name, node.lineno, item.name)] = item
         return cls(functions, methods)
+
+
+def startup_trace(
+    index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]
+) -> StartupTrace:
+    """The tree's start-up under `algorithm` (a tree answer)."""
+    return index.answer(f"startup:{algorithm}", lambda: walk(index, algorithm, worker_classes))

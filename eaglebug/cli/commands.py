@@ -13,20 +13,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.source.answers import Answers
-from eaglebug.checks.source.tree import SglangTree, locate
+from eaglebug.checks import Answers, InputError, SglangTree, locate
 from eaglebug.cli import replies
 
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
-    from eaglebug.checks.contract.findings import Finding
-    from eaglebug.checks.launch.gpuarch import GpuArch
-    from eaglebug.checks.models.source import ModelSource
-    from eaglebug.checks.source.external import ExternalPackage
-    from eaglebug.checks.source.index import TreeIndex
-    from eaglebug.checks.source.walk import Listing
+    from eaglebug.checks import ExternalPackage, Finding, GpuArch, Listing, ModelSource, TreeIndex
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -49,7 +42,7 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
-        from eaglebug.checks.launch.command import split_words
+        from eaglebug.checks import split_words
         from eaglebug.server.pyenv import sglang_of
 
         program = next((w for w in split_words(words) if "=" not in w), "")
@@ -64,7 +57,7 @@ def _index(
     listing: Callable[[], Listing] | None = None,
     external: ExternalPackage | None = None,
 ) -> TreeIndex:
-    from eaglebug.checks.source.index import TreeIndex
+    from eaglebug.checks import TreeIndex
     from eaglebug.session.forkmap import forked_map
 
     return TreeIndex(
@@ -80,7 +73,7 @@ def _index(
 def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
     """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
     if getattr(args, "external_models", None):
-        from eaglebug.checks.source.external import package_at
+        from eaglebug.checks import package_at
 
         return package_at(args.external_models, sys.path)
     if not words:
@@ -93,7 +86,7 @@ def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | N
 def _external_key(external: ExternalPackage | None) -> str:
     if external is None:
         return ""
-    from eaglebug.checks.source.package import stamp_key  # the package's files, stat'ed
+    from eaglebug.checks import stamp_key  # the package's files, stat'ed
 
     return stamp_key(external)
 
@@ -104,7 +97,7 @@ def _listing(tree: SglangTree, answers: Answers) -> Callable[[], Listing] | None
     loads the engine."""
     if answers.quick:
         return None
-    from eaglebug.checks.source.walk import list_tree
+    from eaglebug.checks import list_tree
     from eaglebug.session.forkmap import in_background
 
     return in_background(functools.partial(list_tree, str(tree.root), str(tree.package_dir)))
@@ -115,7 +108,7 @@ def _architecture(args: argparse.Namespace) -> str | None:
     config = _model_config(args)
     if config is None:
         return None
-    from eaglebug.checks.models.config import architecture
+    from eaglebug.checks import architecture
 
     return architecture(config, f"{args.model_path}/config.json")
 
@@ -125,7 +118,7 @@ def _model_config(args: argparse.Namespace) -> dict[str, object] | None:
     if not args.model_path:
         return None
     if getattr(args, "_config", None) is None:
-        from eaglebug.checks.models.config import read_config
+        from eaglebug.checks import read_config
 
         args._config = read_config(args.model_path)
     return args._config  # type: ignore[no-any-return]
@@ -137,7 +130,7 @@ def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) 
     if config is not None:  # the classes the registry picks from its sub-configs, too
         index.use_model_config(config)
     if arch is None:
-        from eaglebug.checks.audit.run import find_class
+        from eaglebug.checks import find_class
 
         return find_class(index, args.model_class).qualname  # fails early on a typo
     exported = index.exporters_of(arch)
@@ -201,8 +194,7 @@ def audit_command(args: argparse.Namespace) -> int:
     external = _external(args, [])
 
     def compute(index: TreeIndex) -> _Answered:
-        from eaglebug.checks.audit.run import audit
-        from eaglebug.checks.contract.findings import has_errors
+        from eaglebug.checks import audit, has_errors
         from eaglebug.cli.report import audit_json, print_audit
 
         target = _target_class(args, index, arch)
@@ -246,7 +238,7 @@ def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None, in
 
 def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
     """The GPUs' compute capability: --gpu-arch, else NVML's, else unknown."""
-    from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
+    from eaglebug.checks import GpuArch, parse_gpu_arch
 
     if getattr(args, "gpu_arch", None):
         return parse_gpu_arch(args.gpu_arch)
@@ -272,8 +264,7 @@ def preflight_command(args: argparse.Namespace) -> int:
     arch = _gpu_arch(args)
 
     def compute(index: TreeIndex) -> _Answered:
-        from eaglebug.checks.contract.findings import has_errors
-        from eaglebug.checks.preflight import GpuMemory, preflight
+        from eaglebug.checks import GpuMemory, has_errors, preflight
         from eaglebug.cli.report import print_preflight
 
         gpu_memory = GpuMemory(*gpu) if gpu else None
@@ -313,9 +304,7 @@ def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, .
 
 def fix_command(args: argparse.Namespace) -> int:
     # libcst and GitPython load only for the commands that use them.
-    from eaglebug.checks.audit.patching import plan_patches
-    from eaglebug.checks.audit.run import audit
-    from eaglebug.checks.preflight import preflight
+    from eaglebug.checks import audit, plan_patches, preflight
     from eaglebug.cli.report import print_patches
     from eaglebug.git.fixing import Applied, apply_patch
 
@@ -347,7 +336,7 @@ def fix_command(args: argparse.Namespace) -> int:
     def reaudit() -> list[Finding]:
         if target is None and draft is None:
             return []
-        from eaglebug.checks.source.index import TreeIndex
+        from eaglebug.checks import TreeIndex
 
         fresh = TreeIndex(tree, use_cache=not args.no_cache, external=index.external)
         return audit(fresh, target, algorithm, draft).findings
@@ -399,7 +388,7 @@ def launch_command(args: argparse.Namespace) -> int:
         raise InputError(
             "no launch command given", "eaglebug launch -- python -m sglang.launch_server ..."
         )
-    from eaglebug.checks.launch.command import env_and_argv
+    from eaglebug.checks import env_and_argv
 
     env, argv = env_and_argv(words)
     record = Server(Path.cwd()).launch(argv, env)

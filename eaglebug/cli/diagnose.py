@@ -18,12 +18,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.findings import Finding, has_errors
-from eaglebug.checks.contract.inputs import regular_file
-from eaglebug.checks.logs.acceptance import THRESHOLD, Report, low_acceptance, reports_in
-from eaglebug.checks.logs.memory import MemoryLog, read_memory_file
-from eaglebug.checks.logs.parse import LogAnalyzer, analyze_file, finding_json
+from eaglebug.checks import (
+    THRESHOLD,
+    Finding,
+    InputError,
+    LogAnalyzer,
+    MemoryLog,
+    Report,
+    analyze_file,
+    finding_json,
+    has_errors,
+    low_acceptance,
+    read_memory_file,
+    regular_file,
+    reports_in,
+)
 from eaglebug.cli.view import finding_lines, markup
 
 if TYPE_CHECKING:
@@ -102,7 +111,7 @@ def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> fl
 
 
 def diagnose_command(args: argparse.Namespace) -> int:
-    from eaglebug.cli.parser import stall_limits
+    from eaglebug.cli.numbers import stall_limits
 
     paths = [Path(log) for log in (args.log if isinstance(args.log, list) else [args.log])]
     for each in paths:
@@ -110,7 +119,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
     path = paths[0]  # node 0's: the one that serves, with the decode lines and the memory
     nodes: dict[str, str] | None = None
     if len(paths) > 1:
-        from eaglebug.checks.logs.nodes import analyze_nodes, with_nodes
+        from eaglebug.checks import analyze_nodes, with_nodes
 
         analyzer, rank_nodes, tags = analyze_nodes(paths)
         findings = with_nodes(analyzer.findings(), rank_nodes)

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
 

@@ -52,3 +52,13 @@ def count(minimum: int = 1, maximum: int = _INT_LIMIT) -> Callable[[str], int]:
         return value
 
     return convert
+
+
+def stall_limits(args: argparse.Namespace) -> dict[str, float]:
+    """The stall limits the flags set, in seconds by phase."""
+    limits: dict[str, float] = {}
+    if getattr(args, "stall_loading_min", None):
+        limits["loading"] = args.stall_loading_min * 60
+    if getattr(args, "stall_graph_min", None):
+        limits["cuda_graph"] = args.stall_graph_min * 60
+    return limits

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from eaglebug import __version__
-from eaglebug.checks.contract.errors import InputError, one_line
+from eaglebug.checks import InputError, one_line
 from eaglebug.cli import commands
 from eaglebug.cli.numbers import count, number
 
@@ -89,16 +89,6 @@ def stall_flags(p: argparse.ArgumentParser) -> None:
         metavar="MIN",
         help="minutes without a new line while capturing CUDA graphs (default 5)",
     )
-
-
-def stall_limits(args: argparse.Namespace) -> dict[str, float]:
-    """The stall limits the flags set, in seconds by phase."""
-    limits: dict[str, float] = {}
-    if getattr(args, "stall_loading_min", None):
-        limits["loading"] = args.stall_loading_min * 60
-    if getattr(args, "stall_graph_min", None):
-        limits["cuda_graph"] = args.stall_graph_min * 60
-    return limits
 
 
 def build_parser() -> argparse.ArgumentParser:

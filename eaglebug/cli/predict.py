@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eaglebug.checks.logs.memory import MemoryLog
+from eaglebug.checks import MemoryLog
 
 # ServerArgs fields that change the memory arithmetic, and the flag that sets each.
 _FLAGS = {
@@ -84,10 +84,7 @@ def launch_words(args: dict[str, Any]) -> list[str] | None:
 
 def predicted(sglang: str, log: Path, measured: MemoryLog | None) -> dict[str, Any] | None:
     """preflight's config.memory for the logged launch: its figures, or why there are none."""
-    from eaglebug.checks.contract.errors import InputError
-    from eaglebug.checks.preflight import GpuMemory, preflight
-    from eaglebug.checks.source.index import TreeIndex
-    from eaglebug.checks.source.tree import locate
+    from eaglebug.checks import GpuMemory, InputError, TreeIndex, locate, preflight
 
     args = server_args_of(log)
     words = launch_words(args) if args else None

@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eaglebug.checks.source.answers import MISSING, Answers
+from eaglebug.checks import NO_ANSWER as MISSING
+from eaglebug.checks import Answers
 
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
 

@@ -7,14 +7,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from eaglebug.checks.audit.patching import Patch
+    from eaglebug.checks import Patch
     from eaglebug.git.fixing import Applied
 
-from eaglebug.checks.audit.run import AuditResult, ClassReport
-from eaglebug.checks.contract.findings import SEVERITY_ORDER, Finding, sort_findings
-from eaglebug.checks.preflight import PreflightResult
-from eaglebug.checks.source.external import ExternalPackage
-from eaglebug.checks.startup.steps import step_text
+from eaglebug.checks import (
+    SEVERITY_ORDER,
+    AuditResult,
+    ClassReport,
+    ExternalPackage,
+    Finding,
+    PreflightResult,
+    sort_findings,
+    step_text,
+)
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 

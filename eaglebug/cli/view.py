@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eaglebug.checks.audit.delegates import names
-from eaglebug.checks.contract.evidence import (
+from eaglebug.checks import (
+    Choice,
     ConfigEvidence,
+    Finding,
     InterfaceEvidence,
     LogEvidence,
+    PatchFix,
     RuntimeEvidence,
+    rank_summary,
+    step_text,
 )
-from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.contract.fixes import Choice, PatchFix
-from eaglebug.checks.logs.book import rank_summary
-from eaglebug.checks.startup.steps import step_text
+from eaglebug.checks import delegate_names as names
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,7 @@ from typing import Any
 
 import git
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.source.cache import cache_dir
+from eaglebug.checks import InputError, cache_dir
 from eaglebug.demo import knobs
 from eaglebug.demo.footprint import GIB
 
@@ -313,10 +312,7 @@ def _already_fixed(tree: Path, target: Path, draft: Path) -> None:
     """The silent story starts where the seed story ends: the wrapper's delegations committed
     (with eaglebug's own fix, as a user would have), and a draft trained for the target's whole
     context. What is left is a mistake that crashes nothing."""
-    from eaglebug.checks.audit.patching import plan_patches
-    from eaglebug.checks.audit.run import audit
-    from eaglebug.checks.source.index import TreeIndex
-    from eaglebug.checks.source.tree import locate
+    from eaglebug.checks import TreeIndex, audit, locate, plan_patches
     from eaglebug.git.fixing import apply_patch
 
     index = TreeIndex(locate(str(tree)), use_cache=False)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from eaglebug.checks.logs.parse import LogAnalyzer, analyze_file
+from eaglebug.checks import LogAnalyzer, analyze_file
 from eaglebug.demo.scenario import DemoScenario
 from eaglebug.session.session import Session, SessionConfig
 
@@ -59,7 +59,7 @@ def _launch(session: Session, step: str, say: Callable[[str], None]) -> LogAnaly
 
 def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
     """Probe the ready server (its own port on the loopback) and say what the watchdog says."""
-    from eaglebug.checks.logs.acceptance import Report, low_acceptance
+    from eaglebug.checks import Report, low_acceptance
     from eaglebug.cli.probe import probe, url_of_launch
 
     record = session.current_launch()
@@ -82,7 +82,7 @@ def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
 
 
 def _silent(session: Session, say: Callable[[str], None]) -> int:
-    from eaglebug.checks.contract.fixes import flag_of
+    from eaglebug.checks import flag_of
 
     checks = session.run_checks()
     errors = [f for f in checks.findings if f.severity == "error"]

@@ -22,9 +22,7 @@ from pathlib import Path
 
 import git
 
-from eaglebug.checks.audit.patching import TRAILER, Patch
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import TRAILER, Finding, InputError, Patch
 from eaglebug.git.ops import GitRepo, write_atomically
 
 _IN_PROGRESS = {

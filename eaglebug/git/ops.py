@@ -30,7 +30,7 @@ from pathlib import Path
 
 import git
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 
 LOCK_NAME = "eaglebug.lock"
 LOCK_WAIT_S = 30.0  # how long a writer waits for another eaglebug to finish in the same repo

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eaglebug.checks.logs.acceptance import DEFAULT_RULES
+from eaglebug.checks import DEFAULT_RULES
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot, Serving
 
 ENV_URL = "EAGLEBUG_PROMETHEUS"

@@ -56,7 +56,7 @@ def folded_text(text: str, members: Sequence[str]) -> str:
     m = RANK_PREFIX.match(text)
     if m is None or not members:
         return text
-    from eaglebug.checks.logs.book import rank_summary, sort_ranks  # the engine's own words
+    from eaglebug.checks import rank_summary, sort_ranks  # the engine's own words
 
     ranks = rank_summary(sort_ranks({m["ranks"][1:], *members}))
     return f"{text[: m.start('ranks')]} {ranks}{text[m.end('ranks') :]}"

@@ -18,7 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from eaglebug.checks.logs.nodes import line_ranks, node_tag
+from eaglebug.checks import line_ranks, node_tag
 
 INTERVAL_S = 0.2
 _CHUNK = 1 << 20

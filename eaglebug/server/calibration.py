@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 from eaglebug.server.state import LaunchRecord, load_state
 
 if TYPE_CHECKING:  # the log reader loads only when a recorded launch is there to read
-    from eaglebug.checks.logs.memory import MemoryLog
+    from eaglebug.checks import MemoryLog
 
 
 def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
@@ -30,8 +30,7 @@ def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
         return None
     if not state.launches:
         return None
-    from eaglebug.checks.launch.command import env_and_argv
-    from eaglebug.checks.launch.words import with_flags
+    from eaglebug.checks import env_and_argv, with_flags
 
     argv = env_and_argv(words)[1]
     for record in reversed(state.launches):
@@ -45,7 +44,7 @@ def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
 
 def measured_of(record: LaunchRecord) -> MemoryLog | None:
     """A launch's memory figures: those kept in its record, else its log's."""
-    from eaglebug.checks.logs.memory import MemoryLog, read_memory_file
+    from eaglebug.checks import MemoryLog, read_memory_file
 
     if record.memory:
         return MemoryLog.from_record(record.memory)
@@ -55,7 +54,7 @@ def measured_of(record: LaunchRecord) -> MemoryLog | None:
 def figures_to_keep(record: LaunchRecord) -> dict[str, float] | None:
     """The record's memory figures as its log now has them, when they differ from those kept
     (None: nothing new to write)."""
-    from eaglebug.checks.logs.memory import read_memory_file
+    from eaglebug.checks import read_memory_file
 
     found = read_memory_file(Path(record.log))
     if found is None:

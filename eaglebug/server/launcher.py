@@ -23,8 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.launch.words import with_flags
+from eaglebug.checks import InputError, with_flags
 from eaglebug.server.proctree import (
     LAUNCH_ENV,
     LaunchId,

@@ -20,7 +20,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 
 STATE_DIR = ".eaglebug"
 STATE_FILE = "state.json"

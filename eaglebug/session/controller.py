@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks import InputError
 from eaglebug.session.problems import Problem, guarded, problem_of
 from eaglebug.session.session import CheckResult, Session
 
 if TYPE_CHECKING:
-    from eaglebug.checks.audit.patching import Patch
+    from eaglebug.checks import Patch
 
 Severity = Literal["information", "warning", "error"]
 

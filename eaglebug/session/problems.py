@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from eaglebug.checks.contract.errors import InputError, one_line
+from eaglebug.checks import InputError, one_line
 from eaglebug.server.state import state_dir
 
 ERRORS_LOG = "eaglebug-errors.log"

@@ -2,7 +2,7 @@
 
 The TUI (and the demo) drive everything through this object: its actions and checks from the
 controller's one worker (`eaglebug.session.controller`), its log from the launch watch's thread
-(`eaglebug.logs.watch`); it never imports Textual. Blocking calls (preflight, git, process
+(`eaglebug.session.watch`); it never imports Textual. Blocking calls (preflight, git, process
 control) are plain methods here.
 """
 
@@ -17,22 +17,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.findings import Finding, FindingKey
-from eaglebug.checks.contract.fixes import EnvFix, FlagFix, PatchFix, env_of, flag_of
-from eaglebug.checks.launch.words import SWITCH, with_flags
+from eaglebug.checks import (
+    SWITCH,
+    EnvFix,
+    Finding,
+    FindingKey,
+    FlagFix,
+    InputError,
+    PatchFix,
+    env_of,
+    flag_of,
+    with_flags,
+)
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server.launcher import Server, wait_gpu_released
 from eaglebug.server.proctree import StopResult
 from eaglebug.server.state import LaunchRecord, PatchRecord, load_state
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
-    from eaglebug.checks.audit.patching import Patch
-    from eaglebug.checks.audit.run import ClassReport
-    from eaglebug.checks.launch.gpuarch import GpuArch
-    from eaglebug.checks.preflight import GpuMemory, PreflightResult
-    from eaglebug.checks.source.index import TreeIndex
-    from eaglebug.checks.source.tree import SglangTree
+    from eaglebug.checks import (
+        ClassReport,
+        GpuArch,
+        GpuMemory,
+        Patch,
+        PreflightResult,
+        SglangTree,
+        TreeIndex,
+    )
     from eaglebug.git.fixing import Applied, Undone
 
 # What a log finding is the runtime face of: its fix is the preflight finding's fix.
@@ -98,7 +109,7 @@ class Session:
         return [f"{k}={v}" for k, v in record.env_additions.items()] + list(record.argv)
 
     def tree(self) -> SglangTree:
-        from eaglebug.checks.source.tree import locate
+        from eaglebug.checks import locate
 
         if self._tree is None:
             self._tree = locate(self.config.sglang)
@@ -135,9 +146,7 @@ class Session:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
-        from eaglebug.checks.audit.patching import plan_patches
-        from eaglebug.checks.preflight import preflight
-        from eaglebug.checks.source.index import TreeIndex
+        from eaglebug.checks import TreeIndex, plan_patches, preflight
 
         index = TreeIndex(self.tree())
         with self._index_lock:
@@ -171,7 +180,7 @@ class Session:
 
     def _gpu_arch(self) -> GpuArch | None:
         """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
-        from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
+        from eaglebug.checks import GpuArch, parse_gpu_arch
 
         if self.config.gpu_arch is not None:
             return parse_gpu_arch(self.config.gpu_arch)
@@ -185,7 +194,7 @@ class Session:
         return self._nvml_arch[0]
 
     def _gpu_memory(self) -> GpuMemory | None:
-        from eaglebug.checks.preflight import GpuMemory
+        from eaglebug.checks import GpuMemory
 
         snapshot = self.latest_gpus
         if snapshot is None or not snapshot.gpus:
@@ -306,8 +315,7 @@ class Session:
         def reaudit() -> list[Finding]:
             if algorithm is None:
                 return []
-            from eaglebug.checks.audit.run import audit
-            from eaglebug.checks.source.index import TreeIndex
+            from eaglebug.checks import TreeIndex, audit
 
             index = TreeIndex(self.tree(), external=external)  # the launch's package too
             return audit(index, target, algorithm, draft).findings
@@ -383,9 +391,7 @@ class Session:
             stopped = self.server.stop(running)
             pids = {*stopped.terminated, *stopped.killed, running.pid}
             holding = wait_gpu_released(pids, self._gpu_holders, timeout_s=wait_gpu_s)
-        from eaglebug.checks.launch.command import (
-            env_and_argv,  # the flag tables load when first used
-        )
+        from eaglebug.checks import env_and_argv  # the flag tables load when first used
 
         previous = self.current_launch()
         # Env fixes accepted for an earlier launch stay part of the launch from then on.

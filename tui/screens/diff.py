@@ -14,7 +14,7 @@ from textual.widgets import Button, Static
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
-    from eaglebug.checks.audit.patching import Patch
+    from eaglebug.checks import Patch
 
 
 class DiffModal(ModalScreen[bool]):

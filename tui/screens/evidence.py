@@ -12,12 +12,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import Finding
 from eaglebug.cli.view import Line, evidence_lines, fix_lines
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
-    from eaglebug.checks.audit.patching import Patch
+    from eaglebug.checks import Patch
 
 
 def _render(lines: list[Line]) -> list[RenderableType]:

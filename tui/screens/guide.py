@@ -19,16 +19,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks.contract.evidence import RuntimeEvidence
-from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.contract.fixes import env_of, flag_of
-from eaglebug.checks.logs.acceptance import THRESHOLD
-from eaglebug.logs.acceptwatch import AcceptanceSnapshot
+from eaglebug.checks import THRESHOLD, Finding, RuntimeEvidence, env_of, flag_of
+from eaglebug.session.acceptwatch import AcceptanceSnapshot
 from eaglebug.session.session import CheckResult
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:
-    from eaglebug.checks.audit.patching import Patch
+    from eaglebug.checks import Patch
 
 
 def _needs(result: CheckResult) -> RenderableType:

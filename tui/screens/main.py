@@ -1,7 +1,7 @@
 """The main screen: header, GPUs, log, checks; its keys, and the handlers of every feed.
 
 It renders what the feeds publish (GPU snapshots, the launch watch's snapshots, the
-controller's events) and turns keys into dialogs (`tui.dialogs`) whose yes goes to the
+controller's events) and turns keys into dialogs (`tui.screens.dialogs`) whose yes goes to the
 controller. It never acts itself and never blocks: what reads the session on this thread is
 `reported`, so a corrupt state file is a notification, not an exit. The evidence, guide and
 help screens load when first opened, not before the first frame.
@@ -19,8 +19,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer
 
-from eaglebug.checks.contract.findings import Finding
-from eaglebug.logs.acceptwatch import AcceptanceSnapshot
+from eaglebug.checks import Finding
+from eaglebug.session.acceptwatch import AcceptanceSnapshot
 from eaglebug.session.controller import (
     ActionDone,
     ChecksFinished,
@@ -30,7 +30,6 @@ from eaglebug.session.controller import (
 )
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import CheckResult
-from eaglebug.tui import dialogs
 from eaglebug.tui.messages import (
     ControllerReported,
     FindingOpened,
@@ -38,6 +37,7 @@ from eaglebug.tui.messages import (
     WatchUpdated,
 )
 from eaglebug.tui.runner import reported, show_problem
+from eaglebug.tui.screens import dialogs
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from eaglebug.tui.screens.serving import ServingParts

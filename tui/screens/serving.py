@@ -8,14 +8,12 @@ port on the loopback, and its report joins the watch's record.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual import on
 from textual.screen import Screen
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.logs.acceptance import Report, low_acceptance
+from eaglebug.checks import Finding, InputError, Report, low_acceptance
 from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.messages import AcceptanceSampled, ProbeFinished
 from eaglebug.tui.runner import reported, run_guarded
@@ -33,11 +31,7 @@ class ServingParts(Screen[None]):
 
     @property
     def eaglebug(self) -> EaglebugApp:
-        from eaglebug.tui.app import EaglebugApp
-
-        app = self.app
-        assert isinstance(app, EaglebugApp)
-        return app
+        return cast("EaglebugApp", self.app)  # the only app these screens are pushed on
 
     @property
     def session(self) -> Session:

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from eaglebug.checks.contract.findings import SEVERITY_ORDER, Finding, FindingKey, Step
+from eaglebug.checks import SEVERITY_ORDER, Finding, FindingKey, Step
 from eaglebug.tui.messages import FindingOpened
 
 _ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "dim")}

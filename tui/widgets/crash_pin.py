@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import Finding
 from eaglebug.logs.index import LogIndex
 
 SCAN_ROWS = 512  # how far below a traceback's start its exception line is looked for
@@ -59,7 +59,7 @@ def crash_of(finding: Finding, offset: int, index: LogIndex) -> Crash:
     said = exception or (index[row].strip() if row is not None else finding.message)
     text = Text.assemble(("✗ ", "bold red"), (said, "bold red"))
     if len(finding.ranks) > 1:
-        from eaglebug.checks.logs.book import rank_summary, sort_ranks
+        from eaglebug.checks import rank_summary, sort_ranks
 
         text.append(f"  ({rank_summary(sort_ranks(set(finding.ranks)))})", style="red")
     text.append("  e: go to it", style="dim")

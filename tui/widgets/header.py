@@ -10,8 +10,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from eaglebug.checks.logs.acceptance import THRESHOLD
-from eaglebug.logs.acceptwatch import AcceptanceSnapshot
+from eaglebug.checks import THRESHOLD
+from eaglebug.session.acceptwatch import AcceptanceSnapshot
 
 _PHASE_STYLE = {
     "launching": "bold cyan",

@@ -26,7 +26,7 @@ from textual.timer import Timer
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import Finding
 from eaglebug.logs.index import IndexView, LogIndex, LogPart, divider_text, search
 from eaglebug.tui.messages import LogSearched
 from eaglebug.tui.runner import run_guarded

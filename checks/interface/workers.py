@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 import re
 
-from eaglebug.checks.audit.algorithms import AlgorithmFacts
 from eaglebug.checks.reach.consumers import find_function
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import AlgorithmFacts
 
 
 class WorkerScopes:

@@ -15,19 +15,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks.audit.algorithms import AlgorithmFacts
-from eaglebug.checks.audit.delegates import Delegate, find_delegate, picked_by, summary
-from eaglebug.checks.audit.delegation import DelegationPlanner
-from eaglebug.checks.audit.workers import WorkerScopes
 from eaglebug.checks.contract.evidence import InterfaceEvidence, Site
 from eaglebug.checks.contract.findings import CallSite, Finding, Severity
 from eaglebug.checks.contract.fixes import PatchFix
+from eaglebug.checks.interface.delegates import Delegate, find_delegate, picked_by, summary
+from eaglebug.checks.interface.delegation import DelegationPlanner
+from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
 from eaglebug.checks.reach.guards import GuardContext, evaluate, possible
 from eaglebug.checks.reach.protocols import protocol_members
 from eaglebug.checks.reach.resolve import ResolvedUse, origin_role
 from eaglebug.checks.source.classes import ClassRef, Provider
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import AlgorithmFacts
 
 _SPECULATIVE = "sglang/srt/speculative/"
 _ROLE_FLAG = "is_draft_worker"  # decided by the role, never looked up

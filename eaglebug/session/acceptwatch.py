@@ -22,10 +22,9 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.logs.acceptance import DEFAULT_RULES, AcceptanceRules, Report, from_cumulative
-from eaglebug.checks.logs.acceptance import from_metrics as metrics_report
-from eaglebug.cli.probe import Client, cumulative_of
+from eaglebug.checks import DEFAULT_RULES, AcceptanceRules, InputError, Report, from_cumulative
+from eaglebug.checks import from_metrics as metrics_report
+from eaglebug.server.client import Client, cumulative_of
 
 INTERVAL_S = 5.0
 TIMEOUT_S = 2.0  # per request: a server busy loading a long prompt may be slow, not gone

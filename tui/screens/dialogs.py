@@ -13,8 +13,7 @@ from rich.text import Text
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
-from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.contract.fixes import Choice, PatchFix
+from eaglebug.checks import Choice, Finding, PatchFix
 from eaglebug.session.controller import (
     AcceptEnv,
     AcceptFlag,

@@ -14,14 +14,14 @@ from typing import Any
 from eaglebug.checks.args.attention import GpuArch, check_attention
 from eaglebug.checks.args.nodes import check_gpu_count, check_multinode
 from eaglebug.checks.args.resolved import resolved_fields
-from eaglebug.checks.audit.algorithms import algorithm_facts
-from eaglebug.checks.audit.run import AuditResult, ClassReport, audit
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, sort_findings
 from eaglebug.checks.contract.fixes import AdviceFix
+from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
+from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
 from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.launch import GpuFigures, memory_findings
@@ -30,8 +30,9 @@ from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models import draft_checks as draftchecks
 from eaglebug.checks.models.draft_arch import draft_mode_class, first_architecture
 from eaglebug.checks.models.source import ModelSource, resolve_model
-from eaglebug.checks.source.external import ExternalPackage, for_launch, ignored_package
+from eaglebug.checks.source.external import ExternalPackage, ignored_package
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import algorithm_facts
 from eaglebug.checks.startup import steps
 
 

@@ -19,9 +19,9 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
-from eaglebug.checks.audit.run import ClassReport
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import PatchFix
+from eaglebug.checks.interface.audit import ClassReport
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
 

@@ -8,19 +8,16 @@ each class. A whole audit is kept as a tree answer, so asking again costs nothin
 
 from __future__ import annotations
 
-import difflib
 import weakref
 from dataclasses import dataclass
 
-from eaglebug.checks.audit.algorithms import AlgorithmFacts, algorithm_facts
-from eaglebug.checks.audit.classes import ClassAudit, ClassReport
-from eaglebug.checks.audit.promotion import promoted
-from eaglebug.checks.audit.workers import WorkerScopes
-from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.findings import Finding, sort_findings
-from eaglebug.checks.source.classes import ClassRef
+from eaglebug.checks.interface.classes import ClassAudit, ClassReport
+from eaglebug.checks.interface.promotion import promoted
+from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.source.external import ExternalPackage
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, find_class
+from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.startup import steps
 
 __all__ = ["AuditResult", "ClassReport", "audit", "find_class"]
@@ -41,41 +38,6 @@ class AuditResult:
     @property
     def findings(self) -> list[Finding]:
         return sort_findings([f for r in self.reports for f in r.findings])
-
-
-def find_class(index: TreeIndex, name: str) -> ClassRef:
-    """A class by short or qualified name; a registered (EntryClass) one wins ties."""
-    classes = index.classes
-    if "." in name:
-        ref = classes.cls(name)
-        if ref is not None:
-            return ref
-        short = name.rsplit(".", 1)[-1]
-    else:
-        short = name
-    candidates = classes.classes_named(short)
-    if not candidates:
-        broken = classes.unparsed_files_defining(short)
-        if broken:
-            rel, why = broken[0]
-            raise InputError(
-                f"{rel}: {why}; class {short!r} is defined there, so it cannot be audited",
-                f"fix the file (python -m py_compile {index.path_of(rel)} shows where)",
-            )
-        close = difflib.get_close_matches(short, sorted(classes.all_class_names()), n=3, cutoff=0.6)
-        hint = (
-            f"did you mean {', '.join(close)}?"
-            if close
-            else "check the spelling; class names are case-sensitive"
-        )
-        raise InputError(
-            f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint
-        )
-    if len(candidates) == 1:
-        return candidates[0]
-    exported = set(classes.exporter_names(short))  # registered wins a tie
-    candidates.sort(key=lambda r: (r.qualname not in exported, "/models/" not in r.file, r.file))
-    return candidates[0]
 
 
 def audit(

@@ -31,15 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks import Finding, InputError
 from eaglebug.logs.follow import LogFollower, LogLine, LogProgress, LogRestarted
 from eaglebug.logs.index import LogPart, LogSource, Restart
 from eaglebug.session.problems import Problem, guarded
 from eaglebug.session.session import Session
 
 if TYPE_CHECKING:  # the analyzer loads on the watch's thread, after the first frame
-    from eaglebug.checks.logs.parse import LogAnalyzer
+    from eaglebug.checks import LogAnalyzer
 
 RETRY_S = 1.0  # after a failed beat
 
@@ -160,7 +159,7 @@ class LaunchWatch:
     # -- one beat -----------------------------------------------------------------------------
     def step(self) -> bool:
         """Read what is new, publish a snapshot if anything changed; True when more is waiting."""
-        from eaglebug.checks.logs.parse import LogAnalyzer  # after the first frame
+        from eaglebug.checks import LogAnalyzer  # after the first frame
 
         state = self.session.server.state()
         record = state.latest
@@ -202,7 +201,7 @@ class LaunchWatch:
                 self._raw = raw
                 nodes = self.session.config.rank_nodes
                 if nodes is not None:  # several nodes' logs, merged: which node printed each
-                    from eaglebug.checks.logs.nodes import with_nodes
+                    from eaglebug.checks import with_nodes
 
                     raw = with_nodes(raw, nodes())
                 self._findings = tuple(self.session.resolve(raw))
@@ -262,7 +261,7 @@ class LaunchWatch:
 
     def _switch(self, path: Path | None, parts: list[LogPart]) -> None:
         """Follow another log (a relaunch recorded a new one) from its start."""
-        from eaglebug.checks.logs.parse import LogAnalyzer
+        from eaglebug.checks import LogAnalyzer
 
         if self._follower is not None:
             self._follower.close()

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.reach.conditions import Tri, tri_and, tri_not, tri_or
+from eaglebug.checks.pyeval.truth import Tri, tri_and, tri_not, tri_or
 from eaglebug.checks.source.classfacts import dotted, resolve_relative
 from eaglebug.checks.source.index import TreeIndex
 
