@@ -4,8 +4,10 @@ tools (GitHub code scanning, VS Code's SARIF viewer, `sarif-tools`) read.
 One rule per finding id; a result's location is the audited class's definition (a config
 finding's, the tree file its rule was read from), its related locations the call sites, and
 its fix, where the finding's fix is a delegation patch, the very patch `eaglebug fix --apply`
-writes (`checks.plan_patches`) as SARIF replacements. Paths are relative to the tree root
-(`originalUriBaseIds` SGLANG), as in every other output.
+writes (`checks.plan_patches`) as SARIF replacements. Paths are relative to the repository
+that holds the tree (`python/sglang/...` in an SGLang checkout, what code scanning matches
+against the repository's files), or to the tree root outside a repository
+(`originalUriBaseIds` SRCROOT).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from eaglebug import __version__
 from eaglebug.checks import ConfigEvidence, Finding, Patch
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-BASE = "SGLANG"
+BASE = "SRCROOT"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 # What each family of finding ids is about (a rule's short description).
 _FAMILIES = {
@@ -46,16 +48,26 @@ def _describe(rule: str) -> str:
     return _FAMILIES.get(rule) or _FAMILIES.get(rule.split(".", 1)[0], f"eaglebug {rule}")
 
 
-def _location(file: str, line: int, snippet: str | None = None) -> dict[str, Any]:
+def repository_root(root: Path) -> tuple[Path, str]:
+    """(the folder URIs are relative to, the prefix from it to the tree root): the nearest
+    folder at or above the tree root that holds `.git`, else the tree root itself."""
+    root = root.resolve()
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            prefix = root.relative_to(folder).as_posix()
+            return folder, "" if prefix == "." else prefix + "/"
+    return root, ""
+
+
+def _artifact(file: str, prefix: str) -> dict[str, Any]:
+    return {"uri": prefix + file, "uriBaseId": BASE}
+
+
+def _location(file: str, line: int, prefix: str, snippet: str | None = None) -> dict[str, Any]:
     region: dict[str, Any] = {"startLine": max(1, line)}
     if snippet:
         region["snippet"] = {"text": snippet}
-    return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": file, "uriBaseId": BASE},
-            "region": region,
-        }
-    }
+    return {"physicalLocation": {"artifactLocation": _artifact(file, prefix), "region": region}}
 
 
 def _read_from(finding: Finding) -> tuple[str, int] | None:
@@ -74,7 +86,7 @@ def _offsets(text: str) -> list[int]:
     return starts
 
 
-def sarif_fix(patch: Patch) -> dict[str, Any]:
+def sarif_fix(patch: Patch, prefix: str = "") -> dict[str, Any]:
     """The patch as a SARIF fix: each changed run of lines, by character offset in the file."""
     before = patch.original.decode("utf-8", errors="replace")
     after = patch.patched.decode("utf-8", errors="replace")
@@ -106,7 +118,9 @@ def sarif_fix(patch: Patch) -> dict[str, Any]:
     }
 
 
-def _result(item: Result, rules: dict[str, int], fixes: Mapping[str, Patch]) -> dict[str, Any]:
+def _result(
+    item: Result, rules: dict[str, int], fixes: Mapping[str, Patch], prefix: str
+) -> dict[str, Any]:
     f = item.finding
     rule = f.id
     out: dict[str, Any] = {
@@ -125,15 +139,19 @@ def _result(item: Result, rules: dict[str, int], fixes: Mapping[str, Patch]) -> 
     }
     where = item.where or _read_from(f)
     if where is not None:
-        out["locations"] = [_location(*where)]
+        out["locations"] = [_location(*where, prefix)]
     if f.call_sites:
         out["relatedLocations"] = [
-            {**_location(s.file, s.line, s.code), "id": n, "message": {"text": "called here"}}
+            {
+                **_location(s.file, s.line, prefix, s.code),
+                "id": n,
+                "message": {"text": "called here"},
+            }
             for n, s in enumerate(f.call_sites)
         ]
     patch = fixes.get(f.class_ or "")
     if patch is not None and f.attribute in patch.methods:
-        out["fixes"] = [sarif_fix(patch)]
+        out["fixes"] = [sarif_fix(patch, prefix)]
     return out
 
 
@@ -146,7 +164,8 @@ def sarif_log(
     """The SARIF log of one run over one tree (`root`: the folder holding `sglang/`)."""
     rules: dict[str, int] = {}
     fixes = {p.class_name: p for p in patches if p.methods}
-    items = [_result(r, rules, fixes) for r in results]
+    base, prefix = repository_root(root)
+    items = [_result(r, rules, fixes, prefix) for r in results]
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -166,7 +185,7 @@ def sarif_log(
                         ],
                     }
                 },
-                "originalUriBaseIds": {BASE: {"uri": root.resolve().as_uri() + "/"}},
+                "originalUriBaseIds": {BASE: {"uri": base.as_uri() + "/"}},
                 "results": items,
                 "properties": {"sglangVersion": version},
             }
