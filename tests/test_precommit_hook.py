@@ -79,7 +79,8 @@ def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
         "set_eagle3_layers_to_capture, which the target model needs for EAGLE3" in out
     )
     assert f"fix: eaglebug fix --sglang . --model-class {KIMI} --algorithm EAGLE3 --apply" in out
-    # The command it prints, run as printed, makes the hook pass.
+    # The command it prints, run as printed with the edit stashed, makes the hook pass.
+    _git(checkout, "stash", "-q")
     eaglebug = shutil.which("eaglebug", path=env["PATH"])
     assert eaglebug is not None
     fixed = subprocess.run(
@@ -100,7 +101,8 @@ def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
         text=True,
     )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    _touch_and_stage(checkout, "sglang/srt/models/kimi_k25.py")
+    _git(checkout, "stash", "pop", "-q")
+    _git(checkout, "add", "sglang/srt/models/kimi_k25.py")
     passed = _try_repo(checkout, env)
     assert passed.returncode == 0, passed.stdout + passed.stderr
 

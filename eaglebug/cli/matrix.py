@@ -305,12 +305,17 @@ def hook_command(args: argparse.Namespace) -> int:
                 sys.stdout.write(
                     f"{row.file}:{row.line}: {cell.algorithm} {cell.role}: {f.message}\n"
                 )
-        flag = "--model-class" if cell.role == "target" else "--draft-class"
         if any(m.fixable for m in cell.missing):
-            extra = " --model-class X" if cell.role == "draft" else ""
+            # A draft is fixed in the draft role, next to the target it drafts for.
+            select = (
+                f"--model-class {row.architecture}"
+                if cell.role == "target"
+                else f"--model-class TARGET --draft-class {row.architecture}"
+            )
             sys.stdout.write(
-                f"  fix: eaglebug fix --sglang {sglang} {flag} {row.architecture}{extra} "
-                f"--algorithm {cell.algorithm} --apply\n"
+                f"  fix: eaglebug fix --sglang {sglang} {select} --algorithm {cell.algorithm} "
+                "--apply   (with your edit of the file stashed: it never writes over uncommitted "
+                "work)\n"
             )
         else:
             sys.stdout.write("  no delegate found: the class must implement it\n")
