@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from eaglebug.checks import InputError, SglangTree, locate
 
 if TYPE_CHECKING:
-    from eaglebug.checks import Cell, Comparison, Matrix, Row, TreeIndex
+    from eaglebug.checks import Cell, Comparison, Matrix, Patch, Row, TreeIndex
     from eaglebug.cli.sarif import Result
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -71,12 +71,16 @@ def _index(tree: SglangTree, no_cache: bool) -> TreeIndex:
     return TreeIndex(tree, use_cache=not no_cache, mapper=forked_map)
 
 
-def _matrix(tree: SglangTree, no_cache: bool, files: list[str] | None = None) -> Matrix:
+def _matrix(
+    tree: SglangTree, no_cache: bool, files: list[str] | None = None
+) -> tuple[Matrix, TreeIndex]:
+    """The tree's matrix, and the index it was read with (SARIF plans patches over it)."""
     from eaglebug.checks import support_matrix
 
     index = _index(tree, no_cache)
     with progress_bar(f"sglang {tree.version or '?'}: classes") as update:
-        return support_matrix(index, files=files, mapper=index.files.mapper, progress=update)
+        found = support_matrix(index, files=files, mapper=index.files.mapper, progress=update)
+    return found, index
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -92,11 +96,11 @@ def matrix_command(args: argparse.Namespace) -> int:
             "--format html shows one release's matrix, not a comparison",
             "drop --compare, or use --format text, md, json or sarif",
         )
-    old = _matrix(old_tree, args.no_cache)
+    old, old_index = _matrix(old_tree, args.no_cache)
     _warn(old.warnings)
     if new_tree is None:
-        return _say_matrix(old, old_tree, fmt)
-    new = _matrix(new_tree, args.no_cache)
+        return _say_matrix(old, old_index, fmt)
+    new, new_index = _matrix(new_tree, args.no_cache)
     _warn(new.warnings)
     from eaglebug.checks import compare_matrices
 
@@ -106,13 +110,13 @@ def matrix_command(args: argparse.Namespace) -> int:
     elif fmt == "sarif":
         changed = {"regression", "new_unsupported", "changed"}
         rows = [(c.row, c.after) for c in comparison.changes if c.kind in changed and c.after]
-        _write_sarif(new_tree, new, rows)
+        _write_sarif(new_index, new, rows)
     else:
         _write(compare_text(comparison, markdown=fmt == "md"))
     return EXIT_FINDINGS if comparison.regressions else EXIT_OK
 
 
-def _say_matrix(matrix: Matrix, tree: SglangTree, fmt: str) -> int:
+def _say_matrix(matrix: Matrix, index: TreeIndex, fmt: str) -> int:
     if fmt == "json":
         _write(json.dumps(matrix.to_json(), indent=2) + "\n")
     elif fmt == "html":
@@ -120,7 +124,7 @@ def _say_matrix(matrix: Matrix, tree: SglangTree, fmt: str) -> int:
 
         _write(matrix_html(matrix))
     elif fmt == "sarif":
-        _write_sarif(tree, matrix, list(matrix.cells()))
+        _write_sarif(index, matrix, list(matrix.cells()))
     else:
         _write(matrix_text(matrix, markdown=fmt == "md"))
     return EXIT_OK
@@ -135,12 +139,13 @@ def _write(text: str) -> None:
     sys.stdout.write(text)
 
 
-def _write_sarif(tree: SglangTree, matrix: Matrix, cells: list[tuple[Row, Cell]]) -> None:
+def _write_sarif(index: TreeIndex, matrix: Matrix, cells: list[tuple[Row, Cell]]) -> None:
     from eaglebug.cli.sarif import sarif_log
 
     results = _sarif_results(cells)
-    patches = _patches(tree, results)
-    _write(json.dumps(sarif_log(results, tree.root, matrix.version, patches), indent=2) + "\n")
+    patches = _patches(index, results)
+    log = sarif_log(results, index.tree.root, matrix.version, patches)
+    _write(json.dumps(log, indent=2) + "\n")
 
 
 def _sarif_results(cells: list[tuple[Row, Cell]]) -> list[Result]:
@@ -153,10 +158,10 @@ def _sarif_results(cells: list[tuple[Row, Cell]]) -> list[Result]:
     ]
 
 
-def _patches(tree: SglangTree, results: list[Result]) -> list[Any]:
+def _patches(index: TreeIndex, results: list[Result]) -> list[Patch]:
     """One delegation patch per class, for every attribute its findings can delegate: the
     patch `eaglebug fix` writes, planned by the engine (libcst, so only where there is one)."""
-    from eaglebug.checks import ClassReport, PatchFix, TreeIndex, find_class, plan_patches
+    from eaglebug.checks import ClassReport, PatchFix, find_class, plan_patches
 
     fixable: dict[str, dict[str, Any]] = {}
     for r in results:
@@ -165,7 +170,6 @@ def _patches(tree: SglangTree, results: list[Result]) -> list[Any]:
             fixable.setdefault(f.class_, {}).setdefault(f.attribute or "", f)
     if not fixable:
         return []
-    index = TreeIndex(tree)
     reports = [
         ClassReport(find_class(index, name), "target", "", findings=list(by_attr.values()))
         for name, by_attr in fixable.items()
@@ -292,7 +296,7 @@ def hook_command(args: argparse.Namespace) -> int:
     files = _tree_files(tree, args.files)
     if not files:
         return EXIT_OK
-    matrix = _matrix(tree, args.no_cache, files)
+    matrix, _ = _matrix(tree, args.no_cache, files)
     wanted = {a.upper() for a in args.algorithm} if args.algorithm else None
     failed = 0
     sglang = shlex.quote(args.sglang)
