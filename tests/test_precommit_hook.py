@@ -131,3 +131,27 @@ def test_workflow_recipe_passes_actionlint_and_a_broken_copy_does_not(tmp_path: 
     )
     bad = subprocess.run([tool, "-no-color", str(broken)], capture_output=True, text=True)
     assert bad.returncode == 1 and 'unexpected key "foo"' in bad.stdout, bad.stdout
+
+
+def test_hook_notes_what_no_inner_object_provides_and_strict_fails_on_it(
+    capsys: pytest.CaptureFixture[str], sglang_059: Path
+) -> None:
+    """BertModel never implemented EAGLE: a note by default (an edit of bert.py is not blocked),
+    a failure with --strict; kimi_k25.py's wrapper fails either way."""
+    from tests.clirun import cli
+
+    bert = str(sglang_059 / "sglang/srt/models/bert.py")
+    noted = cli(capsys, "hook", "--sglang", str(sglang_059), bert)
+    assert noted.code == 0, noted.out + noted.err
+    assert "note: sglang/srt/models/bert.py:" in noted.out
+    assert "EAGLE3 target: BertModel lacks get_embed_and_head" in noted.out
+    strict = cli(capsys, "hook", "--sglang", str(sglang_059), "--strict", bert)
+    assert strict.code == 1
+    assert "no delegate found: the class must implement it" in strict.out
+    kimi = str(sglang_059 / "sglang/srt/models/kimi_k25.py")
+    only = cli(capsys, "hook", "--sglang", str(sglang_059), "--algorithm", "EAGLE", kimi)
+    assert only.code == 1
+    assert "EAGLE target: KimiK25ForConditionalGeneration has no get_embed_and_head" in only.out
+    assert "EAGLE3" not in only.out
+    outside = cli(capsys, "hook", "--sglang", str(sglang_059), str(Path(__file__)))
+    assert outside.code == 0 and outside.out == ""

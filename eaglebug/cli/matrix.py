@@ -291,7 +291,10 @@ def compare_text(comparison: Comparison, markdown: bool = False) -> str:
 
 def hook_command(args: argparse.Namespace) -> int:
     """The classes defined in the given files (the staged ones, from pre-commit), every
-    algorithm and role: one line per cell that lacks something, with the fix command."""
+    algorithm and role. A combination fails where a missing method is one an inner object
+    provides (a wrapper that forgot to delegate, the seed's bug): its one-line reasons and the
+    fix command. One that no inner object can fix (a model that never implemented that
+    algorithm) is a note, unless --strict."""
     tree = locate(args.sglang)
     files = _tree_files(tree, args.files)
     if not files:
@@ -303,13 +306,19 @@ def hook_command(args: argparse.Namespace) -> int:
     for row, cell in matrix.cells():
         if cell.status != "missing" or (wanted is not None and cell.algorithm not in wanted):
             continue
+        fixable = any(m.fixable for m in cell.missing)
+        where = f"{row.file}:{row.line}: {cell.algorithm} {cell.role}"
+        if not fixable and not args.strict:
+            lacks = ", ".join(m.attribute for m in cell.missing)
+            sys.stdout.write(
+                f"note: {where}: {row.architecture} lacks {lacks} (no inner object provides it)\n"
+            )
+            continue
         failed += 1
         for f in cell.findings:
             if f.severity == "error":
-                sys.stdout.write(
-                    f"{row.file}:{row.line}: {cell.algorithm} {cell.role}: {f.message}\n"
-                )
-        if any(m.fixable for m in cell.missing):
+                sys.stdout.write(f"{where}: {f.message}\n")
+        if fixable:
             # A draft is fixed in the draft role, next to the target it drafts for.
             select = (
                 f"--model-class {row.architecture}"

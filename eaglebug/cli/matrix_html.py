@@ -33,7 +33,8 @@ th { background: #f4f4f4; cursor: pointer; user-select: none; position: sticky; 
 th.sorted-asc::after { content: " \\25B2"; } th.sorted-desc::after { content: " \\25BC"; }
 tr.row { cursor: pointer; } tr.row:hover td { background: #f7f9ff; }
 tr.row.selected td { background: #e8eeff; }
-td.supported { color: #17692b; } td.missing { color: #a40e0e; font-weight: 600; }
+td.supported { color: #17692b; }
+td.missing { color: #a40e0e; font-weight: 600; white-space: normal; min-width: 10em; max-width: 20em; }
 td.na { color: #999; }
 #detail { margin-top: 1.2em; padding: .8em 1em; border: 1px solid #ccd; background: #fafbff; }
 #detail[hidden] { display: none; }

@@ -201,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="the pre-commit hook: audit the model classes defined in FILES, every algorithm",
         description="Audit the registered classes defined in the given files (pre-commit passes "
-        "the staged ones) under every speculative algorithm and role; one line per lacking "
-        "combination with the fix command; exit 1 if any.",
+        "the staged ones) under every speculative algorithm and role. Exit 1 where a class lacks "
+        "a method an inner object provides (the one-line reasons and the `eaglebug fix` "
+        "command); a method nothing provides is a note unless --strict.",
     )
     p.add_argument("--sglang", metavar="TREE", default=".", help="the SGLang checkout (default: .)")
     p.add_argument(
@@ -212,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this algorithm (again for more; default: every one the tree defines)",
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail where no inner object provides the missing method (by default a note: "
+        "the class does not implement that algorithm)",
+    )
     p.add_argument("files", nargs="*", metavar="FILE", help="the files to look at")
     p.set_defaults(run=_hook)
 
