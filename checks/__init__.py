@@ -8,7 +8,8 @@ command that needs little of the engine (`eaglebug status`, `eaglebug gpus`) doe
 importing all of it. The subpackages, from the bottom: `contract` (findings, evidence,
 fixes), `source` (the tree's files, facts and classes), `pyeval` (the one evaluator of
 SGLang's Python), `reach`, `speculative`, `logs`, `launch`, `startup`, `interface` (the
-audit), `models`, `args`, `memory`, and `orchestrator` (preflight) over them all
+audit), `models`, `args`, `memory`, and `orchestrator` (preflight) and `matrix` (every class of
+a release) over them all
 (docs/architecture.md).
 """
 
@@ -70,6 +71,13 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.parse import LogAnalyzer as LogAnalyzer
     from eaglebug.checks.logs.parse import analyze_file as analyze_file
     from eaglebug.checks.logs.parse import finding_json as finding_json
+    from eaglebug.checks.matrix.compare import KINDS as CHANGE_KINDS
+    from eaglebug.checks.matrix.compare import Comparison as Comparison
+    from eaglebug.checks.matrix.compare import compare as compare_matrices
+    from eaglebug.checks.matrix.table import Cell as Cell
+    from eaglebug.checks.matrix.table import Matrix as Matrix
+    from eaglebug.checks.matrix.table import Row as Row
+    from eaglebug.checks.matrix.table import support_matrix as support_matrix
     from eaglebug.checks.models.config import architecture as architecture
     from eaglebug.checks.models.config import read_config as read_config
     from eaglebug.checks.models.source import ModelSource as ModelSource
@@ -96,7 +104,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AcceptanceRules": ("eaglebug.checks.logs.acceptance", "AcceptanceRules"),
     "Answers": ("eaglebug.checks.source.answers", "Answers"),
     "AuditResult": ("eaglebug.checks.interface.audit", "AuditResult"),
+    "CHANGE_KINDS": ("eaglebug.checks.matrix.compare", "KINDS"),
+    "Cell": ("eaglebug.checks.matrix.table", "Cell"),
     "Choice": ("eaglebug.checks.contract.fixes", "Choice"),
+    "Comparison": ("eaglebug.checks.matrix.compare", "Comparison"),
     "ClassReport": ("eaglebug.checks.interface.audit", "ClassReport"),
     "ConfigEvidence": ("eaglebug.checks.contract.evidence", "ConfigEvidence"),
     "DEFAULT_RULES": ("eaglebug.checks.logs.acceptance", "DEFAULT_RULES"),
@@ -113,6 +124,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Listing": ("eaglebug.checks.source.walk", "Listing"),
     "LogAnalyzer": ("eaglebug.checks.logs.parse", "LogAnalyzer"),
     "LogEvidence": ("eaglebug.checks.contract.evidence", "LogEvidence"),
+    "Matrix": ("eaglebug.checks.matrix.table", "Matrix"),
     "MemoryLog": ("eaglebug.checks.logs.memory", "MemoryLog"),
     "ModelSource": ("eaglebug.checks.models.source", "ModelSource"),
     "NO_ANSWER": ("eaglebug.checks.source.answers", "MISSING"),
@@ -120,6 +132,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PatchFix": ("eaglebug.checks.contract.fixes", "PatchFix"),
     "PreflightResult": ("eaglebug.checks.orchestrator", "PreflightResult"),
     "Report": ("eaglebug.checks.logs.acceptance", "Report"),
+    "Row": ("eaglebug.checks.matrix.table", "Row"),
     "RuntimeEvidence": ("eaglebug.checks.contract.evidence", "RuntimeEvidence"),
     "SEVERITY_ORDER": ("eaglebug.checks.contract.findings", "SEVERITY_ORDER"),
     "SWITCH": ("eaglebug.checks.launch.words", "SWITCH"),
@@ -133,6 +146,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "architecture": ("eaglebug.checks.models.config", "architecture"),
     "audit": ("eaglebug.checks.interface.audit", "audit"),
     "cache_dir": ("eaglebug.checks.source.cache", "cache_dir"),
+    "compare_matrices": ("eaglebug.checks.matrix.compare", "compare"),
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
@@ -162,12 +176,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "sort_ranks": ("eaglebug.checks.logs.book", "sort_ranks"),
     "split_words": ("eaglebug.checks.launch.command", "split_words"),
     "stamp_key": ("eaglebug.checks.source.package", "stamp_key"),
+    "support_matrix": ("eaglebug.checks.matrix.table", "support_matrix"),
     "step_text": ("eaglebug.checks.startup.steps", "step_text"),
     "with_flags": ("eaglebug.checks.launch.words", "with_flags"),
     "with_nodes": ("eaglebug.checks.logs.nodes", "with_nodes"),
 }
 
 __all__ = [
+    "CHANGE_KINDS",
     "DEFAULT_RULES",
     "ENV_VAR",
     "NO_ANSWER",
@@ -178,8 +194,10 @@ __all__ = [
     "AcceptanceRules",
     "Answers",
     "AuditResult",
+    "Cell",
     "Choice",
     "ClassReport",
+    "Comparison",
     "ConfigEvidence",
     "EnvFix",
     "ExternalPackage",
@@ -193,12 +211,14 @@ __all__ = [
     "Listing",
     "LogAnalyzer",
     "LogEvidence",
+    "Matrix",
     "MemoryLog",
     "ModelSource",
     "Patch",
     "PatchFix",
     "PreflightResult",
     "Report",
+    "Row",
     "RuntimeEvidence",
     "SglangTree",
     "Step",
@@ -208,6 +228,7 @@ __all__ = [
     "architecture",
     "audit",
     "cache_dir",
+    "compare_matrices",
     "delegate_names",
     "env_and_argv",
     "env_of",
@@ -238,6 +259,7 @@ __all__ = [
     "split_words",
     "stamp_key",
     "step_text",
+    "support_matrix",
     "with_flags",
     "with_nodes",
 ]

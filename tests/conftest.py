@@ -9,6 +9,11 @@ from tests.sglang_releases import release
 
 
 @pytest.fixture(scope="session")
+def sglang_058post1() -> Path:
+    return release("0.5.8.post1")
+
+
+@pytest.fixture(scope="session")
 def sglang_059() -> Path:
     return release("0.5.9")
 

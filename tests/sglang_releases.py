@@ -15,7 +15,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-RELEASES = ("0.5.9", "0.5.10", "0.5.14", "0.5.22", "0.5.23")
+# 0.5.8.post1: the last release before sglang/srt/models/kimi_k25.py (0.5.9 added it without the
+# speculative methods): `matrix --compare` is tested on that step.
+RELEASES = ("0.5.8.post1", "0.5.9", "0.5.10", "0.5.14", "0.5.22", "0.5.23")
 
 
 def cache_root() -> Path:

@@ -20,7 +20,7 @@ from eaglebug.checks.source.index import TreeIndex, find_class
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
 from eaglebug.checks.startup import steps
 
-__all__ = ["AuditResult", "ClassReport", "audit", "find_class"]
+__all__ = ["AuditResult", "ClassReport", "audit", "find_class", "worker_scopes"]
 
 _SCOPES: weakref.WeakKeyDictionary[TreeIndex, WorkerScopes] = weakref.WeakKeyDictionary()
 
@@ -84,6 +84,15 @@ def audit(
     )
 
 
+def worker_scopes(index: TreeIndex, algo: AlgorithmFacts) -> WorkerScopes:
+    """Which algorithms run each worker function: one per index, since what it learns of
+    the workers holds for every audit of the tree."""
+    scopes = _SCOPES.get(index)
+    if scopes is None:
+        scopes = _SCOPES[index] = WorkerScopes(index, algo)
+    return scopes
+
+
 def _reports(
     index: TreeIndex,
     class_name: str | None,
@@ -92,9 +101,7 @@ def _reports(
     algo: AlgorithmFacts,
 ) -> list[ClassReport]:
     uses = index.consumers()
-    scopes = _SCOPES.get(index)
-    if scopes is None:  # one per index: what it learns of the workers holds for every audit
-        scopes = _SCOPES[index] = WorkerScopes(index, algo)
+    scopes = worker_scopes(index, algo)
     reports = []
     for name, role in ((class_name, "target"), (draft_class, "draft")):
         if name:

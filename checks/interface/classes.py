@@ -9,6 +9,7 @@ guarded delegations that silently do nothing, and signatures the calls cannot bi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Iterable
@@ -94,9 +95,27 @@ class ClassAudit:
         self.algo = algo
         self._lookups: dict[str, Provider | None] = {}
         self.flag_table: dict[str, list[tuple[Cond, ...]]] = {}
+        # What does not depend on the algorithm, shared by `for_algorithm`'s copies.
+        self._contexts: dict[tuple[str, str], GuardContext] = {}
+        self._speculative: dict[int, bool] = {}  # id of a use -> needs speculative decoding
+        self._delegates: dict[str, Delegate | None] = {}
+        self._plans: dict[tuple[str, str, str], PatchFix] = {}
         _, self.externals, self.nn_module = self.classes.mro(ref)
         self.report = ClassReport(ref, role, algorithm, external_bases=list(self.externals))
         self.planner = DelegationPlanner(index, ref)
+
+    def for_algorithm(self, algorithm: str) -> ClassAudit:
+        """The same class and role audited under another algorithm. Attribute lookups, the
+        flag table, delegates, planned fixes and which uses only speculative decoding runs do
+        not depend on the algorithm: the copy shares them, so a support matrix (every
+        algorithm of a release) pays for them once per class, not once per algorithm. Run it
+        over the same list of uses as this audit."""
+        other = copy.copy(self)
+        other.algorithm = algorithm
+        other.report = ClassReport(
+            self.ref, self.role, algorithm, external_bases=list(self.externals)
+        )
+        return other
 
     def provider(self, attribute: str) -> Provider | None:
         if attribute not in self._lookups:
@@ -104,8 +123,15 @@ class ClassAudit:
         return self._lookups[attribute]
 
     def context(self, use_role: str, algorithm: str | None = None) -> GuardContext:
+        key = (use_role, algorithm or self.algorithm)
+        found = self._contexts.get(key)
+        if found is None:
+            found = self._contexts[key] = self._new_context(*key)
+        return found
+
+    def _new_context(self, use_role: str, algorithm: str) -> GuardContext:
         return GuardContext(
-            algorithm=algorithm or self.algorithm,
+            algorithm=algorithm,
             role=self.role,
             predicates=self.algo.predicates,
             flags=self.flag_table,
@@ -127,6 +153,13 @@ class ClassAudit:
             self.algorithm in served for served in self.algo.workers.values()
         ):
             return False
+        found = self._speculative.get(id(u))
+        if found is None:
+            found = self._speculative[id(u)] = self._speculative_use(u)
+        return found
+
+    def _speculative_use(self, u: ResolvedUse) -> bool:
+        """`speculative` apart from the algorithm at hand: it asks every algorithm."""
         if u.role == "draft" or u.file.startswith(_SPECULATIVE):
             return True
         if any(v.startswith(_SPECULATIVE) for v in u.via):
@@ -239,12 +272,18 @@ class ClassAudit:
         return InterfaceEvidence(self.algorithm, _site_evidence(uses), assumed, **extra)
 
     def _delegation(self, attribute: str, delegate: Delegate) -> PatchFix:
-        return self.planner.plan(
-            attribute, delegate.attribute, delegate.classes[0], delegate.provider
-        )
+        key = (attribute, delegate.attribute, delegate.classes[0])
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self.planner.plan(
+                attribute, delegate.attribute, delegate.classes[0], delegate.provider
+            )
+        return plan
 
     def find_delegate(self, attribute: str) -> Delegate | None:
-        return find_delegate(self.classes, self.ref, attribute)
+        if attribute not in self._delegates:
+            self._delegates[attribute] = find_delegate(self.classes, self.ref, attribute)
+        return self._delegates[attribute]
 
     def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
         cls = self.ref.facts.name

@@ -309,6 +309,7 @@ class DelegationPlanner:
         self._read = False
         self._parsed: Parsed | None = None
         self._forward: dict[str, str | None] = {}
+        self._style: FileStyle | None = None  # the file's, tokenized once per class
 
     def _wrapper(self) -> Parsed | None:
         if not self._read:
@@ -349,7 +350,9 @@ class DelegationPlanner:
                 else None
             )
             inner_fn = hit[1] if hit else None
-        style = file_style(text, cls)
+        if self._style is None:
+            self._style = file_style(text, cls)
+        style = self._style
         try:
             generated = _generate(
                 attribute,

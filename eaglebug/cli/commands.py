@@ -19,7 +19,15 @@ from eaglebug.cli import replies
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
 
-    from eaglebug.checks import ExternalPackage, Finding, GpuArch, Listing, ModelSource, TreeIndex
+    from eaglebug.checks import (
+        ClassReport,
+        ExternalPackage,
+        Finding,
+        GpuArch,
+        Listing,
+        ModelSource,
+        TreeIndex,
+    )
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -188,7 +196,34 @@ def _answer(
     return done.code
 
 
+def _sarif_text(index: TreeIndex, reports: list[ClassReport], findings: list[Finding]) -> str:
+    """The findings as SARIF 2.1.0, each at its class's definition (a config finding at the
+    tree file its rule was read from), with the delegation patches `fix --apply` would write."""
+    from eaglebug.checks import plan_patches
+    from eaglebug.cli.sarif import Result, sarif_log
+
+    where = {(r.ref.qualname, r.role): (r.ref.file, r.ref.facts.line) for r in reports}
+    algorithms = {(r.ref.qualname, r.role): r.algorithm for r in reports}
+    results = [
+        Result(
+            f,
+            where.get((f.class_ or "", f.role or "")),
+            algorithms.get((f.class_ or "", f.role or "")),
+        )
+        for f in findings
+    ]
+    log = sarif_log(results, index.tree.root, index.tree.version, plan_patches(index, reports))
+    return _json_text(log)
+
+
+def _use_format(args: argparse.Namespace) -> None:
+    """--json is --format json; a SARIF reply is never kept (only JSON replies are)."""
+    args.json = args.json or args.format == "json"
+    args.sarif = args.format == "sarif" and not args.json
+
+
 def audit_command(args: argparse.Namespace) -> int:
+    _use_format(args)
     tree = locate(args.sglang)
     arch = _architecture(args)
     external = _external(args, [])
@@ -200,6 +235,10 @@ def audit_command(args: argparse.Namespace) -> int:
         target = _target_class(args, index, arch)
         result = audit(index, target, args.algorithm, args.draft_class)
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        if args.sarif:
+            return _Answered(
+                tuple(result.warnings), _sarif_text(index, result.reports, result.findings), code
+            )
         text = _json_text(audit_json(result)) if args.json else None
         if text is None:
             _warn(result.warnings)  # before the report, as a JSON reply says them
@@ -249,6 +288,7 @@ def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
 
 
 def preflight_command(args: argparse.Namespace) -> int:
+    _use_format(args)
     words = _launch_words(args)
     if not words:
         raise InputError(
@@ -272,6 +312,9 @@ def preflight_command(args: argparse.Namespace) -> int:
             index, words, os.environ, gpu_memory, arch, external=external, measured=measured
         )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
+        if args.sarif:
+            sarif = _sarif_text(index, result.reports, result.findings)
+            return _Answered(tuple(result.warnings), sarif, code)
         if not args.json:
             _warn(result.warnings)
             print_preflight(result)

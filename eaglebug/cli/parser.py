@@ -18,6 +18,7 @@ from eaglebug.cli import commands
 from eaglebug.cli.numbers import count, number
 
 EXIT_USAGE = 2
+FORMATS = ("text", "md", "json", "html", "sarif")  # matrix's
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,6 +50,16 @@ def _tree_flag(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="an out-of-tree model package (its folder, or its name on the Python path) that "
         "SGLANG_EXTERNAL_MODEL_PACKAGE would load; its classes override built-in ones",
+    )
+
+
+def _format_flag(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    p.add_argument(
+        "--format",
+        choices=formats,
+        default="text",
+        help="output format (default text; --json is --format json; sarif: SARIF 2.1.0 for "
+        "code-scanning tools)",
     )
 
 
@@ -106,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "runtime touches a runner's model object, and report what the model class lacks.",
     )
     _tree_flag(p)
+    _format_flag(p, ("text", "json", "sarif"))
     _class_flags(p, required=True)
     p.set_defaults(run=commands.audit_command)
 
@@ -115,10 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Parse the exact launch command (flags as the SGLang tree defines them), read "
         "the target and draft configs, audit both classes and check the configs against each "
         "other and the GPUs.",
-        usage="eaglebug preflight [--sglang PATH] [--json] [--gpu-mem-gib N] [--gpu-free-gib N] "
-        "[--gpu-arch SM] -- LAUNCH COMMAND...",
+        usage="eaglebug preflight [--sglang PATH] [--json | --format FMT] [--gpu-mem-gib N] "
+        "[--gpu-free-gib N] [--gpu-arch SM] -- LAUNCH COMMAND...",
     )
     _tree_flag(p)
+    _format_flag(p, ("text", "json", "sarif"))
     p.add_argument(
         "--gpu-mem-gib",
         type=number(above=0, maximum=1e6),
@@ -159,6 +172,55 @@ def build_parser() -> argparse.ArgumentParser:
         "launch", nargs=argparse.REMAINDER, help="a launch command after --, instead of a class"
     )
     p.set_defaults(run=commands.fix_command)
+
+    p = sub.add_parser(
+        "matrix",
+        help="every registered class x every speculative algorithm x role of a release: "
+        "supported, missing what, or not applicable",
+        description="Audit every class the tree's EntryClass registry exports, under every "
+        "speculative algorithm the tree defines, as target and (where the class can be one) as "
+        "draft. With --compare NEW: what changed from this tree to NEW (exit 1 on a class that "
+        "lost support).",
+    )
+    p.add_argument(
+        "--sglang",
+        metavar="TREE",
+        required=True,
+        help="SGLang repo root, its python/ folder, or the sglang package (the old tree with "
+        "--compare)",
+    )
+    p.add_argument(
+        "--compare", metavar="NEW", help="another tree (a newer release, a pull request's checkout)"
+    )
+    _format_flag(p, FORMATS)
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+    p.set_defaults(run=_matrix)
+
+    p = sub.add_parser(
+        "hook",
+        help="the pre-commit hook: audit the model classes defined in FILES, every algorithm",
+        description="Audit the registered classes defined in the given files (pre-commit passes "
+        "the staged ones) under every speculative algorithm and role. Exit 1 where a class lacks "
+        "a method an inner object provides (the one-line reasons and the `eaglebug fix` "
+        "command); a method nothing provides is a note unless --strict.",
+    )
+    p.add_argument("--sglang", metavar="TREE", default=".", help="the SGLang checkout (default: .)")
+    p.add_argument(
+        "--algorithm",
+        action="append",
+        metavar="ALGO",
+        help="only this algorithm (again for more; default: every one the tree defines)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail where no inner object provides the missing method (by default a note: "
+        "the class does not implement that algorithm)",
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="the files to look at")
+    p.set_defaults(run=_hook)
 
     p = sub.add_parser(
         "launch",
@@ -271,6 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _matrix(args: argparse.Namespace) -> int:
+    from eaglebug.cli.matrix import matrix_command
+
+    return matrix_command(args)
+
+
+def _hook(args: argparse.Namespace) -> int:
+    from eaglebug.cli.matrix import hook_command
+
+    return hook_command(args)
+
+
 def _probe(args: argparse.Namespace) -> int:
     from eaglebug.cli.probe import probe_command  # HTTP only: no engine, libcst or git
 
@@ -290,7 +364,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 # Commands that read a tree and print: bounded work, nothing to clean up once the answer is out.
-_TREE_READERS = frozenset({"audit", "preflight"})
+_TREE_READERS = frozenset({"audit", "preflight", "matrix", "hook"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
