@@ -1,0 +1,700 @@
+"""The one evaluator of SGLang's Python: statements, calls, branches and the run's result.
+
+`Machine.run(function, args, kwargs)` evaluates a function of the audited tree (never imported)
+on the values a caller hands in, and returns a `Result`: its value, the raises it would reach,
+what it had to assume, and whether a limit cut it short. The rules every reading shares:
+
+- A test that cannot be decided runs both branches on copies of the run's state; what they
+  wrote merges (`OneOf` where they differ). A branch that returns or raises ends that path;
+  the rest of the function runs on the other path, under a test that is not definite. Nothing
+  unknown is ever taken as true or false, and each undecided test is said in `assumed`.
+- A raise (or a failing assert) is recorded with the tests that lead to it and the inputs they
+  read; `definite` only when every test on the way was decided. `Policy.stop_at_raise` ends the
+  run at a definite raise (a launch that stops); otherwise the raising call ends and the caller
+  goes on, so one run finds every refusal (argument resolution).
+- Every limit is `budget.Budget`; reaching one ends the run with `incomplete` set.
+- Callers extend it with plug-ins (`intrinsics.Intrinsics`: what a call means) and observers
+  (`Observer`: what a run did: assignments, writes, calls, divisions), never by subclassing.
+Expressions are in `exprs.py`, objects and classes in `objects.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from eaglebug.checks.pyeval import exprs, objects
+from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
+from eaglebug.checks.pyeval.intrinsics import Intrinsics
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.state import Frame, Heap, Test, merge_heaps
+from eaglebug.checks.pyeval.values import (
+    UNSET,
+    ClassVal,
+    FunctionSite,
+    FuncVal,
+    Instance,
+    OneOf,
+    Raised,
+    Top,
+    one_of,
+    truth,
+)
+
+
+@dataclass(frozen=True)
+class Policy:
+    # A definite raise ends the whole run (a launch stops there); else only the raising call.
+    stop_at_raise: bool = False
+    # Record raises at all (the layer walk ignores refusals of other launches: what is built
+    # after a check is still built).
+    record_raises: bool = True
+
+
+@dataclass(frozen=True)
+class Result:
+    value: Any
+    raised: tuple[Raised, ...] = ()
+    assumed: tuple[str, ...] = ()
+    incomplete: str | None = None  # the limit reached, and where
+
+    @property
+    def definite_raise(self) -> Raised | None:
+        return next((r for r in self.raised if r.definite), None)
+
+
+class Observer:
+    """What a caller wants to know of a run; each method a no-op unless overridden."""
+
+    def on_assign(self, frame: Frame, name: str, value: Any, stmt: ast.stmt) -> None:
+        """A local (or module) name assigned."""
+
+    def on_write(self, obj: Instance, key: str, value: Any, rel: str, line: int) -> None:
+        """An attribute of an object written (`self.x = ...`, `args.tp_size = ...`)."""
+
+    def on_store(self, target: ast.Attribute, value: Any, stmt: ast.stmt, frame: Frame) -> None:
+        """Any attribute assignment as written, whatever its object evaluated to (the
+        object may be unknown: `self.model.layers_to_capture = ...` on an unread `model`)."""
+
+    def on_call(self, call: Call) -> Any:
+        """A call about to be made; a value other than UNSET is taken as its result."""
+        return UNSET
+
+    def on_binop(self, node: ast.BinOp, left: Any, right: Any, frame: Frame) -> None:
+        """A binary operation evaluated (the layer walk watches divisions by group sizes)."""
+
+
+@dataclass
+class Call:
+    """One call as a plug-in or observer sees it."""
+
+    machine: Machine
+    callee: Any
+    qualname: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    node: ast.Call | None
+    frame: Frame | None
+    reads: dict[int | str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        frame = self.frame
+        line = self.node.lineno if self.node is not None else 0
+        return f"{frame.rel}:{line}" if frame is not None else f"<call>:{line}"
+
+
+class PathEnded(Exception):
+    """This path returned or raised inside an undecided branch: its branch ended."""
+
+
+class Returned(Exception):
+    """A return on the frame's definite path: unwinds the call."""
+
+
+class Stopped(Exception):
+    """A definite raise under `stop_at_raise`: unwinds the run."""
+
+    def __init__(self, raised: Raised) -> None:
+        super().__init__(raised.kind)
+        self.raised = raised
+
+
+class Machine:
+    def __init__(
+        self,
+        source: Source,
+        intrinsics: Intrinsics | None = None,
+        *,
+        policy: Policy = Policy(),
+        budget: Budget = DEFAULT,
+        observer: Observer | None = None,
+    ) -> None:
+        self.source = source
+        self.intrinsics = intrinsics or Intrinsics()
+        self.policy = policy
+        self.budget = budget
+        self.observer = observer or Observer()
+        self.heap = Heap()
+        self.stack: list[Frame] = []
+        self.raised: list[Raised] = []
+        self.assumed: list[str] = []
+        self.steps = 0
+        self.forks = 0
+        self.reads: set[str] = set()
+        self.module_values: dict[tuple[str, str], Any] = {}  # (module, name) -> value
+        self._resolving: set[tuple[str, str]] = set()
+
+    # -- inputs --------------------------------------------------------------------------------
+    def bag(
+        self, fields: dict[str, Any], cls: ClassVal | None = None, *, track: bool = False
+    ) -> Instance:
+        """An input object whose attributes are the dotted keys of `fields` (complete: a key it
+        lacks is an attribute the object does not have); `track`: its reads are recorded."""
+        oid = self.heap.new(fields)
+        self.heap.closed.add(oid)
+        if track:
+            self.heap.tracked.add(oid)
+        return Instance(oid, cls)
+
+    def new_object(self, cls: ClassVal | None, attrs: dict[str, Any] | None = None) -> Instance:
+        """An object of the run whose other attributes are not known (a `self` whose
+        `__init__` did not run here)."""
+        return Instance(self.heap.new(attrs), cls)
+
+    def fields(self, obj: Instance) -> dict[str, Any]:
+        return self.heap.objects[obj.oid]
+
+    def assume(self, note: str) -> None:
+        if note not in self.assumed:
+            self.assumed.append(note)
+
+    # -- entry ---------------------------------------------------------------------------------
+    def run(
+        self, function: FuncVal | FunctionSite, args: list[Any], kwargs: dict[str, Any]
+    ) -> Result:
+        fn = function if isinstance(function, FuncVal) else FuncVal(function)
+        try:
+            value = self.invoke(fn, args, kwargs)
+        except Stopped as stop:
+            return self.result(Top(f"raised {stop.raised.kind}"))
+        except Exhausted as limit:
+            return self.result(Top(f"incomplete: {limit.what}"), incomplete=limit.what)
+        except RecursionError:
+            where = fn.site.where
+            return self.result(Top("nested too deep"), incomplete=f"{where}: nested too deep")
+        return self.result(value)
+
+    def evaluate(self, node: ast.expr, module: str) -> Result:
+        """One expression of a module, at its top level (a constant, a field's default)."""
+        table = self.source.table(module)
+        rel = table.rel if table is not None else module.replace(".", "/") + ".py"
+        frame = Frame(None, module, rel, table)
+        self.stack.append(frame)
+        try:
+            value = exprs.expr(self, node)
+        except (Stopped, PathEnded):
+            value = Top("raised")
+        except Exhausted as limit:
+            return self.result(Top(f"incomplete: {limit.what}"), incomplete=limit.what)
+        except RecursionError:
+            return self.result(Top("nested too deep"), incomplete="nested too deep")
+        finally:
+            self.stack.pop()
+        return self.result(value)
+
+    def result(self, value: Any, incomplete: str | None = None) -> Result:
+        return Result(value, tuple(self.raised), tuple(self.assumed), incomplete)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def invoke(
+        self,
+        fn: FuncVal,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        reads: dict[int | str, frozenset[str]] | None = None,
+    ) -> Any:
+        site = fn.site
+        if len(self.stack) >= self.budget.depth:
+            return Top(f"{site.where}: calls nest deeper than {self.budget.depth}")
+        if any(f.site is not None and f.site == site for f in self.stack):
+            return Top(f"{site.where}: {site.qualname} calls itself")
+        table = self.source.table(site.module)
+        frame = Frame(site, site.module, site.rel, table, owner=fn.owner, bound=fn.bound)
+        frame.locals.update(dict(fn.closure))
+        self.bind(frame, fn, args, kwargs, reads or {})
+        self.stack.append(frame)
+        try:
+            node = site.node
+            if isinstance(node, ast.Lambda):
+                return exprs.expr(self, node.body)
+            self.block(node.body)
+        except Returned:
+            pass
+        except PathEnded:  # every path of the function ended in an undecided branch
+            pass
+        finally:
+            self.stack.pop()
+        ended: list[Any] = []
+        if frame.ended_by is not None:  # the call raises on its definite path
+            ended = [Top(f"{site.where}: {site.qualname} raised {frame.ended_by}")]
+        if not frame.returns and not ended:
+            return None
+        return one_of([*frame.returns, *ended], self.budget.alternatives)
+
+    def bind(
+        self,
+        frame: Frame,
+        fn: FuncVal,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        reads: dict[int | str, frozenset[str]],
+    ) -> None:
+        """Python's parameter binding: positional-only, positional, defaults, `*args`,
+        keyword-only, `**kwargs`; a parameter left with no value is unknown."""
+        spec = fn.site.node.args
+        every = [a.arg for a in (*spec.posonlyargs, *spec.args)]
+        first_default = len(every) - len(spec.defaults)
+        positional = list(every)
+        if fn.bound is not None and fn.kind in {"method", "class", "property"} and every:
+            frame.locals[every[0]] = fn.bound
+            positional = every[1:]
+        for index, name in enumerate(every):
+            if name in frame.locals and name not in positional:
+                continue
+            frame.locals[name] = (
+                self._default(spec.defaults[index - first_default], fn)
+                if index >= first_default
+                else Top(f"{fn.site.where}: {name} not given")
+            )
+        given = list(args)
+        for i, (name, value) in enumerate(zip(positional, given, strict=False)):
+            frame.locals[name] = value
+            if i in reads:
+                frame.local_reads[name] = reads[i]
+        extra = given[len(positional) :]
+        if spec.vararg is not None:
+            frame.locals[spec.vararg.arg] = tuple(extra)
+        for kw, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
+            frame.locals[kw.arg] = (
+                self._default(default, fn)
+                if default is not None
+                else Top(f"{fn.site.where}: {kw.arg} not given")
+            )
+        rest: dict[str, Any] = {}
+        names = set(positional) | {k.arg for k in spec.kwonlyargs}
+        for key, value in kwargs.items():
+            if key in names:
+                frame.locals[key] = value
+                if key in reads:
+                    frame.local_reads[key] = reads[key]
+            else:
+                rest[key] = value
+        if spec.kwarg is not None:
+            frame.locals[spec.kwarg.arg] = rest
+
+    def _default(self, node: ast.expr, fn: FuncVal) -> Any:
+        table = self.source.table(fn.site.module)
+        frame = Frame(None, fn.site.module, fn.site.rel, table)
+        self.stack.append(frame)
+        try:
+            return exprs.expr(self, node)
+        finally:
+            self.stack.pop()
+
+    # -- statements ----------------------------------------------------------------------------
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > self.budget.steps:
+            frame = self.stack[-1] if self.stack else None
+            where = f" at {frame.rel} in {frame.name}" if frame else ""
+            raise Exhausted(f"more than {self.budget.steps} steps{where}")
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.tick()
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        frame = self.stack[-1]
+        match stmt:
+            case ast.Expr(value=value):
+                exprs.expr(self, value)
+            case ast.Assign(targets=targets, value=value):
+                result, read = self.measured(value)
+                for target in targets:
+                    self.assign(target, result, stmt, read)
+            case ast.AnnAssign(target=target, value=value) if value is not None:
+                result, read = self.measured(value)
+                self.assign(target, result, stmt, read)
+            case ast.AugAssign(target=target, op=op, value=value):
+                before = exprs.expr(self, _as_load(target))
+                after = exprs.binop_node(self, ast.BinOp(target, op, value), before)
+                self.assign(target, after, stmt, frozenset())
+            case ast.If(test=test, body=body, orelse=orelse):
+                self.branch(test, body, orelse)
+            case ast.Return(value=value):
+                frame.returns.append(exprs.expr(self, value) if value is not None else None)
+                raise Returned if frame.definite() else PathEnded
+            case ast.Raise(exc=exc):
+                self.raise_(stmt, exc, None)
+            case ast.Assert(test=test, msg=msg):
+                self.assertTrue(stmt, test, msg)
+            case ast.Try(body=body, handlers=handlers, orelse=orelse, finalbody=final):
+                frame.in_try += bool(handlers)
+                try:
+                    self.block(body + orelse)
+                finally:
+                    frame.in_try -= bool(handlers)
+                self.block(final)
+            case ast.With(body=body) | ast.AsyncWith(body=body):
+                self.block(body)
+            case ast.For(target=target, iter=iterable):
+                self.for_loop(stmt, target, iterable)
+            case ast.While() | ast.AsyncFor():
+                self.havoc(stmt, "a while loop" if isinstance(stmt, ast.While) else "a loop")
+            case ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name):
+                site = FunctionSite(frame.rel, frame.module, f"{frame.name}.<locals>.{name}", stmt)
+                frame.locals[name] = FuncVal(site, closure=tuple(frame.locals.items()))
+            case ast.ClassDef(name=name):
+                frame.locals[name] = Top(f"{frame.rel}:{stmt.lineno}: a class defined in a body")
+            case ast.ImportFrom(module=module, level=level, names=aliases):
+                base = _relative(frame.module, frame.rel, level, module)
+                for alias in aliases:
+                    local = alias.asname or alias.name
+                    frame.imports[local] = f"{base}.{alias.name}"
+                    frame.locals.pop(local, None)
+            case ast.Import(names=aliases):
+                for alias in aliases:
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    frame.imports[local] = alias.name if alias.asname else local
+                    frame.locals.pop(local, None)
+            case ast.Break() | ast.Continue() if frame.loops:
+                if all(test.definite for test in frame.tests[frame.loops[-1] :]):
+                    raise _Break if isinstance(stmt, ast.Break) else _Continue
+                # leaving the loop on an undecided path: that path's iteration ends here
+                self.assume(f"{frame.rel}:{stmt.lineno}: undecided {type(stmt).__name__.lower()}")
+                raise PathEnded
+            case ast.Delete(targets=targets):
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        frame.locals.pop(target.id, None)
+            case _:
+                pass  # pass, global, nonlocal, break / continue outside an unrolled loop
+
+    def measured(self, node: ast.expr) -> tuple[Any, frozenset[str]]:
+        """The value of `node` and the inputs it read (the enclosing expression reads them too)."""
+        outer = self.reads
+        self.reads = set()
+        try:
+            value = exprs.expr(self, node)
+            return value, frozenset(self.reads)
+        finally:
+            outer |= self.reads
+            self.reads = outer
+
+    def assign(self, target: ast.expr, value: Any, stmt: ast.stmt, read: frozenset[str]) -> None:
+        frame = self.stack[-1]
+        match target:
+            case ast.Name(id=name):
+                frame.locals[name] = value
+                frame.local_reads[name] = read
+                self.observer.on_assign(frame, name, value, stmt)
+            case ast.Attribute(value=base, attr=attr):
+                owner = exprs.expr(self, base)
+                self.observer.on_store(target, value, stmt, frame)
+                if isinstance(owner, Instance):
+                    self.write(owner, attr, value, frame.rel, stmt.lineno)
+            case ast.Subscript(value=base, slice=index):
+                container, key = exprs.expr(self, base), exprs.expr(self, index)
+                if isinstance(container, (dict, list)) and not isinstance(key, (Top, OneOf)):
+                    with suppress(TypeError, IndexError):
+                        container[key] = value
+            case ast.Tuple(elts=elts) | ast.List(elts=elts):
+                for element, part in zip(elts, self.unpack(value, len(elts), stmt), strict=True):
+                    if isinstance(element, ast.Starred):
+                        self.assign(element.value, part, stmt, read)
+                    else:
+                        self.assign(element, part, stmt, read)
+            case _:
+                pass
+
+    def unpack(self, value: Any, count: int, stmt: ast.stmt) -> list[Any]:
+        if isinstance(value, OneOf) and all(
+            isinstance(v, (tuple, list)) and len(v) == count for v in value.values
+        ):
+            return [
+                one_of([v[i] for v in value.values], self.budget.alternatives) for i in range(count)
+            ]
+        if isinstance(value, (tuple, list)) and len(value) == count:
+            return list(value)
+        frame = self.stack[-1]
+        why = value if isinstance(value, Top) else Top(f"{frame.rel}:{stmt.lineno}: unpacked")
+        return [why] * count
+
+    def write(self, obj: Instance, attr: str, value: Any, rel: str, line: int) -> None:
+        key = obj.key(attr)
+        self.heap.objects.setdefault(obj.oid, {})[key] = value
+        from eaglebug.checks.pyeval.state import Write
+
+        self.heap.writes[(obj.oid, key)] = Write(value, rel, line)
+        self.observer.on_write(obj, key, value, rel, line)
+
+    # -- branches ------------------------------------------------------------------------------
+    def branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
+        frame = self.stack[-1]
+        value, reads = self.measured(test)
+        told = truth(value)
+        text = ast.unparse(test)
+        if told is not None:
+            taken, other = (body, orelse) if told else (orelse, body)
+            said = text if told else f"not ({text})"
+            if _ends(other):  # the rest of the function runs because the test went this way
+                frame.tests.append(Test(said, reads, True))
+            self.guarded(Test(said, reads, True), taken)
+            return
+        self.assume(f"{frame.rel}:{test.lineno}: undecided: {text} ({_why(value)})")
+        self.forks += 1
+        if self.forks > self.budget.forks:
+            raise Exhausted(f"more than {self.budget.forks} undecided branches")
+        heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
+        ended_body = self.guarded(Test(text, reads, False), body)
+        body_state = (self.heap, frame.locals, frame.local_reads)
+        self.heap, frame.locals, frame.local_reads = heap, local, local_reads
+        ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
+        if ended_body and ended_else:
+            raise PathEnded
+        if ended_body:  # only the else path goes on: the rest of the function assumes it
+            frame.tests.append(Test(f"not ({text})", reads, False))
+            return
+        if ended_else:
+            frame.tests.append(Test(text, reads, False))
+            self.heap, frame.locals, frame.local_reads = body_state
+            return
+        limit = self.budget.alternatives
+        self.heap = merge_heaps(body_state[0], self.heap, limit)
+        frame.locals = _merge_locals(body_state[1], frame.locals, limit)
+        for name in frame.locals:
+            joined = body_state[2].get(name, frozenset()) | frame.local_reads.get(name, frozenset())
+            frame.local_reads[name] = joined | (
+                reads if name in _assigned(body, orelse) else frozenset()
+            )
+
+    def guarded(self, test: Test, body: list[ast.stmt]) -> bool:
+        """Run a branch under `test`; True when every path of it ended."""
+        frame = self.stack[-1]
+        depth = len(frame.tests)
+        frame.tests.append(test)
+        try:
+            self.block(body)
+        except PathEnded:
+            return True
+        finally:
+            del frame.tests[depth:]
+        return False
+
+    # -- raises --------------------------------------------------------------------------------
+    def raise_(self, stmt: ast.stmt, exc: ast.expr | None, msg: ast.expr | None) -> None:
+        kind, message = "Exception", None
+        if isinstance(exc, ast.Call):
+            kind = ast.unparse(exc.func)
+            if exc.args:
+                made = exprs.expr(self, exc.args[0])
+                message = made if isinstance(made, str) else None
+        elif exc is not None:
+            kind = ast.unparse(exc)
+        elif msg is not None:
+            made = exprs.expr(self, msg)
+            message = made if isinstance(made, str) else None
+        kind = kind.rsplit(".", 1)[-1]
+        self.record(stmt, kind, message, ())
+        raise self._end_after_raise(kind)
+
+    def assert_(self, stmt: ast.Assert, test: ast.expr, msg: ast.expr | None) -> None:
+        value, reads = self.measured(test)
+        told = truth(value)
+        if told is True:
+            return
+        message = None
+        if msg is not None:
+            made = exprs.expr(self, msg)
+            message = made if isinstance(made, str) else None
+        extra = (Test(f"not ({ast.unparse(test)})", reads, told is False),)
+        self.record(stmt, "AssertionError", message, extra)
+        if told is False:
+            raise self._end_after_raise("AssertionError")
+        # undecided: the path where it holds goes on, on that assumption
+        self.stack[-1].tests.append(Test(ast.unparse(test), reads, False))
+
+    def _end_after_raise(self, kind: str) -> Exception:
+        frame = self.stack[-1]
+        definite = all(f.definite() and not f.in_try for f in self.stack)
+        if definite and self.policy.stop_at_raise and self.raised:
+            return Stopped(self.raised[-1])
+        if frame.definite() and not frame.in_try:
+            frame.ended_by = kind
+            return Returned()
+        return PathEnded()
+
+    def record(
+        self, stmt: ast.stmt, kind: str, message: str | None, extra: tuple[Test, ...]
+    ) -> None:
+        if not self.policy.record_raises:
+            return
+        tests = [t for f in self.stack for t in f.tests] + list(extra)
+        reads: set[str] = set()
+        for t in tests:
+            reads |= t.reads
+        frame = self.stack[-1]
+        definite = all(t.definite for t in tests) and not any(f.in_try for f in self.stack)
+        self.raised.append(
+            Raised(
+                rel=frame.rel,
+                line=stmt.lineno,
+                function=frame.site.name if frame.site is not None else "<module>",
+                kind=kind,
+                message=message,
+                reads=frozenset(reads),
+                condition=" and ".join(f"({t.text})" for t in tests[-4:]),
+                definite=definite,
+            )
+        )
+
+    # -- loops ---------------------------------------------------------------------------------
+    def for_loop(self, stmt: ast.For, target: ast.expr, iterable: ast.expr) -> None:
+        items = exprs.expr(self, iterable)
+        known = isinstance(items, (list, tuple, range, set, frozenset, dict, str))
+        if not known or len(items) > self.budget.loop:
+            why = _why(items) if not known else f"more than {self.budget.loop} iterations"
+            self.havoc(stmt, f"a loop over {why}")
+            return
+        sequence = list(items.keys()) if isinstance(items, dict) else list(items)
+        frame = self.stack[-1]
+        frame.loops.append(len(frame.tests))
+        try:
+            for item in sequence:
+                self.assign(target, item, stmt, frozenset())
+                try:
+                    self.block(stmt.body)
+                except _Break:
+                    break
+                except _Continue:
+                    continue
+            else:
+                self.block(stmt.orelse)
+        finally:
+            frame.loops.pop()
+
+    def havoc(self, stmt: ast.stmt, why: str) -> None:
+        """A loop the reading does not run: what it assigns becomes unknown, and a loop that
+        may leave early (`return`, `raise`, `break`) makes the rest of the function a path
+        that is not definite."""
+        frame = self.stack[-1]
+        where = f"{frame.rel}:{stmt.lineno}"
+        self.assume(f"{where}: not run: {why}")
+        unknown = Top(f"{where}: set in {why}")
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = [node.target]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"append", "extend", "update", "add", "insert", "pop"}
+            ):
+                targets = [node.func.value]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                        frame.locals[name.id] = unknown
+                if isinstance(target, ast.Name) and target.id in frame.locals:
+                    frame.locals[target.id] = unknown
+                if isinstance(target, ast.Attribute) and isinstance(target.ctx, ast.Store):
+                    owner = exprs.expr(self, target.value)
+                    if isinstance(owner, Instance):
+                        self.write(owner, target.attr, unknown, frame.rel, node.lineno)
+        if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
+            frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
+
+    # -- names ---------------------------------------------------------------------------------
+    @contextmanager
+    def module_frame(self, module: str) -> Iterator[Frame]:
+        table = self.source.table(module)
+        rel = table.rel if table is not None else ""
+        frame = Frame(None, module, rel, table)
+        self.stack.append(frame)
+        try:
+            yield frame
+        finally:
+            self.stack.pop()
+
+    def resolve(self, module: str, name: str, hops: int = 0) -> Any:
+        """A top-level name of a module of the tree: its function, class, value (evaluated at
+        import, once per run), or what its import brings in."""
+        return objects.resolve(self, module, name, hops)
+
+    def resolve_dotted(self, dotted: str, hops: int = 0) -> Any:
+        return objects.resolve_dotted(self, dotted, hops)
+
+
+def _merge_locals(a: dict[str, Any], b: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Two paths' locals as one: a name bound on one path only is unknown after the join."""
+    out: dict[str, Any] = {}
+    for name in a.keys() | b.keys():
+        if name in a and name in b:
+            out[name] = a[name] if a[name] is b[name] else one_of((a[name], b[name]), limit)
+        else:
+            out[name] = Top(f"{name} is bound on one path only")
+    return out
+
+
+def _assigned(*bodies: list[ast.stmt]) -> set[str]:
+    return {name for body in bodies for name in _assigned_names(body)}
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    copy = ast.fix_missing_locations(ast.parse(ast.unparse(target), mode="eval").body)
+    return ast.copy_location(copy, target)
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    return any(isinstance(stmt, (ast.Return, ast.Raise)) for stmt in body)
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    return {
+        n.id
+        for stmt in body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
+def _why(value: Any) -> str:
+    if isinstance(value, Top):
+        return value.why
+    if isinstance(value, OneOf):
+        return "one of " + ", ".join(repr(v) for v in value.values[:4])
+    return type(value).__name__
+
+
+def _relative(module: str, rel: str, level: int, target: str | None) -> str:
+    from eaglebug.checks.source.classfacts import resolve_relative
+
+    return resolve_relative(module, rel.endswith("__init__.py"), level, target)
+
+
+Factory = Callable[[], Machine]

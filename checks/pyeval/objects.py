@@ -1,0 +1,516 @@
+"""Objects for `machine.Machine`: what a name, an attribute and a call are, by qualified name.
+
+Names resolve through the module's table and imports (`scope.Source`) to the tree's functions,
+classes and module values (evaluated at import, once per run: `_is_hip = is_hip()`), or to an
+`Intrinsic` outside the tree. A class of the tree is the index's `ClassRef`: its attributes are
+looked up along the audit's MRO (methods bound, properties run, class constants, enum members
+with `.name` / `.value`, `@staticmethod` / `@classmethod`), and calling it makes an `Instance`
+(a dataclass from its fields and `__post_init__`, else the `__init__` the MRO gives). A call is
+a plug-in's where one is registered for the callee's qualified name, else the tree's function
+run, else Python's builtin; anything else is unknown, with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from eaglebug.checks.pyeval import ops
+from eaglebug.checks.pyeval.scope import BUILTIN_NAMES
+from eaglebug.checks.pyeval.values import (
+    ClassVal,
+    EnumMember,
+    FunctionSite,
+    FuncVal,
+    Instance,
+    Intrinsic,
+    ModuleVal,
+    OneOf,
+    Top,
+    alternatives,
+    one_of,
+    reads_of,
+    truth,
+)
+
+if TYPE_CHECKING:
+    from eaglebug.checks.pyeval.machine import Call, Machine
+    from eaglebug.checks.source.classes import ClassRef
+
+_MISSING: Any = object()  # an attribute the object certainly lacks
+_DECORATED = {"property": "property", "cached_property": "property", "staticmethod": "static",
+              "classmethod": "class"}  # fmt: skip
+
+
+# -- names -------------------------------------------------------------------------------------
+def resolve(m: Machine, module: str, name: str, hops: int = 0) -> Any:
+    key = (module, name)
+    if key in m.module_values:
+        return m.module_values[key]
+    if key in m._resolving or hops > m.budget.hops:
+        return Top(f"{module}.{name} refers to itself")
+    m._resolving.add(key)
+    try:
+        value = _resolve(m, module, name, hops)
+    finally:
+        m._resolving.discard(key)
+    m.module_values[key] = value
+    return value
+
+
+def _resolve(m: Machine, module: str, name: str, hops: int) -> Any:
+    table = m.source.table(module)
+    if table is None:
+        return Intrinsic(f"{module}.{name}")
+    candidates = table.definitions.get(name)
+    if candidates:
+        values: list[Any] = []
+        with m.module_frame(module):
+            for candidate in reversed(candidates):
+                told: bool | None = True
+                for test, taken in candidate.guards:
+                    seen = truth(_expr(m, test)) if test is not None else None
+                    step = None if seen is None else seen == taken
+                    told = (
+                        False
+                        if step is False or told is False
+                        else (None if step is None or told is None else True)
+                    )
+                if told is False:
+                    continue
+                values.append(_definition(m, table.module, table.rel, name, candidate.node))
+                if told is True:
+                    break
+        if not values:
+            return Top(f"{module}.{name} is not defined on this platform's path")
+        return one_of(values, m.budget.alternatives)
+    target = table.imports.get(name)
+    if target is not None:
+        return resolve_dotted(m, target, hops + 1)
+    return Top(f"{module} has no name {name}")
+
+
+def _expr(m: Machine, node: ast.expr) -> Any:
+    from eaglebug.checks.pyeval import exprs
+
+    return exprs.expr(m, node)
+
+
+def _definition(m: Machine, module: str, rel: str, name: str, node: ast.AST) -> Any:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return FuncVal(FunctionSite(rel, module, name, node))
+    if isinstance(node, ast.ClassDef):
+        return m.source.class_val(f"{module}.{name}")
+    assert isinstance(node, ast.expr)
+    return _expr(m, node)
+
+
+def resolve_dotted(m: Machine, dotted: str, hops: int = 0) -> Any:
+    """A dotted name: a module of the tree, a name in one, or one outside the tree."""
+    if m.source.is_module(dotted):
+        return ModuleVal(dotted)
+    split = m.source.split(dotted)
+    if split is None:
+        return m.intrinsics.values.get(dotted, Intrinsic(dotted))
+    module, rest = split
+    head, _, tail = rest.partition(".")
+    value = resolve(m, module, head, hops)
+    for part in tail.split(".") if tail else []:
+        value = attribute(m, value, part, dotted)
+    return value
+
+
+def builtin(m: Machine, name: str, where: str) -> Any:
+    if name in {"True", "False", "None"}:
+        return {"True": True, "False": False, "None": None}[name]
+    if name in BUILTIN_NAMES:
+        return Intrinsic(f"builtins.{name}")
+    return Top(f"{where}: {name} is not defined")
+
+
+def qualname_of(value: Any) -> str:
+    if isinstance(value, FuncVal):
+        return f"{value.site.module}.{value.site.qualname}"
+    if isinstance(value, (ClassVal, Intrinsic)):
+        return value.qualname
+    if isinstance(value, ModuleVal):
+        return value.name
+    return ""
+
+
+# -- attributes --------------------------------------------------------------------------------
+def attribute(m: Machine, owner: Any, attr: str, where: str) -> Any:
+    if isinstance(owner, Top):
+        return Top(owner.why, owner.reads)
+    if isinstance(owner, OneOf):
+        return one_of((attribute(m, v, attr, where) for v in owner.values), m.budget.alternatives)
+    found = lookup(m, owner, attr, where)
+    if found is _MISSING:
+        if isinstance(owner, Instance) and owner.oid in m.heap.tracked:
+            key = owner.key(attr)
+            m.reads.add(key)
+            return Top(f"{key} is not set", frozenset({key}))
+        return Top(f"{where}: {_kind(owner)} has no attribute {attr}")
+    return found
+
+
+def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
+    """`owner.attr`, or `_MISSING` when the object certainly has no such attribute."""
+    if isinstance(owner, Instance):
+        return _instance_attribute(m, owner, attr, where)
+    if isinstance(owner, ClassVal):
+        return _class_attribute(m, owner, None, attr, where)
+    if isinstance(owner, EnumMember):
+        if attr == "name":
+            return owner.name
+        if attr == "value":
+            return owner.value
+        return _class_attribute(m, owner.cls, owner, attr, where)
+    if isinstance(owner, ModuleVal):
+        return resolve(m, owner.name, attr)
+    if isinstance(owner, Intrinsic) and owner.qualname == "builtins.super" and owner.data:
+        return super_attribute(m, owner, attr, where)
+    if isinstance(owner, Intrinsic):
+        qualname = f"{owner.qualname}.{attr}"
+        if qualname in m.intrinsics.values:
+            return m.intrinsics.values[qualname]
+        handler = m.intrinsics.handler(f"{owner.qualname}.__getattr__")
+        if handler is not None:
+            from eaglebug.checks.pyeval.machine import Call
+
+            return handler(Call(m, owner, owner.qualname, [attr], {}, None, None))
+        return Intrinsic(qualname)
+    if isinstance(owner, FuncVal):
+        return Top(f"{where}: attribute {attr} of a function")
+    return Top(f"{where}: attribute {attr} of a {type(owner).__name__}")
+
+
+def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any:
+    store = m.heap.objects.get(obj.oid, {})
+    key = obj.key(attr)
+    if key in store:
+        if obj.oid in m.heap.tracked:
+            m.reads.add(key)
+        return store[key]
+    prefix = key + "."
+    if any(k.startswith(prefix) for k in store):
+        return obj.child(attr)  # a deeper path of the flat store
+    if obj.cls is not None and not obj.path:
+        found = _class_attribute(m, obj.cls, obj, attr, where)
+        if found is not _MISSING:
+            return found
+    if obj.oid in m.heap.closed:
+        return _MISSING
+    return Top(f"{where}: {_kind(obj)}.{attr} is not known")
+
+
+def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str) -> Any:
+    """An attribute found along the class's MRO: a method (bound to `bound` where given), a
+    property (run on `bound`), a class value, an enum member."""
+    if cls.ref is None:
+        value = m.intrinsics.values.get(f"{cls.qualname}.{attr}")
+        return (
+            value
+            if value is not None
+            else Top(f"{where}: {cls.qualname}.{attr} is outside the tree")
+        )
+    order, outside = m.source.mro(cls.ref)
+    for ref in order:
+        site = m.source.method(ref, attr)
+        if site is not None:
+            return _method_value(m, ref, site, bound)
+        value = m.source.class_attribute(ref, attr)
+        if value is not None:
+            home = m.source.class_val(ref.qualname)
+            with m.module_frame(ref.module.module):
+                made = _expr(m, value)
+            if _is_enum(m, ref) and not isinstance(bound, (Instance, EnumMember)):
+                return EnumMember(home, attr, made)
+            return made
+    for base in outside:
+        value = m.intrinsics.values.get(f"{base}.{attr}")
+        if value is not None:
+            return value
+        handler = m.intrinsics.handler(f"{base}.{attr}")
+        if handler is not None:
+            return Intrinsic(f"{base}.{attr}", bound)
+    return _MISSING
+
+
+def _method_value(m: Machine, ref: ClassRef, site: FunctionSite, bound: Any) -> Any:
+    node = site.node
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    kind = "method"
+    for decorator in node.decorator_list:
+        name = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        kind = _DECORATED.get(name.rsplit(".", 1)[-1], kind)
+    owner = m.source.class_val(ref.qualname)
+    if kind == "static":
+        return FuncVal(site, owner, None, "static")
+    if kind == "class":
+        cls = bound.cls if isinstance(bound, Instance) and bound.cls is not None else owner
+        return FuncVal(site, owner, cls, "class")
+    if kind == "property":
+        if bound is None or isinstance(bound, ClassVal):
+            return Top(f"{site.where}: the property {site.qualname} of a class")
+        return m.invoke(FuncVal(site, owner, bound, "property"), [], {})
+    return FuncVal(site, owner, bound, "method" if bound is not None else "function")
+
+
+def _is_enum(m: Machine, ref: ClassRef) -> bool:
+    order, outside = m.source.mro(ref)
+    names = [b for c in order for b in c.facts.bases] + outside
+    return any(
+        n.rsplit(".", 1)[-1] in {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"} for n in names
+    )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Instance):
+        if value.path:
+            return value.path
+        return value.cls.name if value.cls is not None else "the object"
+    return type(value).__name__
+
+
+# -- calls -------------------------------------------------------------------------------------
+def call_value(m: Machine, call: Call) -> Any:
+    callee = call.callee
+    if isinstance(callee, OneOf):
+        values = []
+        for one in callee.values:
+            call.callee, call.qualname = one, qualname_of(one)
+            values.append(call_value(m, call))
+        return one_of(values, m.budget.alternatives)
+    handler = m.intrinsics.handler(call.qualname) if call.qualname else None
+    if handler is not None:
+        return handler(call)
+    if isinstance(callee, Top):
+        return Top(callee.why, reads_of(callee, *call.args))
+    if isinstance(callee, FuncVal):
+        return m.invoke(callee, call.args, call.kwargs, call.reads)
+    if isinstance(callee, ClassVal):
+        return construct(m, callee, call)
+    if isinstance(callee, Intrinsic) and callee.qualname.startswith("builtins."):
+        return builtin_call(m, callee.qualname[9:], call)
+    if isinstance(callee, Intrinsic) and callee.qualname in ops.PURE:
+        return ops.pure_call(callee.qualname, call.args, call.kwargs, m.budget, call.where)
+    if isinstance(callee, Intrinsic):
+        return Top(f"{call.where}: {callee.qualname}() is outside the tree")
+    return Top(f"{call.where}: a call of a {type(callee).__name__}")
+
+
+def construct(m: Machine, cls: ClassVal, call: Call) -> Any:
+    """`Cls(...)`: a dataclass from its fields (defaults, `default_factory`, `__post_init__`),
+    else the `__init__` the MRO gives, on a new object."""
+    if cls.ref is None:
+        return Top(f"{call.where}: {cls.qualname}() is outside the tree")
+    made = Instance(m.heap.new(), cls)
+    order, _ = m.source.mro(cls.ref)
+    if any(_is_dataclass(m, ref) for ref in order):
+        given = dict(call.kwargs)
+        fields = _dataclass_fields(m, order)
+        for (name, _, _), value in zip(fields, call.args, strict=False):
+            given[name] = value
+        for name, default, ref in fields:
+            if name in given:
+                value = given[name]
+            elif default is not None:
+                with m.module_frame(ref.module.module):
+                    value = _field_default(m, default)
+            else:
+                value = Top(f"{call.where}: {cls.name}.{name} not given")
+            m.write(made, name, value, ref.file, default.lineno if default else ref.facts.line)
+        post = _class_attribute(m, cls, made, "__post_init__", call.where)
+        if isinstance(post, FuncVal):
+            m.invoke(post, [], {})
+        return made
+    init = _class_attribute(m, cls, made, "__init__", call.where)
+    if isinstance(init, FuncVal):
+        m.invoke(init, call.args, call.kwargs, call.reads)
+    elif call.kwargs:
+        for key, value in call.kwargs.items():
+            m.write(made, key, value, cls.ref.file, cls.ref.facts.line)
+    return made
+
+
+def _is_dataclass(m: Machine, ref: ClassRef) -> bool:
+    node = m.source.class_node(ref)
+    return node is not None and any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1] == "dataclass"
+        for d in node.decorator_list
+    )
+
+
+def _dataclass_fields(
+    m: Machine, order: list[ClassRef]
+) -> list[tuple[str, ast.expr | None, ClassRef]]:
+    """The fields in `dataclasses`' order: the bases' first, a redefinition in place."""
+    out: dict[str, tuple[ast.expr | None, ClassRef]] = {}
+    for ref in reversed(order):
+        node = m.source.class_node(ref)
+        if node is None or not _is_dataclass(m, ref):
+            continue
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                if "ClassVar" in ast.unparse(stmt.annotation):
+                    continue
+                out[stmt.target.id] = (stmt.value, ref)
+    return [(name, default, ref) for name, (default, ref) in out.items()]
+
+
+def _field_default(m: Machine, node: ast.expr) -> Any:
+    """`= v`, `field(default=v)`, `field(default_factory=f)`."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == "field":
+        for keyword in node.keywords:
+            if keyword.arg == "default":
+                return _expr(m, keyword.value)
+            if keyword.arg == "default_factory":
+                factory = keyword.value
+                if isinstance(factory, ast.Lambda):
+                    return _expr(m, factory.body)
+                return _expr(
+                    m,
+                    ast.Call(
+                        func=factory, args=[], keywords=[], lineno=factory.lineno, col_offset=0
+                    ),
+                )
+        return Top(f"{m.stack[-1].rel}:{node.lineno}: field() without a default")
+    return _expr(m, node)
+
+
+# -- builtins that need the run ------------------------------------------------------------------
+def builtin_call(m: Machine, name: str, call: Call) -> Any:
+    args, where = call.args, call.where
+    if name == "isinstance" and len(args) == 2:
+        return is_instance(m, args[0], args[1], where)
+    if name in {"getattr", "hasattr"} and len(args) >= 2:
+        return _getattr(m, name, args, where)
+    if name == "super":
+        return _super(m, where)
+    if name == "type" and len(args) == 1:
+        value = args[0]
+        return (
+            value.cls
+            if isinstance(value, Instance) and value.cls is not None
+            else Top(f"{where}: type()")
+        )
+    if name == "callable" and len(args) == 1:
+        return isinstance(args[0], (FuncVal, ClassVal)) or Top(f"{where}: callable()")
+    if name in {"print", "setattr", "id", "hash", "iter", "next", "open", "vars", "locals",
+                "globals", "exec", "eval", "input", "repr", "format"}:  # fmt: skip
+        if name == "repr" and len(args) == 1 and not isinstance(args[0], (Top, OneOf)):
+            return repr(args[0])
+        if (
+            name == "setattr"
+            and len(args) == 3
+            and isinstance(args[0], Instance)
+            and isinstance(args[1], str)
+        ):
+            m.write(
+                args[0], args[1], args[2], m.stack[-1].rel, call.node.lineno if call.node else 0
+            )
+            return None
+        return Top(f"{where}: {name}() is not evaluated")
+    if name in ops.PURE:
+        return ops.pure_call(name, args, call.kwargs, m.budget, where)
+    return Top(f"{where}: {name}() is not evaluated")
+
+
+def _getattr(m: Machine, name: str, args: list[Any], where: str) -> Any:
+    owner, attr = args[0], args[1]
+    if not isinstance(attr, str):
+        return Top(f"{where}: {name} of an unknown name", reads_of(attr))
+    if isinstance(owner, (Top, OneOf)):
+        if isinstance(owner, OneOf):
+            made = [_getattr(m, name, [v, *args[1:]], where) for v in owner.values]
+            return one_of(made, m.budget.alternatives)
+        return Top(owner.why, owner.reads)
+    found = lookup(m, owner, attr, where)
+    if name == "hasattr":
+        if found is _MISSING:
+            return False
+        if isinstance(found, Top) and not isinstance(owner, Instance):
+            return Top(found.why, found.reads)
+        return True if not isinstance(found, Top) or isinstance(owner, Instance) else found
+    if found is _MISSING:
+        return args[2] if len(args) > 2 else Top(f"{where}: no attribute {attr}")
+    return found
+
+
+def _super(m: Machine, where: str) -> Any:
+    """`super()`: the running method's object, looked up past its class in the MRO."""
+    frame = m.stack[-1]
+    owner, bound = frame.owner, frame.bound
+    if owner is None or owner.ref is None or bound is None:
+        return Top(f"{where}: super() outside a method")
+    cls = bound.cls if isinstance(bound, Instance) and bound.cls is not None else owner
+    if cls.ref is None:
+        return Top(f"{where}: super() of an object outside the tree")
+    return Intrinsic("builtins.super", (cls, owner, bound))
+
+
+def super_attribute(m: Machine, proxy: Intrinsic, attr: str, where: str) -> Any:
+    cls, owner, bound = proxy.data
+    order, _ = m.source.mro(cls.ref)
+    names = [r.qualname for r in order]
+    start = names.index(owner.qualname) + 1 if owner.qualname in names else len(order)
+    for ref in order[start:]:
+        site = m.source.method(ref, attr)
+        if site is not None:
+            return _method_value(m, ref, site, bound)
+    return Top(f"{where}: super().{attr} is outside the tree")
+
+
+def is_instance(m: Machine, value: Any, kinds: Any, where: str) -> Any:
+    """`isinstance(value, kinds)` by qualified class names (the tree's MRO and the bases
+    outside it); unknown where the value's class is not known."""
+    if isinstance(value, OneOf):
+        return one_of(
+            (is_instance(m, v, kinds, where) for v in value.values), m.budget.alternatives
+        )
+    if isinstance(value, Top):
+        return Top(value.why, value.reads)
+    wanted = kinds if isinstance(kinds, tuple) else (kinds,)
+    plain = {"dict": dict, "list": list, "tuple": tuple, "int": int, "float": float, "str": str,
+             "bool": bool, "set": set, "frozenset": frozenset, "type(None)": type(None)}  # fmt: skip
+    answers: list[Any] = []
+    for kind in wanted:
+        if isinstance(kind, Intrinsic) and kind.qualname.startswith("builtins."):
+            python = plain.get(kind.qualname[9:])
+            if python is None:
+                answers.append(Top(f"{where}: isinstance of {kind.qualname}"))
+            elif isinstance(value, (Instance, ClassVal, EnumMember, FuncVal, ModuleVal, Intrinsic)):
+                answers.append(False)
+            else:
+                answers.append(isinstance(value, python))
+            continue
+        qualname = kind.qualname if isinstance(kind, (ClassVal, Intrinsic)) else None
+        if qualname is None:
+            answers.append(Top(f"{where}: isinstance of {type(kind).__name__}"))
+        elif isinstance(value, EnumMember):
+            answers.append(qualname in _class_names(m, value.cls))
+        elif isinstance(value, Instance):
+            if value.cls is None:
+                answers.append(
+                    False if value.oid in m.heap.closed else Top(f"{where}: the class of an input")
+                )
+            else:
+                answers.append(qualname in _class_names(m, value.cls))
+        else:
+            answers.append(False)
+    if any(a is True for a in answers):
+        return True
+    unknown = [a for a in answers if isinstance(a, Top)]
+    return Top(unknown[0].why) if unknown else False
+
+
+def _class_names(m: Machine, cls: ClassVal) -> set[str]:
+    if cls.ref is None:
+        return {cls.qualname}
+    order, outside = m.source.mro(cls.ref)
+    return {r.qualname for r in order} | set(outside)
+
+
+def truthy_alternatives(value: Any) -> list[Any]:
+    return [v for v in alternatives(value) if truth(v)]

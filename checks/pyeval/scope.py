@@ -1,0 +1,205 @@
+"""Names of the tree, resolved as Python would: through the index's import facts, to the
+function, class, constant or module they are, by qualified name.
+
+`Source` is what the evaluator reads the tree through: the index's files (parsed once per file
+per run), its module facts (imports: the complete builder that follows `if` and `try`), and its
+classes (the audit's MRO). A module's top-level names are a `ModuleTable` built once per file;
+a name is looked up there, then through its import to the module that defines it (following
+re-exports), else it is a builtin, else it is outside the tree: an `Intrinsic` by its qualified
+name, which a plug-in may give meaning to. Nothing is matched by the last dotted component.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eaglebug.checks.pyeval.values import ClassVal, FunctionSite
+
+if TYPE_CHECKING:
+    from eaglebug.checks.source.classes import ClassRef
+    from eaglebug.checks.source.index import TreeIndex
+
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.expr
+# The module-level tests a definition sits under: (test, taken when it is true?). A test of
+# None is a `try:` whose handler defines the name: whether the import fails is not known.
+Guard = tuple[ast.expr | None, bool]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One top-level definition of a name, and the `if` / `try` it sits under at import."""
+
+    node: Definition
+    guards: tuple[Guard, ...] = ()
+
+
+@dataclass
+class ModuleTable:
+    """A module's top-level names: every definition of each (functions, classes, assigned
+    expressions, with the tests they sit under), and its imports."""
+
+    module: str
+    rel: str
+    is_package: bool
+    definitions: dict[str, list[Candidate]] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted target
+
+    def only(self, name: str) -> Definition | None:
+        """The definition of a name defined once, unguarded; None otherwise."""
+        found = self.definitions.get(name, [])
+        return found[0].node if len(found) == 1 and not found[0].guards else None
+
+
+class Source:
+    """The tree as the evaluator reads it (one per index; its caches live as long as it)."""
+
+    def __init__(self, index: TreeIndex) -> None:
+        self.index = index
+        self._tables: dict[str, ModuleTable | None] = {}
+        self._classes: dict[tuple[str, int], ast.ClassDef | None] = {}
+
+    # -- modules -----------------------------------------------------------------------------
+    def file_of(self, module: str) -> str | None:
+        return self.index.files.module_files.get(module)
+
+    def is_module(self, dotted: str) -> bool:
+        return dotted in self.index.files.module_files
+
+    def table(self, module: str) -> ModuleTable | None:
+        if module not in self._tables:
+            self._tables[module] = self._table(module)
+        return self._tables[module]
+
+    def _table(self, module: str) -> ModuleTable | None:
+        rel = self.file_of(module)
+        if rel is None:
+            return None
+        parsed = self.index.parse_file(rel)
+        facts = self.index.module(module)
+        if parsed is None:
+            return None
+        table = ModuleTable(module, rel, rel.endswith("__init__.py"))
+        table.imports = dict(facts.imports) if facts is not None else {}
+        for stmt, guards in _top_level(parsed.tree.body, ()):
+            found: list[tuple[str, Definition]] = []
+            match stmt:
+                case ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name):
+                    found.append((name, stmt))
+                case ast.ClassDef(name=name):
+                    found.append((name, stmt))
+                case ast.Assign(targets=targets, value=value):
+                    found += [(t.id, value) for t in targets if isinstance(t, ast.Name)]
+                case ast.AnnAssign(target=ast.Name(id=name), value=value) if value is not None:
+                    found.append((name, value))
+            for name, node in found:
+                candidates = table.definitions.setdefault(name, [])
+                if not guards:  # an unguarded definition replaces what came before it
+                    candidates.clear()
+                candidates.append(Candidate(node, guards))
+        for name in table.definitions:
+            table.imports.pop(name, None)  # defined after an import of the same name
+        return table
+
+    def split(self, dotted: str) -> tuple[str, str] | None:
+        """(module, name) of a dotted name whose module is in the tree."""
+        module, _, _name = dotted.rpartition(".")
+        while module:
+            if self.is_module(module):
+                return module, dotted[len(module) + 1 :]
+            module, _, _ = module.rpartition(".")
+        return None
+
+    # -- classes and functions -----------------------------------------------------------------
+    def class_ref(self, qualname: str) -> ClassRef | None:
+        return self.index.classes.cls(qualname)
+
+    def class_val(self, qualname: str) -> ClassVal:
+        ref = self.class_ref(qualname)
+        return ClassVal(ref.qualname if ref is not None else qualname, ref)
+
+    def class_node(self, ref: ClassRef) -> ast.ClassDef | None:
+        key = (ref.file, ref.facts.line)
+        if key not in self._classes:
+            parsed = self.index.parse_file(ref.file)
+            found = None
+            if parsed is not None:
+                found = next(
+                    (
+                        n
+                        for n in ast.walk(parsed.tree)
+                        if isinstance(n, ast.ClassDef) and n.lineno == ref.facts.line
+                    ),
+                    None,
+                )
+            self._classes[key] = found
+        return self._classes[key]
+
+    def mro(self, ref: ClassRef) -> tuple[list[ClassRef], list[str]]:
+        """The audit's MRO: the tree's classes in lookup order, and the bases outside it."""
+        order, outside, nn_module = self.index.classes.mro(ref)
+        return order, [*outside, *(["torch.nn.Module"] if nn_module else [])]
+
+    def method(self, ref: ClassRef, name: str) -> FunctionSite | None:
+        node = self.class_node(ref)
+        for stmt in node.body if node is not None else []:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                module = ref.module.module
+                return FunctionSite(ref.file, module, f"{ref.facts.name}.{name}", stmt)
+        return None
+
+    def class_attribute(self, ref: ClassRef, name: str) -> ast.expr | None:
+        """`name = <expr>` (or `name: T = <expr>`) in the class body."""
+        node = self.class_node(ref)
+        found: ast.expr | None = None
+        for stmt in node.body if node is not None else []:
+            if (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+            ) or (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == name
+                and stmt.value is not None
+            ):
+                found = stmt.value
+        return found
+
+    def function(self, module: str, qualname: str) -> FunctionSite | None:
+        """A module function or a `Class.method` of a module, by qualified name in it."""
+        table = self.table(module)
+        if table is None:
+            return None
+        owner, _, name = qualname.rpartition(".")
+        if owner:
+            ref = self.class_ref(f"{module}.{owner}")
+            return self.method(ref, name) if ref is not None else None
+        found = table.only(name)
+        if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return FunctionSite(table.rel, module, name, found)
+        return None
+
+
+def _top_level(
+    body: list[ast.stmt], guards: tuple[Guard, ...]
+) -> list[tuple[ast.stmt, tuple[Guard, ...]]]:
+    """A module's statements as import time runs them, each with the tests it sits under (a
+    name defined in both branches of an `if` is decided when it is read)."""
+    out: list[tuple[ast.stmt, tuple[Guard, ...]]] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            out += _top_level(stmt.body, (*guards, (stmt.test, True)))
+            out += _top_level(stmt.orelse, (*guards, (stmt.test, False)))
+        elif isinstance(stmt, ast.Try):
+            out += _top_level(stmt.body + stmt.orelse, guards)
+            for handler in stmt.handlers:
+                out += _top_level(handler.body, (*guards, (None, True)))
+            out += _top_level(stmt.finalbody, guards)
+        else:
+            out.append((stmt, guards))
+    return out
+
+
+BUILTIN_NAMES = frozenset(dir(builtins))
