@@ -10,7 +10,7 @@ import pytest
 
 from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
-from eaglebug.checks.pyeval.machine import Machine, Policy, Result
+from eaglebug.checks.pyeval.machine import Machine, Observer, Policy, Result
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import OneOf, Top, truth
 from eaglebug.checks.source.index import TreeIndex
@@ -323,3 +323,30 @@ def test_enum_member_identity(tmp_path: Path) -> None:
         },
     )
     assert run(m, "a", "f").value == (True, False)
+
+
+def test_a_decided_branch_that_ends_an_undecided_path_ends_it(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(runtime, kind):
+            if runtime is not None:
+                return runtime
+            if kind == "frozen":
+                return "frozen worker"
+            return "eagle worker"
+    """
+        },
+    )
+    result = run(m, "a", "f", Top("runtime"), "frozen")
+    assert isinstance(result.value, Top)  # the runtime's path returns what only the run knows
+    values = []
+
+    class Returns(Observer):
+        def on_return(self, frame: Any, value: Any) -> None:
+            values.append(value)
+
+    m.observer = Returns()
+    run(m, "a", "f", Top("runtime"), "frozen")
+    assert "eagle worker" not in values and "frozen worker" in values

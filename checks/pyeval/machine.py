@@ -83,6 +83,9 @@ class Observer:
         """A call about to be made; a value other than UNSET is taken as its result."""
         return UNSET
 
+    def on_return(self, frame: Frame, value: Any) -> None:
+        """A `return` evaluated (on whichever path)."""
+
     def on_binop(self, node: ast.BinOp, left: Any, right: Any, frame: Frame) -> None:
         """A binary operation evaluated (the layer walk watches divisions by group sizes)."""
 
@@ -338,11 +341,12 @@ class Machine:
                 self.branch(test, body, orelse)
             case ast.Return(value=value):
                 frame.returns.append(exprs.expr(self, value) if value is not None else None)
+                self.observer.on_return(frame, frame.returns[-1])
                 raise Returned if frame.definite() else PathEnded
             case ast.Raise(exc=exc):
                 self.raise_(stmt, exc, None)
             case ast.Assert(test=test, msg=msg):
-                self.assertTrue(stmt, test, msg)
+                self.check_assert(stmt, test, msg)
             case ast.Try(body=body, handlers=handlers, orelse=orelse, finalbody=final):
                 frame.in_try += bool(handlers)
                 try:
@@ -454,7 +458,8 @@ class Machine:
             said = text if told else f"not ({text})"
             if _ends(other):  # the rest of the function runs because the test went this way
                 frame.tests.append(Test(said, reads, True))
-            self.guarded(Test(said, reads, True), taken)
+            if self.guarded(Test(said, reads, True), taken):
+                raise PathEnded  # the branch taken ended this path (inside an undecided one)
             return
         self.assume(f"{frame.rel}:{test.lineno}: undecided: {text} ({_why(value)})")
         self.forks += 1
@@ -513,7 +518,7 @@ class Machine:
         self.record(stmt, kind, message, ())
         raise self._end_after_raise(kind)
 
-    def assert_(self, stmt: ast.Assert, test: ast.expr, msg: ast.expr | None) -> None:
+    def check_assert(self, stmt: ast.Assert, test: ast.expr, msg: ast.expr | None) -> None:
         value, reads = self.measured(test)
         told = truth(value)
         if told is True:

@@ -227,6 +227,9 @@ def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: st
             if _is_enum(m, ref) and not isinstance(bound, (Instance, EnumMember)):
                 return EnumMember(home, attr, made)
             return made
+    given = m.intrinsics.values.get(f"{cls.qualname}.{attr}")  # set at run time (`setattr`)
+    if given is not None:
+        return given
     for base in outside:
         value = m.intrinsics.values.get(f"{base}.{attr}")
         if value is not None:
