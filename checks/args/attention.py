@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution as attnrules
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
-from eaglebug.checks.pyeval.treeinterp import Interpreter
-from eaglebug.checks.pyeval.treevalues import UNKNOWN, OneOf, Raised, Sentinel, World
+from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
 
 # The launch's fields whose refusals are this check's (the rest are other checks' business).
@@ -92,7 +91,7 @@ def check_attention(
                 "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
             )
         ]
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, env]
     return index.answer_for(
         _ANSWER,
@@ -111,7 +110,7 @@ def _check(
     environ: Mapping[str, str],
 ) -> list[Finding]:
     values = attnrules.launch_values(index, launch)
-    models = attnrules.Models(
+    models = Models(
         _archs(target_config),
         _archs(draft_config),
         _is_mla(target_config),
@@ -123,6 +122,16 @@ def _check(
     run = attnrules.resolve(index, values, gpu.capability, models)
     if run is None:
         return []
+    if run.incomplete:  # what was read is partial: no verdict rests on it
+        return [
+            Finding(
+                id="config.attention_backend",
+                severity="info",
+                message="attention-backend check incomplete: the tree's argument resolution "
+                f"was not read to its end ({run.incomplete}); nothing is decided from it",
+                evidence=ConfigEvidence.of({"incomplete": run.incomplete}, read_from=run.entry),
+            )
+        ]
     version = f"SGLang {index.tree.version}" if index.tree.version else "this SGLang tree"
     findings: list[Finding] = []
     common = _common(run, gpu)
@@ -188,7 +197,7 @@ def _accepted(
     backend = run.values.get("attention_backend")
     given = launch.get("attention_backend") is not None
     where = run.writes.get("attention_backend")
-    if backend is UNKNOWN or (where is None and not given):
+    if isinstance(backend, Top) or (where is None and not given):
         return []
     picked = (
         " or ".join(sorted(str(v) for v in backend.values)) + " (the tree's choice depends on "
@@ -238,7 +247,7 @@ def _or(value: Any) -> str:
 
 
 def _shown(value: Any) -> Any:
-    if value is UNKNOWN:
+    if isinstance(value, Top):
         return None
     if isinstance(value, OneOf):
         return sorted(str(v) for v in value.values)
@@ -283,7 +292,7 @@ def _named(message: str | None, backends: list[str]) -> list[str]:
 
 
 def _fix_before_load(
-    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: attnrules.Models, raised: Raised
+    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: Models, raised: Raised
 ) -> Choice | FlagFix | AdviceFix:
     registered = [b for b in attnrules.nvidia_backends(index) if b in attnrules.registry(index)]
     named = _named(raised.message, registered)
@@ -326,25 +335,15 @@ def _fix_after_load(
     index: TreeIndex,
     run: attnrules.Resolution,
     gpu: GpuArch,
-    models: attnrules.Models,
+    models: Models,
     role: str,
     failing: str,
     message: str | None,
 ) -> FlagFix | None:
     """The first backend whose factory accepts this role's model on this GPU: those SGLang's
     message names first, then what `auto` picks for the role's model, then the tree's list."""
-    entry = attnrules.entry(index)
-    if entry is None:
+    if attnrules.entry(index) is None:
         return None
-    mla = models.draft_mla if role == "draft" else models.target_mla
-    world = World(
-        values=dict(run.values),
-        probes=attnrules.capability_probes(index, gpu.capability),
-        capability=gpu.capability,
-        platform_names=attnrules.platform_names(index),
-        architectures=models.draft_architectures if role == "draft" else models.architectures,
-        mla=mla,
-    )
     flag = "--speculative-draft-attention-backend" if role == "draft" else "--attention-backend"
     if not any(flag in spec.options for spec in server_flags(index)):
         return None  # this release has no such flag: the advice says what to pick instead
@@ -356,9 +355,8 @@ def _fix_after_load(
         ref = factories.get(name)
         if name == failing or ref is None:
             continue
-        interp = Interpreter(index, replace(world), entry[1])
-        interp.call(ref, [Sentinel("runner")], {})
-        if not interp.raised and ref.node.body:
+        refused = attnrules.factory_raises(index, run.values, gpu.capability, models, ref, role)
+        if not refused and ref.node.body:
             why = (
                 "what SGLang's own message suggests"
                 if name in named

@@ -24,7 +24,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution as attnrules
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
@@ -122,7 +123,7 @@ def _refusals(
 ) -> list[Finding]:
     if target_config is None or not attnrules.has_resolution(index):
         return []
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [sorted(values.items(), key=str), target_config, env]
     return index.answer_for(
         _ANSWER,
@@ -138,7 +139,7 @@ def _run_refusals(
     target_config: Mapping[str, Any],
     environ: Mapping[str, str],
 ) -> list[Finding]:
-    models = attnrules.Models.target_only(target_config, environ)
+    models = Models.target_only(target_config, environ)
     run = attnrules.resolve(index, values, None, models)
     if run is None:
         return []

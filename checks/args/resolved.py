@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution as attnrules
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.source.index import TreeIndex
 
@@ -46,7 +47,7 @@ def resolved_fields(
         return {}
     if not attnrules.has_resolution(index):
         return {}
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [launch.values, target_config, env, wanted]
     return index.answer_for(
         _ANSWER, subject, lambda: _run(index, launch, target_config, env, wanted), _KEEP_ANSWERS
@@ -60,9 +61,9 @@ def _run(
     environ: Mapping[str, str],
     wanted: list[str],
 ) -> dict[str, Resolved]:
-    models = attnrules.Models.target_only(target_config, environ)
+    models = Models.target_only(target_config, environ)
     run = attnrules.resolve(index, attnrules.launch_values(index, launch), None, models)
-    if run is None:
+    if run is None or run.incomplete:  # a partial reading decides no field
         return {}
     out: dict[str, Resolved] = {}
     for name in wanted:

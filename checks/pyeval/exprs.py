@@ -47,7 +47,10 @@ def expr(m: Machine, node: ast.expr) -> Any:
         case ast.Attribute(value=base, attr=attr):
             return objects.attribute(m, expr(m, base), attr, where(m, node))
         case ast.Subscript(value=base, slice=index):
-            return ops.subscript(expr(m, base), expr(m, index), m.budget, where(m, node))
+            owner, key = expr(m, base), expr(m, index)
+            if isinstance(owner, ClassVal):
+                return objects.class_subscript(m, owner, key, where(m, node))
+            return ops.subscript(owner, key, m.budget, where(m, node))
         case ast.Slice(lower=lower, upper=upper, step=step):
             parts = [expr(m, p) if p is not None else None for p in (lower, upper, step)]
             if any(isinstance(p, (Top, OneOf)) for p in parts):
@@ -95,8 +98,10 @@ def name_value(m: Machine, name: str, node: ast.AST) -> Any:
     if name in frame.locals:
         m.reads |= frame.local_reads.get(name, frozenset())
         return frame.locals[name]
-    if name in frame.imports:
-        return objects.resolve_dotted(m, frame.imports[name])
+    if frame.class_body is not None:  # a class body: its own earlier names first
+        found = objects.class_body_name(m, frame.class_body, name, where(m, node))
+        if found is not objects.MISSING:
+            return found
     table = frame.table
     if table is not None and (name in table.definitions or name in table.imports):
         return objects.resolve(m, frame.module, name)
@@ -328,7 +333,7 @@ def _method(
         return one_of(made, m.budget.alternatives)
     if isinstance(receiver, (str, dict, list, tuple)):
         made = ops.method_of_value(receiver, attr, args, kwargs, m.budget, here)
-        if made is None and attr not in {"append", "extend", "insert"}:
+        if made is ops.NOT_MODELLED:
             return Top(f"{here}: {type(receiver).__name__}.{attr}() is not modelled")
         return made
     if isinstance(receiver, (int, float, bool)) or receiver is None:

@@ -41,6 +41,7 @@ from eaglebug.checks.pyeval.values import (
     Raised,
     Top,
     one_of,
+    reads_of,
     truth,
 )
 
@@ -149,16 +150,24 @@ class Machine:
         self.forks = 0
         self.reads: set[str] = set()
         self.module_values: dict[tuple[str, str], Any] = {}  # (module, name) -> value
+        self.class_values: dict[tuple[str, str], Any] = {}  # (class, attribute) -> value
         self._resolving: set[tuple[str, str]] = set()
 
     # -- inputs --------------------------------------------------------------------------------
     def bag(
-        self, fields: dict[str, Any], cls: ClassVal | None = None, *, track: bool = False
+        self,
+        fields: dict[str, Any],
+        cls: ClassVal | None = None,
+        *,
+        track: bool = False,
+        closed: bool = True,
     ) -> Instance:
-        """An input object whose attributes are the dotted keys of `fields` (complete: a key it
-        lacks is an attribute the object does not have); `track`: its reads are recorded."""
+        """An input object whose attributes are the dotted keys of `fields`; `closed`: complete
+        (a key it lacks is an attribute it does not have; else an unknown one); `track`: its
+        reads are recorded."""
         oid = self.heap.new(fields)
-        self.heap.closed.add(oid)
+        if closed:
+            self.heap.closed.add(oid)
         if track:
             self.heap.tracked.add(oid)
         return Instance(oid, cls)
@@ -354,8 +363,6 @@ class Machine:
                 finally:
                     frame.in_try -= bool(handlers)
                 self.block(final)
-            case ast.With(body=body) | ast.AsyncWith(body=body):
-                self.block(body)
             case ast.For(target=target, iter=iterable):
                 self.for_loop(stmt, target, iterable)
             case ast.While() | ast.AsyncFor():
@@ -367,15 +374,21 @@ class Machine:
                 frame.locals[name] = Top(f"{frame.rel}:{stmt.lineno}: a class defined in a body")
             case ast.ImportFrom(module=module, level=level, names=aliases):
                 base = _relative(frame.module, frame.rel, level, module)
-                for alias in aliases:
-                    local = alias.asname or alias.name
-                    frame.imports[local] = f"{base}.{alias.name}"
-                    frame.locals.pop(local, None)
+                for alias in aliases:  # a function's import binds a local name
+                    if alias.name != "*":
+                        target = f"{base}.{alias.name}"
+                        frame.locals[alias.asname or alias.name] = self.resolve_dotted(target)
             case ast.Import(names=aliases):
                 for alias in aliases:
                     local = alias.asname or alias.name.split(".", 1)[0]
-                    frame.imports[local] = alias.name if alias.asname else local
-                    frame.locals.pop(local, None)
+                    frame.locals[local] = self.resolve_dotted(alias.name if alias.asname else local)
+            case ast.With(items=items, body=body) | ast.AsyncWith(items=items, body=body):
+                for item in items:
+                    entered = exprs.expr(self, item.context_expr)
+                    if item.optional_vars is not None:
+                        why = f"{frame.rel}:{stmt.lineno}: what a `with` gives"
+                        self.assign(item.optional_vars, Top(why, reads_of(entered)), stmt, frozenset())
+                self.block(body)
             case ast.Break() | ast.Continue() if frame.loops:
                 if all(test.definite for test in frame.tests[frame.loops[-1] :]):
                     raise _Break if isinstance(stmt, ast.Break) else _Continue

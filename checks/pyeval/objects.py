@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eaglebug.checks.pyeval import ops
 from eaglebug.checks.pyeval.scope import BUILTIN_NAMES
 from eaglebug.checks.pyeval.values import (
+    UNSET,
     ClassVal,
     EnumMember,
     FunctionSite,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.classes import ClassRef
 
 _MISSING: Any = object()  # an attribute the object certainly lacks
+MISSING = _MISSING
 _DECORATED = {"property": "property", "cached_property": "property", "staticmethod": "static",
               "classmethod": "class"}  # fmt: skip
 
@@ -59,9 +61,17 @@ def resolve(m: Machine, module: str, name: str, hops: int = 0) -> Any:
 
 
 def _resolve(m: Machine, module: str, name: str, hops: int) -> Any:
+    given = m.intrinsics.values.get(f"{module}.{name}", _MISSING)
+    if given is not _MISSING:  # a plug-in's value wins over the tree's (a lazy singleton)
+        return given
     table = m.source.table(module)
     if table is None:
         return Intrinsic(f"{module}.{name}")
+    home = m.source.defines(module, name)
+    if home is not None and home != module:  # brought in by `from X import *`
+        return resolve(m, home, name, hops + 1)
+    if name in table.runtime:
+        return Top(f"{module}.{name} is the process's state, set at run time")
     candidates = table.definitions.get(name)
     if candidates:
         values: list[Any] = []
@@ -159,7 +169,10 @@ def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
     if isinstance(owner, Instance):
         return _instance_attribute(m, owner, attr, where)
     if isinstance(owner, ClassVal):
-        return _class_attribute(m, owner, None, attr, where)
+        found = _class_attribute(m, owner, None, attr, where)
+        if found is _MISSING and owner.ref is None:
+            return Top(f"{where}: {owner.qualname}.{attr} is outside the tree")
+        return found
     if isinstance(owner, EnumMember):
         if attr == "name":
             return owner.name
@@ -178,14 +191,18 @@ def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
         if handler is not None:
             from eaglebug.checks.pyeval.machine import Call
 
-            return handler(Call(m, owner, owner.qualname, [attr], {}, None, None))
-        return Intrinsic(qualname)
+            found = handler(Call(m, owner, owner.qualname, [attr], {}, None, None))
+            if found is not UNSET:
+                return found
+        return Intrinsic(qualname, owner.data)
     if isinstance(owner, FuncVal):
         return Top(f"{where}: attribute {attr} of a function")
     return Top(f"{where}: attribute {attr} of a {type(owner).__name__}")
 
 
 def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any:
+    if not obj.path and attr in m.heap.aliases.get(obj.oid, ()):
+        return obj
     store = m.heap.objects.get(obj.oid, {})
     key = obj.key(attr)
     if key in store:
@@ -208,12 +225,12 @@ def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: st
     """An attribute found along the class's MRO: a method (bound to `bound` where given), a
     property (run on `bound`), a class value, an enum member."""
     if cls.ref is None:
-        value = m.intrinsics.values.get(f"{cls.qualname}.{attr}")
-        return (
-            value
-            if value is not None
-            else Top(f"{where}: {cls.qualname}.{attr} is outside the tree")
-        )
+        qualname = f"{cls.qualname}.{attr}"
+        if qualname in m.intrinsics.values:
+            return m.intrinsics.values[qualname]
+        if m.intrinsics.handler(qualname) is not None:
+            return Intrinsic(qualname, bound)  # a plug-in's method, bound to the object
+        return _MISSING
     order, outside = m.source.mro(cls.ref)
     for ref in order:
         site = m.source.method(ref, attr)
@@ -221,12 +238,7 @@ def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: st
             return _method_value(m, ref, site, bound)
         value = m.source.class_attribute(ref, attr)
         if value is not None:
-            home = m.source.class_val(ref.qualname)
-            with m.module_frame(ref.module.module):
-                made = _expr(m, value)
-            if _is_enum(m, ref) and not isinstance(bound, (Instance, EnumMember)):
-                return EnumMember(home, attr, made)
-            return made
+            return _class_value(m, ref, attr, value)
     given = m.intrinsics.values.get(f"{cls.qualname}.{attr}")  # set at run time (`setattr`)
     if given is not None:
         return given
@@ -238,6 +250,45 @@ def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: st
         if handler is not None:
             return Intrinsic(f"{base}.{attr}", bound)
     return _MISSING
+
+
+def _class_value(m: Machine, ref: ClassRef, attr: str, node: ast.expr) -> Any:
+    """A class body's `attr = <expr>`, evaluated once per run (as at class creation, where an
+    object that defines `__set_name__` learns its name: SGLang's `envs.X` fields), or the
+    enum member it makes."""
+    key = (ref.qualname, attr)
+    if key not in m.class_values:
+        home = m.source.class_val(ref.qualname)
+        with m.module_frame(ref.module.module) as frame:
+            frame.class_body = ref
+            made = _expr(m, node)
+        if _is_enum(m, ref):
+            made = EnumMember(home, attr, made)
+        elif isinstance(made, Instance) and made.cls is not None:
+            hook = lookup(m, made, "__set_name__", f"{ref.file}:{node.lineno}")
+            if isinstance(hook, FuncVal):
+                m.invoke(hook, [home, attr], {})
+        m.class_values[key] = made
+    return m.class_values[key]
+
+
+def class_body_name(m: Machine, ref: ClassRef, name: str, where: str) -> Any:
+    """A name of a class body read further down the same body (`ALL = (DECODE, PREFILL)`)."""
+    node = m.source.class_attribute(ref, name)
+    if node is None:
+        return _MISSING
+    value = _class_value(m, ref, name, node)
+    return value.value if isinstance(value, EnumMember) else value
+
+
+def class_subscript(m: Machine, cls: ClassVal, key: Any, where: str) -> Any:
+    """`Enum["NAME"]`: the member of that name."""
+    if cls.ref is None or not _is_enum(m, cls.ref):
+        return Top(f"{where}: subscript of the class {cls.name}")
+    if not isinstance(key, str):
+        return Top(f"{where}: {cls.name}[...] of an unknown name", reads_of(key))
+    found = _class_attribute(m, cls, None, key, where)
+    return found if isinstance(found, EnumMember) else Top(f"{where}: {cls.name}[{key!r}]")
 
 
 def _method_value(m: Machine, ref: ClassRef, site: FunctionSite, bound: Any) -> Any:
@@ -337,6 +388,10 @@ def construct(m: Machine, cls: ClassVal, call: Call) -> Any:
     return made
 
 
+def is_dataclass(m: Machine, cls: ClassVal) -> bool:
+    return cls.ref is not None and any(_is_dataclass(m, r) for r in m.source.mro(cls.ref)[0])
+
+
 def _is_dataclass(m: Machine, ref: ClassRef) -> bool:
     node = m.source.class_node(ref)
     return node is not None and any(
@@ -389,6 +444,12 @@ def builtin_call(m: Machine, name: str, call: Call) -> Any:
         return is_instance(m, args[0], args[1], where)
     if name in {"getattr", "hasattr"} and len(args) >= 2:
         return _getattr(m, name, args, where)
+    if name == "issubclass" and len(args) == 2 and isinstance(args[0], ClassVal):
+        kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
+        if all(isinstance(k, (ClassVal, Intrinsic)) for k in kinds):
+            names = _class_names(m, args[0])
+            return any(k.qualname in names for k in kinds)
+        return Top(f"{where}: issubclass of unknowns")
     if name == "super":
         return _super(m, where)
     if name == "type" and len(args) == 1:
@@ -399,7 +460,12 @@ def builtin_call(m: Machine, name: str, call: Call) -> Any:
             else Top(f"{where}: type()")
         )
     if name == "callable" and len(args) == 1:
-        return isinstance(args[0], (FuncVal, ClassVal)) or Top(f"{where}: callable()")
+        value = args[0]
+        if isinstance(value, (FuncVal, ClassVal)):
+            return True
+        if value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)):
+            return False
+        return Top(f"{where}: callable() of {type(value).__name__}")
     if name in {"print", "setattr", "id", "hash", "iter", "next", "open", "vars", "locals",
                 "globals", "exec", "eval", "input", "repr", "format"}:  # fmt: skip
         if name == "repr" and len(args) == 1 and not isinstance(args[0], (Top, OneOf)):
@@ -477,6 +543,8 @@ def is_instance(m: Machine, value: Any, kinds: Any, where: str) -> Any:
     wanted = kinds if isinstance(kinds, tuple) else (kinds,)
     plain = {"dict": dict, "list": list, "tuple": tuple, "int": int, "float": float, "str": str,
              "bool": bool, "set": set, "frozenset": frozenset, "type(None)": type(None)}  # fmt: skip
+    if kinds == Intrinsic("builtins.type"):
+        return isinstance(value, ClassVal)
     answers: list[Any] = []
     for kind in wanted:
         if isinstance(kind, Intrinsic) and kind.qualname.startswith("builtins."):

@@ -27,6 +27,7 @@ from eaglebug.checks.pyeval.values import (
     Intrinsic,
     ModuleVal,
     OneOf,
+    PartialDict,
     Top,
     alternatives,
     one_of,
@@ -171,6 +172,8 @@ def compare(op: ast.cmpop, a: Any, b: Any, budget: Budget, where: str) -> Any:
                     return Top(f"{where}: == of objects the reading cannot compare")
                 return equal if isinstance(op, ast.Eq) else not equal
             case ast.In() | ast.NotIn():
+                if isinstance(y, PartialDict) and y.absent(x) is None:
+                    return Top(f"{where}: whether {x!r} is set is not known")
                 if not isinstance(y, (tuple, list, str, dict, set, frozenset, range)):
                     return Top(f"{where}: `in` of a {type(y).__name__}")
                 if isinstance(y, str) and not isinstance(x, str):
@@ -296,7 +299,7 @@ STR_METHODS = frozenset(
     {"lower", "upper", "startswith", "endswith", "strip", "lstrip", "rstrip", "split", "replace",
      "join", "format", "isdigit", "removeprefix", "removesuffix", "title", "count", "find"}
 )  # fmt: skip
-DICT_METHODS = frozenset({"get", "keys", "values", "items"})
+DICT_METHODS = frozenset({"get", "keys", "values", "items", "setdefault", "pop", "update", "copy"})
 
 
 def pure_call(
@@ -349,11 +352,14 @@ def _extreme(name: str, args: list[Any], budget: Budget, where: str) -> Any:
     return lifted(one, budget, *items)
 
 
+NOT_MODELLED: Any = object()  # a method of a value the reading does not model
+
+
 def method_of_value(
     owner: Any, attr: str, args: list[Any], kwargs: dict[str, Any], budget: Budget, where: str
 ) -> Any:
-    """A method of a known str / dict / list / tuple (the list's `append` mutates it); None when
-    the value has no such method the reading models."""
+    """A method of a known str / dict / list / tuple (the list's `append` mutates it);
+    NOT_MODELLED when the value has no such method the reading models."""
     if isinstance(owner, str) and attr in STR_METHODS:
         if any(isinstance(a, (Top, OneOf)) for a in [*args, *kwargs.values()]):
             return Top(f"{where}: str.{attr} of an unknown", reads_of(*args))
@@ -366,8 +372,19 @@ def method_of_value(
             key = args[0] if args else None
             if isinstance(key, (Top, OneOf)):
                 return Top(f"{where}: dict.get of an unknown key", reads_of(key))
+            if isinstance(owner, PartialDict) and owner.absent(key) is None:
+                return Top(f"{where}: whether {key!r} is set is not known")
             found = [v for k, v in owner.items() if _equal(k, key)]
             return found[0] if found else (args[1] if len(args) > 1 else None)
+        if attr in {"setdefault", "pop", "update"}:
+            if any(isinstance(a, (Top, OneOf)) for a in args[:1]):
+                return Top(f"{where}: dict.{attr} of an unknown key", reads_of(*args))
+            try:
+                return getattr(owner, attr)(*args, **kwargs)
+            except (KeyError, TypeError) as error:
+                return Top(f"{where}: dict.{attr}: {error}")
+        if attr == "copy":
+            return dict(owner)
         return list(getattr(owner, attr)())
     if isinstance(owner, list) and attr in {"append", "extend", "insert"}:
         getattr(owner, attr)(*args)
@@ -377,11 +394,13 @@ def method_of_value(
             return getattr(owner, attr)(*args)
         except ValueError as error:
             return Top(f"{where}: {error}")
-    return None
+    return NOT_MODELLED
 
 
 def subscript(owner: Any, key: Any, budget: Budget, where: str) -> Any:
     def one(container: Any, index: Any) -> Any:
+        if isinstance(container, PartialDict) and container.absent(index) is None:
+            return Top(f"{where}: whether {index!r} is set is not known")
         if isinstance(index, slice) or isinstance(container, (str, list, tuple, dict, range)):
             try:
                 return container[index]

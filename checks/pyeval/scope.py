@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.pyeval.values import ClassVal, FunctionSite
+from eaglebug.checks.source.classfacts import resolve_relative
 
 if TYPE_CHECKING:
     from eaglebug.checks.source.classes import ClassRef
@@ -46,6 +47,10 @@ class ModuleTable:
     is_package: bool
     definitions: dict[str, list[Candidate]] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted target
+    stars: list[str] = field(default_factory=list)  # modules `from X import *` brings in
+    # Names a function of the module rebinds (`global _TP; _TP = ...`): the process's state,
+    # set at run time; their import-time value is not what the running server reads.
+    runtime: set[str] = field(default_factory=set)
 
     def only(self, name: str) -> Definition | None:
         """The definition of a name defined once, unguarded; None otherwise."""
@@ -101,7 +106,28 @@ class Source:
                 candidates.append(Candidate(node, guards))
         for name in table.definitions:
             table.imports.pop(name, None)  # defined after an import of the same name
+        for node in ast.walk(parsed.tree):
+            if isinstance(node, ast.Global):
+                table.runtime.update(node.names)
+        for stmt, _ in _top_level(parsed.tree.body, ()):
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                base = resolve_relative(module, table.is_package, stmt.level, stmt.module)
+                table.stars.append(base)
         return table
+
+    def defines(self, module: str, name: str, hops: int = 0) -> str | None:
+        """The module that gives `module` its top-level `name` (itself, or one it star-imports),
+        or None."""
+        table = self.table(module)
+        if table is None or hops > 8:
+            return None
+        if name in table.definitions or name in table.imports:
+            return module
+        for star in table.stars:
+            found = self.defines(star, name, hops + 1)
+            if found is not None:
+                return found
+        return None
 
     def split(self, dotted: str) -> tuple[str, str] | None:
         """(module, name) of a dotted name whose module is in the tree."""

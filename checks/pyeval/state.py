@@ -8,6 +8,8 @@ the path it is on, and what it returned so far.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,11 @@ class Heap:
     # reads are recorded (the server args: a refusal names the fields it read).
     closed: set[int] = field(default_factory=set)
     tracked: set[int] = field(default_factory=set)
-    next_oid: int = 1
+    # Object ids come from one counter that every fork shares: two branches that each make an
+    # object never give them the same id.
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    # Attribute names that answer the object itself (`get_exec().kernel` is the same args).
+    aliases: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def copy(self) -> Heap:
         return Heap(
@@ -38,12 +44,12 @@ class Heap:
             dict(self.writes),
             set(self.closed),
             set(self.tracked),
-            self.next_oid,
+            self.counter,
+            self.aliases,
         )
 
     def new(self, attrs: dict[str, Any] | None = None) -> int:
-        oid = self.next_oid
-        self.next_oid += 1
+        oid = next(self.counter)
         self.objects[oid] = dict(attrs or {})
         return oid
 
@@ -51,7 +57,7 @@ class Heap:
 def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     """Both branches' heaps as one: an attribute written differently is `OneOf` (or unknown);
     an object made in one branch only is kept as it is there."""
-    out = Heap(next_oid=max(a.next_oid, b.next_oid))
+    out = Heap(counter=a.counter, aliases={**a.aliases, **b.aliases})
     out.closed = a.closed | b.closed
     out.tracked = a.tracked | b.tracked
     for oid in a.objects.keys() | b.objects.keys():
@@ -87,7 +93,7 @@ class Frame:
     table: ModuleTable | None
     locals: dict[str, Any] = field(default_factory=dict)
     local_reads: dict[str, frozenset[str]] = field(default_factory=dict)
-    imports: dict[str, str] = field(default_factory=dict)  # the function's own imports
+    class_body: Any = None  # the ClassRef whose body runs (its earlier names are in scope)
     owner: ClassVal | None = None  # the class whose body defines the running method
     bound: Any = None  # the object the method runs on (for `super()`)
     tests: list[Test] = field(default_factory=list)

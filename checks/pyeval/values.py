@@ -152,6 +152,21 @@ class Raised:
     definite: bool = True
 
 
+class PartialDict(dict[str, Any]):
+    """A dict of which only some keys are known to be absent (`known`): the server's
+    environment, where eaglebug knows the variables SGLang declares but not every other one
+    the shell exports. A key it lacks is absent when in `known`, else unknown."""
+
+    def __init__(self, items: dict[str, Any], known: frozenset[str]) -> None:
+        super().__init__(items)
+        self.known = known
+
+    def absent(self, key: Any) -> bool | None:
+        if key in self:
+            return False
+        return True if key in self.known else None
+
+
 UNSET: Any = object()  # a parameter with no argument and no default
 
 
