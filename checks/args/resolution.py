@@ -57,7 +57,9 @@ class Resolution:
     values: dict[str, Any]  # server-args fields after resolution
     writes: dict[str, Write]  # where each resolved field was last written
     raised: list[Raised]  # refused during resolution (before the load)
-    after_load: list[tuple[str, str, Raised]] = field(default_factory=list)  # (role, backend, raise)
+    after_load: list[tuple[str, str, Raised]] = field(
+        default_factory=list
+    )  # (role, backend, raise)
     draft_backend: Any = None
     draft_backend_from: str | None = None
     entry: str | None = None
@@ -114,15 +116,9 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     return values
 
 
-
-
-
-
-
-
 def entry(index: TreeIndex) -> FunctionSite | None:
     """Where the tree resolves its server args."""
-    source = Source(index)
+    source = Source.of(index)
     if _PIPELINE in index.entries:
         found = source.function("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline")
         if found is not None:
@@ -204,7 +200,7 @@ def _machine(
     models: Models,
     mla: bool | None,
 ) -> World:
-    return world(Machine(Source(index)), index, values, capability, models, mla)
+    return world(Machine(Source.of(index)), index, values, capability, models, mla)
 
 
 def _args_call(w: World, site: FunctionSite, args: list[Any]) -> Result:
@@ -219,7 +215,7 @@ def _args_call(w: World, site: FunctionSite, args: list[Any]) -> Result:
 def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models) -> list[Raised]:
     """What `ServerArgs.check_server_args` (the launcher calls it after the resolution: 0.5.9
     and 0.5.23 `engine.py`) refuses for these resolved values."""
-    site = Source(index).function("sglang.srt.server_args", "ServerArgs.check_server_args")
+    site = Source.of(index).function("sglang.srt.server_args", "ServerArgs.check_server_args")
     if site is None:
         return []
     w = _machine(index, resolved, None, models, models.target_mla)
@@ -237,7 +233,9 @@ def resolve(
     w = _machine(index, values, capability, models, models.target_mla)
     result = _args_call(w, site, [])
     resolved = dict(w.machine.fields(w.args))
-    writes = {key: write for (oid, key), write in w.machine.heap.writes.items() if oid == w.args.oid}
+    writes = {
+        key: write for (oid, key), write in w.machine.heap.writes.items() if oid == w.args.oid
+    }
     run = Resolution(
         resolved,
         writes,
@@ -253,12 +251,16 @@ def resolve(
     factories = registry(index)
     prefill, decode = backends(resolved)
     for backend in [b for b in dict.fromkeys((prefill, decode)) if isinstance(b, str)]:
-        run.after_load += _factory(index, resolved, capability, models, factories, backend, "target")
+        run.after_load += _factory(
+            index, resolved, capability, models, factories, backend, "target"
+        )
     if values.get("speculative_algorithm") is not None and models.draft_mla is not None:
         draft, origin = _draft_backend(index, resolved, capability, models)
         run.draft_backend, run.draft_backend_from = draft, origin
         if isinstance(draft, str):
-            run.after_load += _factory(index, resolved, capability, models, factories, draft, "draft")
+            run.after_load += _factory(
+                index, resolved, capability, models, factories, draft, "draft"
+            )
     return run
 
 
@@ -345,7 +347,7 @@ def _draft_backend(
     models: Models,
 ) -> tuple[Any, str | None]:
     """The draft runner's backend, by the tree's draft-backend resolver where it has one."""
-    source = Source(index)
+    source = Source.of(index)
     for rel in sorted(r for r in index.entries if r.startswith(_SPECULATIVE)):
         try:
             text = (index.tree.root / rel).read_bytes()

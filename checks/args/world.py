@@ -191,7 +191,9 @@ def world(
     from eaglebug.checks.args.world import env_names
 
     brains.register_all(hooks, models.environ, capability, known=set(env_names(index)))
-    args = machine.bag(dict(values), machine.source.class_val("sglang.srt.server_args.ServerArgs"), track=True)
+    args = machine.bag(
+        dict(values), machine.source.class_val("sglang.srt.server_args.ServerArgs"), track=True
+    )
     machine.heap.aliases[args.oid] = _ARGS_ALIASES
     config_class = ClassVal("transformers.PretrainedConfig")
     hf = machine.bag(
@@ -238,7 +240,9 @@ def world(
         lambda call: capability if capability is not None else Top("the GPU is not known"),
     )
     for name in _VIEWS:
-        hooks.call_in("sglang.srt.arg_groups*", name, lambda call: call.args[0] if call.args else None)
+        hooks.call_in(
+            "sglang.srt.arg_groups*", name, lambda call: call.args[0] if call.args else None
+        )
     hooks.call(_GLOBAL_ARGS, lambda call: args)
     context = Intrinsic("sglang.runtime_context")
     hooks.value(_CONTEXT, context)
@@ -303,7 +307,8 @@ def _post_process(args: Instance) -> Any:
         fn = call.args[1]
         m = call.machine
         result = m.invoke(fn, [call.args[0]], {})
-        line = fn.site.node.lineno
+        node = m.source.node_of(fn.site)
+        line = node.lineno if node is not None else fn.site.line
         choices = result.values if isinstance(result, OneOf) else (result,)
         if all(isinstance(c, dict) for c in choices):
             keys = dict.fromkeys(k for c in choices for k in c)
@@ -314,7 +319,7 @@ def _post_process(args: Instance) -> Any:
                 values = [c.get(key, before) for c in choices]
                 m.write(args, key, one_of(values, m.budget.alternatives), fn.site.rel, line)
         elif isinstance(result, Top):
-            for key in _dict_keys(fn.site.node):
+            for key in _dict_keys(node) if node is not None else []:
                 m.write(args, key, Top(f"{fn.site.where}: the pass's result"), fn.site.rel, line)
         return None
 

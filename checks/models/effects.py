@@ -86,7 +86,7 @@ def method_effects(
     """Run `ref`'s `method` (defined in `rel`) on an object whose `config` is `config`, with
     `args` by parameter name (the others unknown); None when the run could not complete."""
     effects = Effects()
-    source = Source(index)
+    source = Source.of(index)
     machine = Machine(
         source, policy=Policy(record_raises=False), observer=_Tracker(tracked, effects)
     )

@@ -158,7 +158,7 @@ def _copy(machine: Machine, value: Any, deep: bool, memo: dict[int, Instance]) -
         made = machine.new_object(value.cls)
         memo[value.oid] = made
         for key, inner in machine.fields(value).items():
-            machine.fields(made)[key] = _copy(machine, inner, deep, memo) if deep else inner
+            machine.heap.set(made.oid, key, _copy(machine, inner, deep, memo) if deep else inner)
         if value.oid in machine.heap.closed:
             machine.heap.closed.add(made.oid)
         return made

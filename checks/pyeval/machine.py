@@ -21,6 +21,7 @@ Expressions are in `exprs.py`, objects and classes in `objects.py`.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -230,6 +231,12 @@ class Machine:
         reads: dict[int | str, frozenset[str]] | None = None,
     ) -> Any:
         site = fn.site
+        node = self.source.node_of(site)
+        if node is None:
+            return Top(f"{site.where}: {site.qualname} is defined on several paths")
+        if site.node is None:
+            site = FunctionSite(site.rel, site.module, site.qualname, node)
+            fn = FuncVal(site, fn.owner, fn.bound, fn.kind, fn.closure)
         if len(self.stack) >= self.budget.depth:
             return Top(f"{site.where}: calls nest deeper than {self.budget.depth}")
         if any(f.site is not None and f.site == site for f in self.stack):
@@ -240,7 +247,6 @@ class Machine:
         self.bind(frame, fn, args, kwargs, reads or {})
         self.stack.append(frame)
         try:
-            node = site.node
             if isinstance(node, ast.Lambda):
                 return exprs.expr(self, node.body)
             self.block(node.body)
@@ -387,7 +393,9 @@ class Machine:
                     entered = exprs.expr(self, item.context_expr)
                     if item.optional_vars is not None:
                         why = f"{frame.rel}:{stmt.lineno}: what a `with` gives"
-                        self.assign(item.optional_vars, Top(why, reads_of(entered)), stmt, frozenset())
+                        self.assign(
+                            item.optional_vars, Top(why, reads_of(entered)), stmt, frozenset()
+                        )
                 self.block(body)
             case ast.Break() | ast.Continue() if frame.loops:
                 if all(test.definite for test in frame.tests[frame.loops[-1] :]):
@@ -454,7 +462,7 @@ class Machine:
 
     def write(self, obj: Instance, attr: str, value: Any, rel: str, line: int) -> None:
         key = obj.key(attr)
-        self.heap.objects.setdefault(obj.oid, {})[key] = value
+        self.heap.set(obj.oid, key, value)
         from eaglebug.checks.pyeval.state import Write
 
         self.heap.writes[(obj.oid, key)] = Write(value, rel, line)
@@ -693,12 +701,15 @@ def _ends(body: list[ast.stmt]) -> bool:
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
-    return {
-        n.id
-        for stmt in body
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
+    return {name for stmt in body for name in _stored(stmt)}
+
+
+@functools.lru_cache(maxsize=8192)
+def _stored(stmt: ast.stmt) -> frozenset[str]:
+    """The names a statement binds (a branch's, looked up at each of its runs)."""
+    return frozenset(
+        n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    )
 
 
 def _why(value: Any) -> str:

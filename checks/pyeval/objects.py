@@ -64,6 +64,9 @@ def _resolve(m: Machine, module: str, name: str, hops: int) -> Any:
     given = m.intrinsics.values.get(f"{module}.{name}", _MISSING)
     if given is not _MISSING:  # a plug-in's value wins over the tree's (a lazy singleton)
         return given
+    lazy = m.source.lazy_function(module, name)
+    if lazy is not None:  # a plain module function: no parse until it runs
+        return FuncVal(lazy)
     table = m.source.table(module)
     if table is None:
         return Intrinsic(f"{module}.{name}")

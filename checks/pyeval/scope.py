@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,12 +60,24 @@ class ModuleTable:
 
 
 class Source:
-    """The tree as the evaluator reads it (one per index; its caches live as long as it)."""
+    """The tree as the evaluator reads it: one per index (`Source.of`), so every run on the
+    index shares its module tables and class nodes, built once per file."""
 
     def __init__(self, index: TreeIndex) -> None:
         self.index = index
         self._tables: dict[str, ModuleTable | None] = {}
         self._classes: dict[tuple[str, int], ast.ClassDef | None] = {}
+        self._bodies: dict[tuple[str, int], dict[str, ast.expr]] = {}
+        self._lazy: dict[tuple[str, str], FunctionSite | None] = {}
+        self._columns: dict[str, tuple[dict[str, list[int]], set[str]]] = {}
+
+    @classmethod
+    def of(cls, index: TreeIndex) -> Source:
+        found = getattr(index, "_pyeval_source", None)
+        if not isinstance(found, Source):
+            found = cls(index)
+            index._pyeval_source = found  # type: ignore[attr-defined]
+        return found
 
     # -- modules -----------------------------------------------------------------------------
     def file_of(self, module: str) -> str | None:
@@ -106,9 +119,8 @@ class Source:
                 candidates.append(Candidate(node, guards))
         for name in table.definitions:
             table.imports.pop(name, None)  # defined after an import of the same name
-        for node in ast.walk(parsed.tree):
-            if isinstance(node, ast.Global):
-                table.runtime.update(node.names)
+        for match in _GLOBAL.finditer(parsed.text):  # `global a, b` in a function's body
+            table.runtime.update(n.strip() for n in match.group(1).split(","))
         for stmt, _ in _top_level(parsed.tree.body, ()):
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
                 base = resolve_relative(module, table.is_package, stmt.level, stmt.module)
@@ -178,20 +190,67 @@ class Source:
 
     def class_attribute(self, ref: ClassRef, name: str) -> ast.expr | None:
         """`name = <expr>` (or `name: T = <expr>`) in the class body."""
-        node = self.class_node(ref)
-        found: ast.expr | None = None
-        for stmt in node.body if node is not None else []:
-            if (
-                isinstance(stmt, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
-            ) or (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and stmt.target.id == name
-                and stmt.value is not None
-            ):
-                found = stmt.value
-        return found
+        return self.class_body(ref).get(name)
+
+    def class_body(self, ref: ClassRef) -> dict[str, ast.expr]:
+        """A class body's assigned names (the last assignment of each), once per class."""
+        key = (ref.file, ref.facts.line)
+        if key not in self._bodies:
+            node = self.class_node(ref)
+            found: dict[str, ast.expr] = {}
+            for stmt in node.body if node is not None else []:
+                if isinstance(stmt, ast.Assign):
+                    for target in stmt.targets:
+                        if isinstance(target, ast.Name):
+                            found[target.id] = stmt.value
+                elif (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.value is not None
+                ):
+                    found[stmt.target.id] = stmt.value
+            self._bodies[key] = found
+        return self._bodies[key]
+
+    def node_of(
+        self, site: FunctionSite
+    ) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
+        """The function's syntax, parsing its file now if the site was found without it."""
+        if site.node is not None:
+            return site.node
+        found = self.function(site.module, site.qualname)
+        return found.node if found is not None else None
+
+    def lazy_function(self, module: str, name: str) -> FunctionSite | None:
+        """A module function known from the file's facts and text alone (a `def` at column 0
+        that nothing at column 0 rebinds): its site, to be parsed only if it runs."""
+        key = (module, name)
+        if key not in self._lazy:
+            self._lazy[key] = self._lazy_function(module, name)
+        return self._lazy[key]
+
+    def _lazy_function(self, module: str, name: str) -> FunctionSite | None:
+        rel = self.file_of(module)
+        facts = self.index.module(module) if rel is not None else None
+        if rel is None or facts is None or name not in facts.functions:
+            return None
+        defs, bound = self._column_zero(rel)
+        if len(defs.get(name, ())) != 1 or name in bound:
+            return None
+        return FunctionSite(rel, module, name, None, defs[name][0])
+
+    def _column_zero(self, rel: str) -> tuple[dict[str, list[int]], set[str]]:
+        """A file's `def`s at column 0 (with their lines) and the names assigned at column 0,
+        from its text in one pass."""
+        if rel not in self._columns:
+            data = self.index.files.source(rel) or b""
+            defs: dict[str, list[int]] = {}
+            for match in _DEF.finditer(data):
+                line = data.count(b"\n", 0, match.start()) + 1
+                defs.setdefault(match.group(1).decode(), []).append(line)
+            bound = {m.group(1).decode() for m in _BOUND.finditer(data)}
+            self._columns[rel] = (defs, bound)
+        return self._columns[rel]
 
     def function(self, module: str, qualname: str) -> FunctionSite | None:
         """A module function or a `Class.method` of a module, by qualified name in it."""
@@ -229,3 +288,6 @@ def _top_level(
 
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+_DEF = re.compile(rb"^(?:async )?def (\w+)\(", re.MULTILINE)
+_BOUND = re.compile(rb"^(\w+)\s*(?::[^=\n]*)?=[^=]", re.MULTILINE)
+_GLOBAL = re.compile(r"^[ \t]+global[ \t]+(\w+(?:[ \t]*,[ \t]*\w+)*)", re.MULTILINE)

@@ -38,9 +38,13 @@ class Heap:
     # Attribute names that answer the object itself (`get_exec().kernel` is the same args).
     aliases: dict[int, frozenset[str]] = field(default_factory=dict)
 
+    # The objects whose attribute dict this heap owns; the others it shares with the heap it
+    # was copied from, until it writes to them (copy on write: a fork copies nothing).
+    owned: set[int] = field(default_factory=set)
+
     def copy(self) -> Heap:
         return Heap(
-            {oid: dict(attrs) for oid, attrs in self.objects.items()},
+            dict(self.objects),
             dict(self.writes),
             set(self.closed),
             set(self.tracked),
@@ -51,7 +55,14 @@ class Heap:
     def new(self, attrs: dict[str, Any] | None = None) -> int:
         oid = next(self.counter)
         self.objects[oid] = dict(attrs or {})
+        self.owned.add(oid)
         return oid
+
+    def set(self, oid: int, key: str, value: Any) -> None:
+        if oid not in self.owned:
+            self.objects[oid] = dict(self.objects.get(oid, {}))
+            self.owned.add(oid)
+        self.objects[oid][key] = value
 
 
 def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
@@ -62,16 +73,18 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     out.tracked = a.tracked | b.tracked
     for oid in a.objects.keys() | b.objects.keys():
         left, right = a.objects.get(oid), b.objects.get(oid)
-        if left is None or right is None:
-            out.objects[oid] = dict(left if left is not None else right or {})
-            continue
+        if left is None or right is None or left is right:
+            out.objects[oid] = left if left is not None else right or {}
+            continue  # shared, not owned: the next write copies it
         merged: dict[str, Any] = {}
         for key in left.keys() | right.keys():
             if key in left and key in right:
-                merged[key] = one_of((left[key], right[key]), limit)
+                x, y = left[key], right[key]
+                merged[key] = x if x is y else one_of((x, y), limit)
             else:  # set on one path only: whether it is set at all is not known
                 merged[key] = Top(f"{key} is set on one path only")
         out.objects[oid] = merged
+        out.owned.add(oid)
     out.writes = {**a.writes, **b.writes}
     return out
 

@@ -98,7 +98,12 @@ class FunctionSite:
     rel: str  # the file, relative to the tree root
     module: str
     qualname: str  # `Class.method` or `function`
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda = field(compare=False, hash=False)
+    # None until the function runs: a module function found from the file's facts is parsed
+    # only when called (`Source.node_of`), so a name that is only passed around costs nothing.
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None = field(
+        default=None, compare=False, hash=False
+    )
+    line: int = field(default=0, compare=False, hash=False)
 
     @property
     def name(self) -> str:
@@ -106,7 +111,7 @@ class FunctionSite:
 
     @property
     def where(self) -> str:
-        return f"{self.rel}:{self.node.lineno}"
+        return f"{self.rel}:{self.node.lineno if self.node is not None else self.line}"
 
 
 @dataclass(frozen=True)

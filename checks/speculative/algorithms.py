@@ -216,7 +216,7 @@ def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None
     if registered:  # members registered by calls at import time, not declared
         members, flags = _registered(tree)
     module, _ = module_name(rel)
-    source = Source(index)
+    source = Source.of(index)
     cls = source.class_val(f"{module}.{ENUM_NAME}")
     hooks = Intrinsics()
     machine = Machine(source, hooks, budget=_BUDGET)
