@@ -350,3 +350,55 @@ def test_a_decided_branch_that_ends_an_undecided_path_ends_it(tmp_path: Path) ->
     m.observer = Returns()
     run(m, "a", "f", Top("runtime"), "frozen")
     assert "eagle worker" not in values and "frozen worker" in values
+
+
+def test_a_fork_does_not_write_through_to_the_other_path(tmp_path: Path) -> None:
+    """Copy on write: the path run first must not change the object the second path starts
+    from (0.5.9's TRT-LLM page size must not leak into the path without that backend)."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class A:
+            def __init__(self, c):
+                self.c = c
+                self.page_size = None
+                if self.c == "trtllm":
+                    self.page_size = 64
+        def f(c):
+            return A(c).page_size
+    """
+        },
+    )
+    made = run(m, "a", "f", Top("the backend")).value
+    assert isinstance(made, OneOf) and set(made.values) == {64, None}
+
+
+def test_a_test_narrows_what_it_names_on_each_path(tmp_path: Path) -> None:
+    """`if x is None: x = 1` leaves (1, 64) of (64, None), not (1, 64, None); an `and`
+    narrows each part on its true side; a call in the test is not run twice."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        calls = []
+        def g():
+            calls.append(1)
+            return 3
+        def f(c, d):
+            x = 64 if c else None
+            if x is None:
+                x = 1
+            y = 2 if d else 5
+            z = 0
+            if y != 2 and x == 64:
+                z = y + x
+            if y == g():
+                z = -1
+            return x, z
+    """
+        },
+    )
+    x, z = run(m, "a", "f", Top("c"), Top("d")).value
+    assert isinstance(x, OneOf) and set(x.values) == {1, 64}
+    assert isinstance(z, OneOf) and set(z.values) == {0, 69}  # 5 + 64 only, never 2 + ...

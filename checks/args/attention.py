@@ -10,6 +10,7 @@ and the first that clears the refusal is offered.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -356,7 +357,8 @@ def _fix_after_load(
         if name == failing or ref is None:
             continue
         refused = attnrules.factory_raises(index, run.values, gpu.capability, models, ref, role)
-        if not refused and ref.node.body:
+        node = ref.node
+        if not refused and node is not None and not isinstance(node, ast.Lambda) and node.body:
             why = (
                 "what SGLang's own message suggests"
                 if name in named

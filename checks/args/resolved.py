@@ -22,7 +22,9 @@ from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.source.index import TreeIndex
 
-FIELDS = ("max_running_requests", "speculative_num_draft_tokens")
+FIELDS = ("max_running_requests", "speculative_num_draft_tokens", "page_size")
+# The fields only a speculative launch has resolved for it.
+_SPECULATIVE = frozenset({"max_running_requests", "speculative_num_draft_tokens"})
 _ANSWER = "memresolved:"
 _KEEP_ANSWERS = 16
 
@@ -42,8 +44,11 @@ def resolved_fields(
     environ: Mapping[str, str] | None,
 ) -> dict[str, Resolved]:
     """The FIELDS this launch leaves to SGLang, as the tree resolves them (a tree answer)."""
-    wanted = [f for f in FIELDS if launch.values.get(f) is None]
-    if not wanted or target_config is None or launch.values.get("speculative_algorithm") is None:
+    speculative = launch.values.get("speculative_algorithm") is not None
+    wanted = [
+        f for f in FIELDS if launch.values.get(f) is None and (speculative or f not in _SPECULATIVE)
+    ]
+    if not wanted or target_config is None:
         return {}
     if not attnrules.has_resolution(index):
         return {}

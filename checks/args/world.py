@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.pyeval import brains
-from eaglebug.checks.pyeval.machine import Call, Machine
+from eaglebug.checks.pyeval.intrinsics import Intrinsics
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -188,8 +190,6 @@ def world(
 ) -> World:
     """Fill `machine`'s plug-ins and inputs for one run (`mla`: of the model being served)."""
     hooks = machine.intrinsics
-    from eaglebug.checks.args.world import env_names
-
     brains.register_all(hooks, models.environ, capability, known=set(env_names(index)))
     args = machine.bag(
         dict(values), machine.source.class_val("sglang.srt.server_args.ServerArgs"), track=True
@@ -212,6 +212,17 @@ def world(
         },
         closed=False,  # ModelConfig's other fields are computed at load time
     )
+    register_platform(hooks, index, capability)
+    register_resolution(hooks, args, model)
+    hooks.call_in("sglang.srt*", "get_config", _get_config(args, hf, draft_hf))
+    return World(machine, args, model, hf, draft_hf)
+
+
+def register_platform(
+    hooks: Intrinsics, index: TreeIndex, capability: tuple[int, int] | None
+) -> None:
+    """The box's platform: its probes (the machine's, and the capability-gated ones the
+    tree lists), `get_platform()`, `current_platform`, the device's SM and capability."""
     answers = capability_probes(index, capability)
     for name, answer in answers.items():
         hooks.call_in(_UTILS, name, _answer(answer, name))
@@ -239,6 +250,11 @@ def world(
         "get_device_capability",
         lambda call: capability if capability is not None else Top("the GPU is not known"),
     )
+
+
+def register_resolution(hooks: Intrinsics, args: Instance, model: Instance) -> None:
+    """The runtime-context proxies of the resolution (the module's docstring), answering
+    with `args` (the server args, or the memory check's flat object) and `model`."""
     for name in _VIEWS:
         hooks.call_in(
             "sglang.srt.arg_groups*", name, lambda call: call.args[0] if call.args else None
@@ -256,8 +272,6 @@ def world(
     hooks.call_in("sglang.srt.arg_groups*", "declare_resolution", _declare(args))
     hooks.call_in("sglang.srt.arg_groups*", "run_post_process_pass", _post_process(args))
     hooks.call_in("sglang.srt.arg_groups*", "run_hook", _run_hook)
-    hooks.call_in("sglang.srt*", "get_config", _get_config(args, hf, draft_hf))
-    return World(machine, args, model, hf, draft_hf)
 
 
 def runner(w: World, mla: bool | None) -> Instance:

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks.pyeval.machine import Call, Machine, Observer, Policy
+from eaglebug.checks.pyeval.machine import Machine, Observer, Policy
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Frame
+from eaglebug.checks.pyeval.state import Call, Frame
 from eaglebug.checks.pyeval.values import UNSET, FunctionSite, FuncVal, Top, is_known
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.facts import module_name

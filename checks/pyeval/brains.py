@@ -15,7 +15,8 @@ from typing import Any
 
 from eaglebug.checks.pyeval import objects
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
-from eaglebug.checks.pyeval.machine import Call, Machine
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     ClassVal,
     FuncVal,
@@ -115,6 +116,15 @@ def register_transformers(hooks: Intrinsics) -> None:
         "transformers.configuration_utils.PretrainedConfig",
     ):
         hooks.call(f"{base}.get_text_config", text_config)
+
+    def made(call: Call) -> Any:
+        """`DeepseekV3Config(**text_config)`: a config whose attributes are the keywords it
+        was given (what config.json held)."""
+        if call.args:
+            return Top(f"{call.where}: {call.qualname}() with positional arguments")
+        return call.machine.bag(dict(call.kwargs), ClassVal(call.qualname))
+
+    hooks.call_matching("transformers*", lambda name: made if name.endswith("Config") else None)
 
 
 def register_stdlib(hooks: Intrinsics) -> None:

@@ -13,6 +13,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval import objects, ops
+from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -266,8 +267,6 @@ def _bind_target(m: Machine, target: ast.expr, item: Any) -> None:
 
 # -- calls -------------------------------------------------------------------------------------
 def call(m: Machine, node: ast.Call) -> Any:
-    from eaglebug.checks.pyeval.machine import Call
-
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     reads: dict[int | str, frozenset[str]] = {}
@@ -296,6 +295,10 @@ def call(m: Machine, node: ast.Call) -> Any:
         if callee is not _DONE:
             return callee
         callee = objects.attribute(m, receiver, func.attr, where(m, node))
+        if isinstance(receiver, Instance) and not _callable(callee):
+            # A flat store's field of the name (ModelRunner's `use_mla_backend` flag) and a
+            # method of it (ServerArgs's `use_mla_backend()`): a call means the method.
+            callee = objects.method_of(m, receiver, func.attr, where(m, node), callee)
     else:
         callee = expr(m, func)
     made = Call(m, callee, objects.qualname_of(callee), args, kwargs, node, m.stack[-1], reads)
@@ -339,6 +342,10 @@ def _method(
     if isinstance(receiver, (int, float, bool)) or receiver is None:
         return Top(f"{here}: {type(receiver).__name__}.{attr}() is not modelled")
     return _DONE
+
+
+def _callable(value: Any) -> bool:
+    return not (value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)))
 
 
 def is_class(value: Any) -> bool:

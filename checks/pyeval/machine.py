@@ -24,14 +24,15 @@ import ast
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from eaglebug.checks.pyeval import exprs, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
+from eaglebug.checks.pyeval.narrow import narrow
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Frame, Heap, Test, merge_heaps
+from eaglebug.checks.pyeval.state import Call, Frame, Heap, Test, merge_heaps
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -71,8 +72,13 @@ class Result:
 class Observer:
     """What a caller wants to know of a run; each method a no-op unless overridden."""
 
-    def on_assign(self, frame: Frame, name: str, value: Any, stmt: ast.stmt) -> None:
-        """A local (or module) name assigned."""
+    def on_assign(self, frame: Frame, name: str, value: Any, stmt: ast.stmt, before: Any) -> None:
+        """A local name assigned (`before`: its value before an augmented assignment)."""
+
+    def on_field(
+        self, frame: Frame, obj: Instance, key: str, value: Any, stmt: ast.stmt, before: Any
+    ) -> None:
+        """An attribute of an object assigned by a statement of the tree."""
 
     def on_write(self, obj: Instance, key: str, value: Any, rel: str, line: int) -> None:
         """An attribute of an object written (`self.x = ...`, `args.tp_size = ...`)."""
@@ -90,26 +96,6 @@ class Observer:
 
     def on_binop(self, node: ast.BinOp, left: Any, right: Any, frame: Frame) -> None:
         """A binary operation evaluated (the layer walk watches divisions by group sizes)."""
-
-
-@dataclass
-class Call:
-    """One call as a plug-in or observer sees it."""
-
-    machine: Machine
-    callee: Any
-    qualname: str
-    args: list[Any]
-    kwargs: dict[str, Any]
-    node: ast.Call | None
-    frame: Frame | None
-    reads: dict[int | str, frozenset[str]] = field(default_factory=dict)
-
-    @property
-    def where(self) -> str:
-        frame = self.frame
-        line = self.node.lineno if self.node is not None else 0
-        return f"{frame.rel}:{line}" if frame is not None else f"<call>:{line}"
 
 
 class PathEnded(Exception):
@@ -219,6 +205,35 @@ class Machine:
             self.stack.pop()
         return self.result(value)
 
+    def call_within(self, fn: FuncVal, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """A call made by a plug-in on the run's behalf: its value, unknown where it raised.
+        Its raises are not the run's: they are said in `assumed`, and the run goes on."""
+        mark = len(self.raised)
+        try:
+            return self.invoke(fn, args, kwargs)
+        except Stopped as stop:
+            return Top(f"{fn.site.qualname} raised {stop.raised.kind}")
+        except (PathEnded, Returned):
+            return Top(f"{fn.site.qualname} raised")
+        finally:
+            for raised in self.raised[mark:]:
+                self.assume(f"{raised.rel}:{raised.line}: {fn.site.qualname} raises {raised.kind}")
+            del self.raised[mark:]
+
+    def expr(self, node: ast.expr) -> Any:
+        """An expression in the current frame; what it raises goes on up (the plug-ins and the
+        resolver evaluate through here: they know the machine, not the expression module)."""
+        return exprs.expr(self, node)
+
+    def evaluate_here(self, node: ast.expr) -> Any:
+        """An expression in the current frame (a caller's own `module_frame`)."""
+        try:
+            return exprs.expr(self, node)
+        except (Stopped, PathEnded, Returned):
+            return Top("raised")
+        except Exhausted as limit:
+            return Top(f"incomplete: {limit.what}")
+
     def result(self, value: Any, incomplete: str | None = None) -> Result:
         return Result(value, tuple(self.raised), tuple(self.assumed), incomplete)
 
@@ -273,7 +288,9 @@ class Machine:
     ) -> None:
         """Python's parameter binding: positional-only, positional, defaults, `*args`,
         keyword-only, `**kwargs`; a parameter left with no value is unknown."""
-        spec = fn.site.node.args
+        node = fn.site.node
+        assert node is not None, "bind runs a parsed function"
+        spec = node.args
         every = [a.arg for a in (*spec.posonlyargs, *spec.args)]
         first_default = len(every) - len(spec.defaults)
         positional = list(every)
@@ -351,7 +368,7 @@ class Machine:
             case ast.AugAssign(target=target, op=op, value=value):
                 before = exprs.expr(self, _as_load(target))
                 after = exprs.binop_node(self, ast.BinOp(target, op, value), before)
-                self.assign(target, after, stmt, frozenset())
+                self.assign(target, after, stmt, frozenset(), before)
             case ast.If(test=test, body=body, orelse=orelse):
                 self.branch(test, body, orelse)
             case ast.Return(value=value):
@@ -382,8 +399,8 @@ class Machine:
                 base = _relative(frame.module, frame.rel, level, module)
                 for alias in aliases:  # a function's import binds a local name
                     if alias.name != "*":
-                        target = f"{base}.{alias.name}"
-                        frame.locals[alias.asname or alias.name] = self.resolve_dotted(target)
+                        dotted = f"{base}.{alias.name}"
+                        frame.locals[alias.asname or alias.name] = self.resolve_dotted(dotted)
             case ast.Import(names=aliases):
                 for alias in aliases:
                     local = alias.asname or alias.name.split(".", 1)[0]
@@ -421,18 +438,26 @@ class Machine:
             outer |= self.reads
             self.reads = outer
 
-    def assign(self, target: ast.expr, value: Any, stmt: ast.stmt, read: frozenset[str]) -> None:
+    def assign(
+        self,
+        target: ast.expr,
+        value: Any,
+        stmt: ast.stmt,
+        read: frozenset[str],
+        before: Any = UNSET,
+    ) -> None:
         frame = self.stack[-1]
         match target:
             case ast.Name(id=name):
                 frame.locals[name] = value
                 frame.local_reads[name] = read
-                self.observer.on_assign(frame, name, value, stmt)
+                self.observer.on_assign(frame, name, value, stmt, before)
             case ast.Attribute(value=base, attr=attr):
                 owner = exprs.expr(self, base)
                 self.observer.on_store(target, value, stmt, frame)
                 if isinstance(owner, Instance):
                     self.write(owner, attr, value, frame.rel, stmt.lineno)
+                    self.observer.on_field(frame, owner, owner.key(attr), value, stmt, before)
             case ast.Subscript(value=base, slice=index):
                 container, key = exprs.expr(self, base), exprs.expr(self, index)
                 if isinstance(container, (dict, list)) and not isinstance(key, (Top, OneOf)):
@@ -487,9 +512,11 @@ class Machine:
         if self.forks > self.budget.forks:
             raise Exhausted(f"more than {self.budget.forks} undecided branches")
         heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
+        narrow(self, test, True)
         ended_body = self.guarded(Test(text, reads, False), body)
         body_state = (self.heap, frame.locals, frame.local_reads)
         self.heap, frame.locals, frame.local_reads = heap, local, local_reads
+        narrow(self, test, False)
         ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
         if ended_body and ended_else:
             raise PathEnded
@@ -643,7 +670,7 @@ class Machine:
                 if isinstance(target, ast.Attribute) and isinstance(target.ctx, ast.Store):
                     owner = exprs.expr(self, target.value)
                     if isinstance(owner, Instance):
-                        self.write(owner, target.attr, unknown, frame.rel, node.lineno)
+                        self.write(owner, target.attr, unknown, frame.rel, stmt.lineno)
         if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
             frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
 

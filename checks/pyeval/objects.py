@@ -16,7 +16,9 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval import ops
+from eaglebug.checks.pyeval.intrinsics import DECLINE
 from eaglebug.checks.pyeval.scope import BUILTIN_NAMES
+from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -35,7 +37,7 @@ from eaglebug.checks.pyeval.values import (
 )
 
 if TYPE_CHECKING:
-    from eaglebug.checks.pyeval.machine import Call, Machine
+    from eaglebug.checks.pyeval.machine import Machine
     from eaglebug.checks.source.classes import ClassRef
 
 _MISSING: Any = object()  # an attribute the object certainly lacks
@@ -100,13 +102,14 @@ def _resolve(m: Machine, module: str, name: str, hops: int) -> Any:
     target = table.imports.get(name)
     if target is not None:
         return resolve_dotted(m, target, hops + 1)
+    if table.is_package:  # `pkg.sub` whose file is not in the tree (a partial copy, an
+        # extension module): a name outside the tree, which a plug-in may answer
+        return m.intrinsics.values.get(f"{module}.{name}", Intrinsic(f"{module}.{name}"))
     return Top(f"{module} has no name {name}")
 
 
 def _expr(m: Machine, node: ast.expr) -> Any:
-    from eaglebug.checks.pyeval import exprs
-
-    return exprs.expr(m, node)
+    return m.expr(node)
 
 
 def _definition(m: Machine, module: str, rel: str, name: str, node: ast.AST) -> Any:
@@ -192,8 +195,6 @@ def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
             return m.intrinsics.values[qualname]
         handler = m.intrinsics.handler(f"{owner.qualname}.__getattr__")
         if handler is not None:
-            from eaglebug.checks.pyeval.machine import Call
-
             found = handler(Call(m, owner, owner.qualname, [attr], {}, None, None))
             if found is not UNSET:
                 return found
@@ -215,13 +216,31 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
     prefix = key + "."
     if any(k.startswith(prefix) for k in store):
         return obj.child(attr)  # a deeper path of the flat store
-    if obj.cls is not None and not obj.path:
-        found = _class_attribute(m, obj.cls, obj, attr, where)
+    cls = obj.cls if not obj.path else m.heap.path_classes.get((obj.oid, obj.path))
+    classes = [cls] if cls is not None else []
+    if obj.oid in m.heap.flat and cls is None and not obj.path:  # the running method's object
+        running = next((f.owner for f in reversed(m.stack) if f.site is not None), None)
+        classes = [c for c in (running, *m.heap.roles.get(obj.oid, ())) if c is not None]
+    for cls in dict.fromkeys(classes):
+        found = _class_attribute(m, cls, obj, attr, where)
         if found is not _MISSING:
             return found
-    if obj.oid in m.heap.closed:
+    if m.heap.is_closed(obj.oid, obj.path):
         return _MISSING
     return Top(f"{where}: {_kind(obj)}.{attr} is not known")
+
+
+def method_of(m: Machine, obj: Instance, attr: str, where: str, found: Any) -> Any:
+    """The method named `attr` of the classes a flat object stands for, where its store
+    holds a plain value of that name; `found` when there is no such method."""
+    if obj.oid not in m.heap.flat or obj.path:
+        return found
+    running = next((f.owner for f in reversed(m.stack) if f.site is not None), None)
+    for cls in dict.fromkeys(c for c in (running, *m.heap.roles.get(obj.oid, ())) if c):
+        made = _class_attribute(m, cls, obj, attr, where)
+        if isinstance(made, FuncVal):
+            return made
+    return found
 
 
 def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str) -> Any:
@@ -341,7 +360,9 @@ def call_value(m: Machine, call: Call) -> Any:
         return one_of(values, m.budget.alternatives)
     handler = m.intrinsics.handler(call.qualname) if call.qualname else None
     if handler is not None:
-        return handler(call)
+        answered = handler(call)
+        if answered is not DECLINE:
+            return answered
     if isinstance(callee, Top):
         return Top(callee.why, reads_of(callee, *call.args))
     if isinstance(callee, FuncVal):
@@ -565,12 +586,12 @@ def is_instance(m: Machine, value: Any, kinds: Any, where: str) -> Any:
         elif isinstance(value, EnumMember):
             answers.append(qualname in _class_names(m, value.cls))
         elif isinstance(value, Instance):
-            if value.cls is None:
-                answers.append(
-                    False if value.oid in m.heap.closed else Top(f"{where}: the class of an input")
-                )
+            cls = value.cls if not value.path else m.heap.path_classes.get((value.oid, value.path))
+            if cls is None:
+                closed = m.heap.is_closed(value.oid, value.path)
+                answers.append(False if closed else Top(f"{where}: the class of an input"))
             else:
-                answers.append(qualname in _class_names(m, value.cls))
+                answers.append(qualname in _class_names(m, cls))
         else:
             answers.append(False)
     if any(a is True for a in answers):

@@ -321,10 +321,11 @@ def pure_call(
     if any(isinstance(a, (Top, OneOf)) for a in [*flat, *inner]):
         if name in {"max", "min"} and not kwargs:
             return _extreme(name, args, budget, where)
+        if not any(isinstance(a, Top) for a in [*flat, *inner]) and not kwargs and not inner:
+            return lifted(lambda *xs: pure_call(name, list(xs), {}, budget, where), budget, *args)
+        first = next((a for a in [*flat, *inner] if isinstance(a, Top)), None)
         return Top(
-            (next(a for a in [*flat, *inner] if isinstance(a, (Top, OneOf))).why)
-            if any(isinstance(a, Top) for a in [*flat, *inner])
-            else f"{where}: {name}() of alternatives",
+            first.why if first is not None else f"{where}: {name}() of alternatives",
             reads_of(*flat, *inner),
         )
     if any(isinstance(a, _OBJECTS) for a in [*flat, *inner]) and name not in {

@@ -11,17 +11,28 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval.scope import ModuleTable
 from eaglebug.checks.pyeval.values import ClassVal, FunctionSite, Top, one_of
 
+if TYPE_CHECKING:
+    import ast
+
+    from eaglebug.checks.pyeval.machine import Machine
+
+_ORDER = itertools.count()
+
 
 @dataclass(frozen=True)
 class Write:
+    """Where an attribute was last written; `order` says which of two writes came later, so
+    that a merge keeps the branch's write over the one from before the fork."""
+
     value: Any
     rel: str
     line: int
+    order: int = field(default_factory=lambda: next(_ORDER), compare=False)
 
 
 @dataclass
@@ -37,19 +48,47 @@ class Heap:
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     # Attribute names that answer the object itself (`get_exec().kernel` is the same args).
     aliases: dict[int, frozenset[str]] = field(default_factory=dict)
+    # Objects that stand for whichever runtime object the running method belongs to (the
+    # memory check's flat store): their methods are the running method's class's.
+    flat: set[int] = field(default_factory=set)
+    # The classes a flat object also stands for, searched after the running method's
+    # (the memory check's store is the server args, the runner and the KV configurator).
+    roles: dict[int, tuple[ClassVal, ...]] = field(default_factory=dict)
+    # The class of the object at a path of a flat store (`model_config` is a ModelConfig: its
+    # methods run on that path).
+    path_classes: dict[tuple[int, str], ClassVal] = field(default_factory=dict)
+    # Paths of a flat store that are complete objects (a config.json: a key it lacks is an
+    # attribute it does not have), though the store as a whole is not.
+    closed_paths: set[tuple[int, str]] = field(default_factory=set)
 
     # The objects whose attribute dict this heap owns; the others it shares with the heap it
     # was copied from, until it writes to them (copy on write: a fork copies nothing).
     owned: set[int] = field(default_factory=set)
 
     def copy(self) -> Heap:
+        """A fork: the same objects, shared until written (`set` copies on write). Both sides
+        give up their ownership: a write on either copies first."""
+        self.owned = set()
         return Heap(
-            dict(self.objects),
-            dict(self.writes),
-            set(self.closed),
-            set(self.tracked),
-            self.counter,
-            self.aliases,
+            objects=dict(self.objects),
+            writes=dict(self.writes),
+            closed=set(self.closed),
+            tracked=set(self.tracked),
+            counter=self.counter,
+            aliases=self.aliases,
+            flat=self.flat,
+            roles=self.roles,
+            path_classes=self.path_classes,
+            closed_paths=self.closed_paths,
+        )
+
+    def is_closed(self, oid: int, path: str) -> bool:
+        if oid in self.closed:
+            return True
+        return any(
+            (oid, path[:i]) in self.closed_paths
+            for i in range(len(path) + 1)
+            if i == len(path) or path[i] == "."
         )
 
     def new(self, attrs: dict[str, Any] | None = None) -> int:
@@ -68,7 +107,14 @@ class Heap:
 def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     """Both branches' heaps as one: an attribute written differently is `OneOf` (or unknown);
     an object made in one branch only is kept as it is there."""
-    out = Heap(counter=a.counter, aliases={**a.aliases, **b.aliases})
+    out = Heap(
+        counter=a.counter,
+        aliases={**a.aliases, **b.aliases},
+        flat=a.flat | b.flat,
+        path_classes={**a.path_classes, **b.path_classes},
+        roles={**a.roles, **b.roles},
+        closed_paths=a.closed_paths | b.closed_paths,
+    )
     out.closed = a.closed | b.closed
     out.tracked = a.tracked | b.tracked
     for oid in a.objects.keys() | b.objects.keys():
@@ -85,7 +131,11 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
                 merged[key] = Top(f"{key} is set on one path only")
         out.objects[oid] = merged
         out.owned.add(oid)
-    out.writes = {**a.writes, **b.writes}
+    out.writes = dict(a.writes)
+    for where, write in b.writes.items():
+        mine = out.writes.get(where)
+        if mine is None or write.order > mine.order:
+            out.writes[where] = write
     return out
 
 
@@ -121,3 +171,23 @@ class Frame:
 
     def definite(self) -> bool:
         return all(t.definite for t in self.tests)
+
+
+@dataclass
+class Call:
+    """One call as a plug-in or observer sees it."""
+
+    machine: Machine
+    callee: Any
+    qualname: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    node: ast.Call | None
+    frame: Frame | None
+    reads: dict[int | str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        frame = self.frame
+        line = self.node.lineno if self.node is not None else 0
+        return f"{frame.rel}:{line}" if frame is not None else f"<call>:{line}"

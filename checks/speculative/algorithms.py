@@ -14,9 +14,9 @@ from typing import Any
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.intrinsics import Handler, Intrinsics
-from eaglebug.checks.pyeval.machine import Call, Machine, Observer
+from eaglebug.checks.pyeval.machine import Machine, Observer
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Frame
+from eaglebug.checks.pyeval.state import Call, Frame
 from eaglebug.checks.pyeval.values import (
     ClassVal,
     EnumMember,
