@@ -5,7 +5,7 @@ default: 0.5.9's `_handle_speculative_decoding` resets it to 48 for EAGLE / EAGL
 STANDALONE (its warning: "Max running requests is reset to 48 for speculative decoding"),
 0.5.23 in each algorithm's handler (`_handle_eagle_family`, ...), and the draft-token count is
 derived from the step count. The memory check starts from what the tree's own argument resolution leaves
-(`attnrules.resolve`, the interpreter the attention and node-layout checks run), so its
+(`resolution.resolve`, the one evaluator run the attention and node-layout checks use), so its
 request limit, and the mamba state it reserves per request and draft token, are SGLang's.
 Only fields the launch did not give and the resolution wrote as a whole number are taken,
 with the file:line of the write.
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.args import resolution as attnrules
+from eaglebug.checks.args import resolution
 from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.source.index import TreeIndex
@@ -50,7 +50,7 @@ def resolved_fields(
     ]
     if not wanted or target_config is None:
         return {}
-    if not attnrules.has_resolution(index):
+    if not resolution.has_resolution(index):
         return {}
     env = declared_env(index, environ)
     subject = [launch.values, target_config, env, wanted]
@@ -67,7 +67,7 @@ def _run(
     wanted: list[str],
 ) -> dict[str, Resolved]:
     models = Models.target_only(target_config, environ)
-    run = attnrules.resolve(index, attnrules.launch_values(index, launch), None, models)
+    run = resolution.resolve(index, resolution.launch_values(index, launch), None, models)
     if run is None or run.incomplete:  # a partial reading decides no field
         return {}
     out: dict[str, Resolved] = {}

@@ -1,7 +1,7 @@
 """Will it fit: SGLang's own memory arithmetic for one launch, evaluated from the audited tree.
 
-The tree's functions (found by `memrules`) run in `memeval` on the launch's numbers: the GPU's
-total memory (what `get_device_memory_capacity` would report) gives the default
+The tree's functions (found by `memory/rules.py`) run in the one evaluator (`memory/reading.py`)
+on the launch's numbers: the GPU's total memory (what `get_device_memory_capacity` would report) gives the default
 `--mem-fraction-static` with its reserve terms; the free memory before the load (the minimum
 across ranks, as SGLang measures it) less the weights per rank gives what
 `get_available_gpu_memory` reports after the load; the KV budget, the raise when there is none,

@@ -19,12 +19,12 @@ from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.check import MemoryInputs, check_memory
 from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.memory.weights import RankShare, per_rank_bytes
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models.source import ModelSource
-from eaglebug.checks.pyeval.parallelstate import Layout
 from eaglebug.checks.source.index import TreeIndex
 
 

@@ -19,13 +19,11 @@ from eaglebug.checks.pyeval.intrinsics import DECLINE, Intrinsics
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import FuncVal, Intrinsic, Top
 
-# The modules whose getters are the distributed state.
-MODULES = (
-    "sglang.srt.distributed*",
-    "sglang.srt.layers.dp_attention",
-    "sglang.srt.layers.moe*",
-    "sglang.srt.runtime_context",
-)
+# Where the distributed state's getters live: the distributed package, dp_attention, the MoE
+# layers and the runtime context today, and wherever a release moves them. A function of the
+# tree is taken for a getter only when its name sizes a group and it needs no argument
+# (`_reads_state`): one computed from its arguments runs.
+MODULES = ("sglang.srt*",)
 
 
 class GroupSize(int):

@@ -6,10 +6,9 @@ The anchors are SGLang's own names: the function that picks the default
 that turns free memory into the KV budget (`profile_max_num_token` in 0.5.9,
 `_profile_available_bytes` later), the cell size (`get_cell_size_per_token`, then
 `DefaultPoolConfigurator._compute_cell_size`) and the request limit (`init_memory_pool`, then
-`resolve_max_num_reqs`). What those functions say is not copied: their source text is kept as
-a tree answer (so a warm run parses a few small functions, not the 5,000-line files) and
-`memeval` evaluates it on each launch. A release where an anchor is missing has no such rule,
-and the findings say so.
+`resolve_max_num_reqs`). What those functions say is not copied: where they are is kept as a
+tree answer, and `memory/reading.py` runs them, from the tree, on each launch. A release where
+an anchor is missing has no such rule, and the findings say so.
 """
 
 from __future__ import annotations
@@ -18,17 +17,18 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from eaglebug.checks.memory.defaults import (
+    ARGS_FILES,
+    constructor_defaults,
+    field_defaults,
+    server_defaults,
+)
 from eaglebug.checks.memory.reading import ROOTS, evaluate
-from eaglebug.checks.pyeval import ops
-from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import is_known
-from eaglebug.checks.source.classfacts import class_string
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
-
-_ENVIRON = "sglang/srt/environ.py"
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -126,17 +126,9 @@ class FunctionSource:
 
 
 @dataclass(frozen=True)
-class EnvDefault:
-    kind: str  # EnvBool, EnvInt, EnvFloat, EnvStr, ...
-    default: object
-    where: str  # file:line
-
-
-@dataclass(frozen=True)
 class MemorySources:
     functions: tuple[FunctionSource, ...]
     entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
-    env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
     # The CUDA-graph backends the fraction's hook compares with (`Backend.FULL` /
     # `Backend.DISABLED` of 0.5.23's cuda_graph_config), by member name.
@@ -168,11 +160,11 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             continue
         lines = parsed.text.splitlines(keepends=True)
         if rel.endswith("/model_runner.py"):
-            runner = _constructor_defaults(parsed.tree, "ModelRunner")
+            runner = constructor_defaults(parsed.tree, "ModelRunner")
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             found.extend(_runner_properties(parsed.tree, rel, lines))
             continue
-        fields.update(_field_defaults(parsed.tree))
+        fields.update(field_defaults(parsed.tree))
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -187,7 +179,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     kept.update({REQUEST_LIMIT, RUNNER_DP})
     kept.update(f.qualname for f in found if f.qualname.startswith("ModelRunner."))
     functions = [f for f in found if f.qualname in kept]
-    defaults = _server_defaults(index)
+    defaults = server_defaults(index)
     for name, value in runner.items():  # the target's runner and model config: what its
         # worker leaves unset
         defaults.setdefault(name, value)
@@ -204,12 +196,11 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     )
     ref = index.classes.cls(model_config) if model_config else None
     parsed = index.parse_file(ref.file) if ref is not None else None
-    for name, value in _constructor_defaults(parsed.tree, "ModelConfig").items() if parsed else ():
+    for name, value in constructor_defaults(parsed.tree, "ModelConfig").items() if parsed else ():
         defaults.setdefault(f"model_config.{name}", value)  # `is_draft_model=False`
     return MemorySources(
         tuple(functions),
         entries,
-        _env_defaults(index),
         defaults,
         _graph_backends(index, entries.get("fraction", ""), functions),
         model_config,
@@ -239,45 +230,6 @@ def _graph_backends(
     return {}
 
 
-_ARGS_FILES = ("sglang/srt/server_args.py",)
-_ARGS_FOLDER = "sglang/srt/arg_groups/fields/"
-
-
-def _server_defaults(index: TreeIndex) -> dict[str, object]:
-    """`name: T = default` of the server-args classes (0.5.9's `ServerArgs`, 0.5.23's field
-    groups): what a flag the launch does not give is, for the arithmetic."""
-    out: dict[str, object] = {}
-    rels = [r for r in sorted(index.entries) if r in _ARGS_FILES or r.startswith(_ARGS_FOLDER)]
-    for rel in rels:
-        parsed = index.parse_file(rel)
-        if parsed is None:
-            continue
-        for cls in parsed.tree.body:
-            if not isinstance(cls, ast.ClassDef):
-                continue
-            # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`) is read as
-            # `get_exec().mamba.x`: its fields under the path below the top-level bag too.
-            inner = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
-            for stmt in cls.body:
-                if not (
-                    isinstance(stmt, ast.AnnAssign)
-                    and isinstance(stmt.target, ast.Name)
-                    and stmt.value is not None
-                ):
-                    continue
-                # 0.5.23's `Arg(..., fallback=0.8)` is what an unset field answers; a None
-                # default is the field's value (the flat store drops it where the caller
-                # gives the object's parts: `cuda_graph_config.decode.max_bs`).
-                value = _literal(stmt.value)
-                if value is None:
-                    value = _fallback(stmt.annotation)
-                if value is None or isinstance(value, (bool, int, float, str)):
-                    out.setdefault(stmt.target.id, value)
-                    if inner:
-                        out.setdefault(f"{inner}.{stmt.target.id}", value)
-    return out
-
-
 def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     """`envs.NAME.set(cfg.field)` in the server-args code: the flags the tree hands on as
     environment variables (`--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state
@@ -292,7 +244,7 @@ _ENV_SET = re.compile(rb"envs\.\w+\.set\(")
 def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for rel in sorted(index.entries):
-        if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
+        if rel not in ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
         data = index.files.source(rel)
         if data is None or _ENV_SET.search(data) is None:
@@ -340,35 +292,6 @@ def _wanted(rel: str) -> bool:
     )
 
 
-def _fallback(annotation: ast.expr) -> object:
-    """The `fallback=` of a field's `Arg(...)` metadata (`A[Optional[float], Arg(...)]`)."""
-    for node in ast.walk(annotation):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
-            for keyword in node.keywords:
-                if keyword.arg == "fallback":
-                    return _literal(keyword.value)
-    return None
-
-
-def _literal(node: ast.expr) -> object:
-    """A literal default (`0.88`, `"auto"`, `-1`, `1 << 20`); None when not one."""
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _arithmetic(node)
-    return value
-
-
-def _arithmetic(node: ast.expr) -> object:
-    """A default written as arithmetic of literals (`8 * 1024`)."""
-    if isinstance(node, ast.BinOp):
-        left, right = _literal(node.left), _literal(node.right)
-        if isinstance(left, (int, float)) and isinstance(right, (int, float)):
-            made = ops.binop(node.op, left, right, Budget(), "a field default")
-            return made if is_known(made) else None
-    return None
-
-
 def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
     """`self.max_running_requests = <call>` and `self.dp_size = <expr>` (the first of each),
     as their expressions' text."""
@@ -392,60 +315,6 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
         if segment:
             out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
     return list(out.values())
-
-
-def _field_defaults(tree: ast.Module) -> dict[str, dict[str, object]]:
-    """A class body's `name: T = <literal>` (a dataclass's field defaults: the configurator's
-    `extra_mamba_cache_bytes_per_req: int = 0`), by class."""
-    out: dict[str, dict[str, object]] = {}
-    for cls in tree.body:
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        for stmt in cls.body:
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(stmt.value, ast.Constant)
-                and isinstance(stmt.value.value, (bool, int, float, str))
-            ):
-                out.setdefault(cls.name, {})[stmt.target.id] = stmt.value.value
-    return out
-
-
-def _constructor_defaults(tree: ast.Module, name: str) -> dict[str, object]:
-    """`self.x = x` in class `name`'s `__init__` where the parameter `x` has a literal default
-    (`req_to_token_pool: Optional[ReqToTokenPool] = None`): the field as the target's worker,
-    which passes none of them, leaves it (the draft's worker passes the target's pools)."""
-    for cls in tree.body:
-        if not (isinstance(cls, ast.ClassDef) and cls.name == name):
-            continue
-        init = next(
-            (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
-        )
-        if init is None:
-            return {}
-        spec = init.args
-        positional = [*spec.posonlyargs, *spec.args]
-        tail = positional[len(positional) - len(spec.defaults) :]
-        given = dict(zip([a.arg for a in tail], spec.defaults, strict=True))
-        given.update(
-            {a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d}
-        )
-        out: dict[str, object] = {}
-        for stmt in init.body:
-            if (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Attribute)
-                and isinstance(stmt.targets[0].value, ast.Name)
-                and stmt.targets[0].value.id == "self"
-                and isinstance(stmt.value, ast.Name)
-            ):
-                default = given.get(stmt.value.id)
-                if isinstance(default, ast.Constant):
-                    out[stmt.targets[0].attr] = default.value
-        return out
-    return {}
 
 
 def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
@@ -500,36 +369,6 @@ def _reachable(
         for name in calls.get(qualname, ()):
             todo.extend(by_name.get(name, []))
     return kept
-
-
-def _env_defaults(index: TreeIndex) -> dict[str, EnvDefault]:
-    """`NAME = EnvInt(100)` in `envs`' class body: the default SGLang reads when unset."""
-    if _ENVIRON not in index.entries:
-        return {}
-    parsed = index.parse_file(_ENVIRON)
-    if parsed is None:
-        return {}
-    out: dict[str, EnvDefault] = {}
-    for node in ast.walk(parsed.tree):
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id.startswith("Env")
-        ):
-            continue
-        args = node.value.args
-        value = _literal(args[0]) if args else None
-        if args and (value is not None or _is_none(args[0])):
-            where = f"{_ENVIRON}:{node.lineno}"
-            out[node.targets[0].id] = EnvDefault(node.value.func.id, value, where)
-    return out
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:

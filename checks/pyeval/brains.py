@@ -9,11 +9,12 @@ environment, the GPU's capability) is a parameter; everything else outside the t
 from __future__ import annotations
 
 import copy
+import decimal
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from eaglebug.checks.pyeval import objects
+from eaglebug.checks.pyeval import calls, objects
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.state import Call
@@ -127,6 +128,21 @@ def register_transformers(hooks: Intrinsics) -> None:
     hooks.call_matching("transformers*", lambda name: made if name.endswith("Config") else None)
 
 
+def _decimal(call: Call) -> Any:
+    """`Decimal("25.6")`: a decimal of a known string or number (its arithmetic is Python's)."""
+    value = call.args[0] if call.args else "0"
+    if (
+        isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and len(str(value)) < 64
+    ):
+        try:
+            return decimal.Decimal(value)
+        except decimal.InvalidOperation:
+            return Top(f"{call.where}: Decimal({value!r}): not a number", error="InvalidOperation")
+    return Top(f"{call.where}: Decimal of {type(value).__name__}")
+
+
 def register_stdlib(hooks: Intrinsics) -> None:
     """`copy`, `dataclasses` and `re` on the run's values: copies of objects the run made, the
     dataclass test by the class's decorator, regular expressions on known short strings."""
@@ -143,7 +159,7 @@ def register_stdlib(hooks: Intrinsics) -> None:
         value = call.args[0] if call.args else None
         cls = value.cls if isinstance(value, Instance) else value
         if isinstance(cls, ClassVal) and cls.ref is not None:
-            return objects.is_dataclass(call.machine, cls)
+            return calls.is_dataclass(call.machine, cls)
         if value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)):
             return False
         return Top(f"{call.where}: is_dataclass of {type(value).__name__}")
@@ -153,6 +169,7 @@ def register_stdlib(hooks: Intrinsics) -> None:
         hooks.call(f"re.{name}", _regex(name))
         hooks.call(f"re.Pattern.{name}", _regex(name))
     hooks.call("re.compile", _compile)
+    hooks.call("decimal.Decimal", _decimal)
     hooks.call("re.sub", _sub)
     for name in ("group", "groups", "start", "end", "groupdict"):
         hooks.call(f"re.Match.{name}", _match_method(name))

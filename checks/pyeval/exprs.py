@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval import objects, ops
+from eaglebug.checks.pyeval import calls, objects, ops
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     UNSET,
@@ -270,21 +270,29 @@ def call(m: Machine, node: ast.Call) -> Any:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     reads: dict[int | str, frozenset[str]] = {}
+    # A `*x` or `**x` whose value is not known: the call's arguments are not known, so it is
+    # not made (its value is unknown), but an observer still sees it with the arguments that
+    # are (the layer walk records `Layer(a=1, **(dict(tp_size=1) if deepep else {}))`).
+    spread: Top | None = None
     for arg in node.args:
         if isinstance(arg, ast.Starred):
-            spread = expr(m, arg.value)
-            if isinstance(spread, (list, tuple)):
-                args.extend(spread)
-                continue
-            return Top(f"{where(m, node)}: *{ast.unparse(arg.value)} not known", reads_of(spread))
+            items = expr(m, arg.value)
+            if isinstance(items, (list, tuple)):
+                args.extend(items)
+            else:
+                why = f"{where(m, node)}: *{ast.unparse(arg.value)} not known"
+                spread = Top(why, reads_of(items))
+            continue
         value, reads[len(args)] = m.measured(arg)
         args.append(value)
     for keyword in node.keywords:
         value, read = m.measured(keyword.value)
         if keyword.arg is None:
-            if not isinstance(value, dict):
-                return Top(f"{where(m, node)}: **{ast.unparse(keyword.value)} not known")
-            kwargs.update({str(k): v for k, v in value.items()})
+            if isinstance(value, dict):
+                kwargs.update({str(k): v for k, v in value.items()})
+            else:
+                why = f"{where(m, node)}: **{ast.unparse(keyword.value)} not known"
+                spread = Top(why, reads_of(value))
             continue
         kwargs[keyword.arg] = value
         reads[keyword.arg] = read
@@ -305,7 +313,9 @@ def call(m: Machine, node: ast.Call) -> Any:
     seen = m.observer.on_call(made)
     if seen is not UNSET:
         return seen
-    return objects.call_value(m, made)
+    if spread is not None:
+        return spread
+    return calls.call_value(m, made)
 
 
 class _Done:

@@ -15,7 +15,8 @@ what it had to assume, and whether a limit cut it short. The rules every reading
 - Every limit is `budget.Budget`; reaching one ends the run with `incomplete` set.
 - Callers extend it with plug-ins (`intrinsics.Intrinsics`: what a call means) and observers
   (`Observer`: what a run did: assignments, writes, calls, divisions), never by subclassing.
-Expressions are in `exprs.py`, objects and classes in `objects.py`.
+Expressions are in `exprs.py`, names and attributes in `objects.py`, calls in `calls.py`, raises
+and loops in `flow.py`; what a caller hands in and gets back is in `protocol.py`.
 """
 
 from __future__ import annotations
@@ -24,13 +25,24 @@ import ast
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.pyeval import exprs, objects
+from eaglebug.checks.pyeval import calls, exprs, flow, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
+from eaglebug.checks.pyeval.flow import why_of
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.narrow import narrow
+from eaglebug.checks.pyeval.protocol import (
+    Break,
+    Continue,
+    Observer,
+    PathEnded,
+    Policy,
+    Result,
+    Returned,
+    Stopped,
+    Thrown,
+)
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import Call, Frame, Heap, Test, merge_heaps
 from eaglebug.checks.pyeval.values import (
@@ -48,85 +60,19 @@ from eaglebug.checks.pyeval.values import (
 )
 
 
-@dataclass(frozen=True)
-class Policy:
-    # A definite raise ends the whole run (a launch stops there); else only the raising call.
-    stop_at_raise: bool = False
-    # Record raises at all (the layer walk ignores refusals of other launches: what is built
-    # after a check is still built).
-    record_raises: bool = True
-
-
-@dataclass(frozen=True)
-class Result:
-    value: Any
-    raised: tuple[Raised, ...] = ()
-    assumed: tuple[str, ...] = ()
-    incomplete: str | None = None  # the limit reached, and where
-
-    @property
-    def definite_raise(self) -> Raised | None:
-        return next((r for r in self.raised if r.definite), None)
-
-
-class Observer:
-    """What a caller wants to know of a run; each method a no-op unless overridden."""
-
-    def on_assign(self, frame: Frame, name: str, value: Any, stmt: ast.stmt, before: Any) -> None:
-        """A local name assigned (`before`: its value before an augmented assignment)."""
-
-    def on_field(
-        self, frame: Frame, obj: Instance, key: str, value: Any, stmt: ast.stmt, before: Any
-    ) -> None:
-        """An attribute of an object assigned by a statement of the tree."""
-
-    def on_write(self, obj: Instance, key: str, value: Any, rel: str, line: int) -> None:
-        """An attribute of an object written (`self.x = ...`, `args.tp_size = ...`)."""
-
-    def on_store(self, target: ast.Attribute, value: Any, stmt: ast.stmt, frame: Frame) -> None:
-        """Any attribute assignment as written, whatever its object evaluated to (the
-        object may be unknown: `self.model.layers_to_capture = ...` on an unread `model`)."""
-
-    def on_call(self, call: Call) -> Any:
-        """A call about to be made; a value other than UNSET is taken as its result."""
-        return UNSET
-
-    def on_return(self, frame: Frame, value: Any) -> None:
-        """A `return` evaluated (on whichever path)."""
-
-    def on_binop(self, node: ast.BinOp, left: Any, right: Any, frame: Frame) -> None:
-        """A binary operation evaluated (the layer walk watches divisions by group sizes)."""
-
-
-class PathEnded(Exception):
-    """This path returned or raised inside an undecided branch: its branch ended."""
-
-
-class Returned(Exception):
-    """A return on the frame's definite path: unwinds the call."""
-
-
-class Stopped(Exception):
-    """A definite raise under `stop_at_raise`: unwinds the run."""
-
-    def __init__(self, raised: Raised) -> None:
-        super().__init__(raised.kind)
-        self.raised = raised
-
-
 class Machine:
     def __init__(
         self,
         source: Source,
         intrinsics: Intrinsics | None = None,
         *,
-        policy: Policy = Policy(),
+        policy: Policy | None = None,
         budget: Budget = DEFAULT,
         observer: Observer | None = None,
     ) -> None:
         self.source = source
         self.intrinsics = intrinsics or Intrinsics()
-        self.policy = policy
+        self.policy = policy or Policy()
         self.budget = budget
         self.observer = observer or Observer()
         self.heap = Heap()
@@ -259,7 +205,7 @@ class Machine:
         table = self.source.table(site.module)
         frame = Frame(site, site.module, site.rel, table, owner=fn.owner, bound=fn.bound)
         frame.locals.update(dict(fn.closure))
-        self.bind(frame, fn, args, kwargs, reads or {})
+        calls.bind(self, frame, fn, args, kwargs, reads or {})
         self.stack.append(frame)
         try:
             if isinstance(node, ast.Lambda):
@@ -277,68 +223,6 @@ class Machine:
         if not frame.returns and not ended:
             return None
         return one_of([*frame.returns, *ended], self.budget.alternatives)
-
-    def bind(
-        self,
-        frame: Frame,
-        fn: FuncVal,
-        args: list[Any],
-        kwargs: dict[str, Any],
-        reads: dict[int | str, frozenset[str]],
-    ) -> None:
-        """Python's parameter binding: positional-only, positional, defaults, `*args`,
-        keyword-only, `**kwargs`; a parameter left with no value is unknown."""
-        node = fn.site.node
-        assert node is not None, "bind runs a parsed function"
-        spec = node.args
-        every = [a.arg for a in (*spec.posonlyargs, *spec.args)]
-        first_default = len(every) - len(spec.defaults)
-        positional = list(every)
-        if fn.bound is not None and fn.kind in {"method", "class", "property"} and every:
-            frame.locals[every[0]] = fn.bound
-            positional = every[1:]
-        for index, name in enumerate(every):
-            if name in frame.locals and name not in positional:
-                continue
-            frame.locals[name] = (
-                self._default(spec.defaults[index - first_default], fn)
-                if index >= first_default
-                else Top(f"{fn.site.where}: {name} not given")
-            )
-        given = list(args)
-        for i, (name, value) in enumerate(zip(positional, given, strict=False)):
-            frame.locals[name] = value
-            if i in reads:
-                frame.local_reads[name] = reads[i]
-        extra = given[len(positional) :]
-        if spec.vararg is not None:
-            frame.locals[spec.vararg.arg] = tuple(extra)
-        for kw, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
-            frame.locals[kw.arg] = (
-                self._default(default, fn)
-                if default is not None
-                else Top(f"{fn.site.where}: {kw.arg} not given")
-            )
-        rest: dict[str, Any] = {}
-        names = set(positional) | {k.arg for k in spec.kwonlyargs}
-        for key, value in kwargs.items():
-            if key in names:
-                frame.locals[key] = value
-                if key in reads:
-                    frame.local_reads[key] = reads[key]
-            else:
-                rest[key] = value
-        if spec.kwarg is not None:
-            frame.locals[spec.kwarg.arg] = rest
-
-    def _default(self, node: ast.expr, fn: FuncVal) -> Any:
-        table = self.source.table(fn.site.module)
-        frame = Frame(None, fn.site.module, fn.site.rel, table)
-        self.stack.append(frame)
-        try:
-            return exprs.expr(self, node)
-        finally:
-            self.stack.pop()
 
     # -- statements ----------------------------------------------------------------------------
     def tick(self) -> None:
@@ -376,20 +260,31 @@ class Machine:
                 self.observer.on_return(frame, frame.returns[-1])
                 raise Returned if frame.definite() else PathEnded
             case ast.Raise(exc=exc):
-                self.raise_(stmt, exc, None)
+                flow.raise_(self, stmt, exc, None)
             case ast.Assert(test=test, msg=msg):
-                self.check_assert(stmt, test, msg)
+                flow.check_assert(self, stmt, test, msg)
             case ast.Try(body=body, handlers=handlers, orelse=orelse, finalbody=final):
                 frame.in_try += bool(handlers)
                 try:
-                    self.block(body + orelse)
-                finally:
-                    frame.in_try -= bool(handlers)
+                    try:
+                        self.block(body)
+                    finally:
+                        frame.in_try -= bool(handlers)
+                except Thrown as thrown:
+                    caught = flow.handler(handlers, thrown.kind)
+                    if caught is None:
+                        self.block(final)
+                        raise
+                    if caught.name:
+                        frame.locals[caught.name] = Top(f"{frame.rel}:{caught.lineno}: {thrown}")
+                    self.block(caught.body)
+                else:
+                    self.block(orelse)
                 self.block(final)
             case ast.For(target=target, iter=iterable):
-                self.for_loop(stmt, target, iterable)
+                flow.for_loop(self, stmt, target, iterable)
             case ast.While() | ast.AsyncFor():
-                self.havoc(stmt, "a while loop" if isinstance(stmt, ast.While) else "a loop")
+                flow.havoc(self, stmt, "a while loop" if isinstance(stmt, ast.While) else "a loop")
             case ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name):
                 site = FunctionSite(frame.rel, frame.module, f"{frame.name}.<locals>.{name}", stmt)
                 frame.locals[name] = FuncVal(site, closure=tuple(frame.locals.items()))
@@ -416,7 +311,7 @@ class Machine:
                 self.block(body)
             case ast.Break() | ast.Continue() if frame.loops:
                 if all(test.definite for test in frame.tests[frame.loops[-1] :]):
-                    raise _Break if isinstance(stmt, ast.Break) else _Continue
+                    raise Break if isinstance(stmt, ast.Break) else Continue
                 # leaving the loop on an undecided path: that path's iteration ends here
                 self.assume(f"{frame.rel}:{stmt.lineno}: undecided {type(stmt).__name__.lower()}")
                 raise PathEnded
@@ -507,7 +402,7 @@ class Machine:
             if self.guarded(Test(said, reads, True), taken):
                 raise PathEnded  # the branch taken ended this path (inside an undecided one)
             return
-        self.assume(f"{frame.rel}:{test.lineno}: undecided: {text} ({_why(value)})")
+        self.assume(f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})")
         self.forks += 1
         if self.forks > self.budget.forks:
             raise Exhausted(f"more than {self.budget.forks} undecided branches")
@@ -545,134 +440,13 @@ class Machine:
             self.block(body)
         except PathEnded:
             return True
+        except Thrown:
+            if not test.definite:  # on an undecided path: that path ends there
+                return True
+            raise
         finally:
             del frame.tests[depth:]
         return False
-
-    # -- raises --------------------------------------------------------------------------------
-    def raise_(self, stmt: ast.stmt, exc: ast.expr | None, msg: ast.expr | None) -> None:
-        kind, message = "Exception", None
-        if isinstance(exc, ast.Call):
-            kind = ast.unparse(exc.func)
-            if exc.args:
-                made = exprs.expr(self, exc.args[0])
-                message = made if isinstance(made, str) else None
-        elif exc is not None:
-            kind = ast.unparse(exc)
-        elif msg is not None:
-            made = exprs.expr(self, msg)
-            message = made if isinstance(made, str) else None
-        kind = kind.rsplit(".", 1)[-1]
-        self.record(stmt, kind, message, ())
-        raise self._end_after_raise(kind)
-
-    def check_assert(self, stmt: ast.Assert, test: ast.expr, msg: ast.expr | None) -> None:
-        value, reads = self.measured(test)
-        told = truth(value)
-        if told is True:
-            return
-        message = None
-        if msg is not None:
-            made = exprs.expr(self, msg)
-            message = made if isinstance(made, str) else None
-        extra = (Test(f"not ({ast.unparse(test)})", reads, told is False),)
-        self.record(stmt, "AssertionError", message, extra)
-        if told is False:
-            raise self._end_after_raise("AssertionError")
-        # undecided: the path where it holds goes on, on that assumption
-        self.stack[-1].tests.append(Test(ast.unparse(test), reads, False))
-
-    def _end_after_raise(self, kind: str) -> Exception:
-        frame = self.stack[-1]
-        definite = all(f.definite() and not f.in_try for f in self.stack)
-        if definite and self.policy.stop_at_raise and self.raised:
-            return Stopped(self.raised[-1])
-        if frame.definite() and not frame.in_try:
-            frame.ended_by = kind
-            return Returned()
-        return PathEnded()
-
-    def record(
-        self, stmt: ast.stmt, kind: str, message: str | None, extra: tuple[Test, ...]
-    ) -> None:
-        if not self.policy.record_raises:
-            return
-        tests = [t for f in self.stack for t in f.tests] + list(extra)
-        reads: set[str] = set()
-        for t in tests:
-            reads |= t.reads
-        frame = self.stack[-1]
-        definite = all(t.definite for t in tests) and not any(f.in_try for f in self.stack)
-        self.raised.append(
-            Raised(
-                rel=frame.rel,
-                line=stmt.lineno,
-                function=frame.site.name if frame.site is not None else "<module>",
-                kind=kind,
-                message=message,
-                reads=frozenset(reads),
-                condition=" and ".join(f"({t.text})" for t in tests[-4:]),
-                definite=definite,
-            )
-        )
-
-    # -- loops ---------------------------------------------------------------------------------
-    def for_loop(self, stmt: ast.For, target: ast.expr, iterable: ast.expr) -> None:
-        items = exprs.expr(self, iterable)
-        known = isinstance(items, (list, tuple, range, set, frozenset, dict, str))
-        if not known or len(items) > self.budget.loop:
-            why = _why(items) if not known else f"more than {self.budget.loop} iterations"
-            self.havoc(stmt, f"a loop over {why}")
-            return
-        sequence = list(items.keys()) if isinstance(items, dict) else list(items)
-        frame = self.stack[-1]
-        frame.loops.append(len(frame.tests))
-        try:
-            for item in sequence:
-                self.assign(target, item, stmt, frozenset())
-                try:
-                    self.block(stmt.body)
-                except _Break:
-                    break
-                except _Continue:
-                    continue
-            else:
-                self.block(stmt.orelse)
-        finally:
-            frame.loops.pop()
-
-    def havoc(self, stmt: ast.stmt, why: str) -> None:
-        """A loop the reading does not run: what it assigns becomes unknown, and a loop that
-        may leave early (`return`, `raise`, `break`) makes the rest of the function a path
-        that is not definite."""
-        frame = self.stack[-1]
-        where = f"{frame.rel}:{stmt.lineno}"
-        self.assume(f"{where}: not run: {why}")
-        unknown = Top(f"{where}: set in {why}")
-        for node in ast.walk(stmt):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
-                targets = [node.target]
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in {"append", "extend", "update", "add", "insert", "pop"}
-            ):
-                targets = [node.func.value]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                        frame.locals[name.id] = unknown
-                if isinstance(target, ast.Name) and target.id in frame.locals:
-                    frame.locals[target.id] = unknown
-                if isinstance(target, ast.Attribute) and isinstance(target.ctx, ast.Store):
-                    owner = exprs.expr(self, target.value)
-                    if isinstance(owner, Instance):
-                        self.write(owner, target.attr, unknown, frame.rel, stmt.lineno)
-        if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
-            frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
 
     # -- names ---------------------------------------------------------------------------------
     @contextmanager
@@ -710,14 +484,6 @@ def _assigned(*bodies: list[ast.stmt]) -> set[str]:
     return {name for body in bodies for name in _assigned_names(body)}
 
 
-class _Break(Exception):
-    pass
-
-
-class _Continue(Exception):
-    pass
-
-
 def _as_load(target: ast.expr) -> ast.expr:
     copy = ast.fix_missing_locations(ast.parse(ast.unparse(target), mode="eval").body)
     return ast.copy_location(copy, target)
@@ -739,14 +505,6 @@ def _stored(stmt: ast.stmt) -> frozenset[str]:
     )
 
 
-def _why(value: Any) -> str:
-    if isinstance(value, Top):
-        return value.why
-    if isinstance(value, OneOf):
-        return "one of " + ", ".join(repr(v) for v in value.values[:4])
-    return type(value).__name__
-
-
 def _relative(module: str, rel: str, level: int, target: str | None) -> str:
     from eaglebug.checks.source.classfacts import resolve_relative
 
@@ -754,3 +512,7 @@ def _relative(module: str, rel: str, level: int, target: str | None) -> str:
 
 
 Factory = Callable[[], Machine]
+
+
+# What callers import from here: the machine and what they agree on with it.
+__all__ = ["Call", "Machine", "Observer", "PathEnded", "Policy", "Result", "Returned", "Stopped"]

@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval import ops
-from eaglebug.checks.pyeval.intrinsics import DECLINE
 from eaglebug.checks.pyeval.scope import BUILTIN_NAMES
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
@@ -30,7 +28,6 @@ from eaglebug.checks.pyeval.values import (
     ModuleVal,
     OneOf,
     Top,
-    alternatives,
     one_of,
     reads_of,
     truth,
@@ -175,7 +172,7 @@ def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
     if isinstance(owner, Instance):
         return _instance_attribute(m, owner, attr, where)
     if isinstance(owner, ClassVal):
-        found = _class_attribute(m, owner, None, attr, where)
+        found = class_attribute(m, owner, None, attr, where)
         if found is _MISSING and owner.ref is None:
             return Top(f"{where}: {owner.qualname}.{attr} is outside the tree")
         return found
@@ -184,7 +181,7 @@ def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
             return owner.name
         if attr == "value":
             return owner.value
-        return _class_attribute(m, owner.cls, owner, attr, where)
+        return class_attribute(m, owner.cls, owner, attr, where)
     if isinstance(owner, ModuleVal):
         return resolve(m, owner.name, attr)
     if isinstance(owner, Intrinsic) and owner.qualname == "builtins.super" and owner.data:
@@ -222,7 +219,7 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
         running = next((f.owner for f in reversed(m.stack) if f.site is not None), None)
         classes = [c for c in (running, *m.heap.roles.get(obj.oid, ())) if c is not None]
     for cls in dict.fromkeys(classes):
-        found = _class_attribute(m, cls, obj, attr, where)
+        found = class_attribute(m, cls, obj, attr, where)
         if found is not _MISSING:
             return found
     if m.heap.is_closed(obj.oid, obj.path):
@@ -237,13 +234,13 @@ def method_of(m: Machine, obj: Instance, attr: str, where: str, found: Any) -> A
         return found
     running = next((f.owner for f in reversed(m.stack) if f.site is not None), None)
     for cls in dict.fromkeys(c for c in (running, *m.heap.roles.get(obj.oid, ())) if c):
-        made = _class_attribute(m, cls, obj, attr, where)
+        made = class_attribute(m, cls, obj, attr, where)
         if isinstance(made, FuncVal):
             return made
     return found
 
 
-def _class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str) -> Any:
+def class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str) -> Any:
     """An attribute found along the class's MRO: a method (bound to `bound` where given), a
     property (run on `bound`), a class value, an enum member."""
     if cls.ref is None:
@@ -309,7 +306,7 @@ def class_subscript(m: Machine, cls: ClassVal, key: Any, where: str) -> Any:
         return Top(f"{where}: subscript of the class {cls.name}")
     if not isinstance(key, str):
         return Top(f"{where}: {cls.name}[...] of an unknown name", reads_of(key))
-    found = _class_attribute(m, cls, None, key, where)
+    found = class_attribute(m, cls, None, key, where)
     return found if isinstance(found, EnumMember) else Top(f"{where}: {cls.name}[{key!r}]")
 
 
@@ -349,189 +346,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-# -- calls -------------------------------------------------------------------------------------
-def call_value(m: Machine, call: Call) -> Any:
-    callee = call.callee
-    if isinstance(callee, OneOf):
-        values = []
-        for one in callee.values:
-            call.callee, call.qualname = one, qualname_of(one)
-            values.append(call_value(m, call))
-        return one_of(values, m.budget.alternatives)
-    handler = m.intrinsics.handler(call.qualname) if call.qualname else None
-    if handler is not None:
-        answered = handler(call)
-        if answered is not DECLINE:
-            return answered
-    if isinstance(callee, Top):
-        return Top(callee.why, reads_of(callee, *call.args))
-    if isinstance(callee, FuncVal):
-        return m.invoke(callee, call.args, call.kwargs, call.reads)
-    if isinstance(callee, ClassVal):
-        return construct(m, callee, call)
-    if isinstance(callee, Intrinsic) and callee.qualname.startswith("builtins."):
-        return builtin_call(m, callee.qualname[9:], call)
-    if isinstance(callee, Intrinsic) and callee.qualname in ops.PURE:
-        return ops.pure_call(callee.qualname, call.args, call.kwargs, m.budget, call.where)
-    if isinstance(callee, Intrinsic):
-        return Top(f"{call.where}: {callee.qualname}() is outside the tree")
-    return Top(f"{call.where}: a call of a {type(callee).__name__}")
-
-
-def construct(m: Machine, cls: ClassVal, call: Call) -> Any:
-    """`Cls(...)`: a dataclass from its fields (defaults, `default_factory`, `__post_init__`),
-    else the `__init__` the MRO gives, on a new object."""
-    if cls.ref is None:
-        return Top(f"{call.where}: {cls.qualname}() is outside the tree")
-    made = Instance(m.heap.new(), cls)
-    order, _ = m.source.mro(cls.ref)
-    if any(_is_dataclass(m, ref) for ref in order):
-        given = dict(call.kwargs)
-        fields = _dataclass_fields(m, order)
-        for (name, _, _), value in zip(fields, call.args, strict=False):
-            given[name] = value
-        for name, default, ref in fields:
-            if name in given:
-                value = given[name]
-            elif default is not None:
-                with m.module_frame(ref.module.module):
-                    value = _field_default(m, default)
-            else:
-                value = Top(f"{call.where}: {cls.name}.{name} not given")
-            m.write(made, name, value, ref.file, default.lineno if default else ref.facts.line)
-        post = _class_attribute(m, cls, made, "__post_init__", call.where)
-        if isinstance(post, FuncVal):
-            m.invoke(post, [], {})
-        return made
-    init = _class_attribute(m, cls, made, "__init__", call.where)
-    if isinstance(init, FuncVal):
-        m.invoke(init, call.args, call.kwargs, call.reads)
-    elif call.kwargs:
-        for key, value in call.kwargs.items():
-            m.write(made, key, value, cls.ref.file, cls.ref.facts.line)
-    return made
-
-
-def is_dataclass(m: Machine, cls: ClassVal) -> bool:
-    return cls.ref is not None and any(_is_dataclass(m, r) for r in m.source.mro(cls.ref)[0])
-
-
-def _is_dataclass(m: Machine, ref: ClassRef) -> bool:
-    node = m.source.class_node(ref)
-    return node is not None and any(
-        ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1] == "dataclass"
-        for d in node.decorator_list
-    )
-
-
-def _dataclass_fields(
-    m: Machine, order: list[ClassRef]
-) -> list[tuple[str, ast.expr | None, ClassRef]]:
-    """The fields in `dataclasses`' order: the bases' first, a redefinition in place."""
-    out: dict[str, tuple[ast.expr | None, ClassRef]] = {}
-    for ref in reversed(order):
-        node = m.source.class_node(ref)
-        if node is None or not _is_dataclass(m, ref):
-            continue
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                if "ClassVar" in ast.unparse(stmt.annotation):
-                    continue
-                out[stmt.target.id] = (stmt.value, ref)
-    return [(name, default, ref) for name, (default, ref) in out.items()]
-
-
-def _field_default(m: Machine, node: ast.expr) -> Any:
-    """`= v`, `field(default=v)`, `field(default_factory=f)`."""
-    if isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == "field":
-        for keyword in node.keywords:
-            if keyword.arg == "default":
-                return _expr(m, keyword.value)
-            if keyword.arg == "default_factory":
-                factory = keyword.value
-                if isinstance(factory, ast.Lambda):
-                    return _expr(m, factory.body)
-                return _expr(
-                    m,
-                    ast.Call(
-                        func=factory, args=[], keywords=[], lineno=factory.lineno, col_offset=0
-                    ),
-                )
-        return Top(f"{m.stack[-1].rel}:{node.lineno}: field() without a default")
-    return _expr(m, node)
-
-
-# -- builtins that need the run ------------------------------------------------------------------
-def builtin_call(m: Machine, name: str, call: Call) -> Any:
-    args, where = call.args, call.where
-    if name == "isinstance" and len(args) == 2:
-        return is_instance(m, args[0], args[1], where)
-    if name in {"getattr", "hasattr"} and len(args) >= 2:
-        return _getattr(m, name, args, where)
-    if name == "issubclass" and len(args) == 2 and isinstance(args[0], ClassVal):
-        kinds = args[1] if isinstance(args[1], tuple) else (args[1],)
-        if all(isinstance(k, (ClassVal, Intrinsic)) for k in kinds):
-            names = _class_names(m, args[0])
-            return any(k.qualname in names for k in kinds)
-        return Top(f"{where}: issubclass of unknowns")
-    if name == "super":
-        return _super(m, where)
-    if name == "type" and len(args) == 1:
-        value = args[0]
-        return (
-            value.cls
-            if isinstance(value, Instance) and value.cls is not None
-            else Top(f"{where}: type()")
-        )
-    if name == "callable" and len(args) == 1:
-        value = args[0]
-        if isinstance(value, (FuncVal, ClassVal)):
-            return True
-        if value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)):
-            return False
-        return Top(f"{where}: callable() of {type(value).__name__}")
-    if name in {"print", "setattr", "id", "hash", "iter", "next", "open", "vars", "locals",
-                "globals", "exec", "eval", "input", "repr", "format"}:  # fmt: skip
-        if name == "repr" and len(args) == 1 and not isinstance(args[0], (Top, OneOf)):
-            return repr(args[0])
-        if (
-            name == "setattr"
-            and len(args) == 3
-            and isinstance(args[0], Instance)
-            and isinstance(args[1], str)
-        ):
-            m.write(
-                args[0], args[1], args[2], m.stack[-1].rel, call.node.lineno if call.node else 0
-            )
-            return None
-        return Top(f"{where}: {name}() is not evaluated")
-    if name in ops.PURE:
-        return ops.pure_call(name, args, call.kwargs, m.budget, where)
-    return Top(f"{where}: {name}() is not evaluated")
-
-
-def _getattr(m: Machine, name: str, args: list[Any], where: str) -> Any:
-    owner, attr = args[0], args[1]
-    if not isinstance(attr, str):
-        return Top(f"{where}: {name} of an unknown name", reads_of(attr))
-    if isinstance(owner, (Top, OneOf)):
-        if isinstance(owner, OneOf):
-            made = [_getattr(m, name, [v, *args[1:]], where) for v in owner.values]
-            return one_of(made, m.budget.alternatives)
-        return Top(owner.why, owner.reads)
-    found = lookup(m, owner, attr, where)
-    if name == "hasattr":
-        if found is _MISSING:
-            return False
-        if isinstance(found, Top) and not isinstance(owner, Instance):
-            return Top(found.why, found.reads)
-        return True if not isinstance(found, Top) or isinstance(owner, Instance) else found
-    if found is _MISSING:
-        return args[2] if len(args) > 2 else Top(f"{where}: no attribute {attr}")
-    return found
-
-
-def _super(m: Machine, where: str) -> Any:
+def super_proxy(m: Machine, where: str) -> Any:
     """`super()`: the running method's object, looked up past its class in the MRO."""
     frame = m.stack[-1]
     owner, bound = frame.owner, frame.bound
@@ -553,59 +368,3 @@ def super_attribute(m: Machine, proxy: Intrinsic, attr: str, where: str) -> Any:
         if site is not None:
             return _method_value(m, ref, site, bound)
     return Top(f"{where}: super().{attr} is outside the tree")
-
-
-def is_instance(m: Machine, value: Any, kinds: Any, where: str) -> Any:
-    """`isinstance(value, kinds)` by qualified class names (the tree's MRO and the bases
-    outside it); unknown where the value's class is not known."""
-    if isinstance(value, OneOf):
-        return one_of(
-            (is_instance(m, v, kinds, where) for v in value.values), m.budget.alternatives
-        )
-    if isinstance(value, Top):
-        return Top(value.why, value.reads)
-    wanted = kinds if isinstance(kinds, tuple) else (kinds,)
-    plain = {"dict": dict, "list": list, "tuple": tuple, "int": int, "float": float, "str": str,
-             "bool": bool, "set": set, "frozenset": frozenset, "type(None)": type(None)}  # fmt: skip
-    if kinds == Intrinsic("builtins.type"):
-        return isinstance(value, ClassVal)
-    answers: list[Any] = []
-    for kind in wanted:
-        if isinstance(kind, Intrinsic) and kind.qualname.startswith("builtins."):
-            python = plain.get(kind.qualname[9:])
-            if python is None:
-                answers.append(Top(f"{where}: isinstance of {kind.qualname}"))
-            elif isinstance(value, (Instance, ClassVal, EnumMember, FuncVal, ModuleVal, Intrinsic)):
-                answers.append(False)
-            else:
-                answers.append(isinstance(value, python))
-            continue
-        qualname = kind.qualname if isinstance(kind, (ClassVal, Intrinsic)) else None
-        if qualname is None:
-            answers.append(Top(f"{where}: isinstance of {type(kind).__name__}"))
-        elif isinstance(value, EnumMember):
-            answers.append(qualname in _class_names(m, value.cls))
-        elif isinstance(value, Instance):
-            cls = value.cls if not value.path else m.heap.path_classes.get((value.oid, value.path))
-            if cls is None:
-                closed = m.heap.is_closed(value.oid, value.path)
-                answers.append(False if closed else Top(f"{where}: the class of an input"))
-            else:
-                answers.append(qualname in _class_names(m, cls))
-        else:
-            answers.append(False)
-    if any(a is True for a in answers):
-        return True
-    unknown = [a for a in answers if isinstance(a, Top)]
-    return Top(unknown[0].why) if unknown else False
-
-
-def _class_names(m: Machine, cls: ClassVal) -> set[str]:
-    if cls.ref is None:
-        return {cls.qualname}
-    order, outside = m.source.mro(cls.ref)
-    return {r.qualname for r in order} | set(outside)
-
-
-def truthy_alternatives(value: Any) -> list[Any]:
-    return [v for v in alternatives(value) if truth(v)]

@@ -336,7 +336,7 @@ def pure_call(
     try:
         return bounded(fn(*args, **kwargs), budget, where)
     except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError) as error:
-        return Top(f"{where}: {name}(): {error}")
+        return Top(f"{where}: {name}(): {error}", error=type(error).__name__)
 
 
 def _extreme(name: str, args: list[Any], budget: Budget, where: str) -> Any:

@@ -35,6 +35,9 @@ class Top:
     why: str
     reads: frozenset[str] = frozenset()
     truth: bool | None = None
+    # The exception Python's builtin raised on known values (`int("40960.5")`: ValueError): a
+    # `try` around the call runs its matching `except` (`machine.py`); elsewhere, unknown.
+    error: str | None = None
 
     def __bool__(self) -> bool:
         raise TypeError(f"an unknown value has no truth value ({self.why}): use truth()")
