@@ -32,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from eaglebug.checks.memory.parallel import Layout  # noqa: E402
 from eaglebug.checks.memory.weights import per_rank_bytes  # noqa: E402
 from eaglebug.checks.models.source import ModelSource  # noqa: E402
-from eaglebug.checks.pyeval.parallelstate import Layout  # noqa: E402
 from eaglebug.checks.source.index import TreeIndex  # noqa: E402
 from eaglebug.checks.source.tree import locate  # noqa: E402
 from tests.checkpoints import (  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from eaglebug.checks.args.attention import GpuArch, check_attention
@@ -23,6 +24,7 @@ from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
+from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.launch import GpuFigures, memory_findings
 from eaglebug.checks.models import auxlayers
@@ -165,7 +167,7 @@ def preflight(
             index.use_external(external)
     specs = server_flags(index)
     version = index.tree.version or "this tree"
-    launch = parse_launch(words, specs, version, serve_front_end(index))
+    launch = parse_launch(words, specs, version, serve_front_end(index), partial(flag_value, index))
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
     env = launch.env(environ)
@@ -254,9 +256,12 @@ def preflight(
                     draft.path if draft else None,
                 )
             )
-            if algorithm in {"EAGLE", "EAGLE3"}:
+            # The draft reads the target's hidden states where the tree's own `is_eagle()`
+            # holds, and its auxiliary layers where `is_eagle3()` does.
+            predicates = algorithm_facts(index).predicates
+            if algorithm in predicates.get("is_eagle", ()):
                 findings.extend(configchecks.check_hidden_size(target.config, draft_config))
-            if algorithm == "EAGLE3":
+            if algorithm in predicates.get("is_eagle3", ()):
                 findings.extend(
                     auxlayers.aux_layer_findings(index, target_class, target.config, draft_config)
                 )

@@ -423,7 +423,7 @@ def test_unknown_gpu_says_how_to_tell(check: Check, trees: dict[str, TreeIndex])
 def test_a_warm_run_reads_the_answer(sglang_059: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same tree state, launch, configs, GPU and SGLang env vars: the findings come from the
     answers file, without running the tree again; an SGLANG_* variable that changes is a new key."""
-    from eaglebug.checks.args import attnrules
+    from eaglebug.checks.args import resolution as attnrules
 
     def findings(environ: dict[str, str]) -> list[Finding]:
         index = TreeIndex(locate(str(sglang_059)))

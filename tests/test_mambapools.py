@@ -29,7 +29,6 @@ from tests.test_mempools import H200_GPU
 index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
 GIB = 1 << 30
 # The config classes' files a synthetic copy needs beside the memory files.
-_CONFIG_FILES = ("configs/", "utils/hf_transformers/", "distributed/utils.py")
 
 # One request's state at --tp 4, by hand from the config: per linear-attention layer a conv
 # state of (4096 + 2 * 16 * 128) / 4 x (4 - 1) bfloat16 and an SSM state of 32 / 4 x 128 x
@@ -86,9 +85,7 @@ def test_both_releases_read_the_same_state_their_own_way(
     assert old["mamba_state_bytes_per_request"] == new["mamba_state_bytes_per_request"]
 
 
-def copy_tree(release: Path, dest: Path) -> Path:
-    """The memory files and the config classes of a real release (never committed)."""
-    return test_mempools.copy_tree(release, dest, _CONFIG_FILES)
+copy_tree, edit = test_mempools.copy_tree, test_mempools.edit
 
 
 def predict_on(root: Path, launch: MemoryLaunch) -> Prediction:
@@ -96,18 +93,16 @@ def predict_on(root: Path, launch: MemoryLaunch) -> Prediction:
     shape = model_shape(QWEN3_NEXT_80B, None)
     assert not isinstance(shape, str)
     weights = Weights(QWEN3_NEXT_80B_BYTES // launch.tp, 0)
-    objects = model_objects(tree, QWEN3_NEXT_80B)
-    return predict(memory_sources(tree), launch, shape, None, H200_GPU, weights, None, objects)
+    config = model_objects(tree, QWEN3_NEXT_80B).qualname
+    return predict(tree, memory_sources(tree), launch, shape, None, H200_GPU, weights, None, config)
 
 
 def test_a_changed_state_formula_changes_the_answer(sglang_0523: Path, tmp_path: Path) -> None:
     real = copy_tree(sglang_0523, tmp_path / "real")
     changed = copy_tree(sglang_0523, tmp_path / "changed")
-    utils = changed / "sglang" / "srt" / "configs" / "mamba_utils.py"
-    text = utils.read_text()
     formula = "ssm_numel = int(np.prod(self.shape.temporal))"
-    assert formula in text
-    utils.write_text(text.replace(formula, "ssm_numel = 2 * int(np.prod(self.shape.temporal))"))
+    utils = changed / "sglang" / "srt" / "configs" / "mamba_utils.py"
+    edit(utils, formula, "ssm_numel = 2 * int(np.prod(self.shape.temporal))")
     launch = MemoryLaunch("m", tp=4)
     ours, theirs = predict_on(real, launch), predict_on(changed, launch)
     ssm = (32 // 4) * 128 * 128 * 4 * 36
@@ -121,8 +116,10 @@ def on_release(index: TreeIndex, launch: MemoryLaunch) -> Prediction:
     shape = model_shape(QWEN3_NEXT_80B, None)
     assert not isinstance(shape, str)
     weights = Weights(QWEN3_NEXT_80B_BYTES // launch.tp, 0)
-    objects = model_objects(index, QWEN3_NEXT_80B)
-    return predict(memory_sources(index), launch, shape, None, H200_GPU, weights, None, objects)
+    config = model_objects(index, QWEN3_NEXT_80B).qualname
+    return predict(
+        index, memory_sources(index), launch, shape, None, H200_GPU, weights, None, config
+    )
 
 
 def test_speculative_decoding_reserves_the_draft_steps_state(index: TreeIndex) -> None:

@@ -605,11 +605,13 @@ def test_anchor_the_minimum_fraction_sglang_printed_on_8_h200(index_0523: TreeIn
             "deepseek-ai/DeepSeek-V4-Pro", tp=8, mem_fraction_static=0.88, algorithm=algorithm
         )
         draft = shape if draft_gb else None
-        made = predict(sources, launch, shape, draft, gpu, Weights(0, 0), log.overheads())
+        made = predict(
+            index_0523, sources, launch, shape, draft, gpu, Weights(0, 0), log.overheads()
+        )
         assert made.raised is not None and made.raised.message is not None
         assert "Loaded weights leave no GPU memory for the KV cache" in made.raised.message
         ours = minimum_fraction(
-            sources, launch, shape, draft, gpu, Weights(0, 0), 1, log.overheads()
+            index_0523, sources, launch, shape, draft, gpu, Weights(0, 0), 1, log.overheads()
         )
         assert ours is not None and abs(ours - printed) <= 0.001, (ours, printed)
 
@@ -646,12 +648,15 @@ def test_every_release_in_the_cache_reads_completely(
     from eaglebug.checks.memory.rules import memory_sources
     from tests.sglang_releases import release
 
-    sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))
+    index = TreeIndex(locate(str(release(version))), use_cache=False)
+    sources = memory_sources(index)
     target, draft = model_shape(LLAMA31_8B, None), model_shape(EAGLE3_LLAMA31_8B, None)
     assert not isinstance(target, str) and not isinstance(draft, str)
     weights = Weights(LLAMA31_8B_BYTES, EAGLE3_LLAMA31_8B_BYTES)
     gpu = Gpu(81559 * MIB, int(78.58 * GIB))
-    made = predict(sources, MemoryLaunch("m", algorithm="EAGLE3"), target, draft, gpu, weights)
+    made = predict(
+        index, sources, MemoryLaunch("m", algorithm="EAGLE3"), target, draft, gpu, weights
+    )
     assert made.unknown == []
     assert (made.draft_counted, made.kv_cell_bytes) == (counted, cell)
     assert made.max_total_num_tokens and made.max_running_requests == 2048
@@ -689,7 +694,8 @@ def test_max_running_requests_given_and_derived(version: str) -> None:
     from eaglebug.checks.memory.rules import REQUEST_LIMIT, memory_sources
     from tests.sglang_releases import release
 
-    sources = memory_sources(TreeIndex(locate(str(release(version))), use_cache=False))
+    index = TreeIndex(locate(str(release(version))), use_cache=False)
+    sources = memory_sources(index)
     kept = [f for f in sources.functions if f.qualname == REQUEST_LIMIT]
     assert bool(kept) is (version == "0.5.9")
     target = model_shape(LLAMA31_8B, None)
@@ -697,7 +703,7 @@ def test_max_running_requests_given_and_derived(version: str) -> None:
     gpu = Gpu(81559 * MIB, int(78.58 * GIB))
     for given, expected in ((None, 2048), (48, 48), (10**6, None)):
         launch = MemoryLaunch("m", max_running_requests=given)
-        made = predict(sources, launch, target, None, gpu, Weights(LLAMA31_8B_BYTES, 0))
+        made = predict(index, sources, launch, target, None, gpu, Weights(LLAMA31_8B_BYTES, 0))
         tokens = made.max_total_num_tokens or 0
         # More than the pool can hold: 0.5.23 caps it at half the tokens; 0.5.9 does not
         # (its request pool is sized to the flag).

@@ -8,6 +8,7 @@ grows. A synthetic copy of the real files with one formula changed changes the a
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,13 @@ def test_anchor_the_mla_cell_each_dp_rank_logged(index: TreeIndex) -> None:
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True)
     made = predict(
-        memory_sources(index), launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0)
+        index,
+        memory_sources(index),
+        launch,
+        shape,
+        None,
+        H200_GPU,
+        Weights(DEEPSEEK_V3_BYTES // 8, 0),
     )
     assert made.layout is not None and made.layout.attn_dp_size == 8
     half_step = 0.005 * GIB / anchor["tokens"]
@@ -136,41 +143,36 @@ def test_anchor_the_mla_cell_each_dp_rank_logged(index: TreeIndex) -> None:
 
 
 # -- the formula is read, not typed ------------------------------------------------------------
-_KEEP = (
-    "environ.py",
-    "server_args.py",
-    "arg_groups/",
-    "mem_cache/kv_cache_configurator.py",
-    "model_executor/pool_configurator.py",
-    "layers/dp_attention.py",
-    "runtime_context.py",
-    "configs/model_config.py",
-    "layers/cp/utils.py",
-)
+def copy_tree(release: Path, dest: Path) -> Path:
+    """A whole real release in a scratch folder (never committed): files hard-linked where the
+    file system allows (the tree is read whole, as a launch imports it), copied otherwise.
+    Change a file with `edit`, which replaces the link instead of writing through it."""
 
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
 
-def copy_tree(release: Path, dest: Path, also: tuple[str, ...] = ()) -> Path:
-    """The memory files of a real release (and `also`), copied into a scratch tree (never
-    committed)."""
-    src = release / "sglang" / "srt"
-    for path in src.rglob("*.py"):
-        rel = path.relative_to(src).as_posix()
-        if any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in (*_KEEP, *also)):
-            target = dest / "sglang" / "srt" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    for init in ("sglang/__init__.py", "sglang/srt/__init__.py"):
-        (dest / init).touch()
+    shutil.copytree(release / "sglang", dest / "sglang", copy_function=link)
     return dest
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace `old` (which must be there) by `new` in a file of a `copy_tree` copy."""
+    text = path.read_text()
+    assert old in text, f"{path}: {old!r} not found"
+    path.unlink()  # a new file: the release's own (linked) copy stays as it was
+    path.write_text(text.replace(old, new, 1))
 
 
 def predict_on(
     root: Path, launch: MemoryLaunch, config: dict[str, Any], weights: int
 ) -> Prediction:
-    sources = memory_sources(TreeIndex(locate(str(root)), use_cache=False))
+    index = TreeIndex(locate(str(root)), use_cache=False)
     shape = model_shape(config, None)
     assert not isinstance(shape, str)
-    return predict(sources, launch, shape, None, H200_GPU, Weights(weights, 0))
+    return predict(index, memory_sources(index), launch, shape, None, H200_GPU, Weights(weights, 0))
 
 
 def test_a_changed_attention_width_formula_changes_the_cell(
@@ -178,11 +180,8 @@ def test_a_changed_attention_width_formula_changes_the_cell(
 ) -> None:
     real = copy_tree(sglang_0523, tmp_path / "real")
     changed = copy_tree(sglang_0523, tmp_path / "changed")
-    context = changed / "sglang" / "srt" / "runtime_context.py"
-    text = context.read_text()
     formula = "return tp_size // attn_dp_size // attn_cp_size"
-    assert formula in text
-    context.write_text(text.replace(formula, "return tp_size // attn_dp_size // attn_cp_size // 2"))
+    edit(changed / "sglang" / "srt" / "runtime_context.py", formula, formula + " // 2")
     launch = MemoryLaunch("m", tp=4, dp=2, enable_dp_attention=True)
     ours = predict_on(real, launch, LLAMA31_8B, LLAMA31_8B_BYTES // 4)
     theirs = predict_on(changed, launch, LLAMA31_8B, LLAMA31_8B_BYTES // 4)
@@ -222,7 +221,9 @@ def test_anchor_the_dsa_fp8_cell_sglang_logged(index_0523: TreeIndex) -> None:
     shape = model_shape(DEEPSEEK_V32, None)
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype="fp8_e4m3")
-    made = predict(sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0))
+    made = predict(
+        index_0523, sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0)
+    )
     assert made.kv_cell_bytes == (656 + 132) * 61
     assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - logged) <= 1.5
 
@@ -288,10 +289,7 @@ def test_a_tree_without_the_model_in_its_swa_table_sizes_one_pool(
     GptOssForCausalLM sizes gpt-oss with one pool of every layer."""
     real = copy_tree(sglang_0523, tmp_path / "real")
     changed = copy_tree(sglang_0523, tmp_path / "changed")
-    config = changed / "sglang" / "srt" / "configs" / "model_config.py"
-    text = config.read_text()
-    assert '"GptOssForCausalLM",\n' in text
-    config.write_text(text.replace('"GptOssForCausalLM",\n', "", 1))
+    edit(changed / "sglang" / "srt" / "configs" / "model_config.py", '"GptOssForCausalLM",\n', "")
     launch = MemoryLaunch("m", tp=2)
     ours = predict_on(real, launch, GPT_OSS_120B, GPT_OSS_120B_BYTES // 2)
     theirs = predict_on(changed, launch, GPT_OSS_120B, GPT_OSS_120B_BYTES // 2)
@@ -311,7 +309,7 @@ def test_anchor_the_swa_split_sglang_logged(index_0523: TreeIndex) -> None:
     sources = memory_sources(index_0523)
     shape = model_shape(GPT_OSS_120B, None)
     assert not isinstance(shape, str)
-    ctx = Context(sources, MemoryLaunch("m", tp=4, page_size=64), shape, None, H200_GPU)
+    ctx = Context(index_0523, sources, MemoryLaunch("m", tp=4, page_size=64), shape, None, H200_GPU)
     values = ctx.values(shape, runner=True)
     values.update(
         {

@@ -1,6 +1,6 @@
 """`config.attention_backend`: what the audited tree's attention rules say of one launch.
 
-`attnrules.resolve` runs the tree's argument resolution and backend factories; this turns what
+`resolution.resolve` runs the tree's argument resolution and backend factories; this turns what
 they refused into findings. A refusal during argument resolution costs seconds at launch, so it
 is a warning; a backend factory that fails runs after the model is loaded, so it is an error.
 Each fix is the launch change that the same tree accepts: the candidates (backends the tree's
@@ -10,20 +10,20 @@ and the first that clears the refusal is offered.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
-from eaglebug.checks.pyeval.treeinterp import Interpreter
-from eaglebug.checks.pyeval.treevalues import UNKNOWN, OneOf, Raised, Sentinel, World
+from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
 
 # The launch's fields whose refusals are this check's (the rest are other checks' business).
@@ -81,7 +81,7 @@ def check_attention(
     """The attention findings of one launch on one GPU architecture (`environ`: what the
     server's process would see). Kept as a tree answer: a warm run reads it without running
     the tree again."""
-    if target_config is None or not attnrules.has_resolution(index):
+    if target_config is None or not resolution.has_resolution(index):
         return []  # no argument resolution in this tree: no rules to run
     if gpu is None:
         return [
@@ -92,7 +92,7 @@ def check_attention(
                 "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
             )
         ]
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, env]
     return index.answer_for(
         _ANSWER,
@@ -110,8 +110,8 @@ def _check(
     gpu: GpuArch,
     environ: Mapping[str, str],
 ) -> list[Finding]:
-    values = attnrules.launch_values(index, launch)
-    models = attnrules.Models(
+    values = resolution.launch_values(index, launch)
+    models = Models(
         _archs(target_config),
         _archs(draft_config),
         _is_mla(target_config),
@@ -120,9 +120,19 @@ def _check(
         draft_config,
         environ=dict(environ or {}),
     )
-    run = attnrules.resolve(index, values, gpu.capability, models)
+    run = resolution.resolve(index, values, gpu.capability, models)
     if run is None:
         return []
+    if run.incomplete:  # what was read is partial: no verdict rests on it
+        return [
+            Finding(
+                id="config.attention_backend",
+                severity="info",
+                message="attention-backend check incomplete: the tree's argument resolution "
+                f"was not read to its end ({run.incomplete}); nothing is decided from it",
+                evidence=ConfigEvidence.of({"incomplete": run.incomplete}, read_from=run.entry),
+            )
+        ]
     version = f"SGLang {index.tree.version}" if index.tree.version else "this SGLang tree"
     findings: list[Finding] = []
     common = _common(run, gpu)
@@ -181,14 +191,14 @@ def _check(
 
 
 def _accepted(
-    launch: LaunchSpec, run: attnrules.Resolution, gpu: GpuArch, common: dict[str, Any]
+    launch: LaunchSpec, run: resolution.Resolution, gpu: GpuArch, common: dict[str, Any]
 ) -> list[Finding]:
     """Nothing refused: the backend the launch will run (auto's pick, and where the tree made
     it) and the draft's (and where it comes from), the figures to check a log against."""
     backend = run.values.get("attention_backend")
     given = launch.get("attention_backend") is not None
     where = run.writes.get("attention_backend")
-    if backend is UNKNOWN or (where is None and not given):
+    if isinstance(backend, Top) or (where is None and not given):
         return []
     picked = (
         " or ".join(sorted(str(v) for v in backend.values)) + " (the tree's choice depends on "
@@ -217,7 +227,7 @@ def _accepted(
     ]
 
 
-def _auto_note(launch: LaunchSpec, run: attnrules.Resolution, raised: Raised) -> str:
+def _auto_note(launch: LaunchSpec, run: resolution.Resolution, raised: Raised) -> str:
     """When the refused backend is one the launch did not ask for: where the tree chose it."""
     if launch.get("attention_backend") is not None or "attention_backend" not in raised.reads:
         return ""
@@ -238,14 +248,14 @@ def _or(value: Any) -> str:
 
 
 def _shown(value: Any) -> Any:
-    if value is UNKNOWN:
+    if isinstance(value, Top):
         return None
     if isinstance(value, OneOf):
         return sorted(str(v) for v in value.values)
     return value
 
 
-def _common(run: attnrules.Resolution, gpu: GpuArch) -> dict[str, Any]:
+def _common(run: resolution.Resolution, gpu: GpuArch) -> dict[str, Any]:
     out: dict[str, Any] = {k: _shown(run.values.get(k)) for k in sorted(ATTENTION_FIELDS)}
     out["gpu_arch"] = gpu.name
     out["gpu_arch_from"] = gpu.source
@@ -261,7 +271,7 @@ def _evidence(raised: Raised, values: dict[str, Any]) -> ConfigEvidence:
     )
 
 
-def _still(run: attnrules.Resolution | None, raised: Raised) -> bool:
+def _still(run: resolution.Resolution | None, raised: Raised) -> bool:
     """Does the changed launch still fail (there, or anywhere else in these rules)?"""
     if run is None:
         return True
@@ -283,9 +293,9 @@ def _named(message: str | None, backends: list[str]) -> list[str]:
 
 
 def _fix_before_load(
-    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: attnrules.Models, raised: Raised
+    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: Models, raised: Raised
 ) -> Choice | FlagFix | AdviceFix:
-    registered = [b for b in attnrules.nvidia_backends(index) if b in attnrules.registry(index)]
+    registered = [b for b in resolution.nvidia_backends(index) if b in resolution.registry(index)]
     named = _named(raised.message, registered)
     candidates: list[tuple[str, Any]] = [("attention_backend", b) for b in named]
     if "speculative_eagle_topk" in raised.reads:
@@ -293,7 +303,7 @@ def _fix_before_load(
     if "page_size" in raised.reads:
         candidates.append(("page_size", 1))
     if not named and "attention_backend" in raised.reads:  # a gate that names no way out
-        auto = attnrules.auto_backend(index, values, gpu.capability, models, "target")
+        auto = resolution.auto_backend(index, values, gpu.capability, models, "target")
         tried = {values.get("attention_backend")}
         ordered = dict.fromkeys([*([auto] if auto else []), *registered])
         candidates += [("attention_backend", b) for b in ordered if b not in tried][
@@ -307,7 +317,7 @@ def _fix_before_load(
         changed[field] = value
         if field == "speculative_eagle_topk" and changed.get("speculative_num_steps") is None:
             continue  # SGLang picks steps, top-k and draft tokens together; advice below
-        if not _still(attnrules.resolve(index, changed, gpu.capability, models), raised):
+        if not _still(resolution.resolve(index, changed, gpu.capability, models), raised):
             options.append(
                 FlagFix(
                     _FLAG_OF[field],
@@ -324,41 +334,31 @@ def _fix_before_load(
 
 def _fix_after_load(
     index: TreeIndex,
-    run: attnrules.Resolution,
+    run: resolution.Resolution,
     gpu: GpuArch,
-    models: attnrules.Models,
+    models: Models,
     role: str,
     failing: str,
     message: str | None,
 ) -> FlagFix | None:
     """The first backend whose factory accepts this role's model on this GPU: those SGLang's
     message names first, then what `auto` picks for the role's model, then the tree's list."""
-    entry = attnrules.entry(index)
-    if entry is None:
+    if resolution.entry(index) is None:
         return None
-    mla = models.draft_mla if role == "draft" else models.target_mla
-    world = World(
-        values=dict(run.values),
-        probes=attnrules.capability_probes(index, gpu.capability),
-        capability=gpu.capability,
-        platform_names=attnrules.platform_names(index),
-        architectures=models.draft_architectures if role == "draft" else models.architectures,
-        mla=mla,
-    )
     flag = "--speculative-draft-attention-backend" if role == "draft" else "--attention-backend"
     if not any(flag in spec.options for spec in server_flags(index)):
         return None  # this release has no such flag: the advice says what to pick instead
-    factories = attnrules.registry(index)
-    auto = attnrules.auto_backend(index, dict(run.values), gpu.capability, models, role)
-    listed = attnrules.nvidia_backends(index)
+    factories = resolution.registry(index)
+    auto = resolution.auto_backend(index, dict(run.values), gpu.capability, models, role)
+    listed = resolution.nvidia_backends(index)
     named = _named(message, list(listed))
     for name in dict.fromkeys([*named, *([auto] if auto else []), *listed]):
         ref = factories.get(name)
         if name == failing or ref is None:
             continue
-        interp = Interpreter(index, replace(world), entry[1])
-        interp.call(ref, [Sentinel("runner")], {})
-        if not interp.raised and ref.node.body:
+        refused = resolution.factory_raises(index, run.values, gpu.capability, models, ref, role)
+        node = ref.node
+        if not refused and node is not None and not isinstance(node, ast.Lambda) and node.body:
             why = (
                 "what SGLang's own message suggests"
                 if name in named

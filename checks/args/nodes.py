@@ -5,7 +5,7 @@ The flags are the tree's own (their spellings, aliases and defaults read from it
 `server_args.py` / `arg_groups`). Two kinds of finding, both `config.multinode`:
 
 - What the tree itself refuses while checking the arguments, found by running its argument
-  resolution on the launch (`attnrules.resolve`, the interpreter the attention checks use):
+  resolution on the launch (`resolution.resolve`, the one evaluator run the attention checks use):
   every definite refusal whose conditions read the node layout (`(tp_size * pp_size) % nnodes
   == 0` in 0.5.9's `check_server_args` and 0.5.23's `validation_hook.py`, a multi-node DP
   replica in 0.5.23, ...), with SGLang's message and file:line. A warning: it fails seconds
@@ -24,7 +24,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
@@ -102,7 +103,7 @@ def check_multinode(
     """The node-layout findings of one launch (the tree's refusals kept as a tree answer)."""
     if _flag(specs, "nnodes") is None:
         return []  # a tree without multi-node launches
-    values = attnrules.launch_values(index, launch)
+    values = resolution.launch_values(index, launch)
     # The tree's resolution runs again only for a launch that sets the node layout: with none
     # of its flags given, every node field is the tree's default, which it never refuses (and
     # the attention check has run the resolution for this launch already).
@@ -120,9 +121,9 @@ def _refusals(
     target_config: Mapping[str, Any] | None,
     environ: Mapping[str, str] | None,
 ) -> list[Finding]:
-    if target_config is None or not attnrules.has_resolution(index):
+    if target_config is None or not resolution.has_resolution(index):
         return []
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [sorted(values.items(), key=str), target_config, env]
     return index.answer_for(
         _ANSWER,
@@ -138,11 +139,11 @@ def _run_refusals(
     target_config: Mapping[str, Any],
     environ: Mapping[str, str],
 ) -> list[Finding]:
-    models = attnrules.Models.target_only(target_config, environ)
-    run = attnrules.resolve(index, values, None, models)
+    models = Models.target_only(target_config, environ)
+    run = resolution.resolve(index, values, None, models)
     if run is None:
         return []
-    raised_all = [*run.raised, *attnrules.check_server_args(index, run.values, models)]
+    raised_all = [*run.raised, *resolution.check_server_args(index, run.values, models)]
     version = f"SGLang {index.tree.version}" if index.tree.version else "this SGLang tree"
     out: list[Finding] = []
     seen: set[tuple[str, int]] = set()
@@ -271,7 +272,7 @@ def check_gpu_count(
     scheduler starts, before anything loads. Only where NVML counted the GPUs."""
     if gpus_here is None:
         return []
-    values = attnrules.launch_values(index, launch)
+    values = resolution.launch_values(index, launch)
     nnodes = _int(values.get("nnodes")) or 1
     tp, pp = _int(values.get("tp_size")) or 1, _int(values.get("pp_size")) or 1
     base = _int(values.get("base_gpu_id")) or 0

@@ -5,7 +5,7 @@ default: 0.5.9's `_handle_speculative_decoding` resets it to 48 for EAGLE / EAGL
 STANDALONE (its warning: "Max running requests is reset to 48 for speculative decoding"),
 0.5.23 in each algorithm's handler (`_handle_eagle_family`, ...), and the draft-token count is
 derived from the step count. The memory check starts from what the tree's own argument resolution leaves
-(`attnrules.resolve`, the interpreter the attention and node-layout checks run), so its
+(`resolution.resolve`, the one evaluator run the attention and node-layout checks use), so its
 request limit, and the mamba state it reserves per request and draft token, are SGLang's.
 Only fields the launch did not give and the resolution wrote as a whole number are taken,
 with the file:line of the write.
@@ -17,11 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.args import attnrules
+from eaglebug.checks.args import resolution
+from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.source.index import TreeIndex
 
-FIELDS = ("max_running_requests", "speculative_num_draft_tokens")
+FIELDS = ("max_running_requests", "speculative_num_draft_tokens", "page_size")
+# The fields only a speculative launch has resolved for it.
+_SPECULATIVE = frozenset({"max_running_requests", "speculative_num_draft_tokens"})
 _ANSWER = "memresolved:"
 _KEEP_ANSWERS = 16
 
@@ -41,12 +44,15 @@ def resolved_fields(
     environ: Mapping[str, str] | None,
 ) -> dict[str, Resolved]:
     """The FIELDS this launch leaves to SGLang, as the tree resolves them (a tree answer)."""
-    wanted = [f for f in FIELDS if launch.values.get(f) is None]
-    if not wanted or target_config is None or launch.values.get("speculative_algorithm") is None:
+    speculative = launch.values.get("speculative_algorithm") is not None
+    wanted = [
+        f for f in FIELDS if launch.values.get(f) is None and (speculative or f not in _SPECULATIVE)
+    ]
+    if not wanted or target_config is None:
         return {}
-    if not attnrules.has_resolution(index):
+    if not resolution.has_resolution(index):
         return {}
-    env = attnrules.declared_env(index, environ)
+    env = declared_env(index, environ)
     subject = [launch.values, target_config, env, wanted]
     return index.answer_for(
         _ANSWER, subject, lambda: _run(index, launch, target_config, env, wanted), _KEEP_ANSWERS
@@ -60,9 +66,9 @@ def _run(
     environ: Mapping[str, str],
     wanted: list[str],
 ) -> dict[str, Resolved]:
-    models = attnrules.Models.target_only(target_config, environ)
-    run = attnrules.resolve(index, attnrules.launch_values(index, launch), None, models)
-    if run is None:
+    models = Models.target_only(target_config, environ)
+    run = resolution.resolve(index, resolution.launch_values(index, launch), None, models)
+    if run is None or run.incomplete:  # a partial reading decides no field
         return {}
     out: dict[str, Resolved] = {}
     for name in wanted:

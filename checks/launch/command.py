@@ -12,7 +12,7 @@ import math
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eaglebug.checks.contract.errors import InputError
@@ -214,7 +214,10 @@ def parse_launch(
     flags: list[FlagSpec],
     version: str = "this tree",
     serve: ServeFrontEnd | None = None,
+    convert: Callable[[FlagSpec, str, str], str] | None = None,
 ) -> LaunchSpec:
+    """The launch's flags by `dest`; `convert(spec, option, value)` is the release's own
+    converter of a flag that has one (`FlagSpec.parser`), run on the value (`launch/types.py`)."""
     env, words = env_and_argv(words)
     n_program = _program_length(words)
     program = words[:n_program]
@@ -252,6 +255,8 @@ def parse_launch(
             i += 1
         if not taken and spec.nargs in {"1", "+"}:
             raise InputError(f"{option} needs a value", f"write {option} VALUE")
+        if spec.parser is not None and convert is not None:
+            taken = [convert(spec, option, value) for value in taken]
         for value in taken:
             _check_type(option, value, spec.value_type)
         if spec.nargs in {"*", "+"}:

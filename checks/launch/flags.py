@@ -38,6 +38,9 @@ class FlagSpec:
     file: str
     line: int
     value_type: str | None = None  # "int" | "float" when argparse converts the value
+    # A function of the tree that converts the value (`type=human_readable_int`, 0.5.23's
+    # `type_parser=`), as written in `file`: the launch's value is what it returns.
+    parser: str | None = None
     # A tree-defined action class given without nargs=: its own __init__ default decides.
     custom_action: str | None = None
 
@@ -74,6 +77,12 @@ def _value_type(node: ast.expr | None) -> str | None:
         if text in {name, f"Optional[{name}]", f"{name} | None", f"List[{name}]", f"list[{name}]"}:
             return name
     return None
+
+
+def _parser_of(node: ast.expr | None) -> str | None:
+    """The name of a converting function given as `type=` / `type_parser=` (not a builtin)."""
+    text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return text if text and text not in {"int", "float", "str", "bool"} else None
 
 
 def _nargs_of(action: str | None, nargs: object, is_bool: bool = False) -> str:
@@ -138,6 +147,7 @@ def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
                 line=node.lineno,
                 value_type=_value_type(keywords.get("type")),
                 custom_action=custom,
+                parser=_parser_of(keywords.get("type")),
             )
         )
     return specs
@@ -208,11 +218,8 @@ def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
                     nargs=_nargs_of(action if isinstance(action, str) else None, nargs, is_bool),
                     file=rel,
                     line=stmt.lineno,
-                    value_type=(
-                        None
-                        if _constant(keywords.get("type_parser")) is not None
-                        else _value_type(type_expr)
-                    ),
+                    value_type=(None if "type_parser" in keywords else _value_type(type_expr)),
+                    parser=_parser_of(keywords.get("type_parser")),
                 )
             )
     return specs

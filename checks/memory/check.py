@@ -21,7 +21,7 @@ from eaglebug.checks.logs.memory import MemoryLog, Overheads
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memory.rules import MemorySources
-from eaglebug.checks.pyeval.memobjects import ObjectSources
+from eaglebug.checks.source.index import TreeIndex
 
 # Decode batch sizes tried for a --cuda-graph-max-bs that fits, largest first.
 _GRAPH_BS = (384, 320, 256, 192, 160, 128, 96, 64, 48, 32, 24, 16, 8, 4, 2, 1)
@@ -29,6 +29,7 @@ _GRAPH_BS = (384, 320, 256, 192, 160, 128, 96, 64, 48, 32, 24, 16, 8, 4, 2, 1)
 
 @dataclass(frozen=True)
 class MemoryInputs:
+    index: TreeIndex
     sources: MemorySources
     launch: MemoryLaunch
     target: ModelShape
@@ -41,7 +42,7 @@ class MemoryInputs:
     measured: MemoryLog | None = None  # the last launch of this command, from its log
     quantization_flag: bool = False  # does the tree accept --quantization
     graph_bs_flag: str | None = None  # --cuda-graph-max-bs (0.5.9), -decode (0.5.23)
-    objects: ObjectSources | None = None  # the config class the tree registers (memclasses)
+    config_class: str | None = None  # the config class the tree registers (memory/classes.py)
 
 
 def _gib(value: float) -> str:
@@ -157,6 +158,7 @@ def _predict(inputs: MemoryInputs, launch: MemoryLaunch) -> Prediction:
     log = inputs.measured if launch.tp == inputs.launch.tp else None
     measured: Overheads | None = log.overheads() if log is not None else None
     return predict(
+        inputs.index,
         inputs.sources,
         launch,
         inputs.target,
@@ -164,7 +166,7 @@ def _predict(inputs: MemoryInputs, launch: MemoryLaunch) -> Prediction:
         inputs.gpu,
         weights,
         measured,
-        inputs.objects,
+        inputs.config_class,
     )
 
 
@@ -184,6 +186,7 @@ def _larger_tp(inputs: MemoryInputs, tokens: int) -> int | None:
 
 def _fraction_for(inputs: MemoryInputs, tokens: int) -> float | None:
     return minimum_fraction(
+        inputs.index,
         inputs.sources,
         inputs.launch,
         inputs.target,
@@ -192,6 +195,7 @@ def _fraction_for(inputs: MemoryInputs, tokens: int) -> float | None:
         inputs.weights,
         tokens,
         inputs.measured.overheads() if inputs.measured else None,
+        inputs.config_class,
     )
 
 
@@ -323,14 +327,14 @@ def _no_budget(inputs: MemoryInputs, p: Prediction, numbers: str, context: int) 
             FlagFix("--quantization", "fp8", "about half the weights; accuracy may drop")
         )
     raised = p.raised
-    where = f"{raised.file}:{raised.line}" if raised else p.budget_from
+    where = f"{raised.rel}:{raised.line}" if raised else p.budget_from
     minimum = f"; the smallest fraction that leaves any KV cache is {viable:.3f}" if viable else ""
     return _finding(
         inputs,
         p,
         "error",
         f"the weights leave no GPU memory for the KV cache: {numbers}; SGLang raises "
-        f"{raised.exception if raised else 'an error'} after the load{minimum}",
+        f"{raised.kind if raised else 'an error'} after the load{minimum}",
         Choice(tuple(options)) if len(options) > 1 else (options[0] if options else None),
         read_from=where,
         sglang=raised.message if raised else None,

@@ -1,7 +1,7 @@
 """Will it fit: SGLang's own memory arithmetic for one launch, evaluated from the audited tree.
 
-The tree's functions (found by `memrules`) run in `memeval` on the launch's numbers: the GPU's
-total memory (what `get_device_memory_capacity` would report) gives the default
+The tree's functions (found by `memory/rules.py`) run in the one evaluator (`memory/reading.py`)
+on the launch's numbers: the GPU's total memory (what `get_device_memory_capacity` would report) gives the default
 `--mem-fraction-static` with its reserve terms; the free memory before the load (the minimum
 across ranks, as SGLang measures it) less the weights per rank gives what
 `get_available_gpu_memory` reports after the load; the KV budget, the raise when there is none,
@@ -12,23 +12,31 @@ for what a live process would answer (free memory, dtype sizes, the model config
 
 from __future__ import annotations
 
-import types
-from collections.abc import Mapping
+import ast
 from dataclasses import dataclass, field
-from typing import Any
 
+from eaglebug.checks.memory import hooks as memhooks
 from eaglebug.checks.memory import hybrid as memhybrid
+from eaglebug.checks.memory import parallel
 from eaglebug.checks.memory.layout import Layout, parallel_layout
 from eaglebug.checks.memory.model import ModelFacts, config_values, model_facts, runner_values
-from eaglebug.checks.memory.rules import MemorySources, function_table
+from eaglebug.checks.memory.reading import Flat, Reading, World, evaluate
+from eaglebug.checks.memory.reading import run as run_reading
+from eaglebug.checks.memory.rules import FunctionSource, MemorySources, flag_env
 
 # Re-exported: the model's shape is part of what a caller hands the arithmetic.
-from eaglebug.checks.memory.shape import DTYPE_BYTES, TORCH_NAMES
+from eaglebug.checks.memory.shape import TORCH_NAMES
 from eaglebug.checks.memory.shape import ModelShape as ModelShape
 from eaglebug.checks.memory.shape import model_shape as model_shape
-from eaglebug.checks.pyeval.memeval import Evaluator, Raised, Ref, Step, Stub, Unknown
-from eaglebug.checks.pyeval.memobjects import ClassTable, ObjectSources, class_table
+from eaglebug.checks.pyeval import brains
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import EnumMember, FunctionSite, Instance, Top
+from eaglebug.checks.source.facts import module_name
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import ALIASES, algorithm_facts
 
+_ATTENTION_ARCH = "sglang.srt.configs.model_config.AttentionArch"
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
 MIB = 1 << 20
 _WATCH = frozenset(
@@ -84,42 +92,21 @@ class Gpu:
     free_bytes: int  # before the load, the minimum across the launch's GPUs
 
 
-@dataclass(frozen=True)
-class Reading:
-    """One rule's outcome: a value, or a raise, or why it could not be read."""
-
-    value: object
-    steps: tuple[Step, ...] = ()
-    assumed: tuple[str, ...] = ()
-    raised: Raised | None = None
-    unknown: str | None = None
-    anchor: str = ""  # "file:line" of the function read
-
-    @property
-    def ok(self) -> bool:
-        return self.unknown is None and self.raised is None
-
-    def line_of(self, name: str) -> str | None:
-        """Where the tree last assigned `name` in this reading."""
-        hits = [s for s in self.steps if s.name.rsplit(".", 1)[-1] == name and s.line > 0]
-        return f"{hits[-1].file}:{hits[-1].line}" if hits else None
-
-
 @dataclass
 class Context:
-    """The evaluator's world for one launch: the tree's functions, the values, the stubs."""
+    """The world of one launch's memory readings: the tree, its memory functions, the values."""
 
+    index: TreeIndex
     sources: MemorySources
     launch: MemoryLaunch
     target: ModelShape
     draft: ModelShape | None
     gpu: Gpu
-    objects: ObjectSources | None = None  # the config class the tree registers (memclasses)
-    table: dict[str, Any] = field(init=False)
+    config_class: str | None = None  # the config class the tree registers (memory/classes.py)
     layout: Layout = field(init=False)
-    classes: ClassTable | None = field(init=False, default=None)
+    table: dict[str, FunctionSource] = field(init=False)
     _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
-    hybrid_cache: dict[str, object] | None = field(init=False, default=None)  # memhybrid
+    cache: dict[str, object] = field(init=False, default_factory=dict)  # memory/hybrid.py
 
     def facts(self, shape: ModelShape) -> ModelFacts:
         """ModelConfig's derived fields for this model, evaluated once."""
@@ -129,19 +116,35 @@ class Context:
         return self._facts[id(shape)]
 
     def __post_init__(self) -> None:
-        if self.objects is not None:
-            self.classes = class_table(self.objects)
-        self.table = function_table(self.sources)
+        self.table = {}
+        for source in self.sources.functions:  # by qualified and by plain name (first wins)
+            self.table.setdefault(source.qualname, source)
+            self.table.setdefault(source.qualname.rsplit(".", 1)[-1], source)
         self.layout = Layout(self.launch.tp, 1, None)  # until the tree's own is read
         self.layout = parallel_layout(self)
+
+    def has(self, name: str) -> bool:
+        return name in self.table
+
+    def site(self, name: str) -> tuple[FunctionSite, str | None] | None:
+        """A memory function of the tree by name, and the class it is a method of."""
+        source = self.table.get(name)
+        if source is None or source.qualname.startswith("="):
+            return None
+        module, _ = module_name(source.file)
+        found = Source.of(self.index).function(module, source.qualname)
+        if found is None:
+            return None
+        owner, _, _ = source.qualname.rpartition(".")
+        return found, f"{module}.{owner}" if owner else None
 
     def pool_kind(self, shape: ModelShape) -> tuple[str, str | None]:
         """The kind of KV pool the tree sizes for this model, and the predicate that said
         so: the tree's own `is_deepseek_dsa` (0.5.23) / `is_deepseek_nsa` (0.5.9) on the
         config for the sparse-attention indexer."""
         for name in ("is_deepseek_dsa", "is_deepseek_nsa"):
-            if name in self.table:
-                reading, _ = self.run(name, [Ref("model_config.hf_config")], shape)
+            if self.has(name):
+                reading, _ = self.run(name, [Flat("model_config.hf_config")], shape)
                 if reading.value is True:
                     return "MLA + DSA indexer K cache", reading.anchor
                 break
@@ -165,22 +168,21 @@ class Context:
         launch = self.launch
         algorithm = launch.algorithm
         draft_layers = None
-        if self.draft is not None and algorithm in {"EAGLE", "EAGLE3", "STANDALONE", "NEXTN"}:
+        family = self.draft_family()
+        if self.draft is not None and algorithm in family:
             draft_layers = self.draft.nextn_layers or self.draft.layers
-        elif algorithm in {"EAGLE", "NEXTN"} and shape.nextn_layers:
+        elif algorithm in family and shape.nextn_layers:  # an MTP draft in the target's file
             draft_layers = shape.nextn_layers
-        constants = self.sources.constants
-        member = "Backend.DISABLED" if launch.disable_cuda_graph else "Backend.FULL"
-        decode_backend = constants.get(member, member)
+        backends = self.sources.graph_backends
+        member = "DISABLED" if launch.disable_cuda_graph else "FULL"
+        decode_backend = backends.get(member, f"Backend.{member}")
         # The KV dtype as the torch dtype the tree compares with (`== torch.float8_e4m3fn`);
         # `_element_size` and `.itemsize` give its size.
         named = TORCH_NAMES.get(launch.kv_cache_dtype)
-        dtype: object = Ref(f"torch.{named or shape.dtype}")
+        dtype: object = brains.dtype(named or shape.dtype)
         if launch.kv_cache_dtype not in {"auto", ""} and named is None:
-            dtype = Unknown(f"--kv-cache-dtype {launch.kv_cache_dtype}")
+            dtype = Top(f"--kv-cache-dtype {launch.kv_cache_dtype}")
         return {
-            **{f"torch.{n}.itemsize": DTYPE_BYTES[n] for n in set(TORCH_NAMES.values())},
-            **constants,  # class constants the functions read (`DSATokenToKVPool.quant_...`)
             **{f"model_config.hf_config.{k}": v for k, v in shape.hf},
             **{f"model_config.{k}": v for k, v in config_values(shape).items()},
             **config_values(shape),  # ModelConfig's own methods read self.hf_text_config
@@ -204,9 +206,7 @@ class Context:
             "cuda_graph_config.decode.backend": decode_backend,
             "cuda_graph_config.prefill.max_bs": None,
             "cuda_graph_config.prefill.bs": None,
-            "cuda_graph_config.prefill.backend": constants.get(
-                "Backend.DISABLED", "Backend.DISABLED"
-            ),
+            "cuda_graph_config.prefill.backend": backends.get("DISABLED", "Backend.DISABLED"),
             "_cuda_graph_config_locked": [],
             "disable_cuda_graph": launch.disable_cuda_graph,
             "piecewise_cuda_graph_max_tokens": None,
@@ -215,14 +215,13 @@ class Context:
             "max_total_tokens": launch.max_total_tokens,
             "page_size": launch.page_size,
             "device": "cuda",
-            "_is_hip": False,  # the platform flags a module sets at import: a CUDA box
-            "_is_npu": False,
             "disaggregation_mode": "null",
             "enable_dp_attention": launch.enable_dp_attention,
             "enable_hisparse": False,
             "enable_hierarchical_cache": False,
             "enable_unified_memory": False,
             "speculative_algorithm": algorithm,
+            "spec_algorithm": self.spec_member(),
             "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
@@ -244,10 +243,9 @@ class Context:
             # the configurator / model runner
             "mambaish_config": None,
             "is_hybrid_swa": False,
-            "model_config.attention_arch": Ref(
-                "AttentionArch.MLA" if shape.mla else "AttentionArch.MHA"
-            ),
+            "model_config.attention_arch": self.attention_arch(shape.mla),
             "is_draft_worker": draft_worker,
+            **({"model_config.is_draft_model": True} if draft_worker else {}),
             "is_draft_model": draft_worker,
             "use_mla_backend": shape.mla,
             "kv_cache_dtype": dtype,
@@ -268,15 +266,8 @@ class Context:
             "model_config.qk_rope_head_dim": shape.rope_dim,
             "model_config.num_hidden_layers": shape.layers,
             "model_config.quantization": None,
-            "model_config.hf_config": Ref("model_config.hf_config"),
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
-            # the registered config class and the tree's hybrid predicates on it
-            **(
-                {k: v for k, v in memhybrid.hybrid_values(self).items() if ":" not in k}
-                if shape is self.target and not draft_worker
-                else {}
-            ),
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
             **(
                 {"dp_size": self.layout.runner_dp_size}
@@ -285,162 +276,83 @@ class Context:
             ),
         }
 
-    def stubs(self, shape: ModelShape, avail_gb: float | None = None) -> dict[str, Stub]:
-        """What a live process would answer, for this launch's numbers."""
-        total_mib = self.gpu.total_bytes / MIB
+    def draft_family(self) -> frozenset[str]:
+        """The algorithms whose draft layers the runner counts (`eagle_draft_num_layers`):
+        those the tree's own `is_eagle()` / `is_standalone()` hold for, by launch spelling."""
+        facts = algorithm_facts(self.index)
+        members = set(facts.predicates.get("is_eagle", ())) | set(
+            facts.predicates.get("is_standalone", ())
+        )
+        spellings = {alias for alias, member in ALIASES.items() if member in members}
+        return frozenset(members | spellings)
 
-        def const(value: object) -> Stub:
-            return lambda ev, args, kwargs: value
+    def attention_arch(self, mla: bool) -> object:
+        """`AttentionArch.MLA` / `.MHA` of the tree's model config, the member itself."""
+        cls = Source.of(self.index).class_val(_ATTENTION_ARCH)
+        if cls.ref is None:
+            return Top("this tree has no AttentionArch")
+        return EnumMember(cls, "MLA" if mla else "MHA", None)
 
-        def stand_in(name: str, value: object, last_arg: bool = False) -> Stub:
-            """A tree function this launch's shape does not reach (a hybrid model, a fused
-            draft pool, DP attention): its plain answer, said in `assumed` when it is asked."""
+    def spec_member(self) -> object:
+        """The launch's algorithm as the tree's own `SpeculativeAlgorithm.from_string` makes
+        it (the `NONE` member without one; its `is_eagle()` and the rest then run from the
+        tree)."""
+        if "spec_member" in self.cache:
+            return self.cache["spec_member"]
+        algorithm = self.launch.algorithm or None
+        facts = algorithm_facts(self.index)
+        made: object = Top("this tree's SpeculativeAlgorithm is not read")
+        if facts.source is not None:
+            call = ast.parse("SpeculativeAlgorithm.from_string(name)", mode="eval").body
+            found = evaluate(self.index, facts.source, call, {}, names={"name": algorithm})
+            if isinstance(found, (EnumMember, Instance)):
+                made = found
+            elif algorithm is not None and facts.predicates:
+                module, _ = module_name(facts.source)
+                cls = Source.of(self.index).class_val(f"{module}.SpeculativeAlgorithm")
+                try:
+                    made = EnumMember(cls, facts.canonical(algorithm), None)
+                except Exception:
+                    made = Top(f"{algorithm} is not an algorithm of this tree")
+        self.cache["spec_member"] = made
+        return made
 
-            def answer(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-                said = args[-1] if last_arg and args else value
-                note = f"stand-in: {name}() taken as {said!r}"
-                if note not in ev.assumed:
-                    ev.assumed.append(note)
-                return said
+    def parallel(self) -> parallel.Layout:
+        """The layout the distributed state answers with (the attention TP width as read)."""
+        launch = self.launch
+        return parallel.Layout(
+            launch.tp,
+            self.layout.attn_tp_size,
+            launch.dp,
+            launch.ep,
+            launch.pp,
+            launch.enable_dp_attention,
+        )
 
-            return answer
-
-        def first_arg(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return args[0] if args else Ref("")
-
-        def declare(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            for key, value in kwargs.items():
-                ev.values[key] = value
-                ev.steps.append(Step("(resolution)", 0, key, f"{key}={value!r}", value))
-            return None
-
-        def declare_override(
-            ev: Evaluator, args: list[object], kwargs: dict[str, object]
-        ) -> object:
-            """`get_context().override("reason", name=value)`: the value set for the run."""
-            for key, value in kwargs.items():
-                ev.values[key] = value
-                ev.steps.append(Step("(override)", 0, key, f"{args[:1]!r}: {key}={value!r}", value))
-            return None
-
-        def element_size(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            """torch's element size: the KV dtype is given as its size; a dtype the tree names
-            (`torch.uint8`) has torch's size for it."""
-            dtype = args[0] if args else None
-            if isinstance(dtype, int):
-                return dtype
-            if isinstance(dtype, Ref) and dtype.path.startswith("torch."):
-                size = DTYPE_BYTES.get(dtype.path.removeprefix("torch."))
-                if size is not None:
-                    return size
-            return Unknown(f"element size of {dtype!r}")
-
-        def is_fp4(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return "fp4" in self.launch.kv_cache_dtype
-
-        def dsa(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return Unknown("sparse-attention (DSA) indexer cells") if shape.dsa else False
-
-        def namespace(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return types.SimpleNamespace(**kwargs)
-
-        def spec(kind: str) -> Stub:
-            algorithm = self.launch.algorithm or ""
-            table = {
-                "is_none": not algorithm,
-                "is_eagle": algorithm in {"EAGLE", "EAGLE3", "NEXTN"},
-                "is_standalone": algorithm == "STANDALONE",
-                "is_dflash_family": algorithm in {"DFLASH", "DSPARK"},
-                "is_dflash": algorithm == "DFLASH",
-            }
-            return const(table[kind])
-
+    def world(self, avail_gb: float | None = None, extra: World | None = None) -> World:
+        """The plug-ins of a reading: what the box answers, and the launch's environment
+        (with the flags the tree hands on as variables: `--mamba-ssm-dtype`)."""
         environ = dict(self.launch.env)
-        for name, variable, _ in self.objects.flag_env if self.objects is not None else ():
-            given = getattr(self.launch, name, None)  # the flag the tree copies into envs
-            if isinstance(given, str):
+        for name, (variable, _) in flag_env(self.index).items():
+            given = getattr(self.launch, name, None)
+            if isinstance(given, str):  # a flag the tree hands on as a variable
                 environ[variable] = given
 
-        def env_get(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            name = str(args[0])
-            declared = self.sources.env.get(name)
-            if declared is None:
-                return Unknown(f"{name} is not declared in sglang/srt/environ.py")
-            if name not in environ:
-                return declared.default
-            raw = environ[name]
-            try:
-                if declared.kind == "EnvBool":
-                    return raw.lower() in {"1", "true", "yes", "y"}
-                if declared.kind == "EnvInt":
-                    return int(raw)
-                if declared.kind == "EnvFloat":
-                    return float(raw)
-            except ValueError:
-                return declared.default
-            return raw
+        def fill(m: Machine, obj: Instance) -> None:
+            memhooks.register(
+                m,
+                self.index,
+                obj,
+                total_bytes=self.gpu.total_bytes,
+                avail_gb=avail_gb,
+                environ=environ,
+                layout=self.parallel(),
+            )
+            memhybrid.register(self, m, obj)
+            if extra is not None:
+                extra(m, obj)
 
-        avail = Unknown("free memory after the load") if avail_gb is None else avail_gb
-        stubs: dict[str, Stub] = {
-            "get_device_memory_capacity": const(total_mib),
-            "get_available_gpu_memory": const(avail),
-            "get_num_kv_heads": lambda ev, args, kwargs: max(
-                1, shape.kv_heads // int(args[0]) if args and isinstance(args[0], int) else 1
-            ),
-            "_element_size": element_size,
-            "is_float4_e2m1fn_x2": is_fp4,
-            "is_minimax_sparse": stand_in("is_minimax_sparse", False),
-            "uses_minimax_m3_nvfp4_native_stack": stand_in(
-                "uses_minimax_m3_nvfp4_native_stack", False
-            ),
-            "use_mla_backend": const(shape.mla),
-            "get_attention_tp_size": const(self.layout.attn_tp_size),
-            "get_glm_dsa_layer_split_effective_num_layers": stand_in(
-                "get_glm_dsa_layer_split_effective_num_layers", None, last_arg=True
-            ),
-            "parse_qsa_profile": stand_in("parse_qsa_profile", None),
-            "fused_entry_bytes": stand_in("fused_entry_bytes", None),
-            "compute_page_shard_scratch_bytes": stand_in("compute_page_shard_scratch_bytes", 0),
-            "mambaish_config": stand_in("mambaish_config", None),
-            "hybrid_gdn_config": stand_in("hybrid_gdn_config", None),
-            "hybrid_kda_config": stand_in("hybrid_kda_config", None),
-            "MemoryPoolConfig": namespace,
-            "declare_resolution": declare,
-            "get_context.override": declare_override,
-            "resolving_view": first_arg,
-            "resolved_view": first_arg,
-            "deepcopy": first_arg,
-            "post_capture_kv_sizing_planned": stand_in("post_capture_kv_sizing_planned", False),
-            "model_config_of": const(Ref("model_config")),
-            "get_model_config": const(Ref("model_config")),
-            "expand_multimodal_decode_graph_to_running_limit": stand_in(
-                "expand_multimodal_decode_graph_to_running_limit", None
-            ),
-            "gc.collect": const(0),
-            "envs.get": env_get,
-            "envs.is_set": lambda ev, args, kwargs: str(args[0]) in environ,
-            "spec_algorithm.is_none": spec("is_none"),
-            "spec_algorithm.is_eagle": spec("is_eagle"),
-            "spec_algorithm.is_standalone": spec("is_standalone"),
-            "spec_algorithm.is_dflash_family": spec("is_dflash_family"),
-            "spec_algorithm.is_dflash": spec("is_dflash"),
-        }
-        if self.classes is not None:  # the tree's own predicates, on its own classes
-            for name in memhybrid.HYBRID:
-                stubs.pop(name, None)
-        if "attn_dp_enabled_of" not in self.table:  # a release that has no such predicate
-            stubs["attn_dp_enabled_of"] = stand_in("attn_dp_enabled_of", False)
-        for predicate in ("is_deepseek_nsa", "is_deepseek_dsa"):
-            if predicate not in self.table:  # the tree's own predicate where it has one
-                stubs[predicate] = dsa
-        # The DSA cell's layer count under GLM's layer split: the tree's own where it has it.
-        if "get_glm_dsa_layer_split_effective_num_layers" in self.table:
-            del stubs["get_glm_dsa_layer_split_effective_num_layers"]
-        for accessor in ("get_schedule", "get_parallel", "get_exec", "get_disagg", "get_memory"):
-            stubs[accessor] = const(Ref(""))
-        for accessor in ("get_mm", "get_spec", "get_model", "get_world_group"):
-            stubs[accessor] = const(Ref(""))
-        return stubs
+        return fill
 
     def run(
         self,
@@ -449,21 +361,45 @@ class Context:
         shape: ModelShape,
         values: dict[str, object] | None = None,
         avail_gb: float | None = None,
-        extra: Mapping[str, Stub] | None = None,
+        extra: World | None = None,
+        kwargs: dict[str, object] | None = None,
     ) -> tuple[Reading, dict[str, object]]:
-        """Evaluate one of the tree's functions; the values it leaves come back too."""
-        function = self.table.get(name)
-        if function is None:
+        """Evaluate one of the tree's memory functions; the values it leaves come back too."""
+        found = self.site(name)
+        if found is None:
             return Reading(None, unknown=f"this tree has no {name}"), {}
+        site, owner = found
         env = values if values is not None else self.values(shape)
-        stubs = {**self.stubs(shape, avail_gb), **(extra or {})}
-        ev = Evaluator(self.table, env, stubs, _WATCH, objects=self.classes)
-        result = ev.call(name, args, {})
-        anchor = f"{function.file}:{function.node.lineno}"
-        common = {"steps": tuple(ev.steps), "assumed": tuple(ev.assumed), "anchor": anchor}
-        if isinstance(result, Raised):
-            return Reading(None, raised=result, **common), env  # type: ignore[arg-type]
-        if isinstance(result, (Unknown, Ref)):
-            why = result.why if isinstance(result, Unknown) else f"{result.path} is not known"
-            return Reading(None, unknown=why, **common), env  # type: ignore[arg-type]
-        return Reading(result, **common), env  # type: ignore[arg-type]
+        return run_reading(
+            self.index,
+            site,
+            owner,
+            args,
+            env,
+            self.world(avail_gb, extra),
+            _WATCH,
+            self.path_classes(),
+            kwargs,
+            self.roles(),
+        )
+
+    def roles(self) -> tuple[str, ...]:
+        """The runtime classes the flat store stands for: the owners of the memory functions
+        (ServerArgs, ModelRunner, the KV configurator, the pool configurators)."""
+        if "roles" not in self.cache:
+            owners = {
+                f"{module_name(f.file)[0]}.{f.qualname.rsplit('.', 1)[0]}"
+                for f in self.sources.functions
+                if "." in f.qualname and not f.qualname.startswith("=")
+            }
+            self.cache["roles"] = tuple(sorted(owners))
+        return self.cache["roles"]  # type: ignore[return-value]
+
+    def path_classes(self) -> dict[str, str]:
+        """The classes of the objects at paths of the flat store: `model_config` is the tree's
+        ModelConfig (its methods run), its `hf_config` a transformers config."""
+        model_config = self.sources.model_config_class
+        out = {"model_config.hf_config": "transformers.PretrainedConfig"}
+        if model_config:
+            out["model_config"] = model_config
+        return out

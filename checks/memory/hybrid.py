@@ -4,81 +4,132 @@ Whether a model is one, and which of its layers keep a KV cache, is the tree's o
 its predicates (`mambaish_config`, `hybrid_gdn_config`, `hybrid_kda_config`: module functions
 of `configs/hybrid_arch.py` in 0.5.23, `ModelRunner` properties in 0.5.9) test the config
 object against the classes the tree registers, and the state a request holds is that
-config's `mamba2_cache_params.mamba_cache_per_req`. Here the config.json becomes an object of
-the registered class (`memobjects.from_config`), the predicates run on it, and their answers
-are what the configurator and the runner keep (`kvc.mambaish_config`, `self.mambaish_config`).
+config's `mamba2_cache_params.mamba_cache_per_req`. In each reading the config.json under
+`model_config.hf_config` becomes an object of the registered class (its own `__init__` run on
+the keys it takes, as `from_pretrained` does), the predicates run on it, and their answers are
+what the runner and the configurator keep (`self.mambaish_config`, `kvc.mambaish_config`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval.memeval import Evaluator, Ref
-from eaglebug.checks.pyeval.memobjects import Instance, attribute, from_config
+from eaglebug.checks.memory.reading import evaluate
+from eaglebug.checks.pyeval import objects
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.values import FuncVal, Instance, Top, is_known
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
 
 HYBRID = ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config")
+_CONFIG = "model_config.hf_config"
 
 
-def evaluator(ctx: Context) -> Evaluator:
-    """An evaluator on the target's values, with the tree's classes."""
-    ev = Evaluator(ctx.table, ctx.values(ctx.target), ctx.stubs(ctx.target))
-    ev.objects = ctx.classes
-    return ev
-
-
-def hybrid_values(ctx: Context) -> dict[str, object]:
-    """`model_config.hf_config` as the registered class's object and the tree's hybrid
-    predicates on it ("name:from" their file:line); evaluated once per Context."""
-    if ctx.hybrid_cache is not None or ctx.classes is None or ctx.objects is None:
-        return ctx.hybrid_cache or {}
-    made: dict[str, object] = {"_is_cpu": False}  # a CUDA box, as `_is_hip` / `_is_npu`
-    ctx.hybrid_cache = dict(made)  # while its own evaluation runs
-    cls = ctx.classes.classes.get(ctx.objects.config_class)
-    if cls is not None:
-        made["model_config.hf_config"] = from_config(
-            evaluator(ctx), cls, dict(ctx.target.hf), ctx.objects.class_from
-        )
-    ctx.hybrid_cache = dict(made)
+def register(ctx: Context, m: Machine, obj: Instance) -> None:
+    """Make the registered config object and give the run the tree's hybrid predicates'
+    answers (a model the tree registers no config class for answers none: the defaults)."""
+    if not ctx.config_class:
+        return
+    cls = m.source.class_val(ctx.config_class)
+    if cls.ref is None:
+        return
+    config = Instance(obj.oid, None, _CONFIG)
+    m.heap.path_classes[(obj.oid, _CONFIG)] = cls
+    _from_config(m, obj, config)
     for name in HYBRID:
-        runner = f"ModelRunner.{name}"
-        if name in ctx.table and not ctx.table[name].owner:
-            reading, _ = ctx.run(name, [Ref("model_config")], ctx.target)
-        elif runner in ctx.table:
-            reading, _ = ctx.run(runner, [], ctx.target)
-        else:
+        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
+        if found is None:
             continue
-        made[name] = reading.value
-        made[f"{name}:from"] = reading.anchor
-        ctx.hybrid_cache = dict(made)
-    return ctx.hybrid_cache
+        site, owner = found
+        if owner:  # 0.5.9: a property of ModelRunner
+            fn = FuncVal(site, m.source.class_val(owner), obj, "property")
+            made = m.call_within(fn, [], {})
+        else:  # 0.5.23: a function of the model config
+            made = m.call_within(FuncVal(site), [Instance(obj.oid, None, "model_config")], {})
+        m.write(obj, name, made, site.rel, site.line)
 
 
-def mamba_config(ctx: Context) -> Instance | None:
-    """The model's mamba-ish config (an object of the tree's class), or None."""
-    found = hybrid_values(ctx).get("mambaish_config")
-    return found if isinstance(found, Instance) else None
+def _from_config(m: Machine, obj: Instance, config: Instance) -> None:
+    """`from_pretrained`'s object: the class's own `__init__` on the keys it takes, every key
+    kept as an attribute; a value `__init__` could not work out stays the file's."""
+    store = m.fields(obj)
+    prefix = _CONFIG + "."
+    given = _nested({k[len(prefix) :]: v for k, v in store.items() if k.startswith(prefix)})
+    init = objects.attribute(m, config, "__init__", "from_config")
+    node = m.source.node_of(init.site) if isinstance(init, FuncVal) else None
+    if isinstance(node, ast.FunctionDef):
+        spec = node.args
+        taken = {a.arg for a in (*spec.args, *spec.kwonlyargs)}
+        m.call_within(init, [], {k: v for k, v in given.items() if k in taken})
+    for key, value in given.items():
+        if not is_known(m.fields(obj).get(prefix + key)):
+            m.heap.set(obj.oid, prefix + key, value)
+
+
+def _nested(flat: dict[str, object]) -> dict[str, object]:
+    """config.json's keys from the flat store's paths (`text_config.num_hidden_layers` is
+    the `text_config` dict's key), as `from_pretrained` hands them to `__init__`."""
+    out: dict[str, object] = {}
+    for key, value in flat.items():
+        head, _, rest = key.partition(".")
+        if not rest:
+            out.setdefault(head, value)
+            continue
+        inner = out.setdefault(head, {})
+        if isinstance(inner, dict):
+            inner[rest] = value
+    return {
+        k: _nested(v) if isinstance(v, dict) and any("." in i for i in v) else v
+        for k, v in out.items()
+    }
+
+
+def anchors(ctx: Context) -> dict[str, str]:
+    """Where each of the tree's hybrid predicates is, by name."""
+    out: dict[str, str] = {}
+    for name in HYBRID:
+        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
+        if found is not None:
+            out[name] = found[0].where
+    return out
+
+
+def _read(ctx: Context, expression: str) -> Any:
+    """An expression over the flat object (`self`), with the reading's plug-ins (the config
+    object and the predicates above)."""
+    node = ast.parse(expression, mode="eval").body
+    fn = ctx.site("mambaish_config") or ctx.site("ModelRunner.mambaish_config")
+    rel = fn[0].rel if fn is not None else ""
+    return evaluate(ctx.index, rel, node, ctx.values(ctx.target), ctx.world())
+
+
+def is_mamba(ctx: Context) -> bool:
+    """Does the tree's `mambaish_config` say this model is a hybrid linear-attention one?"""
+    if "mamba" not in ctx.cache:
+        said = _read(ctx, "self.mambaish_config is not None") if ctx.config_class else False
+        ctx.cache["mamba"] = said is True
+    return bool(ctx.cache["mamba"])
 
 
 def state_bytes_per_request(ctx: Context) -> object:
     """The config's own `mamba2_cache_params.mamba_cache_per_req` (conv + temporal states
     of every linear-attention layer, at their dtypes' sizes)."""
-    config = mamba_config(ctx)
-    if config is None:
+    if not is_mamba(ctx):
         return None
-    ev = evaluator(ctx)
-    params = attribute(ev, config, "mamba2_cache_params", "mamba2_cache_params")
-    return attribute(ev, params, "mamba_cache_per_req", "mamba_cache_per_req")
+    made = _read(ctx, "self.mambaish_config.mamba2_cache_params.mamba_cache_per_req")
+    return made if made is not None else Top("mamba_cache_per_req not read")
 
 
 def pool_kind(ctx: Context) -> tuple[str, str] | None:
     """ "KV for N full-attention layers + mamba state cache", and the predicate's place."""
-    config = mamba_config(ctx)
-    if config is None:
+    if not is_mamba(ctx):
         return None
-    full = attribute(evaluator(ctx), config, "full_attention_layer_ids", "layer ids")
+    full = _read(ctx, "self.mambaish_config.full_attention_layer_ids")
     count = len(full) if isinstance(full, list) else "?"
-    where = hybrid_values(ctx).get("mambaish_config:from")
-    return f"KV for {count} full-attention layers + mamba state cache", str(where)
+    where = anchors(ctx).get("mambaish_config", "")
+    return f"KV for {count} full-attention layers + mamba state cache", where
+
+
+__all__ = ["HYBRID", "is_mamba", "pool_kind", "register", "state_bytes_per_request"]

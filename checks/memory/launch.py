@@ -19,12 +19,12 @@ from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.check import MemoryInputs, check_memory
 from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.memory.weights import RankShare, per_rank_bytes
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models.source import ModelSource
-from eaglebug.checks.pyeval.parallelstate import Layout
 from eaglebug.checks.source.index import TreeIndex
 
 
@@ -120,7 +120,7 @@ def memory_findings(
         max_running_requests=given_or_resolved("max_running_requests", "--max-running-requests"),
         max_total_tokens=whole("--max-total-tokens"),
         kv_cache_dtype=text("--kv-cache-dtype") or "auto",
-        page_size=whole("--page-size") or 1,
+        page_size=given_or_resolved("page_size", "--page-size") or 1,
         algorithm=algorithm,
         disable_cuda_graph=flags.given("--disable-cuda-graph")
         or text("--cuda-graph-backend-decode") == "disabled",
@@ -138,6 +138,7 @@ def memory_findings(
     if measured is not None and measured.free_before_load_gib is not None:
         free_from = "measured by the last launch (Load weight begin)"
     inputs = MemoryInputs(
+        index=index,
         sources=memory_sources(index),
         launch=launch,
         target=shape,
@@ -154,7 +155,7 @@ def memory_findings(
         quantization_flag=not flags.given("--quantization")
         and bool(_flag(index, "--quantization")),
         graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
-        objects=model_objects(index, target.config),
+        config_class=model_objects(index, target.config).qualname or None,
     )
     findings = check_memory(inputs)
     if not settled:

@@ -18,8 +18,9 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eaglebug.checks.memory.reading import Flat, evaluate
 from eaglebug.checks.memory.rules import RUNNER_DP, kept_expression
-from eaglebug.checks.pyeval.memeval import Evaluator, Function, Ref
+from eaglebug.checks.pyeval.values import UNSET, FunctionSite
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -60,16 +61,19 @@ def parallel_layout(ctx: Context) -> Layout:
     rewrite = ctx.sources.entries.get("dp_resolution", "")
     if rewrite:
         before = dict(values)
-        reading, env = ctx.run(rewrite, [Ref("")], ctx.target, values)
-        resolved = {k: v for k, v in env.items() if k not in before or before[k] != v}
+        reading, env = ctx.run(rewrite, [Flat()], ctx.target, values)
+        resolved = {
+            k: v for k, v in env.items() if k in reading.written and before.get(k, UNSET) != v
+        }
         resolved_from = reading.anchor
         values = env
     world = ctx.sources.entries.get("attention_layout", "")
-    function = ctx.table.get(world) if world else None
-    if function is None:
+    found = ctx.site(world) if world else None
+    if found is None:
         if launch.enable_dp_attention:
             unknown.append("this tree has no compute_dp_attention_world_info: no DP attention")
         return Layout(launch.tp, 1, None, resolved, None, resolved_from, tuple(unknown))
+    function = found[0]
     args = {
         "enable_dp_attention": values.get("enable_dp_attention"),
         "tp_rank": 0,
@@ -78,26 +82,27 @@ def parallel_layout(ctx: Context) -> Layout:
         "attn_dp_size": values.get("attn_dp_size", 1),
         "attn_cp_size": values.get("attn_cp_size", 1),
     }
-    params = [a.arg for a in function.node.args.args]
+    node = function.node
+    params = [a.arg for a in node.args.args] if node is not None else []
     kwargs = {name: args[name] for name in params if name in args}
-    ev = Evaluator(ctx.table, dict(values), ctx.stubs(ctx.target))
-    returned = ev.call(world, [], kwargs)
+    reading, _ = ctx.run(world, [], ctx.target, dict(values), kwargs=kwargs)
+    returned = reading.value
     named = _returned_names(function, returned)
     attn_tp = named.get("attn_tp_size")
     attn_dp = named.get("attn_dp_size", kwargs.get("attn_dp_size"))
     if attn_dp is None:  # 0.5.9 returns no DP width: the one its first line assigns
-        attn_dp = _assigned(function, "attn_dp_size", {**values, **kwargs})
+        attn_dp = _assigned(ctx, function, "attn_dp_size", values, kwargs)
     if not isinstance(attn_tp, int) or not isinstance(attn_dp, int):
-        unknown.append(f"attention widths not read from {world} ({returned!r})")
+        unknown.append(f"attention widths not read from {world} ({reading.unknown or returned!r})")
         return Layout(launch.tp, 1, None, resolved, None, resolved_from, tuple(unknown))
-    where = f"{function.file}:{function.node.lineno}"
+    where = function.where
     runner_dp = _runner_dp(ctx, values)
     return Layout(attn_tp, attn_dp, runner_dp, resolved, where, resolved_from, tuple(unknown))
 
 
-def _returned_names(function: Function, returned: object) -> dict[str, object]:
+def _returned_names(function: FunctionSite, returned: object) -> dict[str, object]:
     """The returned tuple by the names the tree's `return a, b, c` gives its parts."""
-    if not isinstance(returned, list):
+    if not isinstance(returned, (list, tuple)) or function.node is None:
         return {}
     for node in ast.walk(function.node):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
@@ -107,20 +112,26 @@ def _returned_names(function: Function, returned: object) -> dict[str, object]:
     return {}
 
 
-def _assigned(function: Function, name: str, values: dict[str, object]) -> object:
+def _assigned(
+    ctx: Context,
+    function: FunctionSite,
+    name: str,
+    values: dict[str, object],
+    kwargs: dict[str, object],
+) -> object:
     """A local the function assigns from its arguments (`attn_dp_size = dp_size if ...`)."""
-    for stmt in function.node.body:
+    for stmt in function.node.body if isinstance(function.node, ast.FunctionDef) else []:
         if (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], ast.Name)
             and stmt.targets[0].id == name
         ):
-            return Evaluator({}, dict(values)).value(stmt.value, function.file)
+            return evaluate(ctx.index, function.rel, stmt.value, values, names=kwargs)
     return None
 
 
 def _runner_dp(ctx: Context, values: dict[str, object]) -> int | None:
     """0.5.9 / 0.5.14's `self.dp_size = ...` of ModelRunner, evaluated (None: no such line)."""
-    made = kept_expression(ctx.sources, RUNNER_DP, values)
+    made = kept_expression(ctx.index, ctx.sources, RUNNER_DP, values)
     return made if isinstance(made, int) else None

@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.pyeval.memeval import Ref
-
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
     from eaglebug.checks.memory.shape import ModelShape
@@ -65,10 +63,7 @@ def config_values(shape: ModelShape) -> dict[str, object]:
 def model_facts(ctx: Context, shape: ModelShape) -> ModelFacts:
     """Evaluate ModelConfig's derivations for this model (each reads `self.hf_config`...)."""
     world: dict[str, object] = {
-        **ctx.sources.constants,  # the module's own tables (`SWA_SINK_ARCHS`)
         **config_values(shape),
-        "hf_config": Ref("hf_config"),
-        "hf_text_config": Ref("hf_text_config"),
         "head_dim": shape.head_dim,
         "v_head_dim": shape.v_head_dim,
         "disable_hybrid_swa_memory": ctx.sources.defaults.get("disable_hybrid_swa_memory", False),
@@ -76,12 +71,12 @@ def model_facts(ctx: Context, shape: ModelShape) -> ModelFacts:
     }
     where: list[str] = []
     for name in _DERIVE:
-        if name not in ctx.table:
+        if not ctx.has(name):
             continue
         reading, world = ctx.run(name, [], shape, world)
         where.append(reading.anchor)
     values = {f"model_config.{k}": world[k] for k in _HARVEST if k in world}
-    if "ModelConfig._get_sliding_window_size" in ctx.table:
+    if ctx.has("ModelConfig._get_sliding_window_size"):
         window, _ = ctx.run("ModelConfig._get_sliding_window_size", [], shape, dict(world))
         values["model_config.sliding_window_size"] = window.value
         where.append(window.anchor)

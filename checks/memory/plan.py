@@ -11,15 +11,21 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from eaglebug.checks.logs.memory import Overheads
 from eaglebug.checks.memory import hybrid as memhybrid
 from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.layout import Layout
+from eaglebug.checks.memory.reading import ROOTS, Flat
 from eaglebug.checks.memory.rules import REQUEST_LIMIT, MemorySources, kept_expression
-from eaglebug.checks.pyeval.memeval import ROOTS, Raised, Ref, Stub
-from eaglebug.checks.pyeval.memobjects import ObjectSources
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.state import Call
+from eaglebug.checks.pyeval.values import Instance, Intrinsic, Raised
+from eaglebug.checks.source.facts import module_name
+from eaglebug.checks.source.index import TreeIndex
 
 
 @dataclass(frozen=True)
@@ -95,10 +101,11 @@ class Prediction:
 
 
 def _params(ctx: Context, name: str) -> list[str]:
-    function = ctx.table.get(name)
-    if function is None:
+    found = ctx.site(name)
+    node = found[0].node if found is not None else None
+    if node is None or not hasattr(node.args, "args"):
         return []
-    names = [a.arg for a in function.node.args.args]
+    names = [a.arg for a in node.args.args]
     return names[1:] if names and names[0] in ROOTS | {"cls"} else names
 
 
@@ -107,7 +114,7 @@ def _fraction(ctx: Context, out: Prediction) -> None:
     if not name:
         out.unknown.append("this tree has no handle_gpu_memory_settings: no default fraction")
         return
-    args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Ref("")]
+    args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Flat()]
     values = ctx.values(ctx.target)
     values["mem_fraction_static"] = None
     reading, env = ctx.run(name, args, ctx.target, values)
@@ -139,6 +146,7 @@ def _fraction(ctx: Context, out: Prediction) -> None:
 
 
 def predict(
+    index: TreeIndex,
     sources: MemorySources,
     launch: MemoryLaunch,
     target: ModelShape,
@@ -146,9 +154,9 @@ def predict(
     gpu: Gpu,
     weights: Weights,
     measured: Overheads | None = None,
-    objects: ObjectSources | None = None,
+    config_class: str | None = None,
 ) -> Prediction:
-    ctx = Context(sources, launch, target, draft, gpu, objects)
+    ctx = Context(index, sources, launch, target, draft, gpu, config_class)
     out = Prediction(launch, layout=ctx.layout)
     out.unknown.extend(ctx.layout.unknown)
     out.pool_kind, out.pool_kind_from = ctx.pool_kind(target)
@@ -197,7 +205,7 @@ def _mamba(ctx: Context, out: Prediction) -> None:
     """A hybrid model's mamba state cache as the tree sized it beside the KV pool: the
     requests it holds (`max_mamba_cache_size`, which the budget's evaluation set) and the
     state bytes of one request (the config's own `mamba_cache_per_req`)."""
-    if memhybrid.mamba_config(ctx) is None:
+    if not memhybrid.is_mamba(ctx):
         return
     per_req = memhybrid.state_bytes_per_request(ctx)
     if isinstance(per_req, int):
@@ -208,12 +216,12 @@ def _mamba(ctx: Context, out: Prediction) -> None:
     if isinstance(size, int) and isinstance(per_req, int):
         out.mamba_gib = size * per_req / GIB
     handler = next(
-        (n for n in ("_handle_max_mamba_cache", "handle_max_mamba_cache") if n in ctx.table),
+        (n for n in ("_handle_max_mamba_cache", "handle_max_mamba_cache") if ctx.has(n)),
         None,
     )
-    if handler is not None:
-        function = ctx.table[handler]
-        out.mamba_from = f"{function.file}:{function.node.lineno}"
+    found = ctx.site(handler) if handler is not None else None
+    if found is not None:
+        out.mamba_from = found[0].where
 
 
 def _mamba_size(out: Prediction, values: dict[str, object]) -> None:
@@ -233,9 +241,10 @@ def _values(ctx: Context, out: Prediction) -> dict[str, object]:
 
 def _pool(ctx: Context, out: Prediction) -> None:
     values = _values(ctx, out)
-    budget, _ = ctx.run(
+    budget, left = ctx.run(
         "_profile_available_bytes", [out.pre_load_gib], ctx.target, values, out.avail_after_load_gib
     )
+    values = left or values  # what the budget's run set (the mamba cache size) is read next
     out.budget_from = budget.anchor
     out.assumed.extend(budget.assumed)
     _mamba_size(out, values)
@@ -247,7 +256,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
         out.unknown.append(f"KV budget not read ({budget.unknown})")
         return
     kind = _configurator(ctx, values, out)
-    cell, env = ctx.run(f"{kind}.__init__", [Ref("")], ctx.target, values)
+    cell, env = ctx.run(f"{kind}.__init__", [Flat()], ctx.target, values)
     out.assumed.extend(cell.assumed)
     cell_size = env.get("_cell_size")
     if not isinstance(cell_size, (int, float)) or cell_size <= 0:
@@ -289,21 +298,31 @@ def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> s
     each configurator class standing for itself."""
     default = "DefaultPoolConfigurator"
     picker = "create_memory_pool_configurator"
-    if picker not in ctx.table:
+    if not ctx.has(picker):
         return default
-    classes = {q.rsplit(".", 1)[0] for q in ctx.table if q.endswith("Configurator.__init__")}
+    classes = {
+        f"{module_name(f.file)[0]}.{f.qualname.rsplit('.', 1)[0]}": f.qualname.rsplit(".", 1)[0]
+        for f in ctx.sources.functions
+        if f.qualname.endswith("Configurator.__init__")
+    }
 
-    def made(name: str) -> Stub:
-        return lambda ev, args, kwargs: f"class:{name}"
+    def stand_for_themselves(m: Machine, obj: Instance) -> None:
+        for qualname, name in classes.items():  # `Cls(kvc)` answers which class, nothing more
+            m.intrinsics.call(qualname, _stands_for(name))
 
-    reading, _ = ctx.run(
-        picker, [Ref("")], ctx.target, dict(values), extra={c: made(c) for c in classes}
-    )
+    reading, _ = ctx.run(picker, [Flat()], ctx.target, dict(values), extra=stand_for_themselves)
     out.assumed.extend(reading.assumed)
     picked = reading.value
-    name = picked.removeprefix("class:") if isinstance(picked, str) else default
+    name = (
+        picked.qualname.removeprefix("configurator.") if isinstance(picked, Intrinsic) else default
+    )
     out.configurator, out.configurator_from = name, reading.anchor
-    return name if f"{name}.__init__" in ctx.table else default
+    return name if ctx.has(f"{name}.__init__") else default
+
+
+def _stands_for(name: str) -> Callable[[Call], Any]:
+    """A configurator class's construction, answered with which class it is."""
+    return lambda call: Intrinsic(f"configurator.{name}")
 
 
 def _pool_059(ctx: Context, out: Prediction) -> None:
@@ -357,11 +376,12 @@ def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size:
         return pool_size
     values = dict(env)
     values.update({"max_total_num_tokens": tokens, "req_to_token_pool.size": pool_size})
-    made = kept_expression(ctx.sources, REQUEST_LIMIT, values)
+    made = kept_expression(ctx.index, ctx.sources, REQUEST_LIMIT, values)
     return made if isinstance(made, int) else None
 
 
 def minimum_fraction(
+    index: TreeIndex,
     sources: MemorySources,
     launch: MemoryLaunch,
     target: ModelShape,
@@ -370,13 +390,16 @@ def minimum_fraction(
     weights: Weights,
     tokens_needed: int,
     measured: Overheads | None = None,
+    config_class: str | None = None,
 ) -> float | None:
     """The smallest --mem-fraction-static (to 0.001) for which the tree's own arithmetic gives
     a pool of at least `tokens_needed` tokens; None when no fraction below 1 does."""
 
     def tokens(fraction: float) -> int:
         trial = replace(launch, mem_fraction_static=fraction)
-        made = predict(sources, trial, target, draft, gpu, weights, measured).max_total_num_tokens
+        made = predict(
+            index, sources, trial, target, draft, gpu, weights, measured, config_class
+        ).max_total_num_tokens
         return made or 0
 
     lo, hi = 0, 999  # in thousandths

@@ -6,23 +6,29 @@ The anchors are SGLang's own names: the function that picks the default
 that turns free memory into the KV budget (`profile_max_num_token` in 0.5.9,
 `_profile_available_bytes` later), the cell size (`get_cell_size_per_token`, then
 `DefaultPoolConfigurator._compute_cell_size`) and the request limit (`init_memory_pool`, then
-`resolve_max_num_reqs`). What those functions say is not copied: their source text is kept as
-a tree answer (so a warm run parses a few small functions, not the 5,000-line files) and
-`memeval` evaluates it on each launch. A release where an anchor is missing has no such rule,
-and the findings say so.
+`resolve_max_num_reqs`). What those functions say is not copied: where they are is kept as a
+tree answer, and `memory/reading.py` runs them, from the tree, on each launch. A release where
+an anchor is missing has no such rule, and the findings say so.
 """
 
 from __future__ import annotations
 
 import ast
-import textwrap
+import re
 from dataclasses import dataclass, field
 
-from eaglebug.checks.memory.imports import class_string, imported_blocks, imports_of, sglang_imports
-from eaglebug.checks.pyeval.memeval import ROOTS, Evaluator, Function, Ref, Unknown
+from eaglebug.checks.memory.defaults import (
+    ARGS_FILES,
+    constructor_defaults,
+    field_defaults,
+    server_defaults,
+)
+from eaglebug.checks.memory.reading import ROOTS, evaluate
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import is_known
+from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
-
-_ENVIRON = "sglang/srt/environ.py"
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -120,20 +126,14 @@ class FunctionSource:
 
 
 @dataclass(frozen=True)
-class EnvDefault:
-    kind: str  # EnvBool, EnvInt, EnvFloat, EnvStr, ...
-    default: object
-    where: str  # file:line
-
-
-@dataclass(frozen=True)
 class MemorySources:
     functions: tuple[FunctionSource, ...]
     entries: dict[str, str]  # rule -> qualname of the anchor found ("" when none)
-    env: dict[str, EnvDefault] = field(default_factory=dict)  # environ.py's declarations
     defaults: dict[str, object] = field(default_factory=dict)  # ServerArgs' field defaults
-    # `Class.attr` constants of classes the functions import (`DSATokenToKVPool.quant_block_size`)
-    constants: dict[str, object] = field(default_factory=dict)
+    # The CUDA-graph backends the fraction's hook compares with (`Backend.FULL` /
+    # `Backend.DISABLED` of 0.5.23's cuda_graph_config), by member name.
+    graph_backends: dict[str, object] = field(default_factory=dict)
+    model_config_class: str = ""  # the tree's ModelConfig (qualified), whose methods run
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -143,10 +143,8 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
+    runner: dict[str, object] = {}
     calls: dict[str, set[str]] = {}
-    used: dict[str, set[str]] = {}  # qualname -> the names it reads or calls
-    imports: dict[str, dict[str, tuple[str, str]]] = {}
-    module_values: dict[str, dict[str, ast.expr]] = {}  # file -> its `NAME = <expr>` lines
     fields: dict[str, dict[str, object]] = {}  # class -> its `name: T = literal` defaults
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
@@ -161,27 +159,18 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
-        imports[rel] = imports_of(parsed.tree)
-        module_values[rel] = {
-            stmt.targets[0].id: stmt.value
-            for stmt in parsed.tree.body
-            if isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        }
         if rel.endswith("/model_runner.py"):
+            runner = constructor_defaults(parsed.tree, "ModelRunner")
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
             found.extend(_runner_properties(parsed.tree, rel, lines))
             continue
-        fields.update(_field_defaults(parsed.tree, rel))
+        fields.update(field_defaults(parsed.tree))
         for qualname, node in _defs(parsed.tree):
             end = node.end_lineno or node.lineno
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             text = "".join(lines[start - 1 : end])
             found.append(FunctionSource(qualname, rel, start, text))
-            calls[qualname], used[qualname], inner = _references(node)
-            for name, target in inner.items():  # a function's own `from ... import`
-                imports[rel].setdefault(name, target)
+            calls[qualname] = _calls(node)
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
@@ -190,89 +179,83 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     kept.update({REQUEST_LIMIT, RUNNER_DP})
     kept.update(f.qualname for f in found if f.qualname.startswith("ModelRunner."))
     functions = [f for f in found if f.qualname in kept]
-    helpers, constants = imported_blocks(
-        index, [(f.file, used.get(f.qualname, set())) for f in functions], imports, names
-    )
-    functions.extend(FunctionSource(name, rel, line, text) for name, rel, line, text in helpers)
-    constants.update(_module_constants(functions, used, module_values))
+    defaults = server_defaults(index)
+    for name, value in runner.items():  # the target's runner and model config: what its
+        # worker leaves unset
+        defaults.setdefault(name, value)
     for owner in sorted({f.qualname.rsplit(".", 1)[0] for f in functions if "." in f.qualname}):
         for name, value in fields.get(owner, {}).items():  # the flat self's field defaults
-            constants.setdefault(name, value)
+            defaults.setdefault(name, value)
+    model_config = next(
+        (
+            f"{module_name(f.file)[0]}.ModelConfig"
+            for f in functions
+            if f.qualname.startswith("ModelConfig.")
+        ),
+        "",
+    )
+    ref = index.classes.cls(model_config) if model_config else None
+    parsed = index.parse_file(ref.file) if ref is not None else None
+    for name, value in constructor_defaults(parsed.tree, "ModelConfig").items() if parsed else ():
+        defaults.setdefault(f"model_config.{name}", value)  # `is_draft_model=False`
     return MemorySources(
         tuple(functions),
         entries,
-        _env_defaults(index),
-        _server_defaults(index),
-        constants,
+        defaults,
+        _graph_backends(index, entries.get("fraction", ""), functions),
+        model_config,
     )
 
 
-_ARGS_FILES = ("sglang/srt/server_args.py",)
-_ARGS_FOLDER = "sglang/srt/arg_groups/fields/"
-
-
-def _server_defaults(index: TreeIndex) -> dict[str, object]:
-    """`name: T = default` of the server-args classes (0.5.9's `ServerArgs`, 0.5.23's field
-    groups): what a flag the launch does not give is, for the arithmetic."""
-    constants = Evaluator({}, {})
-    out: dict[str, object] = {}
-    rels = [r for r in sorted(index.entries) if r in _ARGS_FILES or r.startswith(_ARGS_FOLDER)]
-    for rel in rels:
-        parsed = index.parse_file(rel)
-        if parsed is None:
+def _graph_backends(
+    index: TreeIndex, anchor: str, functions: list[FunctionSource]
+) -> dict[str, object]:
+    """`Backend.FULL` / `Backend.DISABLED` as the memory functions' modules import them (the
+    tree's cuda_graph_config; an older tree has none): what `cuda_graph_config.*.backend`
+    holds for a launch with, and without, CUDA graphs."""
+    machine = Machine(Source.of(index))
+    for rel in dict.fromkeys(f.file for f in functions):
+        module, _ = module_name(rel)
+        facts = index.module(module)
+        if facts is None or "Backend" not in facts.imports:
             continue
-        for cls in parsed.tree.body:
-            if not isinstance(cls, ast.ClassDef):
-                continue
-            # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`) is read as
-            # `get_exec().mamba.x`: its fields under the path below the top-level bag too.
-            inner = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
-            for stmt in cls.body:
-                if not (
-                    isinstance(stmt, ast.AnnAssign)
-                    and isinstance(stmt.target, ast.Name)
-                    and stmt.value is not None
-                ):
-                    continue
-                # None defaults stay unknown: several are objects the hooks fill in
-                # (cuda_graph_config), which the evaluator follows as attribute paths;
-                # 0.5.23's `Arg(..., fallback=0.8)` is what an unset field answers.
-                value = constants.constant(stmt.value, rel)
-                if value is None:
-                    value = _fallback(stmt.annotation, constants, rel)
-                if isinstance(value, (bool, int, float, str)):
-                    out.setdefault(stmt.target.id, value)
-                    if inner:
-                        out.setdefault(f"{inner}.{stmt.target.id}", value)
-    return out
+        out: dict[str, object] = {}
+        for member in ("FULL", "DISABLED"):
+            node = ast.parse(f"Backend.{member}", mode="eval").body
+            made = machine.evaluate(node, module).value
+            if is_known(made):
+                out[member] = made
+        if out:
+            return out
+    return {}
 
 
-def flag_env(index: TreeIndex, variables: set[str]) -> dict[str, tuple[str, str]]:
-    """`envs.NAME.set(cfg.field)` in the server-args code, for the variables asked about: a
-    flag the tree hands on as an environment variable (`--mamba-ssm-dtype` ->
-    SGLANG_MAMBA_SSM_DTYPE, which the state size reads): field -> (variable, file:line).
-    Only files that name one of the variables are parsed."""
+def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
+    """`envs.NAME.set(cfg.field)` in the server-args code: the flags the tree hands on as
+    environment variables (`--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state
+    size reads): field -> (variable, file:line). A tree answer; only the files whose bytes
+    hold such a call are parsed."""
+    return index.answer("memory_flag_env", lambda: _flag_env(index))
+
+
+_ENV_SET = re.compile(rb"envs\.\w+\.set\(")
+
+
+def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
-    words = [f"envs.{v}.set(".encode() for v in sorted(variables)]
     for rel in sorted(index.entries):
-        if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
+        if rel not in ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
-        try:
-            data = (index.tree.root / rel).read_bytes()
-        except OSError:
-            continue
-        if not any(word in data for word in words):
+        data = index.files.source(rel)
+        if data is None or _ENV_SET.search(data) is None:
             continue
         parsed = index.parse_file(rel)
-        if parsed is None:
-            continue
-        for node in ast.walk(parsed.tree):
+        for node in ast.walk(parsed.tree) if parsed is not None else []:
             if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "set"
                 and isinstance(node.func.value, ast.Attribute)
-                and node.func.value.attr in variables
                 and isinstance(node.func.value.value, ast.Name)
                 and node.func.value.value.id == "envs"
                 and len(node.args) == 1
@@ -286,9 +269,11 @@ def flag_env(index: TreeIndex, variables: set[str]) -> dict[str, tuple[str, str]
     return out
 
 
-def kept_expression(sources: MemorySources, qualname: str, values: dict[str, object]) -> object:
+def kept_expression(
+    index: TreeIndex, sources: MemorySources, qualname: str, values: dict[str, object]
+) -> object:
     """One of the kept `self.x = <expr>` lines (`REQUEST_LIMIT`, `RUNNER_DP`) evaluated on
-    `values`; None when the tree has no such line or it does not parse."""
+    `values`; None when the tree has no such line, it does not parse, or is not known."""
     source = next((f for f in sources.functions if f.qualname == qualname), None)
     if source is None:
         return None
@@ -297,25 +282,7 @@ def kept_expression(sources: MemorySources, qualname: str, values: dict[str, obj
     except SyntaxError:
         return None
     ast.increment_lineno(node, source.line - 1)
-    return Evaluator({}, dict(values)).value(node, source.file)
-
-
-def _module_constants(
-    functions: list[FunctionSource],
-    used: dict[str, set[str]],
-    module_values: dict[str, dict[str, ast.expr]],
-) -> dict[str, object]:
-    """The module-level constants the kept functions read (`SWA_SINK_ARCHS = frozenset(...)`
-    in model_config.py), where they are plain literals."""
-    constants = Evaluator({}, {})
-    out: dict[str, object] = {}
-    for function in functions:
-        table = module_values.get(function.file, {})
-        for name in sorted(used.get(function.qualname, set()) & table.keys()):
-            value = constants.constant(table[name], function.file)
-            if not isinstance(value, (Unknown, Ref)):
-                out.setdefault(name, value)
-    return out
+    return evaluate(index, source.file, node, values)
 
 
 def _wanted(rel: str) -> bool:
@@ -323,16 +290,6 @@ def _wanted(rel: str) -> bool:
     return rel.rsplit("/", 1)[-1] in _FILES or any(
         "/" in name and rel.endswith("/" + name) for name in _FILES
     )
-
-
-def _fallback(annotation: ast.expr, constants: Evaluator, rel: str) -> object:
-    """The `fallback=` of a field's `Arg(...)` metadata (`A[Optional[float], Arg(...)]`)."""
-    for node in ast.walk(annotation):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
-            for keyword in node.keywords:
-                if keyword.arg == "fallback":
-                    return constants.constant(keyword.value, rel)
-    return None
 
 
 def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
@@ -360,26 +317,6 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
     return list(out.values())
 
 
-def _field_defaults(tree: ast.Module, rel: str) -> dict[str, dict[str, object]]:
-    """A class body's `name: T = <literal>` (a dataclass's field defaults: the configurator's
-    `extra_mamba_cache_bytes_per_req: int = 0`), by class."""
-    constants = Evaluator({}, {})
-    out: dict[str, dict[str, object]] = {}
-    for cls in tree.body:
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        for stmt in cls.body:
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(stmt.value, ast.Constant)
-                and isinstance(stmt.value.value, (bool, int, float, str))
-            ):
-                value = constants.constant(stmt.value, rel)
-                out.setdefault(cls.name, {})[stmt.target.id] = value
-    return out
-
-
 def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
     """`ModelRunner`'s `@property def ..._config` (0.5.9's hybrid predicates)."""
     out: list[FunctionSource] = []
@@ -398,26 +335,17 @@ def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[Fun
     return out
 
 
-def _references(
-    node: ast.FunctionDef,
-) -> tuple[set[str], set[str], dict[str, tuple[str, str]]]:
-    """In one walk: the plain names a function calls (`f()`, `self.f()`, `mod.f()`), every
-    name it reads, and what its own `from sglang... import` lines bring in."""
+def _calls(node: ast.FunctionDef) -> set[str]:
+    """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
     calls: set[str] = set()
-    names: set[str] = set()
-    imports: dict[str, tuple[str, str]] = {}
     for inner in ast.walk(node):
-        if isinstance(inner, ast.Name):
-            names.add(inner.id)
-        elif isinstance(inner, ast.Call):
+        if isinstance(inner, ast.Call):
             func = inner.func
             if isinstance(func, ast.Name):
                 calls.add(func.id)
             elif isinstance(func, ast.Attribute):
                 calls.add(func.attr)
-        elif isinstance(inner, ast.ImportFrom):
-            imports.update(sglang_imports(inner))
-    return calls, names, imports
+    return calls
 
 
 def _reachable(
@@ -443,33 +371,6 @@ def _reachable(
     return kept
 
 
-def _env_defaults(index: TreeIndex) -> dict[str, EnvDefault]:
-    """`NAME = EnvInt(100)` in `envs`' class body: the default SGLang reads when unset."""
-    if _ENVIRON not in index.entries:
-        return {}
-    parsed = index.parse_file(_ENVIRON)
-    if parsed is None:
-        return {}
-    constants = Evaluator({}, {})
-    out: dict[str, EnvDefault] = {}
-    for node in ast.walk(parsed.tree):
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id.startswith("Env")
-        ):
-            continue
-        args = node.value.args
-        value = constants.constant(args[0], _ENVIRON) if args else None
-        if not isinstance(value, Unknown):
-            where = f"{_ENVIRON}:{node.lineno}"
-            out[node.targets[0].id] = EnvDefault(node.value.func.id, value, where)
-    return out
-
-
 def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
     out: list[tuple[str, ast.FunctionDef]] = []
     for node in tree.body:
@@ -485,30 +386,3 @@ def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
 # What constructing a class reaches: its `__init__`, and the sizing call the configurator's
 # user makes on it (`calculate_pool_sizes`, memplan).
 _CONSTRUCTED = frozenset({"__init__", "calculate_pool_sizes"})
-
-_TABLES: dict[int, tuple[MemorySources, dict[str, Function]]] = {}
-
-
-def function_table(sources: MemorySources) -> dict[str, Function]:
-    """Functions by qualified and by plain name (the first definition of a plain name wins),
-    parsed from their kept text with their lines as in the file (once per sources)."""
-    kept = _TABLES.get(id(sources))
-    if kept is not None and kept[0] is sources:
-        return kept[1]
-    if len(_TABLES) > 4:
-        _TABLES.clear()
-    table: dict[str, Function] = {}
-    for source in sources.functions:
-        try:  # blank lines before it keep the file's line numbers (no second walk)
-            module = ast.parse("\n" * (source.line - 1) + textwrap.dedent(source.text))
-        except SyntaxError:
-            continue
-        node = module.body[0] if module.body else None
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        owner = source.qualname.rsplit(".", 1)[0] if "." in source.qualname else ""
-        function = Function(source.file, node, owner)
-        table.setdefault(source.qualname, function)
-        table.setdefault(source.qualname.rsplit(".", 1)[-1], function)
-    _TABLES[id(sources)] = (sources, table)
-    return table

@@ -101,12 +101,27 @@ def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShap
         nextn_layers=_int(text, "num_nextn_predict_layers"),
         multimodal=any(k in config for k in ("vision_config", "vision_tower")),
         dsa="index_topk" in text,
-        hf=tuple(sorted((k, v) for k, v in config.items() if _plain(v))),
+        hf=tuple(sorted(_leaves(config))),
         dtype=TORCH_NAMES.get(dtype.replace("torch.", ""), "bfloat16"),
         hf_text=tuple(sorted((k, v) for k, v in text.items() if _plain(v)))
         if text is not config
         else (),
     )
+
+
+def _leaves(
+    config: Mapping[str, Any], prefix: str = "", depth: int = 3
+) -> list[tuple[str, object]]:
+    """config.json's plain fields by dotted path: a wrapper's nested `text_config` is
+    `text_config.num_hidden_layers`, so a config class the tree builds from the flat store
+    gets its sub-config's dict back (3 levels deep; a deeper one stays unknown)."""
+    out: list[tuple[str, object]] = []
+    for key, value in config.items():
+        if _plain(value):
+            out.append((prefix + key, value))
+        elif isinstance(value, dict) and depth > 1:
+            out.extend(_leaves(value, f"{prefix}{key}.", depth - 1))
+    return out
 
 
 def _plain(value: object) -> bool:

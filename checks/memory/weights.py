@@ -7,7 +7,7 @@ with `--enable-dp-attention` the attention layers divide only by the attention T
 under-estimates the largest rank, which is the one SGLang's minimum-across-ranks free memory
 sees. Here each tensor's bytes (from the safetensors headers, `safetensorsheader`) are put on
 the module class that holds it by walking its name through the EntryClass's `__init__`
-constructions (`layertree`), after the checkpoint renames the loader itself lists
+constructions (`memory/layers.py`), after the checkpoint renames the loader itself lists
 (`stacked_params_mapping`, `packed_modules_mapping`); the holder's own `__init__` says what it
 divides by. Names that cannot be placed are split by the whole world and counted in a note.
 The placement is a tree answer per (tree state, EntryClass, config, layout, names).
@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.args.world import declared_env
 from eaglebug.checks.memory.layers import UNREAD, Built, LayerTree, class_node
-from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors
 from eaglebug.checks.memory.widths import attention_tp_size, pp_stages
 from eaglebug.checks.models.source import ModelSource
-from eaglebug.checks.pyeval.memeval import Ref
-from eaglebug.checks.pyeval.parallelstate import Layout
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
@@ -137,7 +136,7 @@ def rank_weights(
     )
     patterns = sorted({pattern(n) for n in tensors.sizes})
     digest = hashlib.sha256("\n".join(patterns).encode()).hexdigest()
-    env = env_values(index, environ or {})
+    env = declared_env(index, environ)  # the variables the tree declares: what layers read
     subject: list[Any] = [entry.qualname, repr(layout), digest, _config_key(config), env]
     placed = index.answer_for(
         "weightsplit:",
@@ -153,27 +152,6 @@ def rank_weights(
     return _sum(tensors, placed, layout, attn_from, config, stages)
 
 
-def env_values(index: TreeIndex, environ: Mapping[str, str]) -> dict[str, object]:
-    """What `envs.NAME.get()` answers for each variable the tree declares: the environment's
-    value in the declared kind, else the declared default (`sglang/srt/environ.py`)."""
-    out: dict[str, object] = {}
-    for name, declared in memory_sources(index).env.items():
-        raw = environ.get(name)
-        value: object = declared.default
-        if raw is not None:
-            try:
-                if declared.kind == "EnvBool":
-                    value = raw.lower() in {"1", "true", "yes", "y"}
-                elif declared.kind in {"EnvInt", "EnvFloat"}:
-                    value = (int if declared.kind == "EnvInt" else float)(raw)
-                else:
-                    value = raw
-            except ValueError:
-                value = declared.default
-        out[name] = value
-    return out
-
-
 def _config_key(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(repr(sorted(config.items(), key=lambda kv: kv[0])).encode()).hexdigest()
 
@@ -184,15 +162,11 @@ def _place_all(
     config: Mapping[str, Any],
     layout: Layout,
     patterns: list[str],
-    env: Mapping[str, object],
+    environ: Mapping[str, str],
 ) -> dict[str, Placed]:
-    tree = LayerTree(index, layout, config, env, lambda ref: loader_renames(index, ref))
+    tree = LayerTree(index, layout, config, environ, lambda ref: loader_renames(index, ref))
     renames = tree.renames(entry)
-    start: tuple[ClassRef, tuple[object, ...], dict[str, object]] = (
-        entry,
-        (Ref("config"),),
-        {"quant_config": Ref("quant_config"), "prefix": ""},
-    )
+    start = tree.start(entry)
     return {p: _place(tree, start, p, renames) for p in patterns}
 
 

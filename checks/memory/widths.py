@@ -11,7 +11,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from eaglebug.checks.pyeval.memeval import Evaluator, Function
+from eaglebug.checks.pyeval import brains
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import FunctionSite
+from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
 
 
@@ -21,20 +25,21 @@ def pp_stages(
     """Each pipeline stage's [start, end) layers as the tree's `get_pp_indices` gives them
     (with `SGLANG_PP_LAYER_PARTITION` from the environment); equal runs, said, without it."""
     for rel, name, line in _tree_functions(index, (_PP_INDICES,)):
-        node = _top_function(index, rel, name)
-        if node is None:
+        site = _site(index, rel, name)
+        if site is None:
             continue
-
-        def getenv(ev: Evaluator, args: list[object], kwargs: dict[str, object]) -> object:
-            return environ.get(str(args[0]), args[1] if len(args) > 1 else None)
-
         ranges: list[tuple[int, int]] = []
         for rank in range(pp):
-            ev = Evaluator({}, {}, {"os.getenv": getenv, "getenv": getenv})
-            made = ev._call_function(Function(rel, node), [layers, rank, pp], {})
-            if not (isinstance(made, (list, tuple)) and len(made) == 2):
+            machine = Machine(Source.of(index))
+            brains.register_os(machine.intrinsics, environ)  # SGLANG_PP_LAYER_PARTITION
+            made = machine.run(site, [layers, rank, pp], {}).value
+            if not (
+                isinstance(made, (list, tuple))
+                and len(made) == 2
+                and all(isinstance(v, int) for v in made)
+            ):
                 break
-            ranges.append((int(str(made[0])), int(str(made[1]))))
+            ranges.append((int(made[0]), int(made[1])))
         if len(ranges) == pp:
             return ranges, f"{rel}:{line}"
     per = max(layers // pp, 1)
@@ -54,19 +59,18 @@ def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tupl
     if not enabled:  # the tree's attention DP size is 1 then, its attention TP width tp
         return tp, "tp (no --enable-dp-attention)"
     for rel, name, line in _tree_functions(index, _ATTN_TP):
-        node = _top_function(index, rel, name)
-        if node is None:
+        site = _site(index, rel, name)
+        if site is None:
             continue
-        evaluator = Evaluator({}, {})
+        machine = Machine(Source.of(index))
         if name == _ATTN_TP[0]:
-            made = evaluator._call_function(Function(rel, node), [enabled, 0, tp, dp], {})
+            made = machine.run(site, [enabled, 0, tp, dp], {}).value
             size = made[1] if isinstance(made, (list, tuple)) and len(made) >= 2 else None
             how = f"{rel}:{line}"
         else:
             attn_dp = dp if enabled else 1
-            size = evaluator._call_function(
-                Function(rel, node), [], {"tp_size": tp, "attn_cp_size": 1, "attn_dp_size": attn_dp}
-            )
+            given = {"tp_size": tp, "attn_cp_size": 1, "attn_dp_size": attn_dp}
+            size = machine.run(site, [], given).value
             how = f"{rel}:{line} (attention DP size {attn_dp}, CP 1)"
         if isinstance(size, int) and size > 0:
             return int(size), how
@@ -77,17 +81,10 @@ def attention_tp_size(index: TreeIndex, tp: int, dp: int, enabled: bool) -> tupl
 _PP_INDICES = "get_pp_indices"
 
 
-def _top_function(index: TreeIndex, rel: str, name: str) -> ast.FunctionDef | None:
-    """The module-level function `name` of the tree file `rel`, parsed."""
-    parsed = index.parse_file(rel)
-    return next(
-        (
-            n
-            for n in (parsed.tree.body if parsed else [])
-            if isinstance(n, ast.FunctionDef) and n.name == name
-        ),
-        None,
-    )
+def _site(index: TreeIndex, rel: str, name: str) -> FunctionSite | None:
+    """The module-level function `name` of the tree file `rel`."""
+    module, _ = module_name(rel)
+    return Source.of(index).function(module, name)
 
 
 def _tree_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:

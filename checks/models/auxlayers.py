@@ -6,7 +6,7 @@ Three things decide them, each read from the tree rather than assumed:
   None): ids anywhere else in the draft config are ignored, and None means the target's
   defaults;
 - the target class's own convention: its `set_eagle3_layers_to_capture`, evaluated over the ids
-  (`pyeval/treeeval.py`): `[val + 1 for val in layer_ids]` in most classes, conditional forms in others
+  (`models/effects.py`): `[val + 1 for val in layer_ids]` in most classes, conditional forms in others
   (DeepSeek-V2 and gpt-oss in later releases), delegations to an inner model followed;
 - which capture layers its forward can reach: `for i in range(start_layer, end_layer)` checks
   `i in self.layers_to_capture`, so a layer id of `num_hidden_layers` is captured only where the
@@ -27,7 +27,8 @@ from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models.checks import text_config
 from eaglebug.checks.models.draft_code import method_node
-from eaglebug.checks.pyeval.treeeval import UNKNOWN, ConfigObject, Scope, simulate
+from eaglebug.checks.models.effects import method_effects
+from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex, find_class, parsed_with
 
@@ -123,22 +124,24 @@ def capture(
     node = method_node(index, provider)
     if node is None or len(node.args.args) < 2:
         return None
-    cfg = ConfigObject(config)
-    scope = Scope({node.args.args[1].arg: ids}, cfg)
-    effects = simulate(node.body, scope, frozenset({_CAPTURE, _SETTER}))
+    owner = find_class(index, provider.owner)
+    param = node.args.args[1].arg
+    tracked = frozenset({_CAPTURE, _SETTER})
+    effects = method_effects(index, owner, node, provider.file, config, {param: ids}, tracked)
     if effects is None:
         return None
-    for key, value in effects.assigned.items():
-        if key.endswith(_CAPTURE) and isinstance(value, list):
-            if not all(isinstance(v, int) for v in value):
-                return None
-            where = f"{provider.file}:{effects.lines[key]}"
-            return Capture(tuple(value), _reachable(index, provider.file, config), where)
+    for key in effects.assigned:
+        if not key.endswith(_CAPTURE):
+            continue
+        value = effects.value(key)
+        if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            return None  # not one list of layer ids on every path: nothing to say
+        where = f"{provider.file}:{effects.lines[key]}"
+        return Capture(tuple(value), _reachable(index, provider.file, config), where)
     for callee, args, line in effects.calls:
         attr = callee.split(".")[-2] if callee.count(".") >= 2 else None
-        if attr is None or not args or args[0] is UNKNOWN or not _int_list(args[0]):
+        if attr is None or not args or not is_known(args[0]) or not _int_list(args[0]):
             return None
-        owner = find_class(index, provider.owner)
         inner = _inner(index, owner, attr, config)
         if inner is None:
             return None

@@ -4,7 +4,7 @@ Two facts, each read from the class as the tree defines it (its MRO, followed th
 - whether it is an EAGLE-3 draft: its `__init__` sets `capture_aux_hidden_states` to a
   constant (True in `LlamaForCausalLMEagle3`, False in `LlamaForCausalLMEagle`), the attribute
   the runtime's EAGLE-3 capture path turns on;
-- where its lm_head comes from: its `__init__` run over the draft's config (`pyeval/treeeval.py`)
+- where its lm_head comes from: its `__init__` run over the draft's config (`models/effects.py`, the one evaluator)
   gives `load_lm_head_from_target` and whether `self.lm_head` is a fresh module (its weight
   must then be in the checkpoint) or an alias of the embedding (tied).
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.pyeval.treeeval import UNKNOWN, ConfigObject, Scope, simulate
+from eaglebug.checks.models.effects import method_effects
 from eaglebug.checks.source.classes import ClassRef, Provider
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 
@@ -103,18 +103,16 @@ def lm_head(index: TreeIndex, ref: ClassRef, config: Mapping[str, Any]) -> LmHea
     init = _init_of(index, owner)
     if init is None:
         return None
-    cfg = ConfigObject(config)
-    names: dict[str, Any] = {a.arg: UNKNOWN for a in init.args.args[1:]}
-    if "config" in names:
-        names["config"] = cfg
-    effects = simulate(init.body, Scope(names, cfg), frozenset({_LM_FROM_TARGET, _LM_HEAD}))
+    tracked = frozenset({_LM_FROM_TARGET, _LM_HEAD})
+    effects = method_effects(index, owner, init, owner.file, config, {}, tracked)
     if effects is None:
         return None
     head_key = f"self.{_LM_HEAD}"
-    kind = effects.kinds.get(head_key)
+    kind = effects.kind(head_key)
     if kind is None:
         return None
-    from_target = effects.assigned.get(f"self.{_LM_FROM_TARGET}", False)
+    from_key = f"self.{_LM_FROM_TARGET}"
+    from_target = effects.value(from_key) if from_key in effects.assigned else False
     if not isinstance(from_target, bool):
         return None
     key = f"self.{_LM_FROM_TARGET}" if from_target else head_key

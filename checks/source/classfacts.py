@@ -345,3 +345,16 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts, registry: bool) -> None:
     elif isinstance(stmt, ast.Try):
         for inner in (*stmt.body, *[s for h in stmt.handlers for s in h.body], *stmt.orelse):
             _top_level(inner, facts, registry)
+
+
+def class_string(cls: ast.ClassDef, name: str) -> str | None:
+    """A class body's `name = "literal"` (`model_type = "qwen3_next"`, `_NS_PATH = ...`)."""
+    for stmt in cls.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            return stmt.value.value
+    return None

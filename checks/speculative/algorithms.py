@@ -9,15 +9,31 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.pyeval.truth import Tri, tri_and, tri_not, tri_or
-from eaglebug.checks.source.classfacts import dotted, resolve_relative
+from eaglebug.checks.pyeval.budget import Budget
+from eaglebug.checks.pyeval.intrinsics import Handler, Intrinsics
+from eaglebug.checks.pyeval.machine import Machine, Observer
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.state import Call, Frame
+from eaglebug.checks.pyeval.values import (
+    ClassVal,
+    EnumMember,
+    FunctionSite,
+    FuncVal,
+    Top,
+    alternatives,
+)
+from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
 
 ENUM_NAME = "SpeculativeAlgorithm"
 # Launch-time spellings that SGLang maps onto an enum member before it dispatches.
 ALIASES = {"NEXTN": "EAGLE"}
+# A predicate is a line or two; `create_worker` a page: far below the default limits.
+_BUDGET = Budget(depth=8, steps=20_000)
 
 
 @dataclass(frozen=True)
@@ -80,120 +96,90 @@ def _registered(tree: ast.Module) -> tuple[list[str], dict[str, set[str]]]:
     return members, flags
 
 
-def _single_return(fn: ast.FunctionDef) -> ast.expr | None:
-    body = [
-        s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-    ]
-    if len(body) == 1 and isinstance(body[0], ast.Return):
-        return body[0].value
-    return None
+class _Returns(Observer):
+    """The values `create_worker` returns on each of its paths (a path that returns what
+    only the run knows, such as a platform's worker class, is not a worker of the tree)."""
+
+    def __init__(self, site: FunctionSite) -> None:
+        self.site = site
+        self.values: list[Any] = []
+
+    def on_return(self, frame: Frame, value: Any) -> None:
+        if frame.site == self.site:
+            self.values.append(value)
 
 
-class _Evaluator:
-    def __init__(
-        self,
-        members: list[str],
-        methods: dict[str, ast.FunctionDef],
-        flags: dict[str, set[str]] | None = None,
-    ) -> None:
-        self.members = members
-        self.methods = methods
-        self.flags = flags or {}  # registry form: member -> its flags
-        self.memo: dict[tuple[str, str], Tri] = {}
-
-    def predicate(self, name: str, member: str, depth: int = 0) -> Tri:
-        key = (name, member)
-        if key not in self.memo:
-            self.memo[key] = None  # recursion guard
-            fn = self.methods.get(name)
-            expr = _single_return(fn) if fn is not None else None
-            self.memo[key] = self.value(expr, member, depth + 1) if expr is not None else None
-        return self.memo[key]
-
-    def value(self, node: ast.expr, member: str, depth: int = 0) -> Tri:
-        if depth > 12:
-            return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return tri_not(self.value(node.operand, member, depth + 1))
-        if isinstance(node, ast.BoolOp):
-            values = [self.value(v, member, depth + 1) for v in node.values]
-            return tri_and(values) if isinstance(node.op, ast.And) else tri_or(values)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
-            if dotted(node.func.value) == "self":
-                return self.predicate(node.func.attr, member, depth + 1)
-            return None
-        if (  # registry form (0.5.6): `self._has_flag("EAGLE3")`
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "_has_flag"
-            and len(node.args) == 1
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            return node.args[0].value.upper() in self.flags.get(member, set())
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and dotted(node.left) == "self":
-            right = node.comparators[0]
-            op = node.ops[0]
-            if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
-                name = dotted(right)
-                if name is None:
-                    return None
-                same = name.rsplit(".", 1)[-1] == member
-                return same if isinstance(op, (ast.Eq, ast.Is)) else not same
-            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(
-                right, (ast.Tuple, ast.List, ast.Set)
-            ):
-                names = {(dotted(e) or "").rsplit(".", 1)[-1] for e in right.elts}
-                inside = member in names
-                return inside if isinstance(op, ast.In) else not inside
-        return None
+def _members_of(
+    machine: Machine, cls: ClassVal, members: list[str], registered: bool
+) -> dict[str, Any]:
+    """The run's object for each member: the enum's member, or (the registry form, whose
+    members `register(...)` makes at import) an object of the class, named by the tree's own
+    `SpeculativeAlgorithm.<NAME>` for the methods that compare with one."""
+    if not registered:
+        return {name: EnumMember(cls, name, index) for index, name in enumerate(members)}
+    out: dict[str, Any] = {}
+    for index, name in enumerate(members):
+        made = machine.new_object(cls, {"name": name, "value": index})
+        machine.intrinsics.value(f"{cls.qualname}.{name}", made)
+        out[name] = made
+    return out
 
 
-def _dispatch(
-    fn: ast.FunctionDef, evaluator: _Evaluator, member: str, imports: dict[str, str]
-) -> set[str]:
-    """Worker classes `create_worker` may return for one member."""
-    local = dict(imports)
-    for node in ast.walk(fn):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                local[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+def _flag_check(flags: dict[str, set[str]], objects: dict[str, Any]) -> Handler:
+    """`self._has_flag("EAGLE3")` of the registry form: the flags its `register_*` call gave."""
+    names = {id(obj): name for name, obj in objects.items()}
+
+    def has_flag(call: Call) -> Any:
+        owner = call.callee.bound if isinstance(call.callee, FuncVal) else None
+        flag = call.args[0] if call.args else None
+        member = names.get(id(owner)) if owner is not None else None
+        if member is None or not isinstance(flag, str):
+            return Top(f"{call.where}: _has_flag of an unknown member")
+        return flag.upper() in flags.get(member, set())
+
+    return has_flag
+
+
+def _predicates(
+    machine: Machine, cls: ClassVal, node: ast.ClassDef, objects: dict[str, Any]
+) -> dict[str, frozenset[str]]:
+    """Each method of the class taking only `self` whose value is a bool for every member."""
+    out: dict[str, frozenset[str]] = {}
+    for fn in node.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+            continue
+        args = fn.args
+        if len(args.args) != 1 or args.vararg or args.kwonlyargs or args.kwarg:
+            continue
+        site = machine.source.method(cls.ref, fn.name) if cls.ref is not None else None
+        if site is None:
+            continue
+        values = {}
+        for name, member in objects.items():
+            machine.raised.clear()
+            result = machine.run(FuncVal(site, cls, member, "method"), [], {})
+            values[name] = result.value if not result.raised else None
+        if all(isinstance(v, bool) for v in values.values()):
+            out[fn.name] = frozenset(n for n, v in values.items() if v)
+    return out
+
+
+def _dispatch(machine: Machine, cls: ClassVal, member: Any) -> set[str]:
+    """The worker classes `create_worker` may return for one member, on any of its paths."""
+    site = machine.source.method(cls.ref, "create_worker") if cls.ref is not None else None
+    if site is None:
+        return set()
+    watch = _Returns(site)
+    machine.observer = watch
+    params = [a.arg for a in site.node.args.args[1:]]  # type: ignore[union-attr]
+    given = {name: machine.new_object(None) for name in params}  # server args: not known
+    machine.run(FuncVal(site, cls, member, "method"), [], given)
+    machine.observer = Observer()
     found: set[str] = set()
-    # Names the function assigns itself (`platform_worker_cls = self.get_platform_worker_cls()`
-    # in 0.5.23): a value found at run time, not a worker class of the tree.
-    assigned = {
-        t.id
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Assign)
-        for t in node.targets
-        if isinstance(t, ast.Name)
-    }
-
-    def walk(stmts: list[ast.stmt]) -> bool:
-        for stmt in stmts:
-            if isinstance(stmt, ast.Assert) and evaluator.value(stmt.test, member) is False:
-                return True  # `assert not self.is_none()`: this member gets no worker
-            if isinstance(stmt, ast.If):
-                value = evaluator.value(stmt.test, member)
-                body_returns = walk(stmt.body) if value is not False else False
-                else_returns = walk(stmt.orelse) if value is not True else False
-                if (value is True and body_returns) or (value is False and else_returns):
-                    return True
-                if body_returns and else_returns:
-                    return True
-            elif isinstance(stmt, ast.Return):
-                if stmt.value is not None:
-                    name = dotted(stmt.value)
-                    if name and name not in assigned:
-                        found.add(local.get(name, name))
-                return True
-            elif isinstance(stmt, ast.Raise):
-                return True
-        return False
-
-    walk(fn.body)
+    for value in watch.values:
+        for one in alternatives(value):
+            if isinstance(one, ClassVal):
+                found.add(one.qualname)
     return found
 
 
@@ -219,33 +205,29 @@ def _algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
 
 
 def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None:
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == ENUM_NAME), None)
-    if cls is None:
+    cls_node = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == ENUM_NAME), None
+    )
+    if cls_node is None:
         return None
-    members = _members(cls)
+    members = _members(cls_node)
     flags: dict[str, set[str]] = {}
-    if not members:  # members registered by calls at import time, not declared
+    registered = not members
+    if registered:  # members registered by calls at import time, not declared
         members, flags = _registered(tree)
-    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-    evaluator = _Evaluator(members, methods, flags)
-    predicates: dict[str, frozenset[str]] = {}
-    for name in methods:
-        values = {m: evaluator.predicate(name, m) for m in members}
-        if all(v is not None for v in values.values()):
-            predicates[name] = frozenset(m for m, v in values.items() if v)
-    module, is_package = index.tree.module_name(index.tree.root / rel)
-    imports: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            base = resolve_relative(module, is_package, node.level, node.module)
-            for alias in node.names:
-                imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+    module, _ = module_name(rel)
+    source = Source.of(index)
+    cls = source.class_val(f"{module}.{ENUM_NAME}")
+    hooks = Intrinsics()
+    machine = Machine(source, hooks, budget=_BUDGET)
+    objects = _members_of(machine, cls, members, registered)
+    hooks.call(f"{cls.qualname}._has_flag", _flag_check(flags, objects))
+    predicates = _predicates(machine, cls, cls_node, objects)
     workers: dict[str, set[str]] = {}
-    create = methods.get("create_worker")
-    if create is not None:
-        for member in members:
-            for worker in _dispatch(create, evaluator, member, imports):
-                workers.setdefault(worker, set()).add(member)
+    for member, obj in objects.items():
+        machine.raised.clear()
+        for worker in _dispatch(machine, cls, obj):
+            workers.setdefault(worker, set()).add(member)
     return AlgorithmFacts(
         members=tuple(members),
         predicates=predicates,

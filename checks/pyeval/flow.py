@@ -1,0 +1,184 @@
+"""The machine's raises and loops (`machine.Machine` runs the statements that reach here).
+
+A `raise` or a failing `assert` is recorded with the tests on the way to it and the inputs they
+read, and ends the function (a decided path), the path (an undecided one) or the whole run
+(`Policy.stop_at_raise`, a definite raise). A `for` over a known sequence runs each item; one
+over an unknown, or a `while`, is not run: what it assigns becomes unknown (`havoc`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped
+from eaglebug.checks.pyeval.state import Test
+from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, truth
+
+if TYPE_CHECKING:
+    from eaglebug.checks.pyeval.machine import Machine
+
+
+# -- raises --------------------------------------------------------------------------------
+def raise_(m: Machine, stmt: ast.stmt, exc: ast.expr | None, msg: ast.expr | None) -> None:
+    if m.policy.skip_raises:
+        return
+    kind, message = "Exception", None
+    if isinstance(exc, ast.Call):
+        kind = ast.unparse(exc.func)
+        if exc.args:
+            made = m.expr(exc.args[0])
+            message = made if isinstance(made, str) else None
+    elif exc is not None:
+        kind = ast.unparse(exc)
+    elif msg is not None:
+        made = m.expr(msg)
+        message = made if isinstance(made, str) else None
+    kind = kind.rsplit(".", 1)[-1]
+    record(m, stmt, kind, message, ())
+    raise _end_after_raise(m, kind)
+
+
+def check_assert(m: Machine, stmt: ast.Assert, test: ast.expr, msg: ast.expr | None) -> None:
+    if m.policy.skip_raises:
+        return
+    value, reads = m.measured(test)
+    told = truth(value)
+    if told is True:
+        return
+    message = None
+    if msg is not None:
+        made = m.expr(msg)
+        message = made if isinstance(made, str) else None
+    extra = (Test(f"not ({ast.unparse(test)})", reads, told is False),)
+    record(m, stmt, "AssertionError", message, extra)
+    if told is False:
+        raise _end_after_raise(m, "AssertionError")
+    # undecided: the path where it holds goes on, on that assumption
+    m.stack[-1].tests.append(Test(ast.unparse(test), reads, False))
+
+
+def _end_after_raise(m: Machine, kind: str) -> Exception:
+    frame = m.stack[-1]
+    definite = all(f.definite() and not f.in_try for f in m.stack)
+    if definite and m.policy.stop_at_raise and m.raised:
+        return Stopped(m.raised[-1])
+    if frame.definite() and not frame.in_try:
+        frame.ended_by = kind
+        return Returned()
+    return PathEnded()
+
+
+def record(
+    m: Machine, stmt: ast.stmt, kind: str, message: str | None, extra: tuple[Test, ...]
+) -> None:
+    if not m.policy.record_raises:
+        return
+    tests = [t for f in m.stack for t in f.tests] + list(extra)
+    reads: set[str] = set()
+    for t in tests:
+        reads |= t.reads
+    frame = m.stack[-1]
+    definite = all(t.definite for t in tests) and not any(f.in_try for f in m.stack)
+    m.raised.append(
+        Raised(
+            rel=frame.rel,
+            line=stmt.lineno,
+            function=frame.site.name if frame.site is not None else "<module>",
+            kind=kind,
+            message=message,
+            reads=frozenset(reads),
+            condition=" and ".join(f"({t.text})" for t in tests[-4:]),
+            definite=definite,
+        )
+    )
+
+
+# -- loops ---------------------------------------------------------------------------------
+def for_loop(m: Machine, stmt: ast.For, target: ast.expr, iterable: ast.expr) -> None:
+    items = m.expr(iterable)
+    known = isinstance(items, (list, tuple, range, set, frozenset, dict, str))
+    if not known or len(items) > m.budget.loop:
+        why = why_of(items) if not known else f"more than {m.budget.loop} iterations"
+        havoc(m, stmt, f"a loop over {why}")
+        return
+    sequence = list(items.keys()) if isinstance(items, dict) else list(items)
+    frame = m.stack[-1]
+    frame.loops.append(len(frame.tests))
+    try:
+        for item in sequence:
+            m.assign(target, item, stmt, frozenset())
+            try:
+                m.block(stmt.body)
+            except Break:
+                break
+            except Continue:
+                continue
+        else:
+            m.block(stmt.orelse)
+    finally:
+        frame.loops.pop()
+
+
+def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
+    """A loop the reading does not run: what it assigns becomes unknown, and a loop that
+    may leave early (`return`, `raise`, `break`) makes the rest of the function a path
+    that is not definite."""
+    frame = m.stack[-1]
+    where = f"{frame.rel}:{stmt.lineno}"
+    m.assume(f"{where}: not run: {why}")
+    unknown = Top(f"{where}: set in {why}")
+    for node in ast.walk(stmt):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"append", "extend", "update", "add", "insert", "pop"}
+        ):
+            targets = [node.func.value]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                    frame.locals[name.id] = unknown
+            if isinstance(target, ast.Name) and target.id in frame.locals:
+                frame.locals[target.id] = unknown
+            if isinstance(target, ast.Attribute) and isinstance(target.ctx, ast.Store):
+                owner = m.expr(target.value)
+                if isinstance(owner, Instance):
+                    m.write(owner, target.attr, unknown, frame.rel, stmt.lineno)
+    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
+        frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
+
+
+def why_of(value: Any) -> str:
+    if isinstance(value, Top):
+        return value.why
+    if isinstance(value, OneOf):
+        return "one of " + ", ".join(repr(v) for v in value.values[:4])
+    return type(value).__name__
+
+
+# The builtins' exceptions by what an `except` names them (its bases up to `Exception`).
+_BASES = {
+    "ValueError": ("ValueError", "Exception", "BaseException"),
+    "TypeError": ("TypeError", "Exception", "BaseException"),
+    "KeyError": ("KeyError", "LookupError", "Exception", "BaseException"),
+    "ZeroDivisionError": ("ZeroDivisionError", "ArithmeticError", "Exception", "BaseException"),
+    "OverflowError": ("OverflowError", "ArithmeticError", "Exception", "BaseException"),
+}
+
+
+def handler(handlers: list[ast.ExceptHandler], kind: str) -> ast.ExceptHandler | None:
+    """The first `except` that takes a builtin's `kind` of exception (a bare one takes all)."""
+    names = _BASES.get(kind, (kind, "Exception", "BaseException"))
+    for candidate in handlers:
+        if candidate.type is None:
+            return candidate
+        kinds = candidate.type.elts if isinstance(candidate.type, ast.Tuple) else [candidate.type]
+        if any(ast.unparse(k).rsplit(".", 1)[-1] in names for k in kinds):
+            return candidate
+    return None

@@ -1,0 +1,404 @@
+"""The one evaluator on small code shapes: each rule of `checks/pyeval` shown on a few lines."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eaglebug.checks.pyeval.budget import Budget
+from eaglebug.checks.pyeval.intrinsics import Intrinsics
+from eaglebug.checks.pyeval.machine import Machine, Observer, Policy, Result
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import OneOf, Top, truth
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+
+
+def machine(tmp_path: Path, files: dict[str, str], **options: Any) -> Machine:
+    for rel, text in files.items():
+        path = tmp_path / "sglang" / "srt" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for folder in [tmp_path / "sglang", *(tmp_path / "sglang").rglob("*")]:
+        if folder.is_dir() and not (folder / "__init__.py").exists():
+            (folder / "__init__.py").write_text("")
+    index = TreeIndex(locate(str(tmp_path)), use_cache=False)
+    return Machine(Source(index), options.pop("intrinsics", None) or Intrinsics(), **options)
+
+
+def run(m: Machine, module: str, qualname: str, *args: Any, **kwargs: Any) -> Result:
+    site = m.source.function(f"sglang.srt.{module}", qualname)
+    assert site is not None, qualname
+    return m.run(site, list(args), kwargs)
+
+
+def test_arithmetic_and_strings(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(x):
+            y = x * 2 + 1
+            return f"{y:.2f}", "a" + "b", y // 2, 2 ** 10
+    """
+        },
+    )
+    assert run(m, "a", "f", 3).value == ("7.00", "ab", 3, 1024)
+
+
+def test_an_unknown_stays_unknown_through_every_operation(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        import torch
+        def f(x, w):
+            return x.float(), w.int(), x.max(), -x, x + 1, [x][0] * 2, len([x]), max(x, 1)
+    """
+        },
+    )
+    value = run(m, "a", "f", Top("x"), Top("w")).value
+    assert isinstance(value, tuple)
+    assert all(isinstance(v, Top) for v in value[:6]), value
+    assert value[6] == 1  # the list's length is known though its element is not
+    assert isinstance(value[7], Top)
+
+
+def test_an_undecided_test_forks_and_merges(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(flag):
+            if flag:
+                x = 1
+            else:
+                x = 2
+            return x
+    """
+        },
+    )
+    result = run(m, "a", "f", Top("flag"))
+    assert isinstance(result.value, OneOf) and set(result.value.values) == {1, 2}
+    assert any("undecided: flag" in note for note in result.assumed)
+
+
+def test_a_truthy_unknown_decides_a_test(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(x):
+            backend = x or "auto"
+            if backend:
+                return 1
+            return 2
+    """
+        },
+    )
+    assert run(m, "a", "f", Top("x")).value == 1
+
+
+def test_unknown_has_no_truth_value() -> None:
+    with pytest.raises(TypeError):
+        bool(Top("x"))
+    assert truth(Top("x")) is None
+
+
+def test_a_raise_on_an_undecided_path_is_not_definite(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(tp, flag):
+            if tp > 8:
+                raise ValueError(f"tp {tp} too large")
+            if flag:
+                raise ValueError("maybe")
+            return tp
+    """
+        },
+    )
+    sure = run(m, "a", "f", 16, False)
+    assert [(r.message, r.definite) for r in sure.raised] == [("tp 16 too large", True)]
+    maybe = machine(
+        tmp_path / "b",
+        {
+            "a.py": """
+        def f(tp, flag):
+            if flag:
+                raise ValueError("maybe")
+            return tp
+    """
+        },
+    )
+    result = run(maybe, "a", "f", 4, Top("flag"))
+    assert [(r.message, r.definite) for r in result.raised] == [("maybe", False)]
+    assert result.value == 4
+
+
+def test_stop_at_raise_ends_the_run(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def g(n):
+            if n < 1:
+                raise ValueError("no KV cache")
+            return n
+        def f(n):
+            g(n)
+            return "after"
+    """
+        },
+        policy=Policy(stop_at_raise=True),
+    )
+    result = run(m, "a", "f", 0)
+    assert result.definite_raise is not None and isinstance(result.value, Top)
+
+
+def test_a_budget_that_runs_out_says_incomplete(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f():
+            x = 0
+            for i in range(100):
+                x = x + i
+            return x
+    """
+        },
+        budget=Budget(steps=50),
+    )
+    result = run(m, "a", "f")
+    assert result.incomplete and "steps" in result.incomplete
+    assert isinstance(result.value, Top)
+
+
+def test_names_resolve_through_imports_by_qualified_name(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "utils/common.py": "def helper(x):\n    return x + 1\nLIMIT = 3 * 4\n",
+            "utils/__init__.py": "from sglang.srt.utils.common import helper, LIMIT\n",
+            "a.py": "from sglang.srt.utils import helper, LIMIT\ndef f():\n    return helper(LIMIT)\n",
+        },
+    )
+    assert run(m, "a", "f").value == 13
+
+
+def test_an_intrinsic_matches_the_qualified_name(tmp_path: Path) -> None:
+    hooks = Intrinsics()
+    hooks.call_in("sglang.srt.utils*", "get_device_memory_capacity", lambda call: 81559.0)
+    m = machine(
+        tmp_path,
+        {
+            "utils/common.py": "def get_device_memory_capacity():\n    raise RuntimeError\n",
+            "other.py": "def get_device_memory_capacity():\n    return 1\n",
+            "a.py": """
+            from sglang.srt.utils.common import get_device_memory_capacity
+            from sglang.srt import other
+            def f():
+                return get_device_memory_capacity(), other.get_device_memory_capacity()
+        """,
+        },
+        intrinsics=hooks,
+    )
+    assert run(m, "a", "f").value == (81559.0, 1)  # the same last name in another module is not it
+
+
+def test_classes_dataclasses_properties_enums(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        from dataclasses import dataclass, field
+        from enum import Enum
+        class Backend(Enum):
+            FULL = "full"
+            DISABLED = "disabled"
+        @dataclass
+        class Shape:
+            heads: int
+            dim: int = 128
+            extra: list = field(default_factory=list)
+            @property
+            def size(self):
+                return self.heads * self.dim
+        class Base:
+            def __init__(self, n):
+                self.n = n
+            def twice(self):
+                return self.n * 2
+        class Child(Base):
+            def __init__(self, n):
+                super().__init__(n + 1)
+            @staticmethod
+            def s(x):
+                return x - 1
+        def f():
+            shape = Shape(8)
+            c = Child(4)
+            return shape.size, c.twice(), Child.s(3), Backend.DISABLED.value, Backend.FULL is Backend.FULL, isinstance(c, Base)
+    """
+        },
+    )
+    assert run(m, "a", "f").value == (1024, 10, 2, "disabled", True, True)
+
+
+def test_an_input_bag_reads_and_writes(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(args, config):
+            if args.page_size is None:
+                args.page_size = 64 if config.text_config.heads > 8 else 1
+            return getattr(config, "missing", "dflt"), hasattr(config, "text_config")
+    """
+        },
+    )
+    args = m.bag({"page_size": None}, track=True)
+    config = m.bag({"text_config.heads": 16})
+    result = m.run(m.source.function("sglang.srt.a", "f"), [args, config], {})
+    assert result.value == ("dflt", True)
+    assert m.fields(args)["page_size"] == 64
+
+
+def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(x):
+            return x.upper(), "ab".upper(), {"a": 1}.get("b", 2)
+    """
+        },
+    )
+    value = run(m, "a", "f", Top("x")).value
+    assert isinstance(value[0], Top) and value[1:] == ("AB", 2)
+
+
+def test_loops_unroll_known_sequences_and_havoc_unknown_ones(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(items):
+            total = 0
+            for i in [1, 2, 3]:
+                if i == 2:
+                    continue
+                total += i
+            other = 5
+            for j in items:
+                other = j
+            return total, other
+    """
+        },
+    )
+    result = run(m, "a", "f", Top("items"))
+    assert result.value[0] == 4 and isinstance(result.value[1], Top)
+    assert any("not run" in note for note in result.assumed)
+
+
+def test_enum_member_identity(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        import enum
+        class Algo(enum.Enum):
+            EAGLE = enum.auto()
+            NONE = enum.auto()
+            def is_eagle(self):
+                return self == Algo.EAGLE
+        def f():
+            return Algo.EAGLE.is_eagle(), Algo.NONE.is_eagle()
+    """
+        },
+    )
+    assert run(m, "a", "f").value == (True, False)
+
+
+def test_a_decided_branch_that_ends_an_undecided_path_ends_it(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(runtime, kind):
+            if runtime is not None:
+                return runtime
+            if kind == "frozen":
+                return "frozen worker"
+            return "eagle worker"
+    """
+        },
+    )
+    result = run(m, "a", "f", Top("runtime"), "frozen")
+    assert isinstance(result.value, Top)  # the runtime's path returns what only the run knows
+    values = []
+
+    class Returns(Observer):
+        def on_return(self, frame: Any, value: Any) -> None:
+            values.append(value)
+
+    m.observer = Returns()
+    run(m, "a", "f", Top("runtime"), "frozen")
+    assert "eagle worker" not in values and "frozen worker" in values
+
+
+def test_a_fork_does_not_write_through_to_the_other_path(tmp_path: Path) -> None:
+    """Copy on write: the path run first must not change the object the second path starts
+    from (0.5.9's TRT-LLM page size must not leak into the path without that backend)."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class A:
+            def __init__(self, c):
+                self.c = c
+                self.page_size = None
+                if self.c == "trtllm":
+                    self.page_size = 64
+        def f(c):
+            return A(c).page_size
+    """
+        },
+    )
+    made = run(m, "a", "f", Top("the backend")).value
+    assert isinstance(made, OneOf) and set(made.values) == {64, None}
+
+
+def test_a_test_narrows_what_it_names_on_each_path(tmp_path: Path) -> None:
+    """`if x is None: x = 1` leaves (1, 64) of (64, None), not (1, 64, None); an `and`
+    narrows each part on its true side; a call in the test is not run twice."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        calls = []
+        def g():
+            calls.append(1)
+            return 3
+        def f(c, d):
+            x = 64 if c else None
+            if x is None:
+                x = 1
+            y = 2 if d else 5
+            z = 0
+            if y != 2 and x == 64:
+                z = y + x
+            if y == g():
+                z = -1
+            return x, z
+    """
+        },
+    )
+    x, z = run(m, "a", "f", Top("c"), Top("d")).value
+    assert isinstance(x, OneOf) and set(x.values) == {1, 64}
+    assert isinstance(z, OneOf) and set(z.values) == {0, 69}  # 5 + 64 only, never 2 + ...

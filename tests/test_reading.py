@@ -1,0 +1,110 @@
+"""One memory reading on small code shapes: the steps it keeps, what it says it could not read,
+and a raise with its message (the machine's own rules are in test_pyeval)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.plan import Weights, predict
+from eaglebug.checks.memory.reading import Reading, run
+from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import Instance
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from tests.synthetic import write_tree
+
+PICK = """
+def pick(self, gpu_mem):
+    if gpu_mem < 20 * 1024:
+        if self.chunk is None:
+            self.chunk = 2048
+    elif gpu_mem < 60 * 1024:
+        if self.chunk is None:
+            self.chunk = 4096
+    else:
+        self.chunk = 8192 if self.tp_size < 4 else 16384
+    reserved = 512
+    reserved += max(self.chunk, 2048) * 1.5
+    if self.on_xpu:
+        reserved += 2 * 1024
+    return round((gpu_mem - reserved) / gpu_mem, 3)
+"""
+
+
+def read(
+    tmp_path: Path, code: str, name: str, args: list[object], **values: object
+) -> tuple[Reading, dict[str, object]]:
+    root = write_tree(tmp_path, {"sglang/srt/mem.py": textwrap.dedent(code)})
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    site = Source.of(index).function("sglang.srt.mem", name)
+    assert site is not None
+
+    def nothing(m: Machine, obj: Instance) -> None:
+        pass
+
+    return run(index, site, None, args, dict(values), nothing, frozenset({"reserved"}))
+
+
+def test_a_condition_chain_is_taken_in_the_trees_order(tmp_path: Path) -> None:
+    small, left = read(
+        tmp_path / "a", PICK, "pick", [40 * 1024], chunk=None, tp_size=1, on_xpu=False
+    )
+    assert small.value == round((40 * 1024 - 512 - 4096 * 1.5) / 40960, 3)
+    assert left["chunk"] == 4096
+    assert [s.value for s in small.steps] == [512, 512 + 6144]
+    assert small.steps[1].before == 512 and small.steps[1].code.startswith("reserved +=")
+    _, big = read(tmp_path / "b", PICK, "pick", [80 * 1024], chunk=None, tp_size=8, on_xpu=False)
+    assert big["chunk"] == 16384
+
+
+def test_what_cannot_be_known_is_said_not_guessed(tmp_path: Path) -> None:
+    made, _ = read(tmp_path, PICK, "pick", [40 * 1024], chunk=None, tp_size=1)
+    assert made.value is None and made.unknown is not None  # two answers: neither is given
+    assert any("self.on_xpu" in a for a in made.assumed)
+
+
+def test_a_raise_comes_back_with_its_formatted_message(tmp_path: Path) -> None:
+    code = """
+    def budget(self, pre):
+        rest = self.avail - pre * (1 - self.fraction)
+        if rest <= 0:
+            need = 1 - self.avail / pre
+            raise ValueError(f"raise above {need:.3f} (now {self.fraction=})")
+        return int(rest * (1 << 30))
+    """
+    short, _ = read(tmp_path / "a", code, "budget", [80.0], avail=10.0, fraction=0.8)
+    assert short.raised is not None and short.raised.kind == "ValueError"
+    assert short.raised.message == "raise above 0.875 (now self.fraction=0.8)"
+    enough, _ = read(tmp_path / "b", code, "budget", [80.0], avail=40.0, fraction=0.8)
+    assert enough.value == int(24.0 * (1 << 30))
+
+
+def test_helpers_of_the_same_files_are_evaluated(tmp_path: Path) -> None:
+    code = """
+    def sizes(max_bs):
+        out = list(range(4, 33, 4)) + list(range(48, max_bs + 1, 16))
+        return [s for s in out if s <= max_bs]
+
+    def reserve(self):
+        return len(sizes(self.max_bs)) * 8
+    """
+    made, _ = read(tmp_path, code, "reserve", [], max_bs=64)
+    assert made.value == (8 + 2) * 8
+
+
+def test_a_tree_without_the_anchors_says_the_memory_rules_are_missing(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {"sglang/srt/server_args.py": "class ServerArgs:\n    pass\n"})
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    sources = memory_sources(index)
+    assert all(anchor == "" for anchor in sources.entries.values())
+    shape = model_shape({"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8}, None)
+    assert not isinstance(shape, str)
+    made = predict(
+        index, sources, MemoryLaunch("m"), shape, None, Gpu(80 << 30, 79 << 30), Weights(1 << 30, 0)
+    )
+    assert made.max_total_num_tokens is None
+    assert any("handle_gpu_memory_settings" in u for u in made.unknown)
