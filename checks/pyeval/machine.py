@@ -22,7 +22,6 @@ and loops in `flow.py`; what a caller hands in and gets back is in `protocol.py`
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -428,7 +427,7 @@ class Machine:
         for name in frame.locals:
             joined = body_state[2].get(name, frozenset()) | frame.local_reads.get(name, frozenset())
             frame.local_reads[name] = joined | (
-                reads if name in _assigned(body, orelse) else frozenset()
+                reads if name in self.source.stored(body, orelse) else frozenset()
             )
 
     def guarded(self, test: Test, body: list[ast.stmt]) -> bool:
@@ -480,10 +479,6 @@ def _merge_locals(a: dict[str, Any], b: dict[str, Any], limit: int) -> dict[str,
     return out
 
 
-def _assigned(*bodies: list[ast.stmt]) -> set[str]:
-    return {name for body in bodies for name in _assigned_names(body)}
-
-
 def _as_load(target: ast.expr) -> ast.expr:
     copy = ast.fix_missing_locations(ast.parse(ast.unparse(target), mode="eval").body)
     return ast.copy_location(copy, target)
@@ -491,18 +486,6 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 def _ends(body: list[ast.stmt]) -> bool:
     return any(isinstance(stmt, (ast.Return, ast.Raise)) for stmt in body)
-
-
-def _assigned_names(body: list[ast.stmt]) -> set[str]:
-    return {name for stmt in body for name in _stored(stmt)}
-
-
-@functools.lru_cache(maxsize=8192)
-def _stored(stmt: ast.stmt) -> frozenset[str]:
-    """The names a statement binds (a branch's, looked up at each of its runs)."""
-    return frozenset(
-        n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    )
 
 
 def _relative(module: str, rel: str, level: int, target: str | None) -> str:

@@ -70,6 +70,24 @@ class Source:
         self._bodies: dict[tuple[str, int], dict[str, ast.expr]] = {}
         self._lazy: dict[tuple[str, str], FunctionSite | None] = {}
         self._columns: dict[str, tuple[dict[str, list[int]], set[str]]] = {}
+        # The names each statement binds, looked up at every merge after a branch; kept with
+        # the syntax it describes (this index's parse), never by id.
+        self._stored: dict[ast.stmt, frozenset[str]] = {}
+
+    def stored(self, *bodies: list[ast.stmt]) -> set[str]:
+        """The names the statements of `bodies` bind (a branch's, for the merge after it)."""
+        out: set[str] = set()
+        for body in bodies:
+            for stmt in body:
+                names = self._stored.get(stmt)
+                if names is None:
+                    names = self._stored[stmt] = frozenset(
+                        n.id
+                        for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    )
+                out |= names
+        return out
 
     @classmethod
     def of(cls, index: TreeIndex) -> Source:
