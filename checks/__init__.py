@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.book import rank_summary as rank_summary
     from eaglebug.checks.logs.book import sort_ranks as sort_ranks
     from eaglebug.checks.logs.memory import MemoryLog as MemoryLog
-    from eaglebug.checks.logs.memory import read_memory_file as read_memory_file
     from eaglebug.checks.logs.nodes import analyze_nodes as analyze_nodes
     from eaglebug.checks.logs.nodes import line_ranks as line_ranks
     from eaglebug.checks.logs.nodes import node_tag as node_tag
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.parse import LogAnalyzer as LogAnalyzer
     from eaglebug.checks.logs.parse import analyze_file as analyze_file
     from eaglebug.checks.logs.parse import finding_json as finding_json
+    from eaglebug.checks.logs.parse import read_memory_file as read_memory_file
     from eaglebug.checks.models.config import architecture as architecture
     from eaglebug.checks.models.config import read_config as read_config
     from eaglebug.checks.models.source import ModelSource as ModelSource
@@ -155,7 +155,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "preflight": ("eaglebug.checks.orchestrator", "preflight"),
     "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
-    "read_memory_file": ("eaglebug.checks.logs.memory", "read_memory_file"),
+    "read_memory_file": ("eaglebug.checks.logs.parse", "read_memory_file"),
     "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
     "reports_in": ("eaglebug.checks.logs.acceptance", "reports_in"),
     "sort_findings": ("eaglebug.checks.contract.findings", "sort_findings"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 # More digits than any count or size SGLang prints (a byte count of a 1 PB pool has 16).
 MAX_DIGITS = 24
@@ -93,7 +93,10 @@ def strict_json(text: str | bytes) -> Any:
         raise NotJson(str(exc)) from None
 
 
-def _bounded(value: Any, lo: Any, hi: Any) -> Any:
+_N = TypeVar("_N", int, float)
+
+
+def _bounded(value: _N, lo: _N | None, hi: _N | None) -> _N | None:
     if lo is not None and value < lo:
         return None
     if hi is not None and value > hi:

@@ -31,6 +31,7 @@ from eaglebug.checks.logs.book import (
     sort_ranks,
 )
 from eaglebug.checks.logs.lines import At, LineReading
+from eaglebug.checks.logs.memory import MemoryLines, MemoryLog
 from eaglebug.checks.logs.reports import as_tokenizer, desync, stalled, warmup_result
 from eaglebug.checks.logs.traceback import Block, Result, classify
 
@@ -42,6 +43,7 @@ __all__ = [
     "analyze_text",
     "finding_json",
     "rank_summary",
+    "read_memory_file",
     "sort_ranks",
 ]
 
@@ -110,6 +112,9 @@ class LogAnalyzer(LineReading):
         self._warmup_failure: str | None = None  # what the failed warmup request said
         self._hints: list[str] = []  # phases the failures' frames and words point at
         self._ranks_seen: set[str] = set()  # every rank a line named
+        self._memory = MemoryLines()  # SGLang's memory lines, before "ready"
+        self.lines_cut = 0  # lines longer than the reader keeps (their start was read)
+        self.first_cut_offset: int | None = None
 
     # --- what it knows ------------------------------------------------------------------------
 
@@ -150,6 +155,11 @@ class LogAnalyzer(LineReading):
         return tuple(self._milestones)
 
     @property
+    def memory(self) -> MemoryLog | None:
+        """What the launch's own memory lines measured (None: it logged none)."""
+        return self._memory.result()
+
+    @property
     def ready(self) -> bool:
         """The server said it is ready: from here on only crash lines matter."""
         return self._ready
@@ -172,9 +182,18 @@ class LogAnalyzer(LineReading):
         self.lines += 1
         self._feed(line, offset, self.lines)
 
-    def feed_at(self, line: str, offset: int) -> None:
-        """One line at byte `offset`, when lines in between were skipped (no line numbers)."""
+    def feed_at(self, line: str, offset: int, cut: bool = False) -> None:
+        """One line at byte `offset`, when lines in between were skipped (no line numbers);
+        `cut`: the line was longer than the reader keeps, and this is its start."""
+        if cut:
+            self.note_cut(offset)
         self._feed(line, offset, None)
+
+    def note_cut(self, offset: int | None) -> None:
+        """A line longer than the reader keeps starts at `offset`: only its start is read."""
+        self.lines_cut += 1
+        if self.first_cut_offset is None:
+            self.first_cut_offset = offset
 
     def note_progress(self, text: str) -> None:
         """The latest state of a tqdm bar still being drawn (no newline yet): progress only.
@@ -195,7 +214,10 @@ class LogAnalyzer(LineReading):
             self._close(block)
 
     def _feed(self, line: str, offset: int | None, line_no: int | None) -> None:
-        line = line[:LINE_CHARS].rstrip("\n")
+        if len(line) > LINE_CHARS:
+            self.note_cut(offset)
+            line = line[:LINE_CHARS]
+        line = line.rstrip("\n")
         if "\x1b" in line:
             line = lp.ANSI_RX.sub("", line)
         if "\r" in line or lp.PROGRESS_MARK in line:
@@ -292,6 +314,7 @@ class LogAnalyzer(LineReading):
                 process = "warmup"
             self._open(at, process, m["wrap"])
         if not self._ready:
+            self._memory.feed(rank or "", message)
             for milestone in lp.MILESTONES:
                 if milestone.rx.match(message):
                     self._milestone(milestone, at, message)
@@ -487,6 +510,15 @@ class LogAnalyzer(LineReading):
             "crashed_during": self.crashed_during,
             "progress": self._progress.to_json() if self._progress else None,
             "findings": [finding_json(f) for f in self.findings()],
+            **({"lines_cut": self.cut_json()} if self.lines_cut else {}),
+        }
+
+    def cut_json(self) -> dict[str, int | None]:
+        """The lines longer than the reader keeps: how many, where the first starts, the cap."""
+        return {
+            "count": self.lines_cut,
+            "first_offset": self.first_cut_offset,
+            "kept_bytes": LINE_CHARS,
         }
 
 
@@ -529,11 +561,23 @@ def analyze_text(text: str) -> LogAnalyzer:
     return analyzer
 
 
-def analyze_file(path: str | Path) -> LogAnalyzer:
-    """A whole log file through the fast byte-level scan (`logscan.scan_file`)."""
+def analyze_file(path: str | Path, until_ready: bool = False) -> LogAnalyzer:
+    """A whole log file through the fast byte-level scan (`logs/scan.py`); `until_ready`: only
+    the launch, up to the server's "ready" (what the memory lines need). Raises `OSError`,
+    `NotRegularFile` for a FIFO or a device."""
     from eaglebug.checks.logs.scan import scan_file
 
     analyzer = LogAnalyzer()
-    scan_file(Path(path), analyzer)
+    scan_file(Path(path), analyzer, until_ready=until_ready)
     analyzer.finish()
     return analyzer
+
+
+def read_memory_file(path: Path) -> MemoryLog | None:
+    """The memory a launch's log measured, read by the one scan of the log reader up to the
+    server's "ready" (the memory lines come before it). None when the log has none, cannot be
+    read, or is not a regular file (a FIFO left where a log was would block the reader)."""
+    try:
+        return analyze_file(path, until_ready=True).memory
+    except OSError:
+        return None

@@ -312,8 +312,9 @@ CHAIN_MARKERS = (
 _LAUNCH_MESSAGE_STARTS = (
     r"Init torch distributed begin",
     r"Load weight (?:begin|end)",
-    r"KV Cache is allocated",
+    r"(?:\w+ )?KV Cache is allocated",
     r"Memory pool end",
+    r"max_total_num_tokens=",
     r"Capture [\w .-]{0,60}?graph (?:begin|end)",
     r"The server is fired up",
     r"Received sigquit",
@@ -363,6 +364,8 @@ SERVING_NEEDLES: tuple[str, ...] = (
     "SIGQUIT received",
     "Error: ",
 )
+LAUNCH_NEEDLE_BYTES = tuple(n.encode() for n in LAUNCH_NEEDLES)
+SERVING_NEEDLE_BYTES = tuple(n.encode() for n in SERVING_NEEDLES)
 # Lines kept before each crash signal, for what a C++ abort printed just before it.
 CONTEXT_LINES = 24
 
