@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from eaglebug.checks.contract.fixes import env_of as env_of
     from eaglebug.checks.contract.fixes import flag_of as flag_of
     from eaglebug.checks.contract.inputs import regular_file as regular_file
+    from eaglebug.checks.contract.numbers import MAX_DIGITS as MAX_DIGITS
+    from eaglebug.checks.contract.numbers import float_value as float_value
+    from eaglebug.checks.contract.numbers import int_value as int_value
     from eaglebug.checks.interface.audit import AuditResult as AuditResult
     from eaglebug.checks.interface.audit import ClassReport as ClassReport
     from eaglebug.checks.interface.audit import audit as audit
@@ -107,6 +110,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FindingKey": ("eaglebug.checks.contract.findings", "FindingKey"),
     "FlagFix": ("eaglebug.checks.contract.fixes", "FlagFix"),
     "GpuArch": ("eaglebug.checks.launch.gpuarch", "GpuArch"),
+    "MAX_DIGITS": ("eaglebug.checks.contract.numbers", "MAX_DIGITS"),
+    "float_value": ("eaglebug.checks.contract.numbers", "float_value"),
+    "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
@@ -170,6 +176,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = [
     "DEFAULT_RULES",
     "ENV_VAR",
+    "MAX_DIGITS",
     "NO_ANSWER",
     "SEVERITY_ORDER",
     "SWITCH",
@@ -214,10 +221,12 @@ __all__ = [
     "find_class",
     "finding_json",
     "flag_of",
+    "float_value",
     "for_launch",
     "from_cumulative",
     "from_metrics",
     "has_errors",
+    "int_value",
     "line_ranks",
     "list_tree",
     "locate",
