@@ -33,7 +33,7 @@ from eaglebug.checks.logs.book import (
 from eaglebug.checks.logs.lines import At, LineReading
 from eaglebug.checks.logs.memory import MemoryLines, MemoryLog
 from eaglebug.checks.logs.reports import as_tokenizer, desync, stalled, warmup_result
-from eaglebug.checks.logs.traceback import Block, Result, classify
+from eaglebug.checks.logs.traceback import Block, Frame, Result, classify
 
 __all__ = [
     "LogAnalyzer",
@@ -96,8 +96,11 @@ class LogAnalyzer(LineReading):
         """Forget everything (a new launch, or a truncated log)."""
         self.lines = 0
         self._rank_phase: dict[str, str] = {}
+        self._rank_time: dict[str, str | None] = {}  # when each rank logged its last milestone
+        self._reached: dict[str, str | None] = {}  # when the first rank reached each phase
         self._ready = False
         self._crashed_during: str | None = None
+        self._crash_blind = False  # it crashed before the log said any phase
         self._progress: Progress | None = None
         self._milestones: list[MilestoneEvent] = []
         self._book = FindingBook()
@@ -113,6 +116,7 @@ class LogAnalyzer(LineReading):
         self._hints: list[str] = []  # phases the failures' frames and words point at
         self._ranks_seen: set[str] = set()  # every rank a line named
         self._memory = MemoryLines()  # SGLang's memory lines, before "ready"
+        self._terminate: tuple[str, ...] | None = None  # a C++ abort's first line, until what()
         self.lines_cut = 0  # lines longer than the reader keeps (their start was read)
         self.first_cut_offset: int | None = None
 
@@ -126,8 +130,20 @@ class LogAnalyzer(LineReading):
             return "ready"
         if not self._rank_phase:
             return "loading" if self._progress else "launching"
-        slowest = min(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        slowest = min(self._behind().values(), key=lp.PHASE_ORDER.__getitem__)
         return "loading" if slowest == "launching" and self._progress else slowest
+
+    def _behind(self) -> dict[str, str]:
+        """The phase of each rank that is behind: a rank whose last milestone came in the same
+        second as the first rank reached the furthest step is not (eight ranks log a step
+        within a second; a log cut there has only some of them say the next one)."""
+        furthest = max(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        reached = self._reached.get(furthest)
+        return {
+            rank: phase
+            for rank, phase in self._rank_phase.items()
+            if phase == furthest or reached is None or self._rank_time.get(rank) != reached
+        }
 
     @property
     def crashed_during(self) -> str | None:
@@ -137,7 +153,7 @@ class LogAnalyzer(LineReading):
         if crashed is None:
             block = self._open_fatal()
             crashed = block.phase if block is not None else None
-        if crashed == "launching" and self._hints and not self._seen_phase():
+        if crashed == "launching" and self._hints and self._crash_blind:
             return max(self._hints, key=lp.PHASE_ORDER.__getitem__)
         return crashed
 
@@ -218,6 +234,8 @@ class LogAnalyzer(LineReading):
             self.note_cut(offset)
             line = line[:LINE_CHARS]
         line = line.rstrip("\n")
+        if line.startswith('{"log":'):
+            line = lp.unwrap_record(line)
         if "\x1b" in line:
             line = lp.ANSI_RX.sub("", line)
         if "\r" in line or lp.PROGRESS_MARK in line:
@@ -227,6 +245,8 @@ class LogAnalyzer(LineReading):
         line, self._line_rank, self._line_level = (
             lp.strip_foreign(line) if line else (line, None, None)
         )
+        if line.endswith("across cluster]"):
+            line = lp.RAY_REPEATED_RX.sub("", line)
         m = lp.PREFIX_RX.match(line)
         if m is None:
             took = self._unprefixed(line, offset, line_no)
@@ -263,9 +283,13 @@ class LogAnalyzer(LineReading):
             self._close(block)
         if not line or not self.interesting(line):
             return False
+        if not self._ready and lp.SERVING_LINE_RX.match(line):  # unprefixed (0.3's uvicorn)
+            at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
+            self._milestone(lp.SERVING_MILESTONE, at, line)
+            return False
         if (
             not self._ready
-            and line.startswith(lp.FRAME_NEEDLE)
+            and line.lstrip().startswith(lp.FRAME_NEEDLE)
             and self._current is None
             and not self._blocks
             and lp.FRAME_RX.match(line)
@@ -292,6 +316,8 @@ class LogAnalyzer(LineReading):
         self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
     ) -> None:
         rank = m["ranks"].strip() or self._rank_label(self._line_rank)
+        if m["level"]:
+            self._line_level = m["level"]
         if rank:
             self._ranks_seen.add(rank)
         time = m["ts"]
@@ -340,6 +366,8 @@ class LogAnalyzer(LineReading):
             self._ready = True
         else:
             self._rank_phase[at.rank or ""] = milestone.phase
+            self._rank_time[at.rank or ""] = at.time
+            self._reached.setdefault(milestone.phase, at.time)
         if len(self._milestones) < MAX_MILESTONES:
             event = MilestoneEvent(
                 milestone.phase,
@@ -361,6 +389,7 @@ class LogAnalyzer(LineReading):
         if len(self._blocks) >= MAX_OPEN_BLOCKS:
             self._close(next(iter(self._blocks.values())))
         block = Block(at.rank, at.line, at.offset, at.time, process, wrapper, self._phase_now())
+        block.blind = not self._seen_phase()
         self._blocks[at.rank] = block
         self._current = block
 
@@ -451,14 +480,13 @@ class LogAnalyzer(LineReading):
 
     def _inferred(self, block: Block) -> str:
         """The phase a traceback happened in: the log's, else what its frames show."""
-        if block.phase != "launching" or self._seen_phase():
+        if block.phase != "launching" or not block.blind:
             return block.phase
-        frames = [f.func for section in block.sections for f in section.frames]
-        for func in reversed(frames):  # innermost first
-            for phase, rx in lp.PHASE_FRAMES:
-                if rx.match(func):
-                    self._hints.append(phase)
-                    return phase
+        phase = frames_phase([f for section in block.sections for f in section.frames])
+        if phase is not None:
+            self._hints.append(phase)
+            block.inferred = True
+            return phase
         said = "\n".join(line for section in block.sections for line in section.exception)
         for words, phase in lp.PHASE_WORDS:
             if words in said:
@@ -469,6 +497,7 @@ class LogAnalyzer(LineReading):
     def _crash(self, phase: str) -> None:
         if self._crashed_during is None:
             self._crashed_during = phase
+            self._crash_blind = not self._seen_phase()  # nothing had said where it was
             if phase == "warmup":
                 self._book.add(
                     warmup_result(), "error", Where(None, None, None, self._last_time, phase)
@@ -522,6 +551,30 @@ class LogAnalyzer(LineReading):
         }
 
 
+_CALLEE_RX = re.compile(r"(\w+)\(\S*$")
+
+
+def frames_phase(frames: list[Frame]) -> str | None:
+    """The launch phase a traceback's frames show, innermost first: SGLang's own function names
+    along its start-up (`PHASE_FRAMES`), the call the innermost frame was making where the log
+    cut the traceback there (`self.load_model()`), else a frame of the request managers that is
+    not part of building them (serving)."""
+    names = [f.func for f in frames]
+    if frames:
+        callee = _CALLEE_RX.search(frames[-1].code)
+        if callee:
+            names.append(callee[1])
+    for func in reversed(names):
+        for phase, rx in lp.PHASE_FRAMES:
+            if rx.match(func):
+                return phase
+    for frame in reversed(frames):
+        path = frame.file.replace("\\", "/")
+        if lp.SERVING_FILE_RX.search(path) and not lp.NOT_SERVING_FUNC_RX.match(frame.func):
+            return "ready"
+    return None
+
+
 def _nowhere(phase: str) -> Where:
     return Where(None, None, None, None, phase)
 
@@ -531,8 +584,10 @@ def _progress(bar: re.Match[str]) -> Progress:
 
 
 def _fatal(block: Block) -> bool:
-    """A scheduler's exception ends the server; any traceback before "ready" ends the launch."""
-    if block.process is not None or block.phase != "ready":
+    """A scheduler's exception ends the server; any traceback before "ready" ends the launch,
+    and so does one of a fragment that never said it served (its phase read from its frames):
+    only a log that shows the server up shows a request's exception that a handler caught."""
+    if block.process is not None or block.phase != "ready" or block.inferred:
         return True
     return any(
         lp.SCHEDULER_FRAMES_RX.match(f.func) for section in block.sections for f in section.frames
@@ -555,6 +610,8 @@ def analyze_text(text: str) -> LogAnalyzer:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if lp.newest_first(text[: 64 * 1024].encode("utf-8", "replace")):
+        lines.reverse()
     for line in lines:
         analyzer.feed(line)
     analyzer.finish()

@@ -259,10 +259,53 @@ def open_regular(path: Path) -> io.FileIO:
         raise
 
 
+class _NewestFirst(io.RawIOBase):
+    """A log exported newest first, read as written: its lines from the last to the first, a
+    block at a time from the end of the file (each block split and reversed in C)."""
+
+    def __init__(self, raw: io.FileIO, block_bytes: int) -> None:
+        self.raw = raw
+        self.block_bytes = block_bytes
+        self.pos = raw.seek(0, io.SEEK_END)
+        self.carry = b""  # the earliest part read so far of a line that began further back
+        self.out = b""
+        self.first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self.out and (self.pos > 0 or self.carry):
+            if self.pos == 0:  # the file's first line, which is the export's last
+                self.out, self.carry = self.carry + b"\n", b""
+                break
+            start = max(0, self.pos - self.block_bytes)
+            self.raw.seek(start)
+            data = self.raw.read(self.pos - start) + self.carry
+            self.pos = start
+            if self.first and data.endswith(b"\n"):
+                data = data[:-1]
+            self.first = False
+            lines = data.split(b"\n")
+            self.carry = lines[0][:MAX_LINE_BYTES] if start > 0 else b""
+            body = lines[1:] if start > 0 else lines
+            self.out = b"\n".join(reversed(body)) + b"\n" if body else b""
+        count = min(len(target), len(self.out))
+        target[:count] = self.out[:count]
+        self.out = self.out[count:]
+        return count
+
+
 def scan_file(
     path: Path, analyzer: Analyzer, chunk_bytes: int = CHUNK_BYTES, until_ready: bool = False
 ) -> None:
     """Feed `analyzer` the lines of `path` that can change what it knows (`until_ready`: stop
-    once the server is ready, for a reader of the launch's lines only)."""
+    once the server is ready, for a reader of the launch's lines only). A log exported newest
+    first (`newest_first`) is read from its end, so its tracebacks read top-down again."""
     with open_regular(path) as stream:
-        _Scanner(analyzer, stream, chunk_bytes, until_ready).run()
+        head = stream.read(64 * 1024) or b""
+        stream.seek(0)
+        source: io.RawIOBase = stream
+        if lp.newest_first(head):
+            source = _NewestFirst(stream, chunk_bytes)
+        _Scanner(analyzer, source, chunk_bytes, until_ready).run()

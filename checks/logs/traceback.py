@@ -16,6 +16,7 @@ from typing import Any
 
 from eaglebug.checks.contract.findings import CallSite
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, EnvFix, Fix, FlagFix
+from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.logs import patterns as lp
 
 FRAMES_KEPT = 24  # innermost frames of each exception
@@ -74,6 +75,9 @@ class Block:
         self.state = "frames"  # frames | exception | after_blank | chain
         self.lines = 1
         self.idle = 0  # lines since this block last took one
+        self.trimmed = False  # its frame lines lost their indentation (a log viewer's export)
+        self.inferred = False  # its phase was read from its frames: the log said none
+        self.blind = False  # the log had said no phase when it began
 
     @property
     def complete(self) -> bool:
@@ -103,13 +107,23 @@ class Block:
             return self._took()
         if self.state == "after_blank":
             return False
-        frame = lp.FRAME_RX.match(line) if line.startswith(" ") else None
+        frame = lp.FRAME_RX.match(line) if line.startswith((" ", lp.FRAME_NEEDLE)) else None
         if frame and self.state != "exception":
+            self.trimmed = not line.startswith(" ")
             section.frames.append(
                 Frame(frame["file"], int(frame["line"]), (frame["func"] or "").strip())
             )
             section.frame_count += 1
             self.state = "frames"
+            return self._took(frames=True)
+        if (
+            self.state == "frames"
+            and self.trimmed
+            and section.frames
+            and not section.frames[-1].code
+            and not lp.BARE_EXCEPTION_RX.match(line)
+        ):  # a frame's code line that a log viewer trimmed: the exception comes after it
+            section.frames[-1].code = line.strip()
             return self._took(frames=True)
         if line[0] in " \t":
             if self.state == "frames":
@@ -405,6 +419,21 @@ def describe(
             "pick another --attention-backend (or --speculative-attention-mode / quantisation) "
             "that supports this GPU and speculative decoding, as the message says"
         )
+    elif category == "hang":
+        timeout, soft = m["timeout"], m["soft"] == "True"
+        during = _DURING.get(phase, phase)
+        result.key = (category, "soft" if soft else "hard")
+        result.message = (
+            f"no forward step finished for {timeout} s during {during}: the scheduler's "
+            + ("soft watchdog reported it" if soft else "watchdog killed the server")
+        )
+        result.fix = AdviceFix(
+            "a step hung: a collective waiting for another rank (NCCL_DEBUG=INFO), a kernel that "
+            "never returns, or a deadlock on the CPU side; py-spy dump the scheduler processes "
+            "(SGLang dumps them itself when py-spy is installed); raise --watchdog-timeout only "
+            "if a step is legitimately that slow"
+        )
+        result.details = {"watchdog_timeout_s": float_text(timeout), "soft": soft}
     elif category == "tokenizer":
         result.message = f"the tokenizer failed: {_excerpt(first, 160)}"
         result.fix = AdviceFix(
@@ -454,16 +483,85 @@ def classify(block: Block) -> Result:
     if first.startswith("KeyError") and any(
         lp.LOAD_WEIGHTS_FRAME_RX.search(f.func) for f in frames
     ):
-        result = describe("config_mismatch", _dummy_match(), first, block.phase, site)
-        result.message = (
-            f"a checkpoint tensor has no parameter in the model: {_excerpt(first, 120)}"
-        )
+        return _unplaced_tensor(first, frames, block.phase, site)
+    if not first and (block.phase == "cuda_graph" or _capturing(frames)):
+        # Cut before its exception, inside the graph runner's capture: the capture failed.
+        message = "CUDA graph capture failed; the log ends before the exception said why"
+        result = describe("cuda_graph_capture", _dummy_match(), "", block.phase, site)
+        result.message, result.key = message, ("cuda_graph_capture", "cut_off")
         return result
     if not first:
         message = "a traceback was cut off before its exception line"
         return Result("other", ("cut_off",), message, "", call_sites=_sites(site), generic=True)
     result = Result("other", ("other", normalize(first)), _excerpt(first), _excerpt(first, 400))
     result.call_sites = _sites(site)
+    return result
+
+
+def _capturing(frames: list[Frame]) -> bool:
+    """The frames run inside a CUDA graph capture (the graph runner's `capture*` functions)."""
+    capture = dict(lp.PHASE_FRAMES)["cuda_graph"]
+    return any(capture.match(f.func) for f in frames)
+
+
+_KEY_RX = re.compile(r"""^KeyError: ['"](?P<key>[^'"]+)['"]""")
+_MODELS_FILE_RX = re.compile(r"sglang/srt/models/(?P<module>\w+)\.py$")
+
+
+def _unplaced_tensor(first: str, frames: list[Frame], phase: str, site: CallSite | None) -> Result:
+    """A `KeyError` from a model's `load_weights` (`params_dict[name]`): the checkpoint has a
+    tensor the loading class has no parameter for. Which class's module was loading (the
+    innermost `sglang/srt/models/*.py` frame), for which role, and what family of names it
+    could not place: a draft's EAGLE-3 layer (`midlayer.*`) loaded by a module that is not an
+    EAGLE-3 one means the draft's `architectures` names the wrong class."""
+    key_match = _KEY_RX.match(first)
+    key = key_match["key"] if key_match else None
+    family = re.sub(r"\.\d+\.", ".#.", key) if key else None
+    loader = next(
+        (f for f in reversed(frames) if _MODELS_FILE_RX.search(f.file.replace("\\", "/"))), None
+    )
+    module = _MODELS_FILE_RX.search(loader.file.replace("\\", "/")) if loader else None
+    where = f"sglang/srt/models/{module['module']}.py:{loader.line}" if module and loader else None
+    draft = any("draft" in f.code or "eagle_worker" in f.file for f in frames)
+    role = "draft" if draft else None
+    result = describe("config_mismatch", _dummy_match(), first, phase, site)
+    loading = f"the model class of {where} (load_weights)" if where else "the model's load_weights"
+    result.message = (
+        f"{loading} has no parameter for the checkpoint tensor {key or _excerpt(first, 80)!r}"
+        + (" of the draft" if draft else "")
+    )
+    eagle3_names = bool(key) and (key or "").split(".", 1)[0] == "midlayer"
+    eagle3_module = bool(module) and "eagle3" in (module["module"] if module else "")
+    if eagle3_names and not eagle3_module:
+        result.message += (
+            ": its midlayer.* names are an EAGLE-3 draft's, loaded by a class that is not an "
+            "EAGLE-3 one, so the draft's config.json architectures is wrong"
+        )
+        result.fix = AdviceFix(
+            "set the draft's config.json architectures to the EAGLE-3 class SGLang registers "
+            "for its target (e.g. LlamaForCausalLMEagle3), or pass "
+            "--speculative-algorithm EAGLE3 with a draft converted for it"
+        )
+    elif draft:
+        result.fix = AdviceFix(
+            "the draft checkpoint does not match the class its config.json architectures names: "
+            "name the EAGLE class SGLang registers for this draft (eaglebug preflight checks it)"
+        )
+    elif family and re.search(r"_scale$|\.scales?$|zero_point", family):
+        result.message += " (a quantization scale: the checkpoint is quantized)"
+        result.fix = AdviceFix(
+            "the checkpoint's quantization (its config.json quantization_config) is not the one "
+            "the model was built with: pass the matching --quantization, or use the "
+            "checkpoint's own config.json"
+        )
+    result.role = role
+    result.key = ("config_mismatch", "unplaced", family or normalize(first))
+    result.details = {
+        "tensor": key,
+        "tensor_family": family,
+        "loading_module": where,
+        "while_loading_weights": True,
+    }
     return result
 
 
