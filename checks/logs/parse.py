@@ -308,9 +308,25 @@ class LogAnalyzer(LineReading):
         at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
         if at.rank:
             self._ranks_seen.add(at.rank)
+        if self._ready and line.startswith(lp.CPP_RAISED):
+            self._cpp_abort(at)
+            return False
         if not self._signals(line, at):
             self._single_line(line, at)
         return False
+
+    def _cpp_abort(self, at: At) -> None:
+        """A C++ exception's dump (`Exception raised from ... (most recent call first):`) while
+        serving: read the abort's lines above it (`terminate called ...`, `what(): ...`, NCCL's
+        "taking the entire process down"), which the serving scan does not look for on their
+        own (their words are common in decode lines; this line's are not)."""
+        for previous in list(self._ring):
+            if previous and (
+                lp.TERMINATE_RX.match(previous.strip())
+                or lp.CPP_WHAT_RX.search(previous)
+                or lp.FATAL_WORDS_RX.search(previous)
+            ):
+                self._single_line(previous, at)
 
     def _prefixed(
         self, m: re.Match[str], line: str, offset: int | None, line_no: int | None

@@ -325,6 +325,10 @@ INTERRUPT_RX = re.compile(r"^(?:KeyboardInterrupt|SystemExit)\b")
 
 
 # Lines that only add evidence to a crash signal that follows them (what a C++ abort said).
+# c10's exceptions end their message with where they were raised: after "ready" this line (its
+# `x` is rare in decode lines) is what the scan finds of a C++ abort, and the abort's lines
+# above it are read back (`LogAnalyzer._cpp_abort`).
+CPP_RAISED = "Exception raised from "
 CPP_WHAT_RX = re.compile(r"what\(\):\s+(?P<what>.+)")
 IMPORT_ERROR_RX = re.compile(r"^Ignore import error when loading (?P<module>[\w.]+): (?P<error>.+)")
 ALLOWED_CONTEXT_RX = re.compile(
@@ -408,10 +412,7 @@ SERVING_NEEDLES: tuple[str, ...] = (
     "Received sigquit",
     "Error: ",
     "atchdog timeout (self.watchdog_timeout=",
-    "taking the entire process down",
-    "Killed",
-    "terminate called after throwing",
-    "what():",
+    CPP_RAISED,
 )
 LAUNCH_NEEDLE_BYTES = tuple(n.encode() for n in LAUNCH_NEEDLES)
 SERVING_NEEDLE_BYTES = tuple(n.encode() for n in SERVING_NEEDLES)
