@@ -14,7 +14,7 @@ from typing import Any
 from eaglebug.checks.contract.evidence import LogEvidence, LogLine, captured_of
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.logs import patterns as lp
-from eaglebug.checks.logs.traceback import Result, normalize
+from eaglebug.checks.logs.results import Result, normalize
 
 MAX_FINDINGS = 200
 MAX_EVIDENCE = 32

@@ -10,7 +10,8 @@ from collections import deque
 
 from eaglebug.checks.logs import patterns as lp
 from eaglebug.checks.logs.book import Evidence, FindingBook, Where
-from eaglebug.checks.logs.traceback import Result, describe, normalize, rule_match
+from eaglebug.checks.logs.results import Result, describe, normalize
+from eaglebug.checks.logs.traceback import rule_match
 
 
 class At:

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.findings import Finding, Severity
+from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.logs import patterns as lp
+from eaglebug.checks.logs.blocks import TracebackReading, severity_of, where_of
 from eaglebug.checks.logs.book import (
-    Evidence,
     FindingBook,
     Where,
     finding_json,
@@ -32,8 +33,9 @@ from eaglebug.checks.logs.book import (
 )
 from eaglebug.checks.logs.lines import At, LineReading
 from eaglebug.checks.logs.memory import MemoryLines, MemoryLog
-from eaglebug.checks.logs.reports import as_tokenizer, desync, stalled, warmup_result
-from eaglebug.checks.logs.traceback import Block, Frame, Result, classify
+from eaglebug.checks.logs.reports import desync, stalled, warmup_result
+from eaglebug.checks.logs.results import Result
+from eaglebug.checks.logs.traceback import Block, classify
 
 __all__ = [
     "LogAnalyzer",
@@ -49,8 +51,6 @@ __all__ = [
 
 MAX_MILESTONES = 512
 MAX_IMPORT_ERRORS = 8
-MAX_OPEN_BLOCKS = 64
-SUSPEND_LIMIT = 200  # lines an unfinished traceback waits for the rest of its lines
 LINE_CHARS = 64 * 1024  # characters of one line looked at
 
 
@@ -86,7 +86,7 @@ class MilestoneEvent:
 _NO_PREFIX = object()  # "the previous line had no SGLang prefix"
 
 
-class LogAnalyzer(LineReading):
+class LogAnalyzer(LineReading, TracebackReading):
     """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
 
     def __init__(self) -> None:
@@ -220,7 +220,7 @@ class LogAnalyzer(LineReading):
         if not self._ready and lp.PROGRESS_MARK in text:
             bars = list(lp.PROGRESS_RX.finditer(text))
             if bars:
-                self._progress = _progress(bars[-1])
+                self._progress = _progress(bars[-1]) or self._progress
 
     def finish(self) -> None:
         """The log ended: tracebacks still open are complete or cut off."""
@@ -263,7 +263,7 @@ class LogAnalyzer(LineReading):
         if not bars:
             return line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line
         last = bars[-1]
-        self._progress = _progress(last)
+        self._progress = _progress(last) or self._progress
         rest = line[last.end() :]
         at = rest.find("[20")  # a log line glued after the bar
         return rest[at:] if at >= 0 and lp.PREFIX_RX.match(rest[at:]) else ""
@@ -396,74 +396,6 @@ class LogAnalyzer(LineReading):
             )
             self._milestones.append(event)
 
-    # --- tracebacks ---------------------------------------------------------------------------
-
-    def _open(self, at: At, process: str | None, wrapper: str) -> None:
-        old = self._blocks.pop(at.rank, None)
-        if old is not None:
-            self._close(old)
-        if len(self._blocks) >= MAX_OPEN_BLOCKS:
-            self._close(next(iter(self._blocks.values())))
-        block = Block(at.rank, at.line, at.offset, at.time, process, wrapper, self._phase_now())
-        block.blind = not self._seen_phase()
-        self._blocks[at.rank] = block
-        self._current = block
-
-    def _age(self) -> None:
-        for block in list(self._blocks.values()):
-            if block is self._current:
-                continue
-            block.idle += 1
-            if block.idle > SUSPEND_LIMIT:
-                self._close(block)
-
-    def _close(self, block: Block) -> None:
-        if self._blocks.get(block.rank) is block:
-            del self._blocks[block.rank]
-        if self._current is block:
-            self._current = None
-        block.phase = self._inferred(block)
-        result = classify(block)
-        if block.process in lp.TOKENIZER_PROCESSES and result.key == ("cut_off",):
-            result = Result("other", ("other", block.process), "its traceback was cut off", "")
-        where = _where(block)
-        if "warmup" in (block.process, block.phase):  # the traceback of the warmup request
-            self._warmup_failure = (result.exception or result.message)[:400]
-            self._crash("warmup")
-            if result.category == "other" or result.generic:
-                return  # said by the log.warmup finding
-        if (
-            block.process in lp.TOKENIZER_PROCESSES
-            and result.category == "other"
-            and not (result.generic or result.interrupt)
-        ):
-            result = as_tokenizer(result, block.process)
-        if result.interrupt:
-            self._book.add(result, "info", where)
-        elif result.generic:
-            kind, details = "cut_off" if result.key == ("cut_off",) else "exception", {}
-            for signal in lp.CRASH_SIGNALS:
-                said = signal.rx.search(result.exception)
-                if said is not None:
-                    kind = signal.kind
-                    details = {k: v for k, v in said.groupdict().items() if v is not None}
-                    break
-            hint = result.exception.find("If exit code is -9")
-            if hint >= 0:
-                details["sglang_hint"] = result.exception[hint:].strip()
-            self._book.evidence(Evidence(kind, result.exception or result.message, where, details))
-            self._crash(block.phase)
-        else:
-            severity = _severity(block, result)
-            self._book.add(result, severity, where)
-            if severity == "error":
-                self._crash(block.phase)
-
-    def _open_fatal(self) -> Block | None:
-        """An open traceback that already shows its exception and will end the launch."""
-        block = self._current
-        return block if block is not None and block.complete and _fatal(block) else None
-
     def _phase_now(self, rank: str | None = None) -> str:
         """The launch phase, or the one it crashed in; a failure on a rank is in that rank's
         phase, one that names no rank in the furthest phase any rank reached."""
@@ -494,22 +426,6 @@ class LogAnalyzer(LineReading):
         """Has the log said where the launch is (a milestone, a progress bar)?"""
         return bool(self._rank_phase) or self._ready or self._progress is not None
 
-    def _inferred(self, block: Block) -> str:
-        """The phase a traceback happened in: the log's, else what its frames show."""
-        if block.phase != "launching" or not block.blind:
-            return block.phase
-        phase = frames_phase([f for section in block.sections for f in section.frames])
-        if phase is not None:
-            self._hints.append(phase)
-            block.inferred = True
-            return phase
-        said = "\n".join(line for section in block.sections for line in section.exception)
-        for words, phase in lp.PHASE_WORDS:
-            if words in said:
-                self._hints.append(phase)
-                return phase
-        return block.phase
-
     def _crash(self, phase: str) -> None:
         if self._crashed_during is None:
             self._crashed_during = phase
@@ -529,7 +445,7 @@ class LogAnalyzer(LineReading):
                 continue
             result = classify(block)
             if not (result.generic or result.interrupt):
-                pending.append((result, _severity(block, result), _where(block)))
+                pending.append((result, severity_of(block, result), where_of(block)))
         crashed = self.crashed_during
         if crashed == "warmup" and self._warmup_failure:
             pending.append((warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
@@ -567,57 +483,16 @@ class LogAnalyzer(LineReading):
         }
 
 
-_CALLEE_RX = re.compile(r"(\w+)\(\S*$")
-
-
-def frames_phase(frames: list[Frame]) -> str | None:
-    """The launch phase a traceback's frames show, innermost first: SGLang's own function names
-    along its start-up (`PHASE_FRAMES`), the call the innermost frame was making where the log
-    cut the traceback there (`self.load_model()`), else a frame of the request managers that is
-    not part of building them (serving)."""
-    names = [f.func for f in frames]
-    if frames:
-        callee = _CALLEE_RX.search(frames[-1].code)
-        if callee:
-            names.append(callee[1])
-    for func in reversed(names):
-        for phase, rx in lp.PHASE_FRAMES:
-            if rx.match(func):
-                return phase
-    for frame in reversed(frames):
-        path = frame.file.replace("\\", "/")
-        if lp.SERVING_FILE_RX.search(path) and not lp.NOT_SERVING_FUNC_RX.match(frame.func):
-            return "ready"
-    return None
-
-
 def _nowhere(phase: str) -> Where:
     return Where(None, None, None, None, phase)
 
 
-def _progress(bar: re.Match[str]) -> Progress:
-    return Progress(int(bar["done"]), int(bar["total"]), int(bar["pct"]), bar["desc"].strip())
-
-
-def _fatal(block: Block) -> bool:
-    """A scheduler's exception ends the server; any traceback before "ready" ends the launch,
-    and so does one of a fragment that never said it served (its phase read from its frames):
-    only a log that shows the server up shows a request's exception that a handler caught."""
-    if block.process is not None or block.phase != "ready" or block.inferred:
-        return True
-    return any(
-        lp.SCHEDULER_FRAMES_RX.match(f.func) for section in block.sections for f in section.frames
-    )
-
-
-def _severity(block: Block, result: Result) -> Severity:
-    fatal = _fatal(block)
-    result.details = {**result.details, "fatal": fatal}
-    return "error" if fatal else "warning"
-
-
-def _where(block: Block) -> Where:
-    return Where(block.rank, block.line, block.offset, block.ts, block.phase, block.process)
+def _progress(bar: re.Match[str]) -> Progress | None:
+    """A tqdm bar's counts (None for counts no bar has: a 5,000-digit one is no number)."""
+    done, total, pct = (int_text(bar[k], lo=0) for k in ("done", "total", "pct"))
+    if done is None or total is None or pct is None:
+        return None
+    return Progress(done, total, pct, bar["desc"].strip())
 
 
 def analyze_text(text: str) -> LogAnalyzer:
