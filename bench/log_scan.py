@@ -13,10 +13,11 @@ crashing with one CUDA out-of-memory traceback, and the SIGQUIT line. grep gets 
 patterns of `checks/logs/patterns.py` (`GREP_FAILURE_PATTERN`) as one extended regex.
 
 Both sides are separate processes timed the same way (best of `--runs`, after an untimed warm-up
-that also fills the page cache), so interpreter start-up counts for diagnose as process start
-does for grep. The diagnose side is `python -m eaglebug diagnose --log FILE --json` when the CLI
-has the command, else `python -c` calling `eaglebug.cli.diagnose.diagnose_command` (the row says
-which). An info row times the bare start-up (`import eaglebug.cli.parser`) to show what imports cost.
+that also fills the page cache and compiles the bytecode), so interpreter start-up counts for
+diagnose as process start does for grep. The diagnose side is the installed `eaglebug` console
+script beside this interpreter, as a user runs it (`eaglebug diagnose --log FILE --json`), else
+`python -m eaglebug` (the row says which). An info row times the bare start-up
+(`import eaglebug.cli.parser`) to show what imports cost.
 Peak RSS comes from `os.wait4`. This is a benchmark: it exits 0 whether or not the goals are met,
 1 only when diagnose fails (exit 2, JSON that does not parse, or the crash not found).
 
@@ -181,20 +182,14 @@ def diagnose_env(scratch: Path) -> dict[str, str]:
     return env
 
 
-def cli_has_diagnose(env: dict[str, str]) -> bool:
-    probe = run_child([sys.executable, "-m", "eaglebug", "diagnose", "--help"], env=env)
-    return probe.exit_code == 0
+def installed_eaglebug() -> list[str]:
+    """The console script pip installed beside this interpreter, else `python -m eaglebug`."""
+    script = Path(sys.executable).parent / "eaglebug"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "eaglebug"]
 
 
-def diagnose_argv(log: Path, via_cli: bool) -> list[str]:
-    if via_cli:
-        return [sys.executable, "-m", "eaglebug", "diagnose", "--log", str(log), "--json"]
-    code = (
-        "import argparse, sys\n"
-        "from eaglebug.cli.diagnose import diagnose_command\n"
-        f"sys.exit(diagnose_command(argparse.Namespace(log={str(log)!r}, json=True)))\n"
-    )
-    return [sys.executable, "-c", code]
+def diagnose_argv(log: Path) -> list[str]:
+    return [*installed_eaglebug(), "diagnose", "--log", str(log), "--json"]
 
 
 def check(run: Run) -> None:
@@ -243,9 +238,8 @@ def main() -> int:
         from eaglebug.checks.logs.patterns import GREP_FAILURE_PATTERN
 
         env = diagnose_env(scratch)
-        via_cli = cli_has_diagnose(env)
         grep_argv = ["grep", "-cE", GREP_FAILURE_PATTERN, str(log)]
-        argv = diagnose_argv(log, via_cli)
+        argv = diagnose_argv(log)
         run_child(grep_argv, capture=False)  # warm the page cache
         check(run_child(argv, env=env))  # untimed: compiles bytecode, checks the answer
         grep_s, _ = best(grep_argv, args.runs)
@@ -253,7 +247,7 @@ def main() -> int:
         check(worst)
         startup_s, _ = best([sys.executable, "-c", "import eaglebug.cli.parser"], args.runs, env)
         ratio = diag_s / grep_s
-        how = "python -m eaglebug diagnose" if via_cli else "python -c diagnose_command"
+        how = "eaglebug diagnose" if len(argv) == 5 else "python -m eaglebug diagnose"
         print(f"log: {log} ({size_mb:,.0f} MB), best of {args.runs}")
         print(f"  grep -cE (failure patterns)    {grep_s:7.2f} s")
         print(

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from eaglebug.checks.contract.fixes import env_of as env_of
     from eaglebug.checks.contract.fixes import flag_of as flag_of
     from eaglebug.checks.contract.inputs import regular_file as regular_file
+    from eaglebug.checks.contract.numbers import MAX_DIGITS as MAX_DIGITS
+    from eaglebug.checks.contract.numbers import float_value as float_value
+    from eaglebug.checks.contract.numbers import int_value as int_value
     from eaglebug.checks.interface.audit import AuditResult as AuditResult
     from eaglebug.checks.interface.audit import ClassReport as ClassReport
     from eaglebug.checks.interface.audit import audit as audit
@@ -63,7 +66,6 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.book import rank_summary as rank_summary
     from eaglebug.checks.logs.book import sort_ranks as sort_ranks
     from eaglebug.checks.logs.memory import MemoryLog as MemoryLog
-    from eaglebug.checks.logs.memory import read_memory_file as read_memory_file
     from eaglebug.checks.logs.nodes import analyze_nodes as analyze_nodes
     from eaglebug.checks.logs.nodes import line_ranks as line_ranks
     from eaglebug.checks.logs.nodes import node_tag as node_tag
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.parse import LogAnalyzer as LogAnalyzer
     from eaglebug.checks.logs.parse import analyze_file as analyze_file
     from eaglebug.checks.logs.parse import finding_json as finding_json
+    from eaglebug.checks.logs.parse import read_memory_file as read_memory_file
     from eaglebug.checks.matrix.compare import KINDS as CHANGE_KINDS
     from eaglebug.checks.matrix.compare import Comparison as Comparison
     from eaglebug.checks.matrix.compare import compare as compare_matrices
@@ -118,6 +121,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FindingKey": ("eaglebug.checks.contract.findings", "FindingKey"),
     "FlagFix": ("eaglebug.checks.contract.fixes", "FlagFix"),
     "GpuArch": ("eaglebug.checks.launch.gpuarch", "GpuArch"),
+    "MAX_DIGITS": ("eaglebug.checks.contract.numbers", "MAX_DIGITS"),
+    "float_value": ("eaglebug.checks.contract.numbers", "float_value"),
+    "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
@@ -169,7 +175,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "preflight": ("eaglebug.checks.orchestrator", "preflight"),
     "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
-    "read_memory_file": ("eaglebug.checks.logs.memory", "read_memory_file"),
+    "read_memory_file": ("eaglebug.checks.logs.parse", "read_memory_file"),
     "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
     "reports_in": ("eaglebug.checks.logs.acceptance", "reports_in"),
     "sort_findings": ("eaglebug.checks.contract.findings", "sort_findings"),
@@ -186,6 +192,7 @@ __all__ = [
     "CHANGE_KINDS",
     "DEFAULT_RULES",
     "ENV_VAR",
+    "MAX_DIGITS",
     "NO_ANSWER",
     "SEVERITY_ORDER",
     "SWITCH",
@@ -235,10 +242,12 @@ __all__ = [
     "find_class",
     "finding_json",
     "flag_of",
+    "float_value",
     "for_launch",
     "from_cumulative",
     "from_metrics",
     "has_errors",
+    "int_value",
     "line_ranks",
     "list_tree",
     "locate",

@@ -389,7 +389,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "logs" / "corpus"
 
 
 def test_the_memory_lines_of_real_logs() -> None:
-    from eaglebug.checks.logs.memory import read_memory_file
+    from eaglebug.checks.logs.parse import read_memory_file
 
     # Docs CI, EAGLE-3 with Llama-3.1-8B on one H100 (float16): target then draft.
     docs = read_memory_file(CORPUS / "ready_eagle3_llama31_8b_draft_context_warning.log")

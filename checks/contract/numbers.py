@@ -93,10 +93,10 @@ def strict_json(text: str | bytes) -> Any:
         raise NotJson(str(exc)) from None
 
 
-N = TypeVar("N", int, float)
+_N = TypeVar("_N", int, float)
 
 
-def _bounded(value: N, lo: N | None, hi: N | None) -> N | None:
+def _bounded(value: _N, lo: _N | None, hi: _N | None) -> _N | None:
     if lo is not None and value < lo:
         return None
     if hi is not None and value > hi:

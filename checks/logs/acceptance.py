@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from eaglebug.checks.contract.evidence import Cause, RuntimeEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
+from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.source.index import TreeIndex
 
 THRESHOLD = 1.2  # below this for `REPORTS_NEEDED` reports in a row: the speed-up is gone
@@ -171,19 +172,26 @@ def _cause(
 
 def from_log_line(line: str, rules: AcceptanceRules = DEFAULT_RULES) -> Report | None:
     m = rules.log_rx.search(line)
-    if m is None:
-        return None
-    rate = m.groupdict().get("rate")
-    return Report(float(m["length"]), float(rate) if rate else None, "log")
+    return _report(m) if m is not None else None
 
 
 def reports_in(text: str, rules: AcceptanceRules = DEFAULT_RULES) -> list[Report]:
-    """Every decode-line report in `text`, oldest first."""
+    """Every decode-line report in `text`, oldest first (one whose length is no finite
+    number, a 5,000-digit one, is not a report)."""
     out = []
     for m in rules.log_rx.finditer(text):
-        rate = m.groupdict().get("rate")
-        out.append(Report(float(m["length"]), float(rate) if rate else None, "log"))
+        report = _report(m)
+        if report is not None:
+            out.append(report)
     return out
+
+
+def _report(m: re.Match[str]) -> Report | None:
+    length = float_text(m["length"], lo=0.0)
+    if length is None:
+        return None
+    rate = m.groupdict().get("rate")
+    return Report(length, float_text(rate, lo=0.0, hi=1.0) if rate else None, "log")
 
 
 def from_metrics(text: str, rules: AcceptanceRules = DEFAULT_RULES) -> Report | None:

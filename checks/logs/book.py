@@ -14,7 +14,7 @@ from typing import Any
 from eaglebug.checks.contract.evidence import LogEvidence, LogLine, captured_of
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.logs import patterns as lp
-from eaglebug.checks.logs.traceback import Result
+from eaglebug.checks.logs.results import Result, normalize
 
 MAX_FINDINGS = 200
 MAX_EVIDENCE = 32
@@ -109,7 +109,41 @@ class FindingBook:
         if tentative:  # one per category: the lines around one failure repeat its words
             result.key = (result.category, "tentative")
             self._tentative.add(result.key)
+        elif result.category != "other" and result.exception:
+            # The same exception printed alone before its traceback (a reporter's paste, a
+            # logger's summary) was an unexplained failure until the traceback said what it is.
+            self._entries.pop(("other", normalize(result.exception.splitlines()[0])), None)
         self._merge(self._entries, result, severity, where, take_order=True)
+
+    def confirm(self, category: str, where: Where) -> bool:
+        """A fatal line of `category` (NCCL's init returning an error code) confirms the failure
+        that another line of the same category named in its own words: that one becomes the
+        error. False when there is none to confirm."""
+        key = (category, "tentative")
+        entry = self._entries.get(key)
+        if entry is None:
+            return False
+        self._tentative.discard(key)
+        ranks = frozenset([where.rank]) if where.rank else frozenset()
+        self._entries[key] = replace(
+            entry, severity="error", ranks=entry.ranks | ranks, count=entry.count + 1
+        )
+        return True
+
+    def supersede(
+        self, old: tuple[str, ...], result: Result, severity: Severity, where: Where
+    ) -> None:
+        """`result` says better what the finding keyed `old` said (a C++ abort's `what():` after
+        its `terminate called ...`): it takes that finding's place and first position."""
+        entry = self._entries.pop(old, None)
+        if entry is None:
+            self.add(result, severity, where)
+            return
+        if result.key in self._entries:  # already said (another rank): one finding
+            kept = self._entries[result.key]
+            self._entries[result.key] = replace(kept, ranks=kept.ranks | entry.ranks)
+            return
+        self._entries[result.key] = replace(entry, result=result, severity=severity)
 
     def _merge(
         self,
@@ -124,6 +158,8 @@ class FindingBook:
         if old is not None:
             stronger: Severity = "error" if "error" in (old.severity, severity) else old.severity
             first = old.where
+            for key, value in result.details.items():  # what another line adds (an abort)
+                old.result.details.setdefault(key, value)
             if first.process is None and where.process is not None:
                 first = replace(first, process=where.process)
             into[result.key] = replace(

@@ -28,6 +28,20 @@ FATAL_LINE_RX = re.compile(
 # Lines that doom the launch, though SGLang goes on for a moment: a negative KV budget
 # ("max_total_tokens=... is larger than the profiled value -561981. Use the profiled value").
 DOOMED_LINE_RX = re.compile(r"is larger than the profiled value -\d")
+# Words that say the process cannot go on, though the line is not an exception and the log may
+# end before any crash line (issue 22): torch's out-of-memory message (fatal before the server
+# serves: nothing frees memory during a launch), NCCL's watchdog abort ("To avoid data
+# inconsistency, we are taking the entire process down", torch ProcessGroupNCCL.cpp), and NCCL
+# returning an error code from its communicator init (`NCCL INFO init.cc:1534 -> 2`: NCCLCHECK
+# prints the file:line and the code each frame returns on the way up).
+FATAL_WORDS_RX = re.compile(
+    r"(?P<oom>CUDA out of memory\. Tried to allocate|OutOfMemoryError)"
+    r"|taking the entire process down"
+    r"|NCCL INFO \S*\binit\.cc:\d+ -> [1-9]"
+)
+# A C++ abort prints `terminate called after throwing an instance of 'X'` and then `what(): ...`:
+# one failure, said better by the second line.
+TERMINATE_RX = re.compile(r"^terminate called after throwing an instance of")
 ERROR_LEVELS = frozenset({"E", "F", "ERROR", "CRITICAL", "FATAL"})
 # The launch phase a traceback's frames show, innermost first, for a log that says no phase
 # (a fragment): SGLang's own function names along its start-up (srt/model_executor/
@@ -36,7 +50,10 @@ PHASE_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warmup", re.compile(r"^(?:_wait_and_warmup|_execute_server_warmup|execute_warmups)$")),
     ("cuda_graph", re.compile(r"^(?:capture\w*|init_device_graphs|init_cuda_graphs|init_graphs)$")),
     ("kv_cache", re.compile(r"^(?:init_memory_pool|profile_max_num_token|init_kv_cache\w*)$")),
-    ("loading", re.compile(r"^(?:load_model|load_weights\w*|weight_loader\w*|_load_weights)$")),
+    (
+        "loading",
+        re.compile(r"^(?:load_model|load_weights\w*|weight_loader\w*|_load_weights|get_model)$"),
+    ),
     (
         "launching",
         re.compile(
@@ -54,6 +71,14 @@ PHASE_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|prepare_for_decode)$"
         ),
     ),
+)
+# A frame in SGLang's request managers that is not part of building them runs while the server
+# serves (srt/managers/: scheduler.py's event loops, schedule_batch.py, tp_worker.py's forward
+# steps, 0.2's `exposed_step`), for a fragment whose frames name no function above.
+SERVING_FILE_RX = re.compile(r"/sglang/srt/managers/[\w/]+\.py$")
+NOT_SERVING_FUNC_RX = re.compile(
+    r"^(?:__init__|_?init\w*|initialize|run_\w+_process|launch\w*|<module>|main|__call__"
+    r"|decorate_context|wrapper|_wrapped_call_impl|_call_impl)$"
 )
 # Frames of the scheduler's own loop: an exception there ends the server, as one that a
 # request handler catches (`generate_request` in http_server.py) does not.
@@ -81,8 +106,9 @@ PHASE_WORDS: tuple[tuple[str, str], ...] = (
     ("longer than the model's context length", "ready"),
     ("okenizerManager", "ready"),
 )
-# A frame line of a traceback whose header is not in the log (a fragment that starts inside).
-FRAME_NEEDLE = '  File "'
+# A frame line of a traceback whose header is not in the log (a fragment that starts inside);
+# indented as Python prints it, or not, where a log viewer trimmed each line.
+FRAME_NEEDLE = 'File "'
 
 # Processes whose crash is about the text, not the model (srt/managers/*_manager.py).
 TOKENIZER_PROCESSES = frozenset({"TokenizerManager", "DetokenizerManager"})

@@ -10,7 +10,8 @@ from collections import deque
 
 from eaglebug.checks.logs import patterns as lp
 from eaglebug.checks.logs.book import Evidence, FindingBook, Where
-from eaglebug.checks.logs.traceback import Result, describe, normalize, rule_match
+from eaglebug.checks.logs.results import Result, describe, normalize
+from eaglebug.checks.logs.traceback import rule_match
 
 
 class At:
@@ -34,6 +35,7 @@ class LineReading:
     _line_level: str | None
     _warmup_failure: str | None
     _hints: list[str]
+    _terminate: tuple[str, ...] | None  # the finding of a C++ abort's first line, until what()
 
     @property
     def phase(self) -> str:
@@ -116,13 +118,15 @@ class LineReading:
         memory`). An exception line is a failure; words inside another message are a warning
         until the launch dies without a better reason (`FindingBook.tentative`)."""
         stripped = text.strip()
-        doomed = bool(lp.DOOMED_LINE_RX.search(stripped))
-        shaped = (
-            bool(lp.BARE_EXCEPTION_RX.match(stripped))
-            or bool(lp.FATAL_LINE_RX.search(stripped))
-            or doomed
-        )
         found = rule_match(stripped)
+        if found is not None and found[0] == "hang":
+            self._hang(found[1], stripped, at)
+            return
+        words = lp.FATAL_WORDS_RX.search(stripped)
+        fatal = words is not None and not (words["oom"] and self._ready)
+        cpp = bool(lp.FATAL_LINE_RX.search(stripped))
+        doomed = bool(lp.DOOMED_LINE_RX.search(stripped)) or fatal
+        shaped = bool(lp.BARE_EXCEPTION_RX.match(stripped)) or cpp or doomed
         if found is None and not shaped:
             return
         # An error-level line of another logger reports a failure but is not itself the end.
@@ -132,20 +136,45 @@ class LineReading:
         if phase == "launching" and not self._seen_phase():
             phase = next((ph for words, ph in lp.PHASE_WORDS if words in stripped), phase)
             self._hints.append(phase)
+        what = lp.CPP_WHAT_RX.search(stripped)
+        said = what["what"].strip() if what else stripped  # as `_aborted_because` reads it
         if found is not None:
-            result = describe(found[0], found[1], stripped, phase, None)
+            result = describe(found[0], found[1], said, phase, None)
         else:
-            key = ("other", normalize(stripped))
-            result = Result("other", key, stripped[:160], stripped[:400])
+            key = ("other", normalize(said))
+            result = Result("other", key, said[:160], said[:400])
         where = Where(at.rank, at.line, at.offset, at.time, phase)
         if not shaped:
             self._book.add(result, "warning", where, tentative=True)
             return
-        if self._ready:
+        if fatal and self._book.confirm(result.category, where):
+            return  # the failure another line named is fatal: that line says it better
+        if what is not None and self._terminate is not None:
+            self._book.supersede(self._terminate, result, "error", where)
+            self._terminate = None
+            return
+        if self._ready and not (cpp or fatal):
             self._book.add(result, "warning", where)
             return
         self._book.add(result, "error", where)
+        self._terminate = result.key if lp.TERMINATE_RX.match(stripped) else None
         if not (doomed or logged):
+            self._crash(phase)
+
+    def _hang(self, m: re.Match[str], text: str, at: At) -> None:
+        """The scheduler's watchdog fired: no forward step finished for its timeout. It watches
+        a running batch (and, from 0.5.9, the scheduler's initialisation), so where the log does
+        not say the launch is still starting, a batch was being served."""
+        phase = self.phase
+        if self._ready or not self._seen_phase():
+            phase = "warmup" if phase == "warmup" else "ready"
+        elif phase not in {"warmup", "ready"}:
+            phase = self._phase_now(at.rank)
+        soft = m["soft"] == "True"
+        result = describe("hang", m, text, phase, None)
+        where = Where(at.rank, at.line, at.offset, at.time, phase)
+        self._book.add(result, "warning" if soft else "error", where)
+        if not soft:
             self._crash(phase)
 
     def _allowed_context(self, m: re.Match[str], at: At) -> None:

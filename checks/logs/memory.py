@@ -13,12 +13,13 @@ of the same launch, and what `diagnose` and the TUI show beside the prediction.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from eaglebug.checks.logs.prefix import PREFIX_RX, strip_foreign
+from eaglebug.checks.contract.numbers import float_text, float_value, int_text, int_value
 
+# A number as SGLang prints one (`%.2f`); what it says is read by `contract.numbers`, so a
+# 5,000-digit figure in a hostile log is no number rather than an exception.
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _BEGIN = re.compile(rf"Load weight begin\. avail mem={_NUM} GB")
 _END = re.compile(rf"Load weight end\..*?avail mem={_NUM} GB(?:, mem usage={_NUM} GB)?")
@@ -31,8 +32,7 @@ _POOL_END = re.compile(rf"Memory pool end\. avail mem={_NUM} GB")
 _GRAPH = re.compile(rf"Capture (?:\w+ )?cuda graph end\..*?mem usage={_NUM} GB")
 _TOTAL = re.compile(r"max_total_num_tokens=(\d+)")
 _REQUESTS = re.compile(r"max_running_requests=(\d+)")
-# The memory lines come before the server is ready: a day-long log is read this far only.
-HEAD_BYTES = 64 * 1024 * 1024
+MAX_GIB = 1024.0**2  # a petabyte: more than any GPU holds
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,10 @@ class MemoryLog:
         """The figures `to_record` kept (counts come back whole)."""
 
         def gib(key: str) -> float | None:
-            value = figures.get(key)
-            return float(value) if value is not None else None
+            return float_value(figures.get(key), lo=0, hi=MAX_GIB)
 
         def count(key: str) -> int | None:
-            value = figures.get(key)
-            return int(value) if value is not None else None
+            return int_value(figures.get(key), lo=0)
 
         return cls(
             rank="",
@@ -129,69 +127,80 @@ def _usage(value: str | None) -> float | None:
     busy CI GPU) measures nothing."""
     if value is None:
         return None
-    usage = float(value)
-    return usage if usage >= 0 else None
+    usage = _gib(value)
+    return usage if usage is not None and usage >= 0 else None
 
 
-def read_memory_lines(lines: Iterable[str]) -> MemoryLog | None:
-    """The measured memory of a launch from its log lines; None when it logged none."""
-    ranks: dict[str, RankMemory] = {}
-    total = requests = None
-    for raw in lines:
-        line, _, _ = strip_foreign(raw.rstrip("\n"))
-        prefix = PREFIX_RX.match(line)
-        rank = prefix.group("ranks").strip() if prefix else ""
-        body = line[prefix.end() :] if prefix else line
-        seen = ranks.setdefault(rank, RankMemory())
+def _gib(text: str | None) -> float | None:
+    """A GB figure of a memory line (a 5,000-digit one, or one past a petabyte, is none)."""
+    return float_text(text, hi=MAX_GIB) if text is not None else None
+
+
+def _count(text: str | None) -> int | None:
+    return int_text(text, lo=0) if text is not None else None
+
+
+class MemoryLines:
+    """SGLang's memory lines as a launch logs them, rank by rank; `LogAnalyzer` feeds it the
+    prefixed messages its scan selects before the server is ready (the memory lines belong to
+    the launch), so no second pass over the log reads them."""
+
+    def __init__(self) -> None:
+        self._ranks: dict[str, RankMemory] = {}
+        self._total: int | None = None
+        self._requests: int | None = None
+
+    def feed(self, rank: str, body: str) -> None:
+        """One message (the text after SGLang's prefix) of `rank` ("" when it names none)."""
         if m := _BEGIN.search(body):
-            seen.begins.append(float(m.group(1)))
+            if (free := _gib(m.group(1))) is not None:
+                self._rank(rank).begins.append(free)
         elif m := _END.search(body):
             kind = _TYPE.search(body)
-            seen.loads.append((kind.group(1) if kind else None, _usage(m.group(2))))
+            self._rank(rank).loads.append((kind.group(1) if kind else None, _usage(m.group(2))))
         elif m := _KV.search(body):
-            size = float(m.group(2)) + float(m.group(3)) if m.group(2) else float(m.group(4) or 0)
-            seen.kv.append((int(m.group(1)), size))
+            tokens = _count(m.group(1))
+            size = _kv_gib(m)
+            if tokens is not None and size is not None:
+                self._rank(rank).kv.append((tokens, size))
         elif m := _POOL_END.search(body):
-            seen.pool_end.append(float(m.group(1)))
-        elif m := _GRAPH.search(body):
-            seen.graphs.append(float(m.group(1)))
+            if (free := _gib(m.group(1))) is not None:
+                self._rank(rank).pool_end.append(free)
+        elif (m := _GRAPH.search(body)) and (used := _gib(m.group(1))) is not None:
+            self._rank(rank).graphs.append(used)
         if m := _TOTAL.search(body):
-            total = int(m.group(1))
+            self._total = _count(m.group(1))
             more = _REQUESTS.search(body)
-            requests = int(more.group(1)) if more else requests
-    measured = {rank: r for rank, r in ranks.items() if r.begins or r.loads or r.kv}
-    if not measured and total is None:
-        return None
-    if not measured:
-        return MemoryLog("", None, None, None, None, None, None, total, requests)
-    rank, seen = min(measured.items(), key=lambda item: item[1].begins[:1] or [float("inf")])
-    usages = [usage for _, usage in seen.loads]
-    return MemoryLog(
-        rank=rank,
-        free_before_load_gib=seen.begins[0] if seen.begins else None,
-        target_weights_gib=usages[0] if usages else None,
-        draft_weights_gib=usages[1] if len(usages) > 1 else None,
-        kv_tokens=seen.kv[0][0] if seen.kv else None,
-        kv_gib=seen.kv[0][1] if seen.kv else None,
-        graph_gib=sum(seen.graphs) if seen.graphs else None,
-        max_total_num_tokens=total,
-        max_running_requests=requests,
-    )
+            self._requests = _count(more.group(1)) if more else self._requests
+
+    def _rank(self, rank: str) -> RankMemory:
+        return self._ranks.setdefault(rank, RankMemory())
+
+    def result(self) -> MemoryLog | None:
+        """What the launch measured (None when it logged no memory line)."""
+        total, requests = self._total, self._requests
+        measured = {rank: r for rank, r in self._ranks.items() if r.begins or r.loads or r.kv}
+        if not measured and total is None:
+            return None
+        if not measured:
+            return MemoryLog("", None, None, None, None, None, None, total, requests)
+        rank, seen = min(measured.items(), key=lambda item: item[1].begins[:1] or [float("inf")])
+        usages = [usage for _, usage in seen.loads]
+        return MemoryLog(
+            rank=rank,
+            free_before_load_gib=seen.begins[0] if seen.begins else None,
+            target_weights_gib=usages[0] if usages else None,
+            draft_weights_gib=usages[1] if len(usages) > 1 else None,
+            kv_tokens=seen.kv[0][0] if seen.kv else None,
+            kv_gib=seen.kv[0][1] if seen.kv else None,
+            graph_gib=sum(seen.graphs) if seen.graphs else None,
+            max_total_num_tokens=total,
+            max_running_requests=requests,
+        )
 
 
-def read_memory_file(path: Path, limit_bytes: int = HEAD_BYTES) -> MemoryLog | None:
-    """`read_memory_lines` over the head of a log file (None when it cannot be read)."""
-
-    def lines() -> Iterator[str]:
-        with path.open("rb") as stream:
-            read = 0
-            for raw in stream:
-                read += len(raw)
-                if read > limit_bytes:
-                    return
-                yield raw.decode("utf-8", "replace").replace("\r", "\n")
-
-    try:
-        return read_memory_lines(lines())
-    except OSError:
-        return None
+def _kv_gib(m: re.Match[str]) -> float | None:
+    if m.group(2) is not None:
+        k, v = _gib(m.group(2)), _gib(m.group(3))
+        return k + v if k is not None and v is not None else None
+    return _gib(m.group(4))

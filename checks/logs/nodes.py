@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from eaglebug.checks.contract.evidence import LogEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.logs.parse import LogAnalyzer
 from eaglebug.checks.logs.prefix import PREFIX_RX, RANK_PART_RX
+from eaglebug.checks.logs.scan import MAX_LINE_BYTES, open_regular
 
 _NO_TIME = ""
 
@@ -34,11 +36,18 @@ def node_tag(path: Path, position: int) -> str:
 
 
 def _lines(path: Path, order: int) -> Iterator[tuple[str, int, int, str]]:
-    """(time, file order, line number, line) for each line; untimed lines take the time of
-    the line before them, so the merge keeps them where they were."""
+    """(time, file order, line number, line) for each line, a line cut to the reader's
+    `MAX_LINE_BYTES` (the rest is skipped, never held); untimed lines take the time of the line
+    before them, so the merge keeps them where they were."""
     last = _NO_TIME
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
-        for number, line in enumerate(stream, 1):
+    with open_regular(path) as raw, io.BufferedReader(raw) as stream:
+        number = 0
+        while raw_line := stream.readline(MAX_LINE_BYTES):
+            number += 1
+            if not raw_line.endswith(b"\n"):  # cut: skip to the end of the line
+                while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                    pass
+            line = raw_line.decode("utf-8", "replace")
             match = PREFIX_RX.match(line)
             if match is not None:
                 last = match.group("ts")

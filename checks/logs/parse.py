@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.findings import Finding, Severity
+from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.logs import patterns as lp
+from eaglebug.checks.logs.blocks import TracebackReading, severity_of, where_of
 from eaglebug.checks.logs.book import (
-    Evidence,
     FindingBook,
     Where,
     finding_json,
@@ -31,8 +32,10 @@ from eaglebug.checks.logs.book import (
     sort_ranks,
 )
 from eaglebug.checks.logs.lines import At, LineReading
-from eaglebug.checks.logs.reports import as_tokenizer, desync, stalled, warmup_result
-from eaglebug.checks.logs.traceback import Block, Result, classify
+from eaglebug.checks.logs.memory import MemoryLines, MemoryLog
+from eaglebug.checks.logs.reports import desync, stalled, warmup_result
+from eaglebug.checks.logs.results import Result
+from eaglebug.checks.logs.traceback import Block, classify
 
 __all__ = [
     "LogAnalyzer",
@@ -42,13 +45,12 @@ __all__ = [
     "analyze_text",
     "finding_json",
     "rank_summary",
+    "read_memory_file",
     "sort_ranks",
 ]
 
 MAX_MILESTONES = 512
 MAX_IMPORT_ERRORS = 8
-MAX_OPEN_BLOCKS = 64
-SUSPEND_LIMIT = 200  # lines an unfinished traceback waits for the rest of its lines
 LINE_CHARS = 64 * 1024  # characters of one line looked at
 
 
@@ -84,7 +86,7 @@ class MilestoneEvent:
 _NO_PREFIX = object()  # "the previous line had no SGLang prefix"
 
 
-class LogAnalyzer(LineReading):
+class LogAnalyzer(LineReading, TracebackReading):
     """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
 
     def __init__(self) -> None:
@@ -94,8 +96,11 @@ class LogAnalyzer(LineReading):
         """Forget everything (a new launch, or a truncated log)."""
         self.lines = 0
         self._rank_phase: dict[str, str] = {}
+        self._rank_time: dict[str, str | None] = {}  # when each rank logged its last milestone
+        self._reached: dict[str, str | None] = {}  # when the first rank reached each phase
         self._ready = False
         self._crashed_during: str | None = None
+        self._crash_blind = False  # it crashed before the log said any phase
         self._progress: Progress | None = None
         self._milestones: list[MilestoneEvent] = []
         self._book = FindingBook()
@@ -110,6 +115,10 @@ class LogAnalyzer(LineReading):
         self._warmup_failure: str | None = None  # what the failed warmup request said
         self._hints: list[str] = []  # phases the failures' frames and words point at
         self._ranks_seen: set[str] = set()  # every rank a line named
+        self._memory = MemoryLines()  # SGLang's memory lines, before "ready"
+        self._terminate: tuple[str, ...] | None = None  # a C++ abort's first line, until what()
+        self.lines_cut = 0  # lines longer than the reader keeps (their start was read)
+        self.first_cut_offset: int | None = None
 
     # --- what it knows ------------------------------------------------------------------------
 
@@ -121,8 +130,20 @@ class LogAnalyzer(LineReading):
             return "ready"
         if not self._rank_phase:
             return "loading" if self._progress else "launching"
-        slowest = min(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        slowest = min(self._behind().values(), key=lp.PHASE_ORDER.__getitem__)
         return "loading" if slowest == "launching" and self._progress else slowest
+
+    def _behind(self) -> dict[str, str]:
+        """The phase of each rank that is behind: a rank whose last milestone came in the same
+        second as the first rank reached the furthest step is not (eight ranks log a step
+        within a second; a log cut there has only some of them say the next one)."""
+        furthest = max(self._rank_phase.values(), key=lp.PHASE_ORDER.__getitem__)
+        reached = self._reached.get(furthest)
+        return {
+            rank: phase
+            for rank, phase in self._rank_phase.items()
+            if phase == furthest or reached is None or self._rank_time.get(rank) != reached
+        }
 
     @property
     def crashed_during(self) -> str | None:
@@ -132,7 +153,7 @@ class LogAnalyzer(LineReading):
         if crashed is None:
             block = self._open_fatal()
             crashed = block.phase if block is not None else None
-        if crashed == "launching" and self._hints and not self._seen_phase():
+        if crashed == "launching" and self._hints and self._crash_blind:
             return max(self._hints, key=lp.PHASE_ORDER.__getitem__)
         return crashed
 
@@ -148,6 +169,11 @@ class LogAnalyzer(LineReading):
     @property
     def milestones(self) -> tuple[MilestoneEvent, ...]:
         return tuple(self._milestones)
+
+    @property
+    def memory(self) -> MemoryLog | None:
+        """What the launch's own memory lines measured (None: it logged none)."""
+        return self._memory.result()
 
     @property
     def ready(self) -> bool:
@@ -172,9 +198,18 @@ class LogAnalyzer(LineReading):
         self.lines += 1
         self._feed(line, offset, self.lines)
 
-    def feed_at(self, line: str, offset: int) -> None:
-        """One line at byte `offset`, when lines in between were skipped (no line numbers)."""
+    def feed_at(self, line: str, offset: int, cut: bool = False) -> None:
+        """One line at byte `offset`, when lines in between were skipped (no line numbers);
+        `cut`: the line was longer than the reader keeps, and this is its start."""
+        if cut:
+            self.note_cut(offset)
         self._feed(line, offset, None)
+
+    def note_cut(self, offset: int | None) -> None:
+        """A line longer than the reader keeps starts at `offset`: only its start is read."""
+        self.lines_cut += 1
+        if self.first_cut_offset is None:
+            self.first_cut_offset = offset
 
     def note_progress(self, text: str) -> None:
         """The latest state of a tqdm bar still being drawn (no newline yet): progress only.
@@ -185,7 +220,7 @@ class LogAnalyzer(LineReading):
         if not self._ready and lp.PROGRESS_MARK in text:
             bars = list(lp.PROGRESS_RX.finditer(text))
             if bars:
-                self._progress = _progress(bars[-1])
+                self._progress = _progress(bars[-1]) or self._progress
 
     def finish(self) -> None:
         """The log ended: tracebacks still open are complete or cut off."""
@@ -195,7 +230,12 @@ class LogAnalyzer(LineReading):
             self._close(block)
 
     def _feed(self, line: str, offset: int | None, line_no: int | None) -> None:
-        line = line[:LINE_CHARS].rstrip("\n")
+        if len(line) > LINE_CHARS:
+            self.note_cut(offset)
+            line = line[:LINE_CHARS]
+        line = line.rstrip("\n")
+        if line.startswith('{"log":'):
+            line = lp.unwrap_record(line)
         if "\x1b" in line:
             line = lp.ANSI_RX.sub("", line)
         if "\r" in line or lp.PROGRESS_MARK in line:
@@ -205,6 +245,8 @@ class LogAnalyzer(LineReading):
         line, self._line_rank, self._line_level = (
             lp.strip_foreign(line) if line else (line, None, None)
         )
+        if line.endswith("across cluster]"):
+            line = lp.RAY_REPEATED_RX.sub("", line)
         m = lp.PREFIX_RX.match(line)
         if m is None:
             took = self._unprefixed(line, offset, line_no)
@@ -221,7 +263,7 @@ class LogAnalyzer(LineReading):
         if not bars:
             return line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line
         last = bars[-1]
-        self._progress = _progress(last)
+        self._progress = _progress(last) or self._progress
         rest = line[last.end() :]
         at = rest.find("[20")  # a log line glued after the bar
         return rest[at:] if at >= 0 and lp.PREFIX_RX.match(rest[at:]) else ""
@@ -241,9 +283,13 @@ class LogAnalyzer(LineReading):
             self._close(block)
         if not line or not self.interesting(line):
             return False
+        if not self._ready and lp.SERVING_LINE_RX.match(line):  # unprefixed (0.3's uvicorn)
+            at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
+            self._milestone(lp.SERVING_MILESTONE, at, line)
+            return False
         if (
             not self._ready
-            and line.startswith(lp.FRAME_NEEDLE)
+            and line.lstrip().startswith(lp.FRAME_NEEDLE)
             and self._current is None
             and not self._blocks
             and lp.FRAME_RX.match(line)
@@ -262,14 +308,32 @@ class LogAnalyzer(LineReading):
         at = At(self._rank_label(self._line_rank), line_no, offset, self._last_time)
         if at.rank:
             self._ranks_seen.add(at.rank)
+        if self._ready and line.startswith(lp.CPP_RAISED):
+            self._cpp_abort(at)
+            return False
         if not self._signals(line, at):
             self._single_line(line, at)
         return False
+
+    def _cpp_abort(self, at: At) -> None:
+        """A C++ exception's dump (`Exception raised from ... (most recent call first):`) while
+        serving: read the abort's lines above it (`terminate called ...`, `what(): ...`, NCCL's
+        "taking the entire process down"), which the serving scan does not look for on their
+        own (their words are common in decode lines; this line's are not)."""
+        for previous in list(self._ring):
+            if previous and (
+                lp.TERMINATE_RX.match(previous.strip())
+                or lp.CPP_WHAT_RX.search(previous)
+                or lp.FATAL_WORDS_RX.search(previous)
+            ):
+                self._single_line(previous, at)
 
     def _prefixed(
         self, m: re.Match[str], line: str, offset: int | None, line_no: int | None
     ) -> None:
         rank = m["ranks"].strip() or self._rank_label(self._line_rank)
+        if m["level"]:
+            self._line_level = m["level"]
         if rank:
             self._ranks_seen.add(rank)
         time = m["ts"]
@@ -292,6 +356,7 @@ class LogAnalyzer(LineReading):
                 process = "warmup"
             self._open(at, process, m["wrap"])
         if not self._ready:
+            self._memory.feed(rank or "", message)
             for milestone in lp.MILESTONES:
                 if milestone.rx.match(message):
                     self._milestone(milestone, at, message)
@@ -317,6 +382,8 @@ class LogAnalyzer(LineReading):
             self._ready = True
         else:
             self._rank_phase[at.rank or ""] = milestone.phase
+            self._rank_time[at.rank or ""] = at.time
+            self._reached.setdefault(milestone.phase, at.time)
         if len(self._milestones) < MAX_MILESTONES:
             event = MilestoneEvent(
                 milestone.phase,
@@ -328,73 +395,6 @@ class LogAnalyzer(LineReading):
                 message[:300],
             )
             self._milestones.append(event)
-
-    # --- tracebacks ---------------------------------------------------------------------------
-
-    def _open(self, at: At, process: str | None, wrapper: str) -> None:
-        old = self._blocks.pop(at.rank, None)
-        if old is not None:
-            self._close(old)
-        if len(self._blocks) >= MAX_OPEN_BLOCKS:
-            self._close(next(iter(self._blocks.values())))
-        block = Block(at.rank, at.line, at.offset, at.time, process, wrapper, self._phase_now())
-        self._blocks[at.rank] = block
-        self._current = block
-
-    def _age(self) -> None:
-        for block in list(self._blocks.values()):
-            if block is self._current:
-                continue
-            block.idle += 1
-            if block.idle > SUSPEND_LIMIT:
-                self._close(block)
-
-    def _close(self, block: Block) -> None:
-        if self._blocks.get(block.rank) is block:
-            del self._blocks[block.rank]
-        if self._current is block:
-            self._current = None
-        block.phase = self._inferred(block)
-        result = classify(block)
-        if block.process in lp.TOKENIZER_PROCESSES and result.key == ("cut_off",):
-            result = Result("other", ("other", block.process), "its traceback was cut off", "")
-        where = _where(block)
-        if "warmup" in (block.process, block.phase):  # the traceback of the warmup request
-            self._warmup_failure = (result.exception or result.message)[:400]
-            self._crash("warmup")
-            if result.category == "other" or result.generic:
-                return  # said by the log.warmup finding
-        if (
-            block.process in lp.TOKENIZER_PROCESSES
-            and result.category == "other"
-            and not (result.generic or result.interrupt)
-        ):
-            result = as_tokenizer(result, block.process)
-        if result.interrupt:
-            self._book.add(result, "info", where)
-        elif result.generic:
-            kind, details = "cut_off" if result.key == ("cut_off",) else "exception", {}
-            for signal in lp.CRASH_SIGNALS:
-                said = signal.rx.search(result.exception)
-                if said is not None:
-                    kind = signal.kind
-                    details = {k: v for k, v in said.groupdict().items() if v is not None}
-                    break
-            hint = result.exception.find("If exit code is -9")
-            if hint >= 0:
-                details["sglang_hint"] = result.exception[hint:].strip()
-            self._book.evidence(Evidence(kind, result.exception or result.message, where, details))
-            self._crash(block.phase)
-        else:
-            severity = _severity(block, result)
-            self._book.add(result, severity, where)
-            if severity == "error":
-                self._crash(block.phase)
-
-    def _open_fatal(self) -> Block | None:
-        """An open traceback that already shows its exception and will end the launch."""
-        block = self._current
-        return block if block is not None and block.complete and _fatal(block) else None
 
     def _phase_now(self, rank: str | None = None) -> str:
         """The launch phase, or the one it crashed in; a failure on a rank is in that rank's
@@ -426,26 +426,10 @@ class LogAnalyzer(LineReading):
         """Has the log said where the launch is (a milestone, a progress bar)?"""
         return bool(self._rank_phase) or self._ready or self._progress is not None
 
-    def _inferred(self, block: Block) -> str:
-        """The phase a traceback happened in: the log's, else what its frames show."""
-        if block.phase != "launching" or self._seen_phase():
-            return block.phase
-        frames = [f.func for section in block.sections for f in section.frames]
-        for func in reversed(frames):  # innermost first
-            for phase, rx in lp.PHASE_FRAMES:
-                if rx.match(func):
-                    self._hints.append(phase)
-                    return phase
-        said = "\n".join(line for section in block.sections for line in section.exception)
-        for words, phase in lp.PHASE_WORDS:
-            if words in said:
-                self._hints.append(phase)
-                return phase
-        return block.phase
-
     def _crash(self, phase: str) -> None:
         if self._crashed_during is None:
             self._crashed_during = phase
+            self._crash_blind = not self._seen_phase()  # nothing had said where it was
             if phase == "warmup":
                 self._book.add(
                     warmup_result(), "error", Where(None, None, None, self._last_time, phase)
@@ -461,7 +445,7 @@ class LogAnalyzer(LineReading):
                 continue
             result = classify(block)
             if not (result.generic or result.interrupt):
-                pending.append((result, _severity(block, result), _where(block)))
+                pending.append((result, severity_of(block, result), where_of(block)))
         crashed = self.crashed_during
         if crashed == "warmup" and self._warmup_failure:
             pending.append((warmup_result(self._warmup_failure), "error", _nowhere(crashed)))
@@ -487,6 +471,15 @@ class LogAnalyzer(LineReading):
             "crashed_during": self.crashed_during,
             "progress": self._progress.to_json() if self._progress else None,
             "findings": [finding_json(f) for f in self.findings()],
+            **({"lines_cut": self.cut_json()} if self.lines_cut else {}),
+        }
+
+    def cut_json(self) -> dict[str, int | None]:
+        """The lines longer than the reader keeps: how many, where the first starts, the cap."""
+        return {
+            "count": self.lines_cut,
+            "first_offset": self.first_cut_offset,
+            "kept_bytes": LINE_CHARS,
         }
 
 
@@ -494,27 +487,12 @@ def _nowhere(phase: str) -> Where:
     return Where(None, None, None, None, phase)
 
 
-def _progress(bar: re.Match[str]) -> Progress:
-    return Progress(int(bar["done"]), int(bar["total"]), int(bar["pct"]), bar["desc"].strip())
-
-
-def _fatal(block: Block) -> bool:
-    """A scheduler's exception ends the server; any traceback before "ready" ends the launch."""
-    if block.process is not None or block.phase != "ready":
-        return True
-    return any(
-        lp.SCHEDULER_FRAMES_RX.match(f.func) for section in block.sections for f in section.frames
-    )
-
-
-def _severity(block: Block, result: Result) -> Severity:
-    fatal = _fatal(block)
-    result.details = {**result.details, "fatal": fatal}
-    return "error" if fatal else "warning"
-
-
-def _where(block: Block) -> Where:
-    return Where(block.rank, block.line, block.offset, block.ts, block.phase, block.process)
+def _progress(bar: re.Match[str]) -> Progress | None:
+    """A tqdm bar's counts (None for counts no bar has: a 5,000-digit one is no number)."""
+    done, total, pct = (int_text(bar[k], lo=0) for k in ("done", "total", "pct"))
+    if done is None or total is None or pct is None:
+        return None
+    return Progress(done, total, pct, bar["desc"].strip())
 
 
 def analyze_text(text: str) -> LogAnalyzer:
@@ -523,17 +501,31 @@ def analyze_text(text: str) -> LogAnalyzer:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if lp.newest_first(text[: 64 * 1024].encode("utf-8", "replace")):
+        lines.reverse()
     for line in lines:
         analyzer.feed(line)
     analyzer.finish()
     return analyzer
 
 
-def analyze_file(path: str | Path) -> LogAnalyzer:
-    """A whole log file through the fast byte-level scan (`logscan.scan_file`)."""
+def analyze_file(path: str | Path, until_ready: bool = False) -> LogAnalyzer:
+    """A whole log file through the fast byte-level scan (`logs/scan.py`); `until_ready`: only
+    the launch, up to the server's "ready" (what the memory lines need). Raises `OSError`,
+    `NotRegularFile` for a FIFO or a device."""
     from eaglebug.checks.logs.scan import scan_file
 
     analyzer = LogAnalyzer()
-    scan_file(Path(path), analyzer)
+    scan_file(Path(path), analyzer, until_ready=until_ready)
     analyzer.finish()
     return analyzer
+
+
+def read_memory_file(path: Path) -> MemoryLog | None:
+    """The memory a launch's log measured, read by the one scan of the log reader up to the
+    server's "ready" (the memory lines come before it). None when the log has none, cannot be
+    read, or is not a regular file (a FIFO left where a log was would block the reader)."""
+    try:
+        return analyze_file(path, until_ready=True).memory
+    except OSError:
+        return None

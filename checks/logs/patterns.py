@@ -40,7 +40,13 @@ from eaglebug.checks.logs.forms import (
     FATAL_LINE_RX as FATAL_LINE_RX,
 )
 from eaglebug.checks.logs.forms import (
+    FATAL_WORDS_RX as FATAL_WORDS_RX,
+)
+from eaglebug.checks.logs.forms import (
     FRAME_NEEDLE as FRAME_NEEDLE,
+)
+from eaglebug.checks.logs.forms import (
+    NOT_SERVING_FUNC_RX as NOT_SERVING_FUNC_RX,
 )
 from eaglebug.checks.logs.forms import (
     PHASE_FRAMES as PHASE_FRAMES,
@@ -52,10 +58,16 @@ from eaglebug.checks.logs.forms import (
     SCHEDULER_FRAMES_RX as SCHEDULER_FRAMES_RX,
 )
 from eaglebug.checks.logs.forms import (
+    SERVING_FILE_RX as SERVING_FILE_RX,
+)
+from eaglebug.checks.logs.forms import (
     SGLANG_ADVICE_RX as SGLANG_ADVICE_RX,
 )
 from eaglebug.checks.logs.forms import (
     STALL_AFTER_S as STALL_AFTER_S,
+)
+from eaglebug.checks.logs.forms import (
+    TERMINATE_RX as TERMINATE_RX,
 )
 from eaglebug.checks.logs.forms import (
     TOKENIZER_PROCESSES as TOKENIZER_PROCESSES,
@@ -82,7 +94,16 @@ from eaglebug.checks.logs.prefix import (
     RANK_PART_RX as RANK_PART_RX,
 )
 from eaglebug.checks.logs.prefix import (
+    RAY_REPEATED_RX as RAY_REPEATED_RX,
+)
+from eaglebug.checks.logs.prefix import (
+    newest_first as newest_first,
+)
+from eaglebug.checks.logs.prefix import (
     strip_foreign as strip_foreign,
+)
+from eaglebug.checks.logs.prefix import (
+    unwrap_record as unwrap_record,
 )
 from eaglebug.checks.logs.rules import (
     CATEGORY_RULES as CATEGORY_RULES,
@@ -124,6 +145,13 @@ PROGRESS_MARK = "% Completed | "
 PROGRESS_RX = re.compile(
     r"(?P<desc>[^\r\n:]*?(?:[Ll]oading|shards)[^\r\n:]*): *(?P<pct>\d+)% Completed \| "
     r"(?P<done>\d+)/(?P<total>\d+)"
+)
+
+
+# Lines only a serving server prints: a prefill or decode batch (the scheduler's metrics lines,
+# `Decode batch.` before 0.3), or uvicorn's access line of a request that completed (POST 200).
+SERVING_LINE_RX = re.compile(
+    r'^(?:(?:Prefill|Decode) batch[.,]|INFO: +\S+ - "POST /\S* HTTP/[\d.]+" 200\b)'
 )
 
 
@@ -207,8 +235,9 @@ MILESTONES: tuple[Milestone, ...] = (
     Milestone(
         "ready",
         "serving requests",
-        re.compile(r"^(?:Prefill|Decode) batch[.,]"),
-        "srt/managers/scheduler_metrics_mixin.py (Prefill batch / Decode batch lines)",
+        SERVING_LINE_RX,
+        "srt/managers/scheduler_metrics_mixin.py (Prefill batch / Decode batch lines); "
+        "uvicorn's access line of a request that completed",
     ),
     Milestone(
         "ready",
@@ -218,6 +247,7 @@ MILESTONES: tuple[Milestone, ...] = (
     ),
 )
 READY_TEXT = "The server is fired up and ready to roll!"
+SERVING_MILESTONE = next(m for m in MILESTONES if m.label == "serving requests")
 
 
 @dataclass(frozen=True)
@@ -233,7 +263,7 @@ CRASH_SIGNALS: tuple[CrashSignal, ...] = (
     # Launch phase: srt/entrypoints/engine.py:870 (0.5.9), :1978 (0.5.23).
     CrashSignal(
         "sigquit",
-        re.compile(r"Received sigquit from a child process"),
+        re.compile(r"Received sigquit from a child proces"),  # "proces": before 0.4.3
         "srt/entrypoints/engine.py:870 (0.5.9), :1978 (0.5.23)",
     ),
     # Running phase: srt/managers/tokenizer_manager.py:2508 (0.5.9), :4074 (0.5.23).
@@ -274,6 +304,13 @@ CRASH_SIGNALS: tuple[CrashSignal, ...] = (
     CrashSignal(
         "fatal_python_error", re.compile(r"Fatal Python error: (?P<what>.+)"), "faulthandler"
     ),
+    # The shell's job status for a process that SIGKILL ended (the OOM killer, a watchdog's
+    # kill): `Killed`, or `./entrypoint.sh: line 48:    27 Killed   python3 -m sglang...`.
+    CrashSignal(
+        "killed",
+        re.compile(r"^(?:\S+: line \d+: +\d+ )?Killed(?: +\S.*)?$"),
+        "bash's job status for SIGKILL",
+    ),
 )
 
 SUBPROCESS_CRASHED = next(s for s in CRASH_SIGNALS if s.kind == "subprocess_crashed")
@@ -288,6 +325,10 @@ INTERRUPT_RX = re.compile(r"^(?:KeyboardInterrupt|SystemExit)\b")
 
 
 # Lines that only add evidence to a crash signal that follows them (what a C++ abort said).
+# c10's exceptions end their message with where they were raised: after "ready" this line (its
+# `x` is rare in decode lines) is what the scan finds of a C++ abort, and the abort's lines
+# above it are read back (`LogAnalyzer._cpp_abort`).
+CPP_RAISED = "Exception raised from "
 CPP_WHAT_RX = re.compile(r"what\(\):\s+(?P<what>.+)")
 IMPORT_ERROR_RX = re.compile(r"^Ignore import error when loading (?P<module>[\w.]+): (?P<error>.+)")
 ALLOWED_CONTEXT_RX = re.compile(
@@ -312,8 +353,9 @@ CHAIN_MARKERS = (
 _LAUNCH_MESSAGE_STARTS = (
     r"Init torch distributed begin",
     r"Load weight (?:begin|end)",
-    r"KV Cache is allocated",
+    r"(?:\w{1,40} )?KV Cache is allocated",
     r"Memory pool end",
+    r"max_total_num_tokens=",
     r"Capture [\w .-]{0,60}?graph (?:begin|end)",
     r"The server is fired up",
     r"Received sigquit",
@@ -327,6 +369,7 @@ _LAUNCH_MESSAGE_STARTS = (
     r"Warning: (?:Target model's|User-specified) context_length",
     r"Ignore import error when loading",
     r"\w+ hit an exception",
+    r"Exception in \w+:",
 )
 # ASCII, so the str pattern (`LogAnalyzer.interesting`) matches what the bytes one (the scan) does.
 LAUNCH_LINE_RX = re.compile(r"\] (?:" + "|".join(_LAUNCH_MESSAGE_STARTS) + ")", re.ASCII)
@@ -341,6 +384,11 @@ LAUNCH_NEEDLES: tuple[str, ...] = tuple(
             "Fatal Python error",
             "ERROR:    [Errno",
             "Initialization failed",
+            "Killed",
+            "taking the entire process down",
+            'HTTP/1.1" 200',
+            "Decode batch",
+            "Prefill batch",
             FRAME_NEEDLE,
             *EXCEPTION_NEEDLES,
             *(n for rule in CATEGORY_RULES for n in rule.needles),
@@ -361,8 +409,13 @@ SERVING_NEEDLES: tuple[str, ...] = (
     "Traceback (most recent call last)",
     "Fatal Python error",
     "SIGQUIT received",
+    "Received sigquit",
     "Error: ",
+    "atchdog timeout (self.watchdog_timeout=",
+    CPP_RAISED,
 )
+LAUNCH_NEEDLE_BYTES = tuple(n.encode() for n in LAUNCH_NEEDLES)
+SERVING_NEEDLE_BYTES = tuple(n.encode() for n in SERVING_NEEDLES)
 # Lines kept before each crash signal, for what a C++ abort printed just before it.
 CONTEXT_LINES = 24
 

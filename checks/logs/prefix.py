@@ -11,16 +11,25 @@ with `datefmt="%Y-%m-%d %H:%M:%S"` (srt/utils/common.py:1216 in 0.5.9, :2618 in 
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 
 # `[2026-01-30 10:36:11 DP0 TP4] message`, optionally after a wrapper that another logger or a
 # container runtime put in front (`2025-03-08 02:04:48,693 - __main__ - INFO - `, an ISO
 # timestamp and a tab). The wrapper holds no `[`, so the match never backtracks far. A copied
-# line that lost its `[` (a paste that began mid-line) still counts.
+# line that lost its `[` (a paste that began mid-line) still counts. Two more shapes of the same
+# record: the time-only `[17:43:28 TP4] ` of releases before 0.3 (`datefmt="%H:%M:%S"`; always
+# in brackets, a bare time is too common to be a prefix), and a record format that puts the
+# level and the pid before the brackets and the logging call's file:line inside them
+# (`2026-03-18 11:22:06.731 ERROR 120984 [ TP0 scheduler.py:3190] `, sglang PR #21723).
 PREFIX_RX = re.compile(
     r"^(?P<wrap>[^\[\n]{0,120}?)"
-    r"\[?(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
-    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
+    r"(?:\[?(?=\d{4}-\d\d-\d\d )|\[(?=\d\d:\d\d:\d\d[ .\]]))"
+    r"(?P<ts>(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"(?: (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[)?"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)"
+    r"(?:(?<=\[ )[\w.-]+\.py:\d+| [\w.-]+\.py:\d+)?\] "
 )
 RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank)(\d+)")
 RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "rank")
@@ -33,6 +42,15 @@ RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "rank")
 # so a traceback's indentation survives; a rank it names is kept.
 FOREIGN_PREFIX_RX = re.compile(
     r"(?:(?P<quote>> ?)"  # a Markdown quote of a pasted log
+    # journald (`journalctl -o short`): `Mar 09 00:57:15 host unit[pid]: `
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w@.:-]+(?:\[\d+\])?: "
+    # kubectl logs --prefix: `[pod/name/container] `
+    r"|\[pod/[\w.-]+/[\w.-]+\] "
+    # Ray's worker output: `(SGLangEngine pid=952, ip=10.1.2.3) `, `(WorkerDict pid=859188) `
+    r"|\((?P<actor>[\w.:-]+) pid=\d+(?:, ip=[\d.:a-f]+)?\) ?"
+    # Google Cloud Logging's export: `ERROR 2025-04-07T19:13:52.541718006Z `
+    r"|(?P<severity>DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
+    r"(?=\d{4}-\d\d-\d\dT)"
     r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "
     r"(?:(?:stdout|stderr) [FP] )?"  # kubectl / containerd's CRI format
     r"|(?P<svc>[A-Za-z0-9][\w.-]{0,80}?) +\| ?"
@@ -57,9 +75,45 @@ def strip_foreign(line: str) -> tuple[str, str | None, str | None]:
         if m is None or not m.end():
             break
         rank = m["rank"] or rank
-        level = m["glog"] or m["level"] or level
+        level = m["glog"] or m["level"] or m["severity"] or level
         line = line[m.end() :]
     return line, rank, level
 
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+# Ray deduplicates the same line from many workers into one, with this suffix: the line is
+# other workers' (`[repeated 22x across cluster]`), said once.
+RAY_REPEATED_RX = re.compile(r" ?\[repeated \d+x across cluster\]\s*$")
+
+
+def unwrap_record(line: str) -> str:
+    """The log line inside a record that a container runtime wrote for it: Docker's json-file
+    driver writes `{"log": "<line>\\n", "stream": "stderr", "time": "..."}` per line
+    (https://docs.docker.com/engine/logging/drivers/json-file/). Anything else is returned as is.
+    """
+    if not line.startswith('{"log":'):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    text = record.get("log") if isinstance(record, dict) else None
+    return text.rstrip("\n") if isinstance(text, str) else line
+
+
+# A log export's own timestamp at the start of each line (RFC 3339, maybe after a severity):
+# the order of these says whether the export is newest first.
+_EXPORT_TIME_RX = re.compile(rb"^(?:[A-Z]+ )?\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?)", re.M)
+EXPORT_LINES_LOOKED_AT = 64
+
+
+def newest_first(head: bytes) -> bool:
+    """Whether a log's lines are in reverse order, newest first, as a log viewer exports them
+    (Google Cloud Logging's download does): its lines' own timestamps only ever go back."""
+    stamps = [m.group(1) for m in _EXPORT_TIME_RX.finditer(head, 0, 64 * 1024)]
+    stamps = stamps[:EXPORT_LINES_LOOKED_AT]
+    back = sum(1 for a, b in itertools.pairwise(stamps) if b < a)
+    forward = sum(1 for a, b in itertools.pairwise(stamps) if b > a)
+    return back >= 2 and forward == 0

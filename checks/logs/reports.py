@@ -8,7 +8,7 @@ from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.logs import patterns as lp
 from eaglebug.checks.logs.book import rank_summary, sort_ranks
-from eaglebug.checks.logs.traceback import Result
+from eaglebug.checks.logs.results import Result
 
 STALL_FIX = {
     "loading": "check the disk or network the weights come from (iostat, the HF cache); a rank "

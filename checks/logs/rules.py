@@ -25,6 +25,20 @@ class CategoryRule:
 # because the GPU ran out of memory is `oom`; an illegal memory access that NCCL's watchdog
 # reported is `cuda_error`, not `nccl`.
 CATEGORY_RULES: tuple[CategoryRule, ...] = (
+    # The scheduler's watchdog: no forward step finished for `--watchdog-timeout` seconds while
+    # a batch ran (or, from 0.5.9, while the scheduler initialised); a hard one then sends the
+    # launcher SIGQUIT and the server dies, a soft one (`soft=True`) only reports.
+    CategoryRule(
+        "hang",
+        re.compile(
+            r"[Ww]atchdog timeout \(self\.watchdog_timeout=(?P<timeout>[\d.]+)"
+            r"(?:, self\.soft=(?P<soft>True|False))?\)"
+        ),
+        'srt/managers/scheduler.py `watchdog_thread` (0.4.x: "Watchdog timeout (...)"); '
+        'srt/utils/watchdog.py:151 `WatchdogRaw._watchdog_once` (0.5.9, 0.5.23: "Scheduler '
+        'watchdog timeout (self.watchdog_timeout=..., self.soft=...)")',
+        ("atchdog timeout (self.watchdog_timeout=",),
+    ),
     CategoryRule(
         "context_length",
         re.compile(
@@ -154,6 +168,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             r"|[Ee]rror|refused|No route).*)"
             r"|Timeout at NCCL work|NCCL timeout|socketStartConnect: Connect to [^ ]+ failed"
             r"|client socket has timed out after \d+ ?ms while trying to connect"
+            r"|NCCL INFO \S*\binit\.cc:\d+ -> [1-9]\d*"
             r"|TCP client failed to connect|DistNetworkError|TCPStore\S* .*(?:timed out|failed)"
         ),
         "srt/distributed/device_communicators/pynccl_wrapper.py (NCCL_CHECK); "
@@ -178,6 +193,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
             "TCP client failed",
             "DistNetworkError",
             "TCPStore",
+            "init.cc:",
         ),
     ),
     CategoryRule(
@@ -296,15 +312,17 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
     ),
     CategoryRule(
         "cuda_graph_capture",
-        re.compile(r"Capture (?:cuda|CUDA) graph failed"),
+        re.compile(r"Capture (?:cuda|CUDA) graph failed|Registering 0 cuda graph addresses"),
         "srt/model_executor/cuda_graph_runner.py:373 + CUDA_GRAPH_CAPTURE_FAILED_MSG :935 (0.5.9), "
-        "runner/decode_cuda_graph_runner.py:603 + runner_backend_utils/__init__.py:14 (0.5.23)",
-        ("Capture cuda graph failed", "Capture CUDA graph failed"),
+        "runner/decode_cuda_graph_runner.py:603 + runner_backend_utils/__init__.py:14 (0.5.23); "
+        "custom all-reduce registering no graph buffer after a capture ('Registering 0 cuda graph "
+        "addresses', srt/distributed/device_communicators/custom_all_reduce.py:234 in 0.5.10)",
+        ("Capture cuda graph failed", "Capture CUDA graph failed", "Registering 0 cuda graph"),
     ),
 )
 
 
-CONTEXT_RULE = CATEGORY_RULES[0]
+CONTEXT_RULE = next(r for r in CATEGORY_RULES if r.category == "context_length")
 assert CONTEXT_RULE.category == "context_length"
 
 # An AssertionError on a line like `assert param_data.shape == loaded_weight.shape`

@@ -79,19 +79,32 @@ def ensure_text_log(path: Path) -> None:
         )
 
 
-TAIL_BYTES = 8 * 1024 * 1024  # the decode lines that say how acceptance ends up
+TAIL_BYTES = 8 * 1024 * 1024  # the decode lines that say how acceptance ends up, at most
+TAIL_STEP_BYTES = 256 * 1024
+TAIL_REPORTS = 64  # the last reports are enough to say how acceptance ends up
 
 
 def acceptance_reports(path: Path) -> list[Report]:
-    """The acceptance the log's last decode lines report (a day-long log: only its tail)."""
+    """The acceptance the log's last decode lines report: read from the end of the log, a
+    block at a time, until the last `TAIL_REPORTS` reports (or `TAIL_BYTES`) are in. The
+    decode lines are what a log is made of, so they do not ride the scan (that would feed
+    every line to Python); where they end up is the log's tail."""
+    reports: list[Report] = []
     try:
         with path.open("rb") as stream:
-            size = stream.seek(0, 2)
-            stream.seek(max(0, size - TAIL_BYTES))
-            text = stream.read().decode("utf-8", "replace")
+            end = stream.seek(0, 2)
+            size, carry = end, b""  # carry: the start of a line the later block cut
+            while end > 0 and len(reports) < TAIL_REPORTS and size - end < TAIL_BYTES:
+                start = max(0, end - TAIL_STEP_BYTES)
+                stream.seek(start)
+                data = stream.read(end - start) + carry
+                cut = data.find(b"\n") + 1 if start > 0 else 0
+                carry, whole = data[:cut], data[cut:]
+                reports = reports_in(whole.decode("utf-8", "replace")) + reports
+                end = start
     except OSError:
         return []
-    return reports_in(text)
+    return reports[-TAIL_REPORTS:]
 
 
 def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> float | None:
@@ -110,6 +123,25 @@ def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> fl
     return max(0.0, (time.time() if now is None else now) - mtime)
 
 
+def cut_message(path: Path, cut: dict[str, int | None]) -> str:
+    """The one line that says what the reader cut of a log's over-long lines."""
+    count, kept = cut["count"] or 0, (cut["kept_bytes"] or 0) // 1024
+    lines = "1 line" if count == 1 else f"{count} lines"
+    return (
+        f"{path}: {lines} longer than {kept} KiB read only up to their first {kept} KiB "
+        f"(the first at byte {cut['first_offset']})"
+    )
+
+
+def _analyzed(path: Path) -> LogAnalyzer:
+    try:
+        return analyze_file(path)
+    except OSError as exc:  # gone or swapped for a FIFO since it was checked
+        raise InputError(
+            f"cannot read {path}: {exc.strerror or exc}", "pass a regular log file"
+        ) from None
+
+
 def diagnose_command(args: argparse.Namespace) -> int:
     from eaglebug.cli.numbers import stall_limits
 
@@ -125,8 +157,9 @@ def diagnose_command(args: argparse.Namespace) -> int:
         findings = with_nodes(analyzer.findings(), rank_nodes)
         nodes = {tag: str(each) for tag, each in zip(tags, paths, strict=True)}
     else:
-        analyzer = analyze_file(path)
+        analyzer = _analyzed(path)
         findings = analyzer.findings()
+    cuts = [(path, analyzer.cut_json())] if analyzer.lines_cut else []
     acceptance = acceptance_reports(path)
     low = low_acceptance(acceptance, threshold=getattr(args, "min_accept", None) or THRESHOLD)
     if low is not None:
@@ -136,7 +169,9 @@ def diagnose_command(args: argparse.Namespace) -> int:
     stalled = analyzer.stalled(silent, stall_limits(args)) if silent is not None else None
     if stalled is not None:
         findings.append(stalled)
-    memory = read_memory_file(path)
+    memory = analyzer.memory if nodes is None else read_memory_file(path)
+    for each, cut in cuts:
+        sys.stderr.write(f"warning: {cut_message(each, cut)}\n")
     prediction = None
     if getattr(args, "sglang", None):
         from eaglebug.cli.predict import predicted

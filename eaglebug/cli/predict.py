@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eaglebug.checks import MemoryLog
+from eaglebug.checks import MAX_DIGITS, MemoryLog, float_value, int_value
 
 # ServerArgs fields that change the memory arithmetic, and the flag that sets each.
 _FLAGS = {
@@ -39,6 +39,8 @@ _FLAGS = {
 }
 _HEAD_BYTES = 256 * 1024
 _OBJECT_REPR = re.compile(r"<[^<>\n]*>")
+_LONG_NUMBER = re.compile(rf"(?<![\w.])\d{{{MAX_DIGITS + 1},}}")
+MAX_NESTING = 32  # a ServerArgs repr nests a dict in a list at most
 GIB = 1024**3
 
 
@@ -54,19 +56,44 @@ def server_args_of(path: Path) -> dict[str, Any] | None:
         return None
     line = head[start + len("server_args=") :].split("\n", 1)[0]
     line = _OBJECT_REPR.sub("None", line)  # `<Backend.FA3: 1>`: not Python, and not a flag
+    line = _LONG_NUMBER.sub("None", line)  # more digits than a count has: no number
+    if _depth(line) > MAX_NESTING:
+        return None  # no ServerArgs repr nests this deep: not one
     try:
         call = ast.parse(line.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     if not isinstance(call, ast.Call):
         return None
     found: dict[str, Any] = {}
     for keyword in call.keywords:
         try:
-            found[str(keyword.arg)] = ast.literal_eval(keyword.value)
-        except (ValueError, SyntaxError, TypeError):
+            value = ast.literal_eval(keyword.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue  # an object repr, not a literal: not a flag anyway
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = _number(value)  # 1e400 or a 30-digit count: not given
+        found[str(keyword.arg)] = value
     return found
+
+
+def _number(value: float) -> float | None:
+    if isinstance(value, int):
+        return int_value(value)
+    return float_value(value)
+
+
+def _depth(text: str) -> int:
+    """How deep the brackets of `text` nest (a hostile line nests thousands deep, and
+    Python's parser may run out of memory before it says so)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
 
 
 def launch_words(args: dict[str, Any]) -> list[str] | None:
