@@ -94,7 +94,7 @@ class Resolution:
 
 def probes(index: TreeIndex) -> tuple[Probe, ...]:
     """The tree's capability-gated platform probes (a tree answer)."""
-    return index.answer("attn_probes", lambda: _probes(index))
+    return index.answer("attn_probes", tuple[Probe, ...], lambda: _probes(index))
 
 
 def _probes(index: TreeIndex) -> tuple[Probe, ...]:
@@ -133,7 +133,7 @@ def _partial_majors(node: ast.expr) -> tuple[int, ...] | None:
 
 def platform_names(index: TreeIndex) -> dict[str, str]:
     """`get_platform().is_sm100` -> the probe it calls (`_PLATFORM_PROBES`, sglang >= 0.5.2x)."""
-    return index.answer("attn_platform_names", lambda: _platform_names(index))
+    return index.answer("attn_platform_names", dict[str, str], lambda: _platform_names(index))
 
 
 def _platform_names(index: TreeIndex) -> dict[str, str]:
@@ -158,7 +158,7 @@ def _platform_names(index: TreeIndex) -> dict[str, str]:
 
 def field_defaults(index: TreeIndex) -> dict[str, Any]:
     """Every server-args field's literal default (dataclass fields), a tree answer."""
-    return index.answer("attn_field_defaults", lambda: _field_defaults(index))
+    return index.answer("attn_field_defaults", dict[str, Any], lambda: _field_defaults(index))
 
 
 def _field_defaults(index: TreeIndex) -> dict[str, Any]:
@@ -225,12 +225,12 @@ def declared_env(index: TreeIndex, environ: Mapping[str, str] | None) -> dict[st
 
 def has_resolution(index: TreeIndex) -> bool:
     """Does the tree resolve its server args where `entry` looks (a tree answer)?"""
-    return index.answer("attn_has_resolution", lambda: entry(index) is not None)
+    return index.answer("attn_has_resolution", bool, lambda: entry(index) is not None)
 
 
 def env_names(index: TreeIndex) -> tuple[str, ...]:
     """The variables the tree's `Envs` declares (`environ.py`): what `envs.X.get()` can read."""
-    return index.answer("attn_env_names", lambda: _env_names(index))
+    return index.answer("attn_env_names", tuple[str, ...], lambda: _env_names(index))
 
 
 def _env_names(index: TreeIndex) -> tuple[str, ...]:
@@ -279,7 +279,7 @@ _NVIDIA_SECTIONS = ("nvidia", "common")
 def nvidia_backends(index: TreeIndex) -> tuple[str, ...]:
     """The backends the tree lists for NVIDIA GPUs: `ATTENTION_BACKEND_CHOICES`'s "NVIDIA
     specific" section, then its "Common" one, without the deprecated aliases (a tree answer)."""
-    return index.answer("attn_nvidia_backends", lambda: _nvidia_backends(index))
+    return index.answer("attn_nvidia_backends", tuple[str, ...], lambda: _nvidia_backends(index))
 
 
 def _nvidia_backends(index: TreeIndex) -> tuple[str, ...]:

@@ -49,7 +49,11 @@ def resolved_fields(
     env = attnrules.declared_env(index, environ)
     subject = [launch.values, target_config, env, wanted]
     return index.answer_for(
-        _ANSWER, subject, lambda: _run(index, launch, target_config, env, wanted), _KEEP_ANSWERS
+        _ANSWER,
+        subject,
+        dict[str, Resolved],
+        lambda: _run(index, launch, target_config, env, wanted),
+        _KEEP_ANSWERS,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eaglebug.checks.contract import codec
 from eaglebug.checks.logs.prefix import PREFIX_RX, strip_foreign
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
@@ -111,17 +112,7 @@ class MemoryLog:
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "rank": self.rank,
-            "free_before_load_gib": self.free_before_load_gib,
-            "target_weights_gib": self.target_weights_gib,
-            "draft_weights_gib": self.draft_weights_gib,
-            "kv_tokens": self.kv_tokens,
-            "kv_gib": self.kv_gib,
-            "graph_gib": self.graph_gib,
-            "max_total_num_tokens": self.max_total_num_tokens,
-            "max_running_requests": self.max_running_requests,
-        }
+        return codec.named(self)
 
 
 def _usage(value: str | None) -> float | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.contract import codec
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.logs import patterns as lp
 from eaglebug.checks.logs.book import (
@@ -62,12 +63,7 @@ class Progress:
     label: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "done": self.done,
-            "total": self.total,
-            "percent": self.percent,
-            "label": self.label,
-        }
+        return codec.named(self)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,11 @@ def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ObjectSourc
     if not isinstance(model_type, str):
         return ObjectSources("", "", "", "")
     return index.answer_for(
-        "memory_objects:", [model_type], lambda: _model_objects(index, model_type), keep=8
+        "memory_objects:",
+        [model_type],
+        ObjectSources,
+        lambda: _model_objects(index, model_type),
+        keep=8,
     )
 
 

@@ -138,7 +138,7 @@ class MemorySources:
 
 def memory_sources(index: TreeIndex) -> MemorySources:
     """The memory functions of this tree (a tree answer: read once per state of the tree)."""
-    return index.answer("memory_sources", lambda: _memory_sources(index))
+    return index.answer("memory_sources", MemorySources, lambda: _memory_sources(index))
 
 
 def _memory_sources(index: TreeIndex) -> MemorySources:

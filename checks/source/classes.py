@@ -261,6 +261,7 @@ class ClassIndex:
             return external
         built_in = self.answers.answer(
             f"exporters:{name}",
+            list[str],
             self.files.warnings,
             lambda: [r.qualname for r in self._exporters_of(name)],
         )
@@ -436,6 +437,7 @@ class ClassIndex:
         if "causal" not in self._candidates:
             names = self.answers.answer(
                 f"registry:causal_lms{self.external_key}",
+                list[str],
                 self.files.warnings,
                 lambda: sorted(
                     ref.qualname

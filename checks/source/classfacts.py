@@ -17,14 +17,19 @@ from eaglebug.checks.source.initfacts import (
     init_facts,
 )
 
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
 __all__ = [  # `dotted` and `InnerAssignment` live in initfacts; most modules import them here
     "ClassFacts",
+    "FunctionNode",
     "InnerAssignment",
     "MethodFacts",
     "ModuleFacts",
     "Signature",
     "dotted",
+    "function_nodes",
     "module_facts",
+    "param_table",
     "resolve_relative",
 ]
 
@@ -345,3 +350,34 @@ def _top_level(stmt: ast.stmt, facts: ModuleFacts, registry: bool) -> None:
     elif isinstance(stmt, ast.Try):
         for inner in (*stmt.body, *[s for h in stmt.handlers for s in h.body], *stmt.orelse):
             _top_level(inner, facts, registry)
+
+
+def function_nodes(tree: ast.Module) -> list[tuple[str | None, ast.ClassDef | None, FunctionNode]]:
+    """(class name, class, function) for module functions and the methods of top-level
+    classes, including those defined under `if` and `try` (version switches)."""
+    found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]] = []
+
+    def visit(body: list[ast.stmt], cls: ast.ClassDef | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((cls.name if cls else None, cls, stmt))
+            elif isinstance(stmt, ast.ClassDef) and cls is None:
+                visit(stmt.body, stmt)
+            elif isinstance(stmt, (ast.If, ast.Try)):
+                visit(stmt.body, cls)
+
+    visit(tree.body, None)
+    return found
+
+
+def function_params(fn: FunctionNode) -> list[str]:
+    return [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+
+
+def param_table(tree: ast.Module) -> dict[str, list[str]]:
+    """`Class.method` / `function` -> its positional parameters, the first definition winning
+    (as `find_function` finds it), so a call edge binds without parsing the callee again."""
+    table: dict[str, list[str]] = {}
+    for cls_name, _cls, fn in function_nodes(tree):
+        table.setdefault(f"{cls_name}.{fn.name}" if cls_name else fn.name, function_params(fn))
+    return table
