@@ -27,6 +27,9 @@ SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
 # A model's config.json is a few KB (the largest public ones, with quantization tables per
 # layer, reach a few hundred KB).
 CONFIG_FILE_BYTES = 8 << 20
+# model.safetensors.index.json maps each tensor to its shard: ~90 bytes a tensor, so ~8 MB for
+# the ~90,000 tensors of a 600 B MoE checkpoint.
+MODEL_INDEX_BYTES = 64 << 20
 # A safetensors header lists a shard's tensors: ~100-300 KB for a shard of a 600 B model, a
 # few MB for a single-file checkpoint with every expert. The format allows 100 MB, which
 # parsed as JSON would take ~1 GB; a header over this limit is refused with a warning.

@@ -417,7 +417,7 @@ def _checkpoint(index: TreeIndex, path: Path | None) -> CheckpointTensors | str:
         "weightsplit:headers:",
         [str(path), stamp],
         CheckpointTensors | str,
-        lambda: checkpoint_tensors(path, fold),
+        lambda: checkpoint_tensors(path, fold, index.warnings),
         keep=4,
     )
 
