@@ -78,6 +78,8 @@ def test_values_come_back_as_they_went() -> None:
         ("[" * 100_000 + "]" * 100_000, Node),  # nested past the parser
         ('["a", ' + "9" * 5000 + "]", Leaf),  # a number past int's text limit
         ("not json", Leaf),
+        ('"00 ff"', bytes),  # hex is written without spaces
+        ('"zz"', bytes),
     ],
 )
 def test_anything_else_is_invalid(text: str, kind: object) -> None:

@@ -20,7 +20,6 @@ its fields), for the `to_json` of evidence and fixes that are plain field dumps.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import enum
@@ -220,16 +219,19 @@ def _float_dec(data: Json) -> float:
 
 
 def _bytes_enc(value: Any) -> Json:
-    return base64.b64encode(value).decode("ascii")
+    return bytes(value).hex()
 
 
 def _bytes_dec(data: Json) -> bytes:
     if type(data) is not str:
-        raise Invalid(f"expected base64 text, got {type(data).__name__}")
+        raise Invalid(f"expected hex text, got {type(data).__name__}")
     try:
-        return base64.b64decode(data, validate=True)
+        value = bytes.fromhex(data)
     except ValueError as exc:
-        raise Invalid(f"bad base64: {exc}") from None
+        raise Invalid(f"bad hex: {exc}") from None
+    if 2 * len(value) != len(data):  # fromhex skips spaces: the written form has none
+        raise Invalid("bad hex: spaces")
+    return value
 
 
 def _path_dec(kind: type[PurePath]) -> _Dec:

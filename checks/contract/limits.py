@@ -22,6 +22,11 @@ SOURCE_LINE_CHARS = 10_000
 # parse under ~80 MB, where a one-line list of a million numbers would take 400 MB.
 SOURCE_MARKS = 80_000
 SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
+# Parsed trees kept in memory at once (`source/files.py`), counted by their source's size (a
+# tree takes ~25x that): the seed preflight on 0.5.23 parses ~5.8 MB of source in its main
+# process; with 5 MB kept, each file is parsed once (at 4 MB, 0.5 MB is parsed again) and the
+# run peaks at ~190 MB.
+PARSED_SOURCE_BYTES = 5_000_000
 
 # -- model folders (`checks/models/`, `checks/memory/`) ----------------------------------------
 # A model's config.json is a few KB (the largest public ones, with quantization tables per

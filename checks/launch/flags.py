@@ -224,7 +224,7 @@ def server_flags(index: TreeIndex) -> list[FlagSpec]:
 
 
 def _server_flags(index: TreeIndex) -> list[FlagSpec]:
-    from eaglebug.checks.source.facts import MISSING, Fact, parse
+    from eaglebug.checks.source.facts import MISSING, Fact
     from eaglebug.checks.source.files import read_file
 
     flags_fact: Fact[list[FlagSpec]] = Fact("flags", list[FlagSpec])  # with each file's facts
@@ -243,7 +243,7 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
             data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
         except OSError:
             return None
-        parsed = parse(rel, data)
+        parsed = files.parse_bytes(rel, data)
         return parsed if isinstance(parsed, str) else _flag_specs(parsed, rel)
 
     # 0.5.23 declares its flags over ~90 files: parsed together, through the index's mapper.

@@ -19,7 +19,7 @@ from eaglebug.checks.memory.imports import block_of, called_names, class_string,
 from eaglebug.checks.memory.rules import flag_env
 from eaglebug.checks.pyeval.memobjects import Block, ObjectSources
 from eaglebug.checks.source.facts import Parsed
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 _REGISTRY = b"_CONFIG_REGISTRY"
 _CONFIGS = "sglang/srt/configs/"
@@ -42,17 +42,11 @@ def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ObjectSourc
 
 
 def _parsed_with(index: TreeIndex, folder: str, word: bytes) -> Iterator[tuple[str, Parsed]]:
-    """The `.py` files under `folder` whose bytes hold `word`, parsed (a byte prefilter)."""
+    """The `.py` files under `folder` whose bytes hold `word`, parsed (a byte prefilter; the
+    index's parse cache and limits serve it, as every other reader)."""
+    needle = word.decode()
     for rel in sorted(index.entries):
-        if not rel.startswith(folder) or not rel.endswith(".py"):
-            continue
-        try:
-            if word not in (index.tree.root / rel).read_bytes():
-                continue
-        except OSError:
-            continue
-        parsed = index.parse_file(rel)
-        if parsed is not None:
+        if rel.startswith(folder) and (parsed := parsed_with(index, rel, needle)) is not None:
             yield rel, parsed
 
 

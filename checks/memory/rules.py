@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.memory.imports import class_string, imported_blocks, imports_of, sglang_imports
 from eaglebug.checks.pyeval.memeval import ROOTS, Evaluator, Function, Ref, Unknown
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 _ENVIRON = "sglang/srt/environ.py"
 
@@ -60,16 +60,16 @@ REQUEST_LIMIT = "=max_running_requests"
 # request limit divides by, not the server's `--dp-size`.
 RUNNER_DP = "=dp_size"
 # Words a file must contain to be parsed at all (a byte-level prefilter).
-_WORDS = (
-    b"reserved_mem",
-    b"rest_memory",
-    b"cell_size",
-    b"max_num_reqs",
-    b"self.max_running_requests = min(",
-    b"attn_tp_size",
-    b"attn_dp_size",
-    b"index_topk",
-    b"mambaish_config",
+_WORD_TEXTS = (
+    "reserved_mem",
+    "rest_memory",
+    "cell_size",
+    "max_num_reqs",
+    "self.max_running_requests = min(",
+    "attn_tp_size",
+    "attn_dp_size",
+    "index_topk",
+    "mambaish_config",
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
@@ -151,13 +151,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
-        try:
-            data = (index.tree.root / rel).read_bytes()
-        except OSError:
-            continue
-        if not any(word in data for word in _WORDS):
-            continue
-        parsed = index.parse_file(rel)
+        parsed = parsed_with(index, rel, *_WORD_TEXTS)
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
@@ -253,17 +247,11 @@ def flag_env(index: TreeIndex, variables: set[str]) -> dict[str, tuple[str, str]
     SGLANG_MAMBA_SSM_DTYPE, which the state size reads): field -> (variable, file:line).
     Only files that name one of the variables are parsed."""
     out: dict[str, tuple[str, str]] = {}
-    words = [f"envs.{v}.set(".encode() for v in sorted(variables)]
+    words = [f"envs.{v}.set(" for v in sorted(variables)]
     for rel in sorted(index.entries):
         if rel not in _ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
-        try:
-            data = (index.tree.root / rel).read_bytes()
-        except OSError:
-            continue
-        if not any(word in data for word in words):
-            continue
-        parsed = index.parse_file(rel)
+        parsed = parsed_with(index, rel, *words) if words else None
         if parsed is None:
             continue
         for node in ast.walk(parsed.tree):

@@ -22,7 +22,7 @@ from eaglebug.checks.reach.scanner import FunctionScanner, Stack, exits_early
 from eaglebug.checks.reach.uses import ConsumerFacts
 from eaglebug.checks.source.answers import MISSING
 from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_nodes, module_imports
-from eaglebug.checks.source.facts import Parsed, module_name, parse
+from eaglebug.checks.source.facts import Parsed, module_name
 from eaglebug.checks.source.files import SourceFiles, read_file
 from eaglebug.checks.source.index import TreeIndex
 
@@ -71,7 +71,7 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
         keywords = frozenset(n.decode() for n in needles if _keyword_in(data, n))
         if not present and not keywords:
             return None
-        parsed = files.peek(rel) or parse(rel, data)
+        parsed = files.parse_bytes(rel, data)
         if isinstance(parsed, str):
             return parsed
         return scan_flags(parsed, *module_name(rel), present | keywords, keywords)

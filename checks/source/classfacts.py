@@ -356,18 +356,24 @@ def function_nodes(tree: ast.Module) -> list[tuple[str | None, ast.ClassDef | No
     """(class name, class, function) for module functions and the methods of top-level
     classes, including those defined under `if` and `try` (version switches)."""
     found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]] = []
-
-    def visit(body: list[ast.stmt], cls: ast.ClassDef | None) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.append((cls.name if cls else None, cls, stmt))
-            elif isinstance(stmt, ast.ClassDef) and cls is None:
-                visit(stmt.body, stmt)
-            elif isinstance(stmt, (ast.If, ast.Try)):
-                visit(stmt.body, cls)
-
-    visit(tree.body, None)
+    _functions_in(tree.body, None, found)
     return found
+
+
+def _functions_in(
+    body: list[ast.stmt],
+    cls: ast.ClassDef | None,
+    found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]],
+) -> None:
+    # Not a recursive closure: one is a cycle, and this one would hold the syntax tree (through
+    # `found`) where the CLI runs with the cyclic collector off: never freed.
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((cls.name if cls else None, cls, stmt))
+        elif isinstance(stmt, ast.ClassDef) and cls is None:
+            _functions_in(stmt.body, stmt, found)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            _functions_in(stmt.body, cls, found)
 
 
 def function_params(fn: FunctionNode) -> list[str]:

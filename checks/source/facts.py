@@ -337,10 +337,14 @@ def pending(entry: FileEntry) -> bool:
 
 
 def analysed(
-    entry: FileEntry, rel: str, data: bytes, asked: Mapping[str, Sequence[Any]] | None = None
+    entry: FileEntry,
+    rel: str,
+    data: bytes,
+    asked: Mapping[str, Sequence[Any]] | None = None,
+    parser: Callable[[str, bytes], Parsed | str] | None = None,
 ) -> FileEntry:
     """A copy of `entry` with its parse learnt (or its parse error noted): one unit of work
-    that a helper process can do and hand back."""
+    that a helper process can do and hand back. `parser` parses (default: `parse`)."""
     done = FileEntry(
         entry.size, entry.mtime_ns, entry.digest, entry.has_entry_class, entry.class_names,
         entry.wanted, entry.looked, entry.learnt, entry.error, entry.parsed,
@@ -348,7 +352,7 @@ def analysed(
     )  # fmt: skip
     if done.parsed and entry.facts is None and entry.error is not None:
         return done
-    parsed = parse(rel, data)
+    parsed = (parser or parse)(rel, data)
     if isinstance(parsed, str):
         done.error, done.parsed = parsed, True
     else:

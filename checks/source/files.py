@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
-from eaglebug.checks.contract.limits import SOURCE_FILE_BYTES
+from eaglebug.checks.contract.limits import PARSED_SOURCE_BYTES, SOURCE_FILE_BYTES
 from eaglebug.checks.source.classfacts import ModuleFacts
 from eaglebug.checks.source.facts import (
     RUNTIME,
@@ -46,11 +46,6 @@ from eaglebug.checks.source.walk import Listing, Stamp, list_tree
 T = TypeVar("T")
 R = TypeVar("R")
 Asked = Mapping[str, Mapping[str, Sequence[Any]]]  # file -> extractor -> what it is asked
-
-# Parsed trees kept in memory at once, counted by their source's size (a tree is ~25x that):
-# enough that a file the audit comes back to (a worker, the audited class, a flag's file) is
-# not parsed twice.
-_AST_CACHE_BYTES = 6_000_000
 
 
 class Mapper(Protocol):
@@ -95,6 +90,7 @@ class SourceFiles:
         self._sources: dict[str, bytes] = {}
         self._asts: OrderedDict[str, tuple[Parsed, int]] = OrderedDict()  # with its bytes
         self._ast_bytes = 0
+        self._pid = os.getpid()  # a helper forked off keeps no trees (they die with it)
 
     @property
     def entries(self) -> dict[str, FileEntry]:
@@ -168,13 +164,13 @@ class SourceFiles:
         learn_now = self.mapper is not in_process
 
         def job(item: tuple[str, str, int, int]) -> _Looked:
-            return _look(item, store, learn_now)
+            return _look(item, store, self.parse_bytes if learn_now else None)
 
         looked = self.mapper(job, fresh, [size for _, _, size, _ in fresh]) if fresh else []
         for (rel, _, _, mtime_ns), (entry, key, data, _) in zip(fresh, looked, strict=True):
             found_entry = entry if entry is not None else store.entry(key or "", mtime_ns)
             if found_entry is None:  # the record vanished or does not decode: read again
-                found_entry, key, data, _ = _look((rel, f"{root}/{rel}", 0, mtime_ns), None, False)
+                found_entry, key, data, _ = _look((rel, f"{root}/{rel}", 0, mtime_ns), None, None)
                 assert found_entry is not None
             entries[rel] = found_entry
             if data is not None:
@@ -239,13 +235,26 @@ class SourceFiles:
         data = self.source(rel)
         if data is None:
             return None
-        parsed = parse(rel, data)
+        parsed = self.parse_bytes(rel, data)
         if isinstance(parsed, str):
             self.skip(rel, parsed)
             return None
+        return parsed
+
+    def parse_bytes(self, rel: str, data: bytes) -> Parsed | str:
+        """A file's tree from bytes read already (or why it does not parse): the kept tree,
+        else parsed and kept. Work over many files (`mapper`) parses through here, so the
+        trees this process parses serve the readers that come after (one parse per file);
+        a forked helper's die with it, and it keeps none."""
+        hit = self._asts.get(rel)
+        if hit is not None:
+            return hit[0]
+        parsed = parse(rel, data)
+        if isinstance(parsed, str) or os.getpid() != self._pid:
+            return parsed
         self._asts[rel] = (parsed, len(data))
         self._ast_bytes += len(data)
-        while self._ast_bytes > _AST_CACHE_BYTES and len(self._asts) > 1:
+        while self._ast_bytes > PARSED_SOURCE_BYTES and len(self._asts) > 1:
             _, (_, size) = self._asts.popitem(last=False)
             self._ast_bytes -= size
         return parsed
@@ -303,7 +312,9 @@ class SourceFiles:
         root = str(self.tree.root)
         store = self.store
         done = self.mapper(
-            lambda job: _analyse(root, store, *job), jobs, [self.entries[r].size for r in todo]
+            lambda job: _analyse(root, store, self.parse_bytes, *job),
+            jobs,
+            [self.entries[r].size for r in todo],
         )
         for rel, result in zip(todo, done, strict=True):
             if isinstance(result, FileEntry):
@@ -383,9 +394,14 @@ def read_file(path: str, size: int) -> bytes:
 _Looked = tuple[FileEntry | None, str | None, bytes | None, str | None]
 
 
-def _look(job: tuple[str, str, int, int], store: Store | None, learn_now: bool) -> _Looked:
+def _look(
+    job: tuple[str, str, int, int],
+    store: Store | None,
+    learn_now: Callable[[str, bytes], Parsed | str] | None,
+) -> _Looked:
     """The byte-level look at one runtime file (its bytes read and hashed; nothing more when
-    the store has them), and, with `learn_now`, the parse its extractors want."""
+    the store has them), and, given `learn_now` (how to parse), the parse its extractors
+    want."""
     rel, path, size, mtime_ns = job
     try:
         data = read_file(path, size)
@@ -399,13 +415,19 @@ def _look(job: tuple[str, str, int, int], store: Store | None, learn_now: bool) 
     entry.dirty = True
     if not entry.wanted:
         return entry, key, None, None
-    if learn_now:
-        return analysed(entry, rel, data), key, None, None
+    if learn_now is not None:
+        return analysed(entry, rel, data, None, learn_now), key, None, None
     return entry, key, data, None
 
 
 def _analyse(
-    root: str, store: Store, rel: str, entry: FileEntry, data: bytes | None, asked: Any
+    root: str,
+    store: Store,
+    parser: Callable[[str, bytes], Parsed | str],
+    rel: str,
+    entry: FileEntry,
+    data: bytes | None,
+    asked: Any,
 ) -> FileEntry | str | None:
     """One file's parse, learnt in a helper: the entry; or the digest, when the file had
     not been read and the store has its bytes; or None when it cannot be read."""
@@ -419,4 +441,4 @@ def _analyse(
         if store.has(key):
             return key
         entry.digest, entry.size = key, len(data)
-    return analysed(entry, rel, data, asked)
+    return analysed(entry, rel, data, asked, parser)

@@ -162,13 +162,15 @@ class TreeIndex:
         return self.classes.exporters_of(name)
 
 
-def parsed_with(index: TreeIndex, rel: str, needle: str) -> Parsed | None:
-    """A file's syntax tree, parsed only if its bytes contain `needle` (most files do not)."""
+def parsed_with(index: TreeIndex, rel: str, *needles: str) -> Parsed | None:
+    """A file's syntax tree, parsed only if its bytes contain one of `needles` (most files do
+    not): the byte prefilter every reader of the tree uses, served by the index's parse cache
+    and held bytes (each file read once, parsed once) and bound by its limits."""
     peeked = index.files.peek(rel)
     if peeked is not None:
-        return peeked if needle in peeked.text else None
+        return peeked if any(n in peeked.text for n in needles) else None
     data = index.files.source(rel)
-    if data is None or needle.encode() not in data:
+    if data is None or not any(n.encode() in data for n in needles):
         return None
     index.files.keep_source(rel, data)
     return index.parse_file(rel)
