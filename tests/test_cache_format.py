@@ -250,3 +250,82 @@ def test_every_answer_of_a_real_preflight_is_kept(sglang_0523: Path, tmp_path: P
         for f in preflight(again, words, {}, GpuMemory(141 << 30, "--gpu-mem-gib")).findings
     ] == [f.to_json() for f in cold.findings]
     assert warm.get("no such answer", [], object) is MISSING
+
+
+# -- the facts store: by content, shared by every tree ------------------------------------------
+def test_the_same_files_elsewhere_are_warm_and_a_changed_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of the tree in another folder (or a checkout of another branch) finds what was
+    learnt from the files it shares, by their bytes; a file that differs is read afresh."""
+    from eaglebug.checks.interface.audit import audit
+    from eaglebug.checks.source import facts, files
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for root in (first, second):
+        shutil.copytree(MINI / "python", root / "python")
+    model = "sglang/srt/models/kimi_k25.py"
+    kimi = second / "python" / model
+    kimi.write_text(kimi.read_text() + "\n# another branch\n")
+    audit(TreeIndex(locate(str(first))), KIMI)
+    learnt = {rel: e for rel, e in TreeIndex(locate(str(first))).entries.items() if e.parsed}
+    assert model in learnt and "sglang/launch_server.py" in learnt and len(learnt) > 5
+
+    def no_parse(rel: str, data: bytes) -> object:
+        raise AssertionError(f"{rel} parsed again")
+
+    monkeypatch.setattr(facts, "parse", no_parse)
+    monkeypatch.setattr(files, "parse", no_parse)
+    index = TreeIndex(locate(str(second)))
+    for rel, entry in learnt.items():
+        if rel == model:
+            continue
+        # The runtime's files are read and hashed by the walk; the others when reached.
+        found = index.files.ensure_parsed(rel)
+        assert found.parsed and found.digest == entry.digest, rel
+        assert found.facts == entry.facts, rel
+    changed = index.entries[model]
+    assert not changed.parsed and changed.digest != learnt[model].digest
+    monkeypatch.undo()
+    # And the second tree's audit is its own: the answers are per tree.
+    result = audit(TreeIndex(locate(str(second))), KIMI)
+    assert {f.attribute for f in result.findings if f.severity == "error"} == {
+        "get_embed_and_head",
+        "set_eagle3_layers_to_capture",
+    }
+
+
+def test_a_second_release_parses_only_what_changed(
+    sglang_0522: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.5.23 after 0.5.22: the consumer scan's files that the releases share are not parsed
+    again for their facts (what changed is)."""
+    from eaglebug.checks.source import facts, files
+
+    first = TreeIndex(locate(str(sglang_0522)))
+    consumers(first)
+    first.save()
+    scanned: list[str] = []
+    learn = facts.learn
+
+    def counting(entry: facts.FileEntry, rel: str, *args: object, **kw: object) -> None:
+        scanned.append(rel)
+        learn(entry, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(facts, "learn", counting)
+    monkeypatch.setattr(files, "learn", counting)
+    index = TreeIndex(locate(str(sglang_0523)))
+    uses = consumers(index)
+    assert uses
+    candidates = index.files.wanted_by("consumers")
+    shared = {
+        rel
+        for rel in candidates
+        if (sglang_0522 / rel).is_file()
+        and (sglang_0522 / rel).read_bytes() == (sglang_0523 / rel).read_bytes()
+    }
+    assert shared and len(shared) < len(candidates)  # (0.5.23 changed ~40% of the runtime)
+    assert not shared & set(scanned), "a file both releases share was scanned again"
+    assert set(candidates) - shared <= set(scanned), "a changed file was not scanned"
+    cold = consumers(TreeIndex(locate(str(sglang_0523)), use_cache=False))
+    assert uses == cold
