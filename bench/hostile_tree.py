@@ -32,10 +32,19 @@ GOAL = 2.0  # with / without
 MODULE = "sglang/srt/layers/generated_table.py"
 
 
-def one_line_module(size: int) -> str:
+def write_one_line_module(path: Path, size: int) -> None:
+    """A module the consumer scan selects by its bytes, then one line of numbers, written in
+    pieces: this process stays small, and so do the audits forked from it (a child's peak RSS
+    counts the pages it shared with its parent before `exec`)."""
     head = "def capture(model_runner): model_runner.model.set_eagle3_layers_to_capture(["
-    body = ",".join(str(i % 1000) for i in range(size // 3))
-    return (head + body)[: size - 2] + "])"
+    piece = ",".join(str(i % 1000) for i in range(10_000)) + ","
+    with path.open("w") as out:
+        out.write(head)
+        written = len(head)
+        while written + len(piece) + 2 < size:
+            out.write(piece)
+            written += len(piece)
+        out.write("0])")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 ],
             )
             trees[name] = tree
-        (trees["hostile"] / MODULE).write_text(one_line_module(int(args.size_mb * 1e6)))
+        write_one_line_module(trees["hostile"] / MODULE, int(args.size_mb * 1e6))
         runs = {}
         try:
             for name, tree in trees.items():
