@@ -329,3 +329,41 @@ def test_a_second_release_parses_only_what_changed(
     assert set(candidates) - shared <= set(scanned), "a changed file was not scanned"
     cold = consumers(TreeIndex(locate(str(sglang_0523)), use_cache=False))
     assert uses == cold
+
+
+def test_a_record_whose_facts_do_not_decode_is_parsed_again(mini: Path) -> None:
+    """A store record of the right shape whose facts are not facts (planted, or written by
+    a bug): the file is parsed again, and the audit is as it would be without the cache."""
+    expected = _findings(_audit(mini, "--no-cache"))
+    _findings(_audit(mini))
+    store = cache.read(cache.store_path(), None)
+    assert store is not None
+    values = {}
+    for key in store.spans:
+        record = json.loads(store.value(key) or b"null")
+        record[9] = {"own": ["os:system", ["true"]]}  # the facts (see facts.Record)
+        values[key] = json.dumps(record).encode()
+    cache.write(cache.store_path(), None, store.meta, values)
+    answers = cache.answers_path(locate(str(mini)).root)
+    answers.unlink()  # so the tree-wide answers are computed from the files' facts
+    assert _findings(_audit(mini)) == expected
+
+
+def test_a_record_whose_uses_do_not_decode_is_scanned_again(mini: Path) -> None:
+    """The same for what an extractor kept (the consumer scan's uses): not a use dropped."""
+    expected = _findings(_audit(mini, "--no-cache"))
+    _findings(_audit(mini))
+    store = cache.read(cache.store_path(), None)
+    assert store is not None
+    values, spoilt = {}, 0
+    for key in store.spans:
+        record = json.loads(store.value(key) or b"null")
+        kept = record[10]  # the kept facts (see facts.Record)
+        if "consumers" in kept:
+            kept["consumers"] = [["not", "uses"]]
+            spoilt += 1
+        values[key] = json.dumps(record).encode()
+    assert spoilt
+    cache.write(cache.store_path(), None, store.meta, values)
+    cache.answers_path(locate(str(mini)).root).unlink()
+    assert _findings(_audit(mini)) == expected

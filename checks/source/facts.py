@@ -119,6 +119,8 @@ class FileEntry:
     facts_json: codec.JsonTree = None  # ModuleFacts | None, as stored, until decoded
     kept: dict[str, codec.JsonTree] = field(default_factory=dict)  # facts, as stored
     dirty: bool = field(default=False, compare=False)  # learnt something the store lacks
+    # A kept fact did not decode (a damaged or planted record): the extractors learn again.
+    spoilt: bool = field(default=False, compare=False)
     _facts: ModuleFacts | Missing | None = field(
         default=MISSING, init=False, compare=False, repr=False
     )
@@ -149,6 +151,7 @@ class FileEntry:
             value = codec.decode(self.kept[fact.name], fact.kind)
         except codec.Invalid:
             del self.kept[fact.name]
+            self.learnt, self.spoilt, self.dirty = (), True, True
             return MISSING
         self._values[fact.name] = value
         return cast(T, value)  # the codec built a `fact.kind`, which is T

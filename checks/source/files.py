@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from eaglebug.checks.contract.limits import PARSED_SOURCE_BYTES, SOURCE_FILE_BYTES
 from eaglebug.checks.source.classfacts import ModuleFacts
 from eaglebug.checks.source.facts import (
+    MISSING,
     RUNTIME,
     Fact,
     FileEntry,
@@ -287,6 +288,8 @@ class SourceFiles:
 
     def ensure_parsed(self, rel: str) -> FileEntry:
         entry = self._known(rel)
+        if entry.parsed and entry.error is None:
+            entry.facts  # noqa: B018  (a stored record whose facts do not decode: parsed again)
         if not pending(entry):
             if entry.error and not any(w.startswith(f"{rel}:") for w in self.warnings):
                 self.warnings.append(f"{rel}: skipped, {entry.error}")
@@ -361,8 +364,14 @@ class SourceFiles:
         self._known(rel).keep(fact, value)
 
     def recall(self, rel: str, fact: Fact[T]) -> T | Literal[Missing.MISSING]:
-        """A fact kept for this file (by this run, or by any run that read the same bytes)."""
-        return self._known(rel).recall(fact)
+        """A fact kept for this file (by this run, or by any run that read the same bytes).
+        A stored fact that does not decode makes the file's extractors learn it again."""
+        entry = self._known(rel)
+        found = entry.recall(fact)
+        if found is not MISSING or not entry.spoilt:
+            return found
+        entry.spoilt = False
+        return self.ensure_parsed(rel).recall(fact)
 
     def runtime_files(self) -> list[str]:
         """The runtime's files that parse (or have not been tried yet), in walk order."""
