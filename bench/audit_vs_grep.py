@@ -5,7 +5,7 @@ of grepping it. Absolute seconds mean little across machines, so this measures t
 (grep) and the audit in the same run, on the same tree, with the page cache warm for both, and
 reports ratios against the goals of the speed issue:
 
-    cold audit (empty parse cache) <= 2.5x grep
+    cold audit (empty parse cache) <= 3x grep
     warm audit (cache filled)      <= 0.35x grep
     peak RSS of an audit process   <= 200 MB
 
@@ -41,7 +41,7 @@ DEFAULT_VERSION = "0.5.23"
 DEFAULT_CLASS = "KimiK25ForConditionalGeneration"
 NEEDLE = "get_embed_and_head"
 
-COLD_GOAL = 2.5  # cold audit seconds / grep seconds
+COLD_GOAL = 3.0  # cold audit seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm audit seconds / grep seconds
 RSS_GOAL_MB = 200.0
 

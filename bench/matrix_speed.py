@@ -36,10 +36,11 @@ import json, sys, time
 from eaglebug.checks import TreeIndex, audit, locate, support_matrix
 from eaglebug.checks.matrix.table import registered
 from eaglebug.checks.matrix.roles import read_roles
+from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 tree, side, sample = sys.argv[1], sys.argv[2], int(sys.argv[3])
 index = TreeIndex(locate(tree), use_cache=False)
-index.consumers()
+consumers(index)
 entries = registered(index)[:sample]
 algorithms = read_roles(index, algorithm_facts(index)).algorithms
 start = time.perf_counter()

@@ -4,7 +4,7 @@ Why: preflight is the audit plus the launch-flag table, two config reads and the
 checks, and it is what a user runs before every launch. The speed issue's goals, against grep
 in the same run on the large (0.5.23) tree, page cache warm for both:
 
-    cold preflight (empty parse cache) <= 3.5x grep
+    cold preflight (empty parse cache) <= 5x grep
     warm preflight (cache filled)      <= 0.35x grep
     peak RSS of a preflight process    <= 200 MB
 
@@ -38,7 +38,7 @@ from audit_vs_grep import (
     warm_up,
 )
 
-COLD_GOAL = 3.5  # cold preflight seconds / grep seconds
+COLD_GOAL = 5.0  # cold preflight seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm preflight seconds / grep seconds
 TARGET = {
     "architectures": ["KimiK25ForConditionalGeneration"],

@@ -274,11 +274,20 @@ __all__ = [
 ]
 
 
+# The per-file extractors the index runs as it reads a tree (`source/facts.py`), registered by
+# the layers that own them when they are imported: loaded with the index, so a tree walked
+# before the audit asks is looked at for them in the same pass.
+_EXTRACTORS = ("eaglebug.checks.reach.consumers",)
+
+
 def __getattr__(name: str) -> Any:
     try:
         module, attribute = _EXPORTS[name]
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    if name == "TreeIndex":
+        for extractor in _EXTRACTORS:
+            importlib.import_module(extractor)
     value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value  # the next use is a plain global
     return value

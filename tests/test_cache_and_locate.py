@@ -14,6 +14,7 @@ import pytest
 from eaglebug.checks.interface.audit import audit
 from eaglebug.checks.source import cache
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.store import load_stamps
 from eaglebug.checks.source.tree import locate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,11 +38,8 @@ def errors(root: Path, use_cache: bool = True) -> set[str]:
 def test_cache_is_written_and_reused(mini: Path) -> None:
     tree = locate(str(mini))
     assert errors(mini) == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
-    payload = cache.load(tree.root)
-    assert payload["entries"], "the first audit wrote no cache"
-    assert (
-        Path(cache.cache_path(tree.root)).parent == Path(os.environ["XDG_CACHE_HOME"]) / "eaglebug"
-    )
+    assert load_stamps(tree.root), "the first audit wrote no cache"
+    assert cache.files_path(tree.root).parent == Path(os.environ["XDG_CACHE_HOME"]) / "eaglebug"
     warm = TreeIndex(tree)
     assert warm.answers.has("consumers"), "an unchanged tree should reuse the tree-wide facts"
     assert errors(mini) == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
@@ -71,17 +69,20 @@ def test_a_changed_file_is_read_again(mini: Path) -> None:
 
 def test_corrupt_cache_is_ignored_and_replaced(mini: Path) -> None:
     tree = locate(str(mini))
-    path = cache.cache_path(tree.root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"\x80\x04not a pickle at all")
+    paths = [cache.files_path(tree.root), cache.answers_path(tree.root), cache.store_path()]
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        path.write_bytes(b"\x80\x04not a cache at all")
     assert errors(mini) == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
-    assert cache.load(tree.root)["entries"], "the corrupt cache was not replaced"
+    assert load_stamps(tree.root), "the corrupt cache was not replaced"
+    assert all(cache.read(p, None) or cache.read(p, tree.root) for p in paths)
 
 
 def test_no_cache_neither_reads_nor_writes(mini: Path) -> None:
     tree = locate(str(mini))
     errors(mini, use_cache=False)
-    assert not cache.cache_path(tree.root).exists()
+    assert not cache.files_path(tree.root).exists()
+    assert not cache.store_path().exists() and not cache.answers_path(tree.root).exists()
 
 
 def test_two_audits_at_once_share_one_cache(mini: Path) -> None:
@@ -107,8 +108,8 @@ def test_two_audits_at_once_share_one_cache(mini: Path) -> None:
     findings = [json.loads(stdout)["findings"] for stdout, _ in outputs]
     assert all(f == findings[0] for f in findings)
     tree = locate(str(mini))
-    assert cache.load(tree.root)["entries"], "the cache left behind is not readable"
-    leftovers = [p for p in cache.cache_path(tree.root).parent.iterdir() if p.suffix == ".tmp"]
+    assert load_stamps(tree.root), "the cache left behind is not readable"
+    leftovers = [p for p in cache.cache_dir().iterdir() if p.suffix == ".tmp"]
     assert leftovers == []
 
 
@@ -264,9 +265,14 @@ def test_caches_of_another_eaglebug_are_ignored(
     itself) must not be answered from what the older code wrote."""
     tree = locate(str(mini))
     audit(TreeIndex(tree), KIMI)
-    assert cache.load(tree.root) and cache.load_answers(tree.root)
+    assert load_stamps(tree.root) and cache.read(cache.answers_path(tree.root), tree.root)
+    assert cache.read(cache.store_path(), None)
     monkeypatch.setattr(cache, "_code", ["another eaglebug"])
-    assert cache.load(tree.root) == {} and cache.load_answers(tree.root) == {}
+    assert (
+        load_stamps(tree.root) == {}
+        and cache.read(cache.answers_path(tree.root), tree.root) is None
+    )
+    assert cache.read(cache.store_path(), None) is None
     assert not TreeIndex(tree).answers.quick
 
 

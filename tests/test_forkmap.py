@@ -19,14 +19,20 @@ def square_with_pid(n: int) -> tuple[int, int]:
 def _run_once() -> tuple[list[int], set[int]]:
     parent = os.getpid()
     took, told = os.pipe()  # the helper says it took an item; this process waits to hear it
+    mine, said_mine = os.pipe()  # and the other way: this process says it took one
 
     def job(n: int) -> tuple[int, int]:
         if os.getpid() != parent:
             os.write(told, b".")
-        # The first item handed out (largest weight first): wait to hear that the helper took
-        # one (bounded: with no helper, nobody tells).
-        elif n == 39 and select.select([took], [], [], 10.0)[0]:
-            os.read(took, 1)
+            # Wait (bounded) until this process has an item too: a helper forked off a large
+            # process starts long before the fork returns here, and could take every item.
+            select.select([mine], [], [], 10.0)
+        else:
+            os.write(said_mine, b".")
+            # The first item handed out (largest weight first): wait to hear that the helper
+            # took one (bounded: with no helper, nobody tells).
+            if n == 39 and select.select([took], [], [], 10.0)[0]:
+                os.read(took, 1)
         return square_with_pid(n)
 
     items = list(range(40))
@@ -34,8 +40,8 @@ def _run_once() -> tuple[list[int], set[int]]:
     try:
         results = forked_map(job, items, weights)
     finally:
-        os.close(took)
-        os.close(told)
+        for fd in (took, told, mine, said_mine):
+            os.close(fd)
     return [r for r, _ in results], {pid for _, pid in results}
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.interface.audit import AuditResult, audit
+from eaglebug.checks.reach.consumers import is_candidate
+from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 
@@ -81,7 +83,7 @@ def test_kimi_on_0523_has_no_interface_errors(sglang_0523: Path) -> None:
 
 
 def test_0523_consumers_are_found_in_the_new_layout(sglang_0523: Path) -> None:
-    uses = TreeIndex(locate(str(sglang_0523)), use_cache=False).consumers()
+    uses = consumers(TreeIndex(locate(str(sglang_0523)), use_cache=False))
     where = {(u.use.attribute, u.file) for u in uses}
     assert (
         "set_eagle3_layers_to_capture",
@@ -240,6 +242,6 @@ def test_warm_cache_gives_the_same_findings(sglang_059: Path) -> None:
     tree = locate(str(sglang_059))
     cold = audit(TreeIndex(tree), KIMI)
     warm_index = TreeIndex(tree)
-    assert all(e.parsed for e in warm_index.entries.values() if e.consumer_candidate)
+    assert all(e.parsed for e in warm_index.entries.values() if is_candidate(e))
     warm = audit(warm_index, KIMI)
     assert [f.to_json() for f in cold.findings] == [f.to_json() for f in warm.findings]

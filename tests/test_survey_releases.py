@@ -18,7 +18,7 @@ import pytest
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.interface.audit import audit
 from eaglebug.checks.reach.guards import GuardContext, possible
-from eaglebug.checks.reach.resolve import origin_role
+from eaglebug.checks.reach.resolve import consumers, origin_role
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
@@ -188,7 +188,7 @@ def test_a_guard_on_the_draft_every_caller_passes(survey_0523: Survey) -> None:
     reaches `get_embed_and_head` there."""
     uses = [
         u
-        for u in survey_0523.index.consumers()
+        for u in consumers(survey_0523.index)
         if u.use.attribute == "get_embed_and_head" and u.file.endswith("pp_draft_embedding.py")
     ]
     assert uses

@@ -97,6 +97,7 @@ def check_attention(
     return index.answer_for(
         _ANSWER,
         subject,
+        list[Finding],
         lambda: _check(index, launch, target_config, draft_config, gpu, env),
         _KEEP_ANSWERS,
     )

@@ -128,6 +128,7 @@ def _refusals(
     return index.answer_for(
         _ANSWER,
         subject,
+        list[Finding],
         lambda: _run_refusals(index, values, target_config, env),
         _KEEP_ANSWERS,
     )

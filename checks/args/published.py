@@ -39,7 +39,9 @@ class Declared:
 
 def declarations(index: TreeIndex) -> tuple[Declared, ...]:
     """The tree's `name = Derived(...)` class attributes (a tree answer)."""
-    found: tuple[Declared, ...] = index.answer("published:derived", lambda: _declarations(index))
+    found: tuple[Declared, ...] = index.answer(
+        "published:derived", tuple[Declared, ...], lambda: _declarations(index)
+    )
     return found
 
 

@@ -69,7 +69,7 @@ class Resolution:
 
 def field_defaults(index: TreeIndex) -> dict[str, Any]:
     """Every server-args field's literal default (dataclass fields), a tree answer."""
-    return index.answer("attn_field_defaults", lambda: _field_defaults(index))
+    return index.answer("attn_field_defaults", dict[str, Any], lambda: _field_defaults(index))
 
 
 def _field_defaults(index: TreeIndex) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def entry(index: TreeIndex) -> FunctionSite | None:
 
 def has_resolution(index: TreeIndex) -> bool:
     """Does the tree resolve its server args where `entry` looks (a tree answer)?"""
-    return index.answer("attn_has_resolution", lambda: entry(index) is not None)
+    return index.answer("attn_has_resolution", bool, lambda: entry(index) is not None)
 
 
 _CHOICE_FILES = ("sglang/srt/arg_groups/choices.py", "sglang/srt/server_args.py")
@@ -141,7 +141,7 @@ _NVIDIA_SECTIONS = ("nvidia", "common")
 def nvidia_backends(index: TreeIndex) -> tuple[str, ...]:
     """The backends the tree lists for NVIDIA GPUs: `ATTENTION_BACKEND_CHOICES`'s "NVIDIA
     specific" section, then its "Common" one, without the deprecated aliases (a tree answer)."""
-    return index.answer("attn_nvidia_backends", lambda: _nvidia_backends(index))
+    return index.answer("attn_nvidia_backends", tuple[str, ...], lambda: _nvidia_backends(index))
 
 
 def _nvidia_backends(index: TreeIndex) -> tuple[str, ...]:

@@ -55,7 +55,11 @@ def resolved_fields(
     env = declared_env(index, environ)
     subject = [launch.values, target_config, env, wanted]
     return index.answer_for(
-        _ANSWER, subject, lambda: _run(index, launch, target_config, env, wanted), _KEEP_ANSWERS
+        _ANSWER,
+        subject,
+        dict[str, Resolved],
+        lambda: _run(index, launch, target_config, env, wanted),
+        _KEEP_ANSWERS,
     )
 
 

@@ -83,7 +83,7 @@ class Probe:
 
 def probes(index: TreeIndex) -> tuple[Probe, ...]:
     """The tree's capability-gated platform probes (a tree answer)."""
-    return index.answer("attn_probes", lambda: _probes(index))
+    return index.answer("attn_probes", tuple[Probe, ...], lambda: _probes(index))
 
 
 def _probes(index: TreeIndex) -> tuple[Probe, ...]:
@@ -118,7 +118,7 @@ def _partial_majors(node: ast.expr) -> tuple[int, ...] | None:
 
 def platform_names(index: TreeIndex) -> dict[str, str]:
     """`get_platform().is_sm100` -> the probe it calls (`_PLATFORM_PROBES`, sglang >= 0.5.2x)."""
-    return index.answer("attn_platform_names", lambda: _platform_names(index))
+    return index.answer("attn_platform_names", dict[str, str], lambda: _platform_names(index))
 
 
 def _platform_names(index: TreeIndex) -> dict[str, str]:
@@ -383,7 +383,7 @@ def _dict_keys(fn: ast.AST) -> list[str]:
 
 def env_names(index: TreeIndex) -> tuple[str, ...]:
     """The variables the tree's `Envs` declares (`environ.py`): what `envs.X.get()` can read."""
-    return index.answer("attn_env_names", lambda: _env_names(index))
+    return index.answer("attn_env_names", tuple[str, ...], lambda: _env_names(index))
 
 
 def _env_names(index: TreeIndex) -> tuple[str, ...]:

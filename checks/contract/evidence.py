@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from eaglebug.checks.contract import codec
+
 JsonValue: TypeAlias = str | int | float | bool | tuple["JsonValue", ...] | None
 
 
@@ -43,14 +45,7 @@ class Site:
     via: tuple[str, ...] = ()  # file:line of the calls through which the model arrived
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "kind": self.kind,
-            "role": self.role,
-            "guards": list(self.guards),
-            "via": list(self.via),
-        }
+        return codec.named(self)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from eaglebug.checks.contract import codec
+
 
 @dataclass(frozen=True)
 class PlannedMethod:
@@ -70,12 +72,7 @@ class EnvFix:
         return f"{self.variable}={self.value}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "env",
-            "variable": self.variable,
-            "value": self.value,
-            "tradeoff": self.tradeoff,
-        }
+        return {"kind": "env", **codec.named(self)}
 
 
 @dataclass(frozen=True)
@@ -90,7 +87,7 @@ class FlagFix:
         return self.flag if self.value is None else f"{self.flag} {self.value}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "flag", "flag": self.flag, "value": self.value, "tradeoff": self.tradeoff}
+        return {"kind": "flag", **codec.named(self)}
 
 
 @dataclass(frozen=True)

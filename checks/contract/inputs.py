@@ -6,8 +6,11 @@ never ends. Every source, config and log read checks this first and skips or ref
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
+
+from eaglebug.checks.contract.limits import mib
 
 
 def regular_file(path: Path) -> bool:
@@ -16,3 +19,33 @@ def regular_file(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:
         return False
+
+
+class OverLimit(Exception):
+    """A file larger than what eaglebug agrees to read of its kind (`contract/limits.py`)."""
+
+    def __init__(self, path: Path, size: int, limit: int) -> None:
+        super().__init__(f"{path}: {mib(size)} is over the {mib(limit)} limit for this file")
+        self.path, self.size, self.limit = path, size, limit
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, if it holds at most `limit` of them: `OverLimit` if it is
+    larger (nothing is read), `OSError` if it cannot be read or is not a regular file (a FIFO
+    is never waited on)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        if st.st_size > limit:
+            raise OverLimit(path, st.st_size, limit)
+        chunks, got = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - got)):
+            chunks.append(chunk)
+            got += len(chunk)
+            if got > limit:  # it grew while being read
+                raise OverLimit(path, got, limit)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -15,6 +15,7 @@ from eaglebug.checks.contract.findings import Finding, sort_findings
 from eaglebug.checks.interface.classes import ClassAudit, ClassReport
 from eaglebug.checks.interface.promotion import promoted
 from eaglebug.checks.interface.workers import WorkerScopes
+from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.external import ExternalPackage
 from eaglebug.checks.source.index import TreeIndex, find_class
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
@@ -70,6 +71,7 @@ def audit(
     canonical = algo.canonical(algorithm)
     reports = index.answer(
         f"audit:{class_name}:{canonical}:{draft_class}{index.classes.choice_key}",
+        list[ClassReport],
         lambda: _reports(index, class_name, canonical, draft_class, algo),
     )
     index.save()
@@ -100,7 +102,7 @@ def _reports(
     draft_class: str | None,
     algo: AlgorithmFacts,
 ) -> list[ClassReport]:
-    uses = index.consumers()
+    uses = consumers(index)
     scopes = worker_scopes(index, algo)
     reports = []
     for name, role in ((class_name, "target"), (draft_class, "draft")):

@@ -23,6 +23,7 @@ from eaglebug.checks.interface.delegates import Delegate, find_delegate, picked_
 from eaglebug.checks.interface.delegation import DelegationPlanner
 from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
+from eaglebug.checks.reach.flags import flags
 from eaglebug.checks.reach.guards import GuardContext, evaluate, possible
 from eaglebug.checks.reach.protocols import protocol_members
 from eaglebug.checks.reach.resolve import ResolvedUse, origin_role
@@ -179,7 +180,7 @@ class ClassAudit:
             pending -= set(self.flag_table)
             if not pending:
                 return
-            fetched = self.index.flags(pending)
+            fetched = flags(self.index, pending)
             self.flag_table.update(fetched)
             pending = {
                 n

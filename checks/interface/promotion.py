@@ -34,7 +34,7 @@ class Rewrite:
 
 def rewrites(index: TreeIndex) -> tuple[Rewrite, ...]:
     """The tree's rewrites that depend on the draft's architecture (a tree answer)."""
-    return index.answer("algorithm-rewrites", lambda: _rewrites(index))
+    return index.answer("algorithm-rewrites", tuple[Rewrite, ...], lambda: _rewrites(index))
 
 
 def promoted(index: TreeIndex, algorithm: str, draft_class: str | None) -> Rewrite | None:

@@ -46,7 +46,7 @@ class Deprecated:
 
 def deprecated_flags(index: TreeIndex) -> list[Deprecated]:
     """Every flag this tree deprecates (a tree answer)."""
-    return index.answer("deprecated_flags", lambda: _read(index))
+    return index.answer("deprecated_flags", list[Deprecated], lambda: _read(index))
 
 
 def _text(node: ast.expr | None) -> str | None:

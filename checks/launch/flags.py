@@ -55,7 +55,7 @@ class ServeFrontEnd:
 
 def serve_front_end(index: TreeIndex) -> ServeFrontEnd:
     """What this tree's `sglang serve` takes for itself (a tree answer)."""
-    return index.answer("serve_front_end", lambda: _serve_front_end(index))
+    return index.answer("serve_front_end", ServeFrontEnd, lambda: _serve_front_end(index))
 
 
 def _serve_front_end(index: TreeIndex) -> ServeFrontEnd:
@@ -227,16 +227,18 @@ def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
 
 def server_flags(index: TreeIndex) -> list[FlagSpec]:
     """Every launch flag of the tree's `ServerArgs` (a tree answer, and cached per file)."""
-    return index.answer("server_flags", lambda: _server_flags(index))
+    return index.answer("server_flags", list[FlagSpec], lambda: _server_flags(index))
 
 
 def _server_flags(index: TreeIndex) -> list[FlagSpec]:
-    from eaglebug.checks.source.facts import parse
+    from eaglebug.checks.source.facts import MISSING, Fact
     from eaglebug.checks.source.files import read_file
+
+    flags_fact: Fact[list[FlagSpec]] = Fact("flags", list[FlagSpec])  # with each file's facts
 
     files = index.files
     rels = [rel for rel in files.entries if rel in _FLAG_FILES or rel.startswith(_FLAG_FOLDERS)]
-    todo = [rel for rel in rels if not isinstance(files.entries[rel].derived.get("flags"), list)]
+    todo = [rel for rel in rels if index.recall(rel, flags_fact) is MISSING]
     root = str(index.tree.root)
 
     def job(rel: str) -> list[FlagSpec] | str | None:
@@ -248,7 +250,7 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
             data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
         except OSError:
             return None
-        parsed = parse(rel, data)
+        parsed = files.parse_bytes(rel, data)
         return parsed if isinstance(parsed, str) else _flag_specs(parsed, rel)
 
     # 0.5.23 declares its flags over ~90 files: parsed together, through the index's mapper.
@@ -259,13 +261,13 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
         elif result is None:  # unreadable: read (and warned about) here, as one by one
             parsed = files.parse(rel)
             if parsed is not None:
-                index.remember(rel, "flags", _flag_specs(parsed, rel))
+                index.remember(rel, flags_fact, _flag_specs(parsed, rel))
         else:
-            index.remember(rel, "flags", result)
+            index.remember(rel, flags_fact, result)
     specs: list[FlagSpec] = []
     for rel in rels:
-        cached = files.entries[rel].derived.get("flags")
-        if isinstance(cached, list):
+        cached = index.recall(rel, flags_fact)
+        if cached is not MISSING:
             specs.extend(cached)
     switches = _switch_actions(index, {s.custom_action for s in specs if s.custom_action})
     return [

@@ -10,7 +10,7 @@ from eaglebug.checks.source.index import TreeIndex
 
 def cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:
     """(field, argparse dest) for each `args.field = args.dest` in `from_cli_args`."""
-    return index.answer("cli_renames", lambda: _cli_renames(index))
+    return index.answer("cli_renames", tuple[tuple[str, str], ...], lambda: _cli_renames(index))
 
 
 def _cli_renames(index: TreeIndex) -> tuple[tuple[str, str], ...]:

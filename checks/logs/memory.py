@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from eaglebug.checks.contract import codec
 from eaglebug.checks.contract.numbers import float_text, float_value, int_text, int_value
 
 # A number as SGLang prints one (`%.2f`); what it says is read by `contract.numbers`, so a
@@ -109,17 +110,7 @@ class MemoryLog:
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "rank": self.rank,
-            "free_before_load_gib": self.free_before_load_gib,
-            "target_weights_gib": self.target_weights_gib,
-            "draft_weights_gib": self.draft_weights_gib,
-            "kv_tokens": self.kv_tokens,
-            "kv_gib": self.kv_gib,
-            "graph_gib": self.graph_gib,
-            "max_total_num_tokens": self.max_total_num_tokens,
-            "max_running_requests": self.max_running_requests,
-        }
+        return codec.named(self)
 
 
 def _usage(value: str | None) -> float | None:

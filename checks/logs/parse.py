@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eaglebug.checks.contract import codec
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.logs import patterns as lp
@@ -64,12 +65,7 @@ class Progress:
     label: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "done": self.done,
-            "total": self.total,
-            "percent": self.percent,
-            "label": self.label,
-        }
+        return codec.named(self)
 
 
 @dataclass(frozen=True)

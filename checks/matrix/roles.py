@@ -25,6 +25,7 @@ from eaglebug.checks.interface.promotion import promoted
 from eaglebug.checks.models.draft_arch import draft_renames
 from eaglebug.checks.models.draft_checks import check_algorithm_mismatch
 from eaglebug.checks.models.draft_path import draft_path_rules
+from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts
@@ -60,7 +61,7 @@ def read_roles(index: TreeIndex, algo: AlgorithmFacts) -> Roles:
             draft_only[new] = f"SGLang loads it only as a draft: {where} renames {old} to it"
     scopes = worker_scopes(index, algo)
     with_draft: set[str] = set()
-    for use in index.consumers():
+    for use in consumers(index):
         if use.role != "draft":
             continue
         for scope in {use.use.scope, use.origin_scope or use.use.scope}:

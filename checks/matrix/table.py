@@ -22,6 +22,7 @@ from eaglebug.checks.contract.fixes import PatchFix
 from eaglebug.checks.interface.audit import worker_scopes
 from eaglebug.checks.interface.classes import ClassAudit
 from eaglebug.checks.matrix.roles import draft_reason, not_applicable, read_roles
+from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.facts import RUNTIME
 from eaglebug.checks.source.files import Mapper, in_process
@@ -134,7 +135,7 @@ def support_matrix(
     (paths relative to the tree root, as in findings)."""
     only = sorted(set(files)) if files is not None else None
     key = f"matrix:{'|'.join(only) if only is not None else '*'}{index.classes.choice_key}"
-    rows = index.answer(key, lambda: _rows(index, only, mapper, progress))
+    rows = index.answer(key, list[Row], lambda: _rows(index, only, mapper, progress))
     index.save()
     return Matrix(
         version=index.tree.version,
@@ -162,7 +163,7 @@ def _rows(
 ) -> tuple[Row, ...]:
     algo = algorithm_facts(index)
     roles = read_roles(index, algo)
-    uses = index.consumers()
+    uses = consumers(index)
     scopes = worker_scopes(index, algo)
     # The model files, parsed through the mapper (split with the CLI's helper) before the
     # registry reads them one by one: on a cold cache that parse is a third of the matrix.

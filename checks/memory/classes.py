@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from eaglebug.checks.source.classfacts import class_string
 from eaglebug.checks.source.facts import Parsed, module_name
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 _REGISTRY = b"_CONFIG_REGISTRY"
 _CONFIGS = "sglang/srt/configs/"
@@ -38,20 +38,24 @@ def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ConfigClass
     if not isinstance(model_type, str):
         return ConfigClass("", "", "", "")
     return index.answer_for(
-        "memory_objects:", [model_type], lambda: _model_objects(index, model_type), keep=8
+        "memory_objects:",
+        [model_type],
+        ConfigClass,
+        lambda: _model_objects(index, model_type),
+        keep=8,
     )
 
 
 def _parsed_with(index: TreeIndex, folder: str, word: bytes) -> Iterator[tuple[str, Parsed]]:
-    """The `.py` files under `folder` whose bytes hold `word`, parsed (a byte prefilter)."""
+    """The `.py` files under `folder` whose bytes hold `word`, parsed (a byte prefilter; the
+    index's parse cache and limits serve it, as every other reader)."""
+    needle = word.decode()
     for rel in sorted(index.entries):
-        if not rel.startswith(folder) or not rel.endswith(".py"):
-            continue
-        data = index.files.source(rel)
-        if data is None or word not in data:
-            continue
-        parsed = index.parse_file(rel)
-        if parsed is not None:
+        if (
+            rel.startswith(folder)
+            and rel.endswith(".py")
+            and (parsed := parsed_with(index, rel, needle)) is not None
+        ):
             yield rel, parsed
 
 

@@ -14,7 +14,6 @@ an anchor is missing has no such rule, and the findings say so.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from eaglebug.checks.memory.defaults import (
@@ -28,7 +27,7 @@ from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source.facts import module_name
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -66,16 +65,16 @@ REQUEST_LIMIT = "=max_running_requests"
 # request limit divides by, not the server's `--dp-size`.
 RUNNER_DP = "=dp_size"
 # Words a file must contain to be parsed at all (a byte-level prefilter).
-_WORDS = (
-    b"reserved_mem",
-    b"rest_memory",
-    b"cell_size",
-    b"max_num_reqs",
-    b"self.max_running_requests = min(",
-    b"attn_tp_size",
-    b"attn_dp_size",
-    b"index_topk",
-    b"mambaish_config",
+_WORD_TEXTS = (
+    "reserved_mem",
+    "rest_memory",
+    "cell_size",
+    "max_num_reqs",
+    "self.max_running_requests = min(",
+    "attn_tp_size",
+    "attn_dp_size",
+    "index_topk",
+    "mambaish_config",
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
     "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
@@ -138,7 +137,7 @@ class MemorySources:
 
 def memory_sources(index: TreeIndex) -> MemorySources:
     """The memory functions of this tree (a tree answer: read once per state of the tree)."""
-    return index.answer("memory_sources", lambda: _memory_sources(index))
+    return index.answer("memory_sources", MemorySources, lambda: _memory_sources(index))
 
 
 def _memory_sources(index: TreeIndex) -> MemorySources:
@@ -149,13 +148,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
-        try:
-            data = (index.tree.root / rel).read_bytes()
-        except OSError:
-            continue
-        if not any(word in data for word in _WORDS):
-            continue
-        parsed = index.parse_file(rel)
+        parsed = parsed_with(index, rel, *_WORD_TEXTS)
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
@@ -235,10 +228,7 @@ def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     environment variables (`--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state
     size reads): field -> (variable, file:line). A tree answer; only the files whose bytes
     hold such a call are parsed."""
-    return index.answer("memory_flag_env", lambda: _flag_env(index))
-
-
-_ENV_SET = re.compile(rb"envs\.\w+\.set\(")
+    return index.answer("memory_flag_env", dict[str, tuple[str, str]], lambda: _flag_env(index))
 
 
 def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
@@ -246,10 +236,7 @@ def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     for rel in sorted(index.entries):
         if rel not in ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
-        data = index.files.source(rel)
-        if data is None or _ENV_SET.search(data) is None:
-            continue
-        parsed = index.parse_file(rel)
+        parsed = parsed_with(index, rel, "envs.")
         for node in ast.walk(parsed.tree) if parsed is not None else []:
             if not (
                 isinstance(node, ast.Call)

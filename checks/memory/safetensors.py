@@ -17,8 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eaglebug.checks.contract.inputs import OverLimit, read_limited
+from eaglebug.checks.contract.limits import MODEL_INDEX_BYTES, SAFETENSORS_HEADER_BYTES, mib
+
 _LFS = b"version https://git-lfs"
-_MAX_HEADER_BYTES = 256 << 20  # the format's own limit is 100 MB; anything larger is damage
+
+
+class Refused(str):
+    """A reason that is also a warning line: a header refused by a limit, not a broken file."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,13 @@ def header_sizes(path: Path) -> dict[str, int] | str:
                 return f"{path.name} is truncated ({len(head)} bytes)"
             (length,) = struct.unpack("<Q", head)
             size = path.stat().st_size
-            if length > _MAX_HEADER_BYTES or length + 8 > size:
+            if length + 8 > size:
                 return f"{path.name} has no readable safetensors header (truncated download?)"
+            if length > SAFETENSORS_HEADER_BYTES:
+                return Refused(
+                    f"{path}: a safetensors header of {mib(length)} is over the "
+                    f"{mib(SAFETENSORS_HEADER_BYTES)} limit; not read"
+                )
             raw = handle.read(length)
     except OSError as error:
         return f"{path.name} cannot be read ({error.strerror or error})"
@@ -78,8 +89,10 @@ def _shard_files(model_dir: Path) -> list[Path] | str:
     index_file = model_dir / "model.safetensors.index.json"
     if index_file.is_file():
         try:
-            index = json.loads(index_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            index = json.loads(read_limited(index_file, MODEL_INDEX_BYTES).decode("utf-8"))
+        except OverLimit as exc:
+            return f"model.safetensors.index.json is {mib(exc.size)}, over the limit; not read"
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             return "model.safetensors.index.json is not readable JSON"
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:
@@ -97,11 +110,14 @@ def _shard_files(model_dir: Path) -> list[Path] | str:
 
 
 def checkpoint_tensors(
-    model_dir: Path | None, fold: Callable[[str], str] | None = None
+    model_dir: Path | None,
+    fold: Callable[[str], str] | None = None,
+    warnings: list[str] | None = None,
 ) -> CheckpointTensors | str:
     """Every tensor's bytes from the checkpoint's headers, or why they cannot be read; with
     `fold`, the names that fold to one key are summed under it (a 700 GB MoE checkpoint has
-    ~90,000 tensors, most of them experts that differ only by number)."""
+    ~90,000 tensors, most of them experts that differ only by number). A header refused by
+    its limit is also said in `warnings`."""
     if model_dir is None:
         return "model not available"
     files = _shard_files(model_dir)
@@ -112,7 +128,9 @@ def checkpoint_tensors(
     for path in files:
         found = header_sizes(path)
         if isinstance(found, str):
-            return found
+            if isinstance(found, Refused) and warnings is not None:
+                warnings.append(str(found))
+            return str(found)
         if fold is None:
             sizes.update(found)
             continue

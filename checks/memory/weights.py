@@ -141,6 +141,7 @@ def rank_weights(
     placed = index.answer_for(
         "weightsplit:",
         subject,
+        dict[str, Placed],
         lambda: _place_all(index, entry, config, layout, patterns, env),
         keep=_KEEP,
     )
@@ -387,7 +388,11 @@ def _checkpoint(index: TreeIndex, path: Path | None) -> CheckpointTensors | str:
     except OSError:
         return checkpoint_tensors(path, fold)
     return index.answer_for(
-        "weightsplit:headers:", [str(path), stamp], lambda: checkpoint_tensors(path, fold), keep=4
+        "weightsplit:headers:",
+        [str(path), stamp],
+        CheckpointTensors | str,
+        lambda: checkpoint_tensors(path, fold, index.warnings),
+        keep=4,
     )
 
 

@@ -90,7 +90,9 @@ def _site(index: TreeIndex, rel: str, name: str) -> FunctionSite | None:
 def _tree_functions(index: TreeIndex, names: tuple[str, ...]) -> list[tuple[str, str, int]]:
     """Where the tree defines these of the functions read here (one scan, a tree answer)."""
     found = index.answer(
-        "weightsplit:functions", lambda: _find_functions(index, (*_ATTN_TP, _PP_INDICES))
+        "weightsplit:functions",
+        list[tuple[str, str, int]],
+        lambda: _find_functions(index, (*_ATTN_TP, _PP_INDICES)),
     )
     return [f for f in found if f[1] in names]
 

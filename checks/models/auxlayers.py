@@ -61,7 +61,7 @@ class Capture:
 
 def ids_source(index: TreeIndex) -> IdsSource | None:
     """Where this tree reads EAGLE-3's capture ids from the draft config (a tree answer)."""
-    return index.answer("eagle3_ids_source", lambda: _ids_source(index))
+    return index.answer("eagle3_ids_source", IdsSource | None, lambda: _ids_source(index))
 
 
 def _ids_source(index: TreeIndex) -> IdsSource | None:

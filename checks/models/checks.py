@@ -64,7 +64,7 @@ class ContextRules:
 
 def context_rules(index: TreeIndex) -> ContextRules:
     """How this tree derives and guards the context length (a tree answer)."""
-    return index.answer("context_rules", lambda: _context_rules(index))
+    return index.answer("context_rules", ContextRules, lambda: _context_rules(index))
 
 
 def _context_rules(index: TreeIndex) -> ContextRules:

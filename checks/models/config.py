@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.inputs import regular_file
+from eaglebug.checks.contract.inputs import OverLimit, read_limited, regular_file
+from eaglebug.checks.contract.limits import CONFIG_FILE_BYTES, MODEL_INDEX_BYTES, mib
 
 # Sizes and counts that must be positive integers wherever a config (or a sub-config such as
 # text_config) gives them.
@@ -35,12 +36,13 @@ POSITIVE_KEYS = (
 
 
 def json_file(path: Path) -> Any:
-    """A small JSON side file (a safetensors index), or None if it is absent or unreadable."""
+    """A small JSON side file (a safetensors index), or None if it is absent, unreadable or
+    over `limits.MODEL_INDEX_BYTES`."""
     if not regular_file(path):
         return None
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return json.loads(read_limited(path, MODEL_INDEX_BYTES).decode("utf-8"))
+    except (OSError, OverLimit, ValueError, RecursionError):
         return None
 
 
@@ -85,7 +87,13 @@ def read_config(model_dir: str | Path) -> dict[str, Any]:
             "config.json must be the model's JSON config file",
         )
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path, CONFIG_FILE_BYTES)
+    except OverLimit as exc:
+        raise InputError(
+            f"{path}: {mib(exc.size)} is over the {mib(CONFIG_FILE_BYTES)} limit for a "
+            "config.json (a model's config is a few KB)",
+            "is this the model's config.json? download it again",
+        ) from None
     except FileNotFoundError:
         raise InputError(
             f"{path}: no config.json in the model folder", "is this the model's snapshot folder?"

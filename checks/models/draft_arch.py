@@ -37,7 +37,7 @@ class DraftRenames:
 
 def draft_renames(index: TreeIndex) -> DraftRenames:
     """This tree's draft-mode architecture renames (a tree answer)."""
-    return index.answer("draft_renames", lambda: _read(index))
+    return index.answer("draft_renames", DraftRenames, lambda: _read(index))
 
 
 def _archs(test: ast.expr) -> tuple[tuple[str, ...], bool] | None:

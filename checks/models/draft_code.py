@@ -135,7 +135,9 @@ class KeepsOwnHead:
 
 def keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:
     """Every such branch in the tree's draft workers (a tree answer)."""
-    return index.answer("keeps_own_lm_head", lambda: _keeps_own_head(index))
+    return index.answer(
+        "keeps_own_lm_head", tuple[KeepsOwnHead, ...], lambda: _keeps_own_head(index)
+    )
 
 
 def _keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:

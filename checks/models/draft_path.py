@@ -48,7 +48,7 @@ class DraftPathRules:
 
 def draft_path_rules(index: TreeIndex) -> DraftPathRules:
     """This tree's handling of a missing draft path (a tree answer)."""
-    return index.answer("draft_path_rules", lambda: _read(index))
+    return index.answer("draft_path_rules", DraftPathRules, lambda: _read(index))
 
 
 def _message(node: ast.expr) -> str | None:

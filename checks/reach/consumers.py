@@ -3,7 +3,12 @@
 `scan_module` records every use of a model reference in a module (`uses.py`), walking each
 function with `reach/scanner.py`; calls that pass a reference on are recorded as edges, and their
 parameters are handled as summaries: `scan_parameter` gives the uses of one parameter of one
-function, and `reach.py` asks for it only when some caller passes a reference in.
+function, and `resolve.py` asks for it only when some caller passes a reference in.
+
+The scan is one of the index's per-file extractors (`source/facts.py`), registered here: the
+index selects the files worth scanning by their bytes (`is_candidate`), scans them when they
+are parsed, and keeps what the scan found with the file's other facts (`CONSUMERS`, and one
+`param_fact` per parameter summary), by the hash of its bytes.
 """
 
 from __future__ import annotations
@@ -11,12 +16,18 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from eaglebug.checks.reach.conditions import Origin, Param, Seed
 from eaglebug.checks.reach.scanner import FunctionScanner
 from eaglebug.checks.reach.uses import CallEdge, ConsumerFacts
-from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.classfacts import (
+    FunctionNode,
+    dotted,
+    function_nodes,
+    function_params,
+)
+from eaglebug.checks.source.facts import Extractor, Fact, FileEntry, Keep, ParsedFile, register
 
 # A method that may store a model reference on self (checked before walking it in full).
 _SELF_REF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*[^=\n]*\.model\b")
@@ -25,44 +36,40 @@ _SELF_REF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*[^=\n]*\.model\b")
 # (and without an attribute of self that holds a seed) has no use to find.
 _MODEL_ATTRIBUTE = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*)*model\b")
 
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 # How many calls deep a model reference is followed into helper functions (see reach.py).
 MAX_CALL_DEPTH = 4
+
+# Files worth scanning: `<...>runner[...].model`, or a ModelRunner class. (Two patterns, each
+# starting with a literal, so `re` can scan for it instead of trying an alternation at every
+# byte; every repeat is bounded, so a hostile line costs linear time.)
+_RUNNER_MODEL_RE = re.compile(rb"runner\w{0,64}(?:\[[^\]\n]{0,256}\]|\([^)\n]{0,256}\))?\.model\b")
+_RUNNER_CLASS_RE = re.compile(
+    rb"class \w{0,128}ModelRunner\b|class \w{1,128}\([^)]{0,1024}ModelRunner\b"
+)
+EXTRACTOR_NAME = "consumers"
+CONSUMERS: Fact[ConsumerFacts] = Fact("consumers", ConsumerFacts)
+
+
+def param_fact(qualname: str, param: str) -> Fact[ConsumerFacts | None]:
+    """The summary of one parameter of one function of a file (None: nothing binds it)."""
+    return Fact(f"param:{qualname}:{param}", ConsumerFacts | None)
+
+
+def is_consumer_candidate(data: bytes) -> bool:
+    if b"unner" not in data:  # one scan for both `runner` and `ModelRunner`: most files stop here
+        return False
+    return (
+        b"runner" in data and b".model" in data and _RUNNER_MODEL_RE.search(data) is not None
+    ) or (b"ModelRunner" in data and _RUNNER_CLASS_RE.search(data) is not None)
+
+
+def is_candidate(entry: FileEntry) -> bool:
+    """Did the consumer scan select this file by its bytes?"""
+    return EXTRACTOR_NAME in entry.wanted
 
 
 def assignments(fn: ast.AST) -> list[ast.Assign | ast.AnnAssign]:
     return [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))]
-
-
-def function_nodes(tree: ast.Module) -> list[tuple[str | None, ast.ClassDef | None, FunctionNode]]:
-    """(class name, class, function) for module functions and the methods of top-level
-    classes, including those defined under `if` and `try` (version switches)."""
-    found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]] = []
-
-    def visit(body: list[ast.stmt], cls: ast.ClassDef | None) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.append((cls.name if cls else None, cls, stmt))
-            elif isinstance(stmt, ast.ClassDef) and cls is None:
-                visit(stmt.body, stmt)
-            elif isinstance(stmt, (ast.If, ast.Try)):
-                visit(stmt.body, cls)
-
-    visit(tree.body, None)
-    return found
-
-
-def function_params(fn: FunctionNode) -> list[str]:
-    return [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-
-
-def param_table(tree: ast.Module) -> dict[str, list[str]]:
-    """`Class.method` / `function` -> its positional parameters, the first definition winning
-    (as `find_function` finds it), so a call edge binds without parsing the callee again."""
-    table: dict[str, list[str]] = {}
-    for cls_name, _cls, fn in function_nodes(tree):
-        table.setdefault(f"{cls_name}.{fn.name}" if cls_name else fn.name, function_params(fn))
-    return table
 
 
 def bound_parameter(
@@ -249,3 +256,31 @@ def summaries(
         if summary is not None and depth < MAX_CALL_DEPTH:
             todo.extend(local_entries(module, summary.calls, depth + 1))
     return out
+
+
+def _learn(file: ParsedFile, fresh: bool, asked: Sequence[Entry], keep: Keep) -> None:
+    """What the index keeps of one parsed file: for a candidate, every use of a model
+    reference; and the parameter summaries that the calls within the module, and `asked`
+    (calls into it), will ask for, made while its tree is at hand."""
+    facts, tree, text = file.facts, file.parsed.tree, file.parsed.text
+    entries = list(asked)
+    if fresh:
+        found = scan_module(tree, facts.module, facts.imports, facts.functions, text)
+        keep(CONSUMERS, found)
+        entries += local_entries(facts.module, found.calls)
+    if entries:
+        made = summaries(
+            tree,
+            facts.module,
+            facts.imports,
+            facts.functions,
+            facts.classes,
+            text,
+            file.param_names,
+            entries,
+        )
+        for (qualname, param), summary in made.items():
+            keep(param_fact(qualname, param), summary)
+
+
+register(Extractor(EXTRACTOR_NAME, is_consumer_candidate, _learn))

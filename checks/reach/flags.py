@@ -16,15 +16,36 @@ import re
 from collections.abc import Callable
 
 from eaglebug.checks.reach.conditions import Cond, Flag, Origin, negated
-from eaglebug.checks.reach.consumers import FunctionNode, assignments, function_nodes
+from eaglebug.checks.reach.consumers import assignments
 from eaglebug.checks.reach.flagvalues import Lookup, MakeReader, value_paths
 from eaglebug.checks.reach.scanner import FunctionScanner, Stack, exits_early
 from eaglebug.checks.reach.uses import ConsumerFacts
-from eaglebug.checks.source.classfacts import dotted, module_imports
-from eaglebug.checks.source.facts import Parsed, module_name, parse
+from eaglebug.checks.source.answers import MISSING
+from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_nodes, module_imports
+from eaglebug.checks.source.facts import Parsed, module_name
 from eaglebug.checks.source.files import SourceFiles, read_file
+from eaglebug.checks.source.index import TreeIndex
 
 Assignments = dict[str, list[tuple[Cond, ...]]]  # flag -> the conditions of each assignment
+
+
+def flags(index: TreeIndex, names: set[str]) -> Assignments:
+    """Attribute name -> the conditions under which the runtime sets it to something truthy
+    (each name a tree answer of its own: a warm audit searches only for names not seen)."""
+    kind = list[tuple[Cond, ...]]
+    table: Assignments = {}
+    for name in names:
+        known = index.answers.get(f"flags:{name}", index.warnings, kind)
+        if known is not MISSING:
+            table[name] = known  # type: ignore[assignment]
+    wanted = frozenset(n for n in names if n not in table and n.isidentifier())
+    if wanted:
+        mark = len(index.warnings)
+        found = search_flags(index.files, wanted)
+        for name in wanted:
+            index.answers.put(f"flags:{name}", found[name], index.warnings[mark:], kind)
+        table.update(found)
+    return table
 
 
 def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
@@ -50,7 +71,7 @@ def search_flags(files: SourceFiles, names: frozenset[str]) -> Assignments:
         keywords = frozenset(n.decode() for n in needles if _keyword_in(data, n))
         if not present and not keywords:
             return None
-        parsed = files.peek(rel) or parse(rel, data)
+        parsed = files.parse_bytes(rel, data)
         if isinstance(parsed, str):
             return parsed
         return scan_flags(parsed, *module_name(rel), present | keywords, keywords)

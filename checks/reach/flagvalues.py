@@ -29,9 +29,9 @@ from eaglebug.checks.reach.conditions import (
     negated,
     substitute,
 )
-from eaglebug.checks.reach.consumers import FunctionNode, assignments, function_params
+from eaglebug.checks.reach.consumers import assignments
 from eaglebug.checks.reach.scanner import FunctionScanner, Stack, exits_early
-from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_params
 
 # (class name or None, function name) -> the function, for the callee of an assignment.
 Lookup = Callable[[str | None, str], FunctionNode | None]

@@ -21,7 +21,9 @@ _MAX_DEPTH = 4
 def protocol_members(index: TreeIndex, qualname: str) -> frozenset[str] | None:
     """The members a runtime-checkable Protocol checks; None when `qualname` is no such class
     of the tree (any other `isinstance` stays undecided)."""
-    found = index.answer(f"protocol:{qualname}", lambda: _members(index, qualname, 0))
+    found = index.answer(
+        f"protocol:{qualname}", frozenset[str] | None, lambda: _members(index, qualname, 0)
+    )
     return found
 
 

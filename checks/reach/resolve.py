@@ -13,9 +13,19 @@ import dataclasses
 from dataclasses import dataclass
 
 from eaglebug.checks.reach.conditions import ArgConds, Cond, Const, Origin, Seed, substitute
-from eaglebug.checks.reach.consumers import MAX_CALL_DEPTH, Entry, bound_parameter, scan_parameter
+from eaglebug.checks.reach.consumers import (
+    CONSUMERS,
+    EXTRACTOR_NAME,
+    MAX_CALL_DEPTH,
+    Entry,
+    bound_parameter,
+    param_fact,
+    scan_parameter,
+)
 from eaglebug.checks.reach.uses import CallEdge, ConsumerFacts, Use
-from eaglebug.checks.source.files import SourceFiles
+from eaglebug.checks.source.facts import MISSING
+from eaglebug.checks.source.files import Asked, SourceFiles
+from eaglebug.checks.source.index import TreeIndex
 
 
 @dataclass(frozen=True)
@@ -58,15 +68,21 @@ def origin_role(origin: Origin, context_role: str) -> str:
     return origin.role if isinstance(origin, Seed) else context_role
 
 
+def consumers(index: TreeIndex) -> list[ResolvedUse]:
+    """Every use of a runner's model that the runtime reaches (a tree answer)."""
+    return index.answer("consumers", list[ResolvedUse], lambda: resolve_consumers(index.files))
+
+
 def resolve_consumers(files: SourceFiles) -> list[ResolvedUse]:
     """Every use reached from a seed, in a stable order (candidate files in walk order)."""
-    candidates = [rel for rel, entry in files.entries.items() if entry.consumer_candidate]
+    candidates = files.wanted_by(EXTRACTOR_NAME)
     files.parse_all(candidates)
     resolved: list[ResolvedUse] = []
     queue: list[_Pending] = []
     for rel in candidates:
-        facts = files.ensure_parsed(rel).consumers
-        if facts is None:
+        files.ensure_parsed(rel)
+        facts = files.recall(rel, CONSUMERS)
+        if facts is MISSING:
             continue
         for use in facts.uses:
             if isinstance(use.origin, Seed):
@@ -149,9 +165,7 @@ def _arguments(files: SourceFiles, rel: str, qualname: str, item: _Pending) -> A
     return out
 
 
-def _calls_into(
-    files: SourceFiles, queue: list[_Pending]
-) -> tuple[list[str], dict[str, list[Entry]]]:
+def _calls_into(files: SourceFiles, queue: list[_Pending]) -> tuple[list[str], Asked]:
     """The files the first calls go to (each is parsed by `_callee`), and the calls into each
     (whose parameter summaries `_param_summary` will ask for)."""
     found: dict[str, list[Entry]] = {}
@@ -161,7 +175,7 @@ def _calls_into(
             module, qualname = split
             entry = (qualname, item.binding, len(item.via))
             found.setdefault(files.module_files[module], []).append(entry)
-    return list(found), found
+    return list(found), {rel: {EXTRACTOR_NAME: calls} for rel, calls in found.items()}
 
 
 def _callee(files: SourceFiles, callee: str, binding: int | str) -> tuple[str, str, str] | None:
@@ -187,9 +201,10 @@ def _callee(files: SourceFiles, callee: str, binding: int | str) -> tuple[str, s
 def _param_summary(files: SourceFiles, rel: str, qualname: str, param: str) -> ConsumerFacts | None:
     """The uses of one parameter (as if a model reference came in), kept on the file's entry."""
     entry = files.ensure_parsed(rel)
-    key = (qualname, param)
-    if key in entry.params:
-        return entry.params[key]
+    fact = param_fact(qualname, param)
+    known = files.recall(rel, fact)
+    if known is not MISSING:
+        return known
     summary = None
     parsed = files.parse(rel)
     if parsed is not None and entry.facts is not None:
@@ -202,6 +217,5 @@ def _param_summary(files: SourceFiles, rel: str, qualname: str, param: str) -> C
             qualname,
             param,
         )
-    entry.params[key] = summary
-    files.dirty = True
+    files.remember(rel, fact, summary)
     return summary

@@ -5,21 +5,26 @@ Each answer is kept with the warnings that computing it gave, and a run that reu
 them again, so a warm run warns as the cold one did. The answers are saved with the tree's
 fingerprint (`source/fingerprint.py`) in their own small cache file, read before anything else: a run
 whose questions were all answered before reads that file, stats the tree, and nothing more.
-Values are unpickled only when asked for.
+
+Every answer is asked for with its type (`kind`): it is written as JSON by the codec
+(`contract/codec.py`) and decoded only when asked for, into that type alone. A value that
+does not decode (a planted or damaged file, a stale shape) is a miss: computed again.
 """
 
 from __future__ import annotations
 
-import pickle
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from eaglebug.checks.contract import codec
 from eaglebug.checks.source import cache
 from eaglebug.checks.source.fingerprint import Fingerprint
 from eaglebug.checks.source.tree import SglangTree
 
 T = TypeVar("T")
 MISSING = object()
+_Meta = tuple[Fingerprint, tuple[str, ...], dict[str, tuple[str, ...]]]  # walk and answer warnings
 
 
 class Answers:
@@ -30,12 +35,12 @@ class Answers:
         self.tree = tree
         self.use_cache = use_cache
         self._values: dict[str, object] = {}
-        self._stored: dict[str, bytes] = {}  # as read, unpickled when asked for
+        self._stored: dict[str, bytes] = {}  # as read (JSON), decoded when asked for
         self._warnings: dict[str, tuple[str, ...]] = {}
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: tuple[str, ...] = ()
         self.dirty = False
-        self._pending: dict[str, Any] = {}  # read, but valid only if the walk agrees
+        self._pending: tuple[_Meta, dict[str, bytes]] | None = None  # valid if the walk agrees
         # Did the saved fingerprint hold, checked without a walk (the walk's warnings, too,
         # then come from here)?
         self.quick = False
@@ -43,47 +48,47 @@ class Answers:
             self._load()
 
     def _load(self) -> None:
-        payload = cache.load_answers(self.tree.root)
-        fingerprint = payload.get("fingerprint")
-        if not isinstance(fingerprint, Fingerprint):
+        read = cache.read(cache.answers_path(self.tree.root), self.tree.root)
+        if read is None:
             return
-        if fingerprint.holds(str(self.tree.root)):
-            self._adopt(payload)
-            self.fingerprint = fingerprint
+        try:
+            meta: _Meta = codec.decode(read.meta, _Meta)
+        except codec.Invalid:
+            return
+        stored = {key: read.data[a:b] for key, (a, b) in read.spans.items()}
+        if meta[0].holds(str(self.tree.root)):
+            self._adopt(meta, stored)
+            self.fingerprint = meta[0]
             self.quick = True
         else:
-            self._pending = payload
+            self._pending = (meta, stored)
 
-    def _adopt(self, payload: dict[str, Any]) -> None:
-        stored = payload.get("answers")
-        warnings = payload.get("warnings")
-        walk = payload.get("walk_warnings")
-        if isinstance(stored, dict) and isinstance(warnings, dict) and isinstance(walk, tuple):
-            self._stored = stored
-            self._warnings = warnings
-            self.walk_warnings = walk
+    def _adopt(self, meta: _Meta, stored: dict[str, bytes]) -> None:
+        _fingerprint, self.walk_warnings, warnings = meta
+        self._stored = stored
+        self._warnings = {k: v for k, v in warnings.items() if k in stored}
 
     def settle(self, fingerprint: Fingerprint, walk_warnings: list[str]) -> None:
         """After a walk: keep what was read if the files are the same, and the new stamps."""
-        old = self._pending.get("fingerprint")
-        if isinstance(old, Fingerprint) and old.same_files(fingerprint):
-            self._adopt(self._pending)
-        self._pending = {}
+        if self._pending is not None and self._pending[0][0].same_files(fingerprint):
+            self._adopt(*self._pending)
+        self._pending = None
         if self.fingerprint != fingerprint:
             self.dirty = True
         self.fingerprint = fingerprint
         self.walk_warnings = tuple(walk_warnings)
 
-    def get(self, key: str, warnings: list[str]) -> object:
-        """The answer under `key` (or `MISSING`), its warnings appended to `warnings`."""
+    def get(self, key: str, warnings: list[str], kind: object) -> object:
+        """The answer under `key` (or `MISSING`), decoded as a `kind`, its warnings appended to
+        `warnings`."""
         value = self._values.get(key, MISSING)
         if value is MISSING:
             stored = self._stored.get(key)
             if stored is None:
                 return MISSING
             try:
-                value = pickle.loads(stored)
-            except Exception:  # a stale class shape, a truncated value: recompute it
+                value = codec.loads(stored, kind)
+            except codec.Invalid:  # another shape, a damaged or planted value: recompute it
                 del self._stored[key]
                 return MISSING
             self._values[key] = value
@@ -95,12 +100,15 @@ class Answers:
     def has(self, key: str) -> bool:
         return key in self._values or key in self._stored
 
-    def put(self, key: str, value: object, said: list[str]) -> None:
-        """Keep `value` (as it is now: it is pickled at once) with the warnings it gave."""
+    def put(self, key: str, value: object, said: list[str], kind: object) -> None:
+        """Keep `value` (a `kind`; written as it is now) with the warnings it gave."""
         self._values[key] = value
         if self.use_cache:
             self._stored.pop(key, None)  # the newest last (see `drop_oldest`)
-            self._stored[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            # A value the codec cannot write (a literal the tree evaluated to something only
+            # Python has) is kept for this run only.
+            with contextlib.suppress(TypeError):
+                self._stored[key] = codec.dumps(value, kind).encode()
         self._warnings[key] = tuple(dict.fromkeys(said))
         self.dirty = True
 
@@ -119,26 +127,21 @@ class Answers:
             self._warnings.pop(key, None)
             self.dirty = True
 
-    def answer(self, key: str, warnings: list[str], compute: Callable[[], T]) -> T:
-        """The answer under `key`, computed (and kept, with its warnings) if there is none."""
-        value = self.get(key, warnings)
+    def answer(self, key: str, kind: object, warnings: list[str], compute: Callable[[], T]) -> T:
+        """The answer under `key` (a `kind`), computed (and kept, with its warnings) if there
+        is none."""
+        value = self.get(key, warnings, kind)
         if value is not MISSING:
             return cast(T, value)
         mark = len(warnings)
         computed = compute()
-        self.put(key, computed, warnings[mark:])
+        self.put(key, computed, warnings[mark:], kind)
         return computed
 
     def save(self) -> None:
         if not (self.use_cache and self.dirty and self.fingerprint is not None):
             return
-        cache.save_answers(
-            self.tree.root,
-            {
-                "fingerprint": self.fingerprint,
-                "walk_warnings": self.walk_warnings,
-                "answers": self._stored,
-                "warnings": self._warnings,
-            },
-        )
+        warnings = {k: v for k, v in self._warnings.items() if k in self._stored}
+        meta: Any = codec.encode((self.fingerprint, self.walk_warnings, warnings), _Meta)
+        cache.write(cache.answers_path(self.tree.root), self.tree.root, meta, self._stored)
         self.dirty = False

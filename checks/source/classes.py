@@ -261,6 +261,7 @@ class ClassIndex:
             return external
         built_in = self.answers.answer(
             f"exporters:{name}",
+            list[str],
             self.files.warnings,
             lambda: [r.qualname for r in self._exporters_of(name)],
         )
@@ -320,23 +321,24 @@ class ClassIndex:
         """Depth-first, left to right: the classes whose members `ref` sees, in lookup order."""
         order: list[ClassRef] = []
         externals: list[str] = []
-        nn_module = False
-        seen: set[str] = set()
-
-        def visit(current: ClassRef) -> None:
-            nonlocal nn_module
-            if current.qualname in seen:
-                return
-            seen.add(current.qualname)
-            order.append(current)
-            inside, outside, is_nn = self.bases(current)
-            nn_module = nn_module or is_nn
-            externals.extend(o for o in outside if o not in externals)
-            for base in inside:
-                visit(base)
-
-        visit(ref)
+        nn_module = self._visit(ref, order, externals, set())
         return order, externals, nn_module
+
+    def _visit(
+        self, current: ClassRef, order: list[ClassRef], externals: list[str], seen: set[str]
+    ) -> bool:
+        """One class of the lookup order, then its bases; derives from torch.nn.Module?
+        (A method, not a recursive closure: a closure that calls itself is a cycle, never
+        freed by the CLI, which runs with the cyclic collector off.)"""
+        if current.qualname in seen:
+            return False
+        seen.add(current.qualname)
+        order.append(current)
+        inside, outside, nn_module = self.bases(current)
+        externals.extend(o for o in outside if o not in externals)
+        for base in inside:
+            nn_module = self._visit(base, order, externals, seen) or nn_module
+        return nn_module
 
     def lookup(self, ref: ClassRef, attribute: str, _depth: int = 0) -> Provider | None:
         order, _, nn_module = self.mro(ref)
@@ -436,6 +438,7 @@ class ClassIndex:
         if "causal" not in self._candidates:
             names = self.answers.answer(
                 f"registry:causal_lms{self.external_key}",
+                list[str],
                 self.files.warnings,
                 lambda: sorted(
                     ref.qualname

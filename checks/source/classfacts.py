@@ -17,14 +17,19 @@ from eaglebug.checks.source.initfacts import (
     init_facts,
 )
 
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
 __all__ = [  # `dotted` and `InnerAssignment` live in initfacts; most modules import them here
     "ClassFacts",
+    "FunctionNode",
     "InnerAssignment",
     "MethodFacts",
     "ModuleFacts",
     "Signature",
     "dotted",
+    "function_nodes",
     "module_facts",
+    "param_table",
     "resolve_relative",
 ]
 
@@ -358,3 +363,40 @@ def class_string(cls: ast.ClassDef, name: str) -> str | None:
         ):
             return stmt.value.value
     return None
+
+
+def function_nodes(tree: ast.Module) -> list[tuple[str | None, ast.ClassDef | None, FunctionNode]]:
+    """(class name, class, function) for module functions and the methods of top-level
+    classes, including those defined under `if` and `try` (version switches)."""
+    found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]] = []
+    _functions_in(tree.body, None, found)
+    return found
+
+
+def _functions_in(
+    body: list[ast.stmt],
+    cls: ast.ClassDef | None,
+    found: list[tuple[str | None, ast.ClassDef | None, FunctionNode]],
+) -> None:
+    # Not a recursive closure: one is a cycle, and this one would hold the syntax tree (through
+    # `found`) where the CLI runs with the cyclic collector off: never freed.
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((cls.name if cls else None, cls, stmt))
+        elif isinstance(stmt, ast.ClassDef) and cls is None:
+            _functions_in(stmt.body, stmt, found)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            _functions_in(stmt.body, cls, found)
+
+
+def function_params(fn: FunctionNode) -> list[str]:
+    return [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+
+
+def param_table(tree: ast.Module) -> dict[str, list[str]]:
+    """`Class.method` / `function` -> its positional parameters, the first definition winning
+    (as `find_function` finds it), so a call edge binds without parsing the callee again."""
+    table: dict[str, list[str]] = {}
+    for cls_name, _cls, fn in function_nodes(tree):
+        table.setdefault(f"{cls_name}.{fn.name}" if cls_name else fn.name, function_params(fn))
+    return table

@@ -145,7 +145,7 @@ class ExternalRule:
 def registry_rule(index: TreeIndex) -> ExternalRule | None:
     """The registry's handling of `SGLANG_EXTERNAL_MODEL_PACKAGE`, or None when the tree has
     none (then the variable does nothing there)."""
-    return index.answer("external_rule", lambda: _read_rule(index))
+    return index.answer("external_rule", ExternalRule | None, lambda: _read_rule(index))
 
 
 def _read_rule(index: TreeIndex) -> ExternalRule | None:

@@ -1,13 +1,17 @@
 """The `.py` files of one SGLang tree: walked once, looked at as bytes, parsed on demand.
 
 Speed comes from doing little: every runtime file is read once for the byte-level look
-(`filefacts.prefilter`), and only the files an audit needs are parsed. What is learnt is kept
-per file in the parse cache (`cache.py`), so a warm run only stats the tree. The walk happens
-when something first needs the files: a run answered from `answers.py` never walks at all.
+(`facts.look`), and only the files a check needs are parsed. What is learnt is kept per file
+in the facts store (`store.py`), by the hash of the file's bytes, so a warm run only stats the
+tree, and another release or checkout reads and hashes its files but parses only those it does
+not share. The walk happens when something first needs the files: a run answered from
+`answers.py` never walks at all. A file over the limits (`contract/limits.py`) is skipped
+with a warning that names it, unread when its size says so.
 
-Work over many files (the byte-level look, parsing the consumer candidates, the flag search)
-goes through a `Mapper`. The default maps in this process; the CLI hands in one that splits
-the work with a helper process (`eaglebug/session/forkmap.py`), since `checks/` starts no process.
+Work over many files (the byte-level look, parsing what the extractors want, the flag
+search) goes through a `Mapper`. The default maps in this process; the CLI hands in one that
+splits the work with a helper process (`eaglebug/session/forkmap.py`), since `checks/`
+starts no process.
 """
 
 from __future__ import annotations
@@ -15,32 +19,34 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from eaglebug.checks.reach.consumers import Entry
-from eaglebug.checks.source import cache
+from eaglebug.checks.contract.limits import PARSED_SOURCE_BYTES, SOURCE_FILE_BYTES
 from eaglebug.checks.source.classfacts import ModuleFacts
 from eaglebug.checks.source.facts import (
+    MISSING,
     RUNTIME,
+    Fact,
     FileEntry,
+    Missing,
     Parsed,
     analysed,
     learn,
+    look,
+    look_more,
     module_name,
+    over_limit,
     parse,
-    prefilter,
+    pending,
 )
 from eaglebug.checks.source.fingerprint import Fingerprint
+from eaglebug.checks.source.store import Stamps, Store, digest, load_stamps, save_stamps
 from eaglebug.checks.source.tree import SglangTree
 from eaglebug.checks.source.walk import Listing, Stamp, list_tree
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-# Parsed trees kept in memory at once, counted by their source's size (a tree is ~10x that):
-# enough that a file the audit comes back to (a worker, the audited class, a flag's file) is
-# not parsed twice.
-_AST_CACHE_BYTES = 6_000_000
+Asked = Mapping[str, Mapping[str, Sequence[Any]]]  # file -> extractor -> what it is asked
 
 
 class Mapper(Protocol):
@@ -80,10 +86,12 @@ class SourceFiles:
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: list[str] = []  # what the walk itself said (a FIFO, a folder)
         self.walk_said = False  # set when the answers said the walk's warnings already
-        self.dirty = False
+        self._store: Store | None = None
+        self._stamps: Stamps = {}
         self._sources: dict[str, bytes] = {}
         self._asts: OrderedDict[str, tuple[Parsed, int]] = OrderedDict()  # with its bytes
         self._ast_bytes = 0
+        self._pid = os.getpid()  # a helper forked off keeps no trees (they die with it)
 
     @property
     def entries(self) -> dict[str, FileEntry]:
@@ -91,6 +99,12 @@ class SourceFiles:
         if self._entries is None:
             self._entries = self._scan()
         return self._entries
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.use_cache)
+        return self._store
 
     def walk(self) -> Fingerprint:
         """Walk the tree now (if not yet), and say what state it was found in."""
@@ -110,67 +124,92 @@ class SourceFiles:
 
     # -- the byte-level pass --------------------------------------------------------------
     def _scan(self) -> dict[str, FileEntry]:
-        old = cache.load(self.tree.root).get("entries", {}) if self.use_cache else {}
+        stamps = self._stamps = load_stamps(self.tree.root) if self.use_cache else {}
+        store = self.store
         root = str(self.tree.root)
         listing = self.listing() if self.listing else list_tree(root, str(self.tree.package_dir))
         entries: dict[str, FileEntry] = {}
-        stamps: list[Stamp] = []
         said: list[str | int] = []  # the walk's warnings, and (by index) the fresh files'
-        fresh: list[tuple[str, str, int, int]] = []  # runtime files to look at as bytes
+        fresh: list[tuple[str, str, int, int]] = []  # runtime files to read and look at
+        file_stamps: list[Stamp] = []
         for found in listing.found:
             if isinstance(found, str):
                 said.append(found)
                 self.walk_warnings.append(found)
                 continue
             rel, size, mtime_ns = found
-            previous = old.get(rel)
-            if (
-                isinstance(previous, FileEntry)
-                and previous.size == size
-                and previous.mtime_ns == mtime_ns
-            ):
-                entries[rel] = previous
-            else:
-                # Outside `sglang/srt/` (the frontend language, tests, benchmarks, kernels)
-                # nothing touches a runner's model: parsed only if an import leads there.
-                entries[rel] = FileEntry(size, mtime_ns, False, False, ())
-                self.dirty = True
-                if rel.startswith(RUNTIME):
+            file_stamps.append(found)
+            self._module_files[module_name(rel)[0]] = rel
+            known = stamps.get(rel)
+            entry = None
+            if known is not None and known[:2] == (size, mtime_ns):
+                entry = store.entry(known[2], mtime_ns)
+            if entry is None:
+                entry = FileEntry(size, mtime_ns, None, False, ())
+                if (why := over_limit(size)) is not None:
+                    entry.error, entry.parsed = why, True  # said when the file is reached
+                    if rel.startswith(RUNTIME):  # said now, as the walk's own warnings are
+                        line = f"{rel}: skipped, {why}"
+                        said.append(line)
+                        self.walk_warnings.append(line)
+                elif rel.startswith(RUNTIME):
+                    # Outside `sglang/srt/` (the frontend language, tests, benchmarks,
+                    # kernels) nothing touches a runner's model: read only if an import
+                    # leads there.
                     said.append(len(fresh))
                     fresh.append((rel, f"{root}/{rel}", size, mtime_ns))
-            stamps.append(found)
-            self._module_files[module_name(rel)[0]] = rel
-        # With work shared between processes, candidates are parsed where they are read (the
-        # bytes need not travel back); here alone, they wait until someone asks (`parse_all`).
-        look = _look if self.mapper is in_process else _look_and_learn
-        looked = self.mapper(look, fresh, [size for _, _, size, _ in fresh]) if fresh else []
-        for (rel, _, _, _), (entry, data, _) in zip(fresh, looked, strict=True):
             entries[rel] = entry
+        # With work shared between processes, the files extractors want are parsed where
+        # they are read (the bytes need not travel back); here alone, they wait until
+        # someone asks.
+        learn_now = self.mapper is not in_process
+
+        def job(item: tuple[str, str, int, int]) -> _Looked:
+            return _look(item, store, self.parse_bytes if learn_now else None)
+
+        looked = self.mapper(job, fresh, [size for _, _, size, _ in fresh]) if fresh else []
+        for (rel, _, _, mtime_ns), (entry, key, data, _) in zip(fresh, looked, strict=True):
+            found_entry = entry if entry is not None else store.entry(key or "", mtime_ns)
+            if found_entry is None:  # the record vanished or does not decode: read again
+                found_entry, key, data, _ = _look((rel, f"{root}/{rel}", 0, mtime_ns), None, None)
+                assert found_entry is not None
+            entries[rel] = found_entry
             if data is not None:
                 self._sources[rel] = data
         for item in said:  # in the order a walk that read as it went would have said them
             if isinstance(item, str):
                 if not self.walk_said:
                     self.warnings.append(item)
-            elif (why := looked[item][2]) is not None:
+            elif (why := looked[item][3]) is not None:
                 self.warnings.append(f"{fresh[item][0]}: skipped, {why}")
-        if len(old) != len(entries):
-            self.dirty = True
-        self.fingerprint = Fingerprint.of(list(listing.folders), stamps)
+        self.fingerprint = Fingerprint.of(list(listing.folders), file_stamps)
         return entries
 
     def save(self) -> None:
-        if self.use_cache and self.dirty and self._entries is not None:
-            cache.save(self.tree.root, self._entries)
-            self.dirty = False
+        """Keep what this run learnt: the store's records, and this tree's stamps."""
+        if not self.use_cache or self._entries is None:
+            return
+        self.store.save(self._entries.values())
+        stamps = {
+            rel: (e.size, e.mtime_ns, e.digest)
+            for rel, e in self._entries.items()
+            if e.digest is not None
+        }
+        if stamps != self._stamps:
+            save_stamps(self.tree.root, stamps)
+            self._stamps = stamps
 
     # -- reading and parsing on demand ------------------------------------------------------
     def source(self, rel: str) -> bytes | None:
         data = self._sources.pop(rel, None)
         if data is not None:
             return data
+        entry = self.entries.get(rel)
+        if entry is not None and (why := over_limit(entry.size)) is not None:
+            self.skip(rel, why)
+            return None
         try:
-            return (self.tree.root / rel).read_bytes()
+            return read_file(str(self.tree.root / rel), entry.size if entry else 0)
         except OSError as exc:
             self.warnings.append(f"{rel}: skipped, cannot read ({exc.strerror})")
             return None
@@ -197,13 +236,26 @@ class SourceFiles:
         data = self.source(rel)
         if data is None:
             return None
-        parsed = parse(rel, data)
+        parsed = self.parse_bytes(rel, data)
         if isinstance(parsed, str):
             self.skip(rel, parsed)
             return None
+        return parsed
+
+    def parse_bytes(self, rel: str, data: bytes) -> Parsed | str:
+        """A file's tree from bytes read already (or why it does not parse): the kept tree,
+        else parsed and kept. Work over many files (`mapper`) parses through here, so the
+        trees this process parses serve the readers that come after (one parse per file);
+        a forked helper's die with it, and it keeps none."""
+        hit = self._asts.get(rel)
+        if hit is not None:
+            return hit[0]
+        parsed = parse(rel, data)
+        if isinstance(parsed, str) or os.getpid() != self._pid:
+            return parsed
         self._asts[rel] = (parsed, len(data))
         self._ast_bytes += len(data)
-        while self._ast_bytes > _AST_CACHE_BYTES and len(self._asts) > 1:
+        while self._ast_bytes > PARSED_SOURCE_BYTES and len(self._asts) > 1:
             _, (_, size) = self._asts.popitem(last=False)
             self._ast_bytes -= size
         return parsed
@@ -211,45 +263,82 @@ class SourceFiles:
     def skip(self, rel: str, why: str) -> None:
         entry = self.entries[rel]
         if entry.error is None:
-            entry.error = why
-            self.dirty = True
-        self.warnings.append(f"{rel}: skipped, {why}")
+            entry.error, entry.parsed, entry.dirty = why, True, True
+        line = f"{rel}: skipped, {why}"
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    def _known(self, rel: str) -> FileEntry:
+        """The file's entry, read and hashed first if it never was: another tree (or an
+        earlier run) may have learnt its facts already."""
+        entry = self.entries[rel]
+        if entry.digest is not None or entry.error is not None:
+            return entry
+        data = self.source(rel)
+        if data is None:
+            return self.entries[rel]
+        key = digest(rel, data)
+        stored = self.store.entry(key, entry.mtime_ns)
+        if stored is not None and stored.size == len(data):
+            self.entries[rel] = entry = stored
+        else:
+            entry.digest, entry.size, entry.dirty = key, len(data), True
+        self.keep_source(rel, data)
+        return entry
 
     def ensure_parsed(self, rel: str) -> FileEntry:
-        entry = self.entries[rel]
-        if entry.parsed:
+        entry = self._known(rel)
+        if entry.parsed and entry.error is None:
+            entry.facts  # noqa: B018  (a stored record whose facts do not decode: parsed again)
+        if not pending(entry):
             if entry.error and not any(w.startswith(f"{rel}:") for w in self.warnings):
                 self.warnings.append(f"{rel}: skipped, {entry.error}")
             return entry
-        entry.parsed = True
-        self.dirty = True
         parsed = self.parse(rel)
         if parsed is not None:
             learn(entry, rel, parsed)
+        elif not entry.parsed:
+            entry.parsed, entry.dirty = True, True
         return entry
 
-    def parse_all(
-        self, rels: Sequence[str], calls_in: Mapping[str, list[Entry]] | None = None
-    ) -> None:
-        """Parse these files' facts at once, through the mapper, with the parameter summaries
-        that `calls_in` (calls into each file) will ask for. A file that does not parse is
-        warned about when `ensure_parsed` reaches it, as if it were parsed there."""
-        todo = [rel for rel in rels if not self.entries[rel].parsed]
+    def parse_all(self, rels: Sequence[str], asked: Asked | None = None) -> None:
+        """Parse these files' facts at once, through the mapper, with what `asked` asks of
+        each (file -> extractor -> its questions). A file that does not parse is warned about
+        when `ensure_parsed` reaches it, as if it were parsed there."""
+        todo = [rel for rel in rels if pending(self.entries[rel])]
         if len(todo) < 2 or self.mapper is in_process:
             return  # parsed one by one as they are reached, the trees kept for a revisit
         jobs = [
-            (rel, self.entries[rel], self._sources.pop(rel, None), (calls_in or {}).get(rel, []))
+            (rel, self.entries[rel], self._sources.pop(rel, None), (asked or {}).get(rel, {}))
             for rel in todo
         ]
         root = str(self.tree.root)
+        store = self.store
         done = self.mapper(
-            lambda job: _analyse(root, *job), jobs, [self.entries[rel].size for rel in todo]
+            lambda job: _analyse(root, store, self.parse_bytes, *job),
+            jobs,
+            [self.entries[r].size for r in todo],
         )
-        for rel, entry in zip(todo, done, strict=True):
-            if entry is None:
-                continue  # unreadable: `ensure_parsed` reads it again and says why
-            self.entries[rel] = entry
-            self.dirty = True
+        for rel, result in zip(todo, done, strict=True):
+            if isinstance(result, FileEntry):
+                self.entries[rel] = result
+            elif isinstance(result, str):  # the store knows these bytes
+                stored = self.store.entry(result, self.entries[rel].mtime_ns)
+                if stored is not None:
+                    self.entries[rel] = stored
+            # None: unreadable; `ensure_parsed` reads it again and says why
+
+    def wanted_by(self, name: str) -> list[str]:
+        """The runtime files whose bytes extractor `name` selected, in walk order (files looked
+        at before it was registered are looked at now)."""
+        for rel, entry in self.entries.items():
+            if rel.startswith(RUNTIME) and entry.error is None and name not in entry.looked:
+                data = self.source(rel)
+                if data is not None:
+                    look_more(entry, data)
+                    if name in entry.wanted:
+                        self.keep_source(rel, data)
+        return [rel for rel, entry in self.entries.items() if name in entry.wanted]
 
     def module_of(self, rel: str) -> tuple[str, bool]:
         return module_name(rel)
@@ -270,10 +359,19 @@ class SourceFiles:
                 return module, ".".join(parts[cut:])
         return None
 
-    def remember(self, rel: str, key: str, value: object) -> None:
-        """Keep a fact derived from one file in the cache, invalidated with the file."""
-        self.entries[rel].derived[key] = value
-        self.dirty = True
+    def remember(self, rel: str, fact: Fact[T], value: T) -> None:
+        """Keep a fact derived from one file, with the file's other facts (by its bytes)."""
+        self._known(rel).keep(fact, value)
+
+    def recall(self, rel: str, fact: Fact[T]) -> T | Literal[Missing.MISSING]:
+        """A fact kept for this file (by this run, or by any run that read the same bytes).
+        A stored fact that does not decode makes the file's extractors learn it again."""
+        entry = self._known(rel)
+        found = entry.recall(fact)
+        if found is not MISSING or not entry.spoilt:
+            return found
+        entry.spoilt = False
+        return self.ensure_parsed(rel).recall(fact)
 
     def runtime_files(self) -> list[str]:
         """The runtime's files that parse (or have not been tried yet), in walk order."""
@@ -282,47 +380,74 @@ class SourceFiles:
 
 def read_file(path: str, size: int) -> bytes:
     """A file's bytes in as few calls as can be: one read when it is still `size` long (a
-    regular file reads short only at its end)."""
+    regular file reads short only at its end); never more than the source limit and a byte
+    (the parse refuses what is over it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
+        cap = SOURCE_FILE_BYTES + 1
+        data = os.read(fd, min(size + 1, cap))
+        if len(data) <= size or len(data) >= cap:
             return data
         chunks = [data]
-        while chunk := os.read(fd, 1 << 20):
+        got = len(data)
+        while got < cap and (chunk := os.read(fd, min(1 << 20, cap - got))):
             chunks.append(chunk)
+            got += len(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _look(job: tuple[str, str, int, int]) -> tuple[FileEntry, bytes | None, str | None]:
-    """The byte-level look at one runtime file: its entry, its bytes if worth parsing, and
-    why it could not be read."""
-    _rel, path, size, mtime_ns = job
+# (the entry, or None when the store has these bytes; their digest; the bytes, if worth
+# holding for a parse; why the file could not be read)
+_Looked = tuple[FileEntry | None, str | None, bytes | None, str | None]
+
+
+def _look(
+    job: tuple[str, str, int, int],
+    store: Store | None,
+    learn_now: Callable[[str, bytes], Parsed | str] | None,
+) -> _Looked:
+    """The byte-level look at one runtime file (its bytes read and hashed; nothing more when
+    the store has them), and, given `learn_now` (how to parse), the parse its extractors
+    want."""
+    rel, path, size, mtime_ns = job
     try:
         data = read_file(path, size)
     except OSError as exc:
-        entry = FileEntry(size, mtime_ns, False, False, (), error=str(exc), parsed=True)
-        return entry, None, f"cannot read ({exc.strerror})"
-    entry = prefilter(data, size, mtime_ns)
-    return entry, (data if entry.consumer_candidate else None), None
-
-
-def _look_and_learn(job: tuple[str, str, int, int]) -> tuple[FileEntry, None, str | None]:
-    """The byte-level look at one runtime file, and for a consumer candidate its parse."""
-    entry, data, why = _look(job)
-    if data is None:
-        return entry, None, why
-    return analysed(entry, job[0], data), None, None
+        entry = FileEntry(size, mtime_ns, None, False, (), error=str(exc), parsed=True)
+        return entry, None, None, f"cannot read ({exc.strerror})"
+    key = digest(rel, data)
+    if store is not None and store.has(key):
+        return None, key, None, None
+    entry = look(data, len(data), mtime_ns, key)
+    entry.dirty = True
+    if not entry.wanted:
+        return entry, key, None, None
+    if learn_now is not None:
+        return analysed(entry, rel, data, None, learn_now), key, None, None
+    return entry, key, data, None
 
 
 def _analyse(
-    root: str, rel: str, entry: FileEntry, data: bytes | None, calls_in: list[Entry]
-) -> FileEntry | None:
+    root: str,
+    store: Store,
+    parser: Callable[[str, bytes], Parsed | str],
+    rel: str,
+    entry: FileEntry,
+    data: bytes | None,
+    asked: Any,
+) -> FileEntry | str | None:
+    """One file's parse, learnt in a helper: the entry; or the digest, when the file had
+    not been read and the store has its bytes; or None when it cannot be read."""
     if data is None:
         try:
             data = read_file(os.path.join(root, rel), entry.size)
         except OSError:
             return None
-    return analysed(entry, rel, data, calls_in)
+    if entry.digest is None:
+        key = digest(rel, data)
+        if store.has(key):
+            return key
+        entry.digest, entry.size = key, len(data)
+    return analysed(entry, rel, data, asked, parser)

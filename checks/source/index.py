@@ -1,11 +1,13 @@
-"""A lazy index over one SGLang tree, and the tree-wide answers an audit asks of it.
+"""A lazy index over one SGLang tree, and the tree-wide answers the checks ask of it.
 
 `TreeIndex` is what every check is handed. It composes the concepts, each in its module:
-the files (`source/files.py`: walk, byte-level look, parse cache, parsing on demand), the
-classes (`source/classes.py`: names, bases, where an attribute comes from, the registry), the
-runtime's uses of the model (`reach.py`) and the flags guarding them (`reach/flags.py`), and the
-answers that hold while no file changes (`answers.py`). A run whose questions were answered
-before (and whose tree is unchanged) reads only the answers: the files are never walked.
+the files (`source/files.py`: walk, byte-level look, facts store, parsing on demand), the
+classes (`source/classes.py`: names, bases, where an attribute comes from, the registry), and
+the answers that hold while no file changes (`answers.py`). What the checks learn of the tree
+(the runtime's uses of the model, `reach/resolve.py`; the flags guarding them,
+`reach/flags.py`) are functions of their own layers over it, kept as its answers. A run whose
+questions were answered before (and whose tree is unchanged) reads only the answers: the
+files are never walked.
 """
 
 from __future__ import annotations
@@ -15,13 +17,10 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.reach.conditions import Cond
-from eaglebug.checks.reach.flags import search_flags
-from eaglebug.checks.reach.resolve import ResolvedUse, resolve_consumers
-from eaglebug.checks.source.answers import MISSING, Answers
+from eaglebug.checks.source.answers import Answers
 from eaglebug.checks.source.classes import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
 from eaglebug.checks.source.classfacts import ModuleFacts
 from eaglebug.checks.source.external import (
@@ -31,7 +30,7 @@ from eaglebug.checks.source.external import (
     ExternalRule,
     registry_rule,
 )
-from eaglebug.checks.source.facts import FileEntry, Parsed
+from eaglebug.checks.source.facts import Fact, FileEntry, Missing, Parsed
 from eaglebug.checks.source.files import Mapper, SourceFiles, in_process
 from eaglebug.checks.source.package import PackageFiles
 from eaglebug.checks.source.tree import SglangTree
@@ -43,7 +42,6 @@ __all__ = [
     "FileEntry",
     "Mapper",
     "Provider",
-    "ResolvedUse",
     "TreeIndex",
 ]
 
@@ -121,46 +119,33 @@ class TreeIndex:
             return external.parse(rel)
         return self.files.parse(rel)
 
-    def remember(self, rel: str, key: str, value: object) -> None:
-        """Keep a fact derived from one file in the cache, invalidated with the file."""
-        self.files.remember(rel, key, value)
+    def remember(self, rel: str, fact: Fact[T], value: T) -> None:
+        """Keep a fact derived from one file, with the file's other facts (by its bytes)."""
+        self.files.remember(rel, fact, value)
+
+    def recall(self, rel: str, fact: Fact[T]) -> T | Literal[Missing.MISSING]:
+        """A fact kept for one file, by this run or any run that read the same bytes."""
+        return self.files.recall(rel, fact)
 
     def save(self) -> None:
         self.files.save()
         self.answers.save()
 
     # -- tree-wide answers ----------------------------------------------------------------
-    def answer(self, key: str, compute: Callable[[], T]) -> T:
-        """A tree-wide answer, computed once per state of the tree (see `answers.py`)."""
-        return self.answers.answer(key, self.warnings, compute)
+    def answer(self, key: str, kind: object, compute: Callable[[], T]) -> T:
+        """A tree-wide answer of type `kind`, computed once per state of the tree (see
+        `answers.py`)."""
+        return self.answers.answer(key, kind, self.warnings, compute)
 
-    def answer_for(self, prefix: str, subject: list[Any], compute: Callable[[], T], keep: int) -> T:
+    def answer_for(
+        self, prefix: str, subject: list[Any], kind: object, compute: Callable[[], T], keep: int
+    ) -> T:
         """A tree answer keyed by what one run depends on (`subject`, JSON-able), the newest
         `keep` of `prefix` kept: a warm preflight of the same launch runs nothing again."""
         text = json.dumps(subject, sort_keys=True, default=str)
-        found = self.answer(f"{prefix}{hashlib.sha256(text.encode()).hexdigest()}", compute)
+        found = self.answer(f"{prefix}{hashlib.sha256(text.encode()).hexdigest()}", kind, compute)
         self.answers.drop_oldest(prefix, keep)
         return found
-
-    def consumers(self) -> list[ResolvedUse]:
-        """Every use of a runner's model that the runtime reaches."""
-        return self.answer("consumers", lambda: resolve_consumers(self.files))
-
-    def flags(self, names: set[str]) -> dict[str, list[tuple[Cond, ...]]]:
-        """Attribute name -> the conditions under which the runtime sets it to something truthy."""
-        table: dict[str, list[tuple[Cond, ...]]] = {}
-        for name in names:
-            known = self.answers.get(f"flags:{name}", self.warnings)
-            if known is not MISSING:
-                table[name] = cast(list[tuple[Cond, ...]], known)
-        wanted = frozenset(n for n in names if n not in table and n.isidentifier())
-        if wanted:
-            mark = len(self.warnings)
-            found = search_flags(self.files, wanted)
-            for name in wanted:
-                self.answers.put(f"flags:{name}", found[name], self.warnings[mark:])
-            table.update(found)
-        return table
 
     # -- classes, for the front ends ----------------------------------------------------------
     def use_model_config(self, config: Mapping[str, object]) -> None:
@@ -177,13 +162,15 @@ class TreeIndex:
         return self.classes.exporters_of(name)
 
 
-def parsed_with(index: TreeIndex, rel: str, needle: str) -> Parsed | None:
-    """A file's syntax tree, parsed only if its bytes contain `needle` (most files do not)."""
+def parsed_with(index: TreeIndex, rel: str, *needles: str) -> Parsed | None:
+    """A file's syntax tree, parsed only if its bytes contain one of `needles` (most files do
+    not): the byte prefilter every reader of the tree uses, served by the index's parse cache
+    and held bytes (each file read once, parsed once) and bound by its limits."""
     peeked = index.files.peek(rel)
     if peeked is not None:
-        return peeked if needle in peeked.text else None
+        return peeked if any(n in peeked.text for n in needles) else None
     data = index.files.source(rel)
-    if data is None or needle.encode() not in data:
+    if data is None or not any(n.encode() in data for n in needles):
         return None
     index.files.keep_source(rel, data)
     return index.parse_file(rel)

@@ -12,7 +12,7 @@ import zlib
 
 from eaglebug.checks.source.classfacts import ModuleFacts
 from eaglebug.checks.source.external import ExternalPackage, ExternalRule
-from eaglebug.checks.source.facts import Parsed, learn, module_name, parse, prefilter
+from eaglebug.checks.source.facts import FileEntry, Parsed, learn, module_name, parse
 from eaglebug.checks.source.files import read_file
 from eaglebug.checks.source.walk import Stamp, list_tree
 
@@ -65,7 +65,7 @@ class PackageFiles:
             if parsed is None:
                 self._facts[rel] = None
             else:
-                entry = prefilter(b"", self._sizes[rel], 0)
+                entry = FileEntry(self._sizes[rel], 0, None, False, ())
                 learn(entry, rel, parsed)
                 self._facts[rel] = entry.facts
         return self._facts[rel]

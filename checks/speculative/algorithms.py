@@ -26,7 +26,7 @@ from eaglebug.checks.pyeval.values import (
     alternatives,
 )
 from eaglebug.checks.source.classfacts import dotted
-from eaglebug.checks.source.facts import module_name
+from eaglebug.checks.source.facts import MISSING, Fact, module_name
 from eaglebug.checks.source.index import TreeIndex
 
 ENUM_NAME = "SpeculativeAlgorithm"
@@ -55,6 +55,9 @@ class AlgorithmFacts:
             f"unknown speculative algorithm {name!r} for this SGLang tree",
             f"choose one of: {known}",
         )
+
+
+_FACT: Fact[AlgorithmFacts] = Fact("algorithms", AlgorithmFacts)  # kept with the enum's file
 
 
 def _members(cls: ast.ClassDef) -> list[str]:
@@ -185,20 +188,21 @@ def _dispatch(machine: Machine, cls: ClassVal, member: Any) -> set[str]:
 
 def algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
     """The tree's algorithms (a tree answer: the enum's file is found without a walk)."""
-    return index.answer("algorithms", lambda: _algorithm_facts(index))
+    return index.answer("algorithms", AlgorithmFacts, lambda: _algorithm_facts(index))
 
 
 def _algorithm_facts(index: TreeIndex) -> AlgorithmFacts:
     for rel, entry in index.entries.items():
         if ENUM_NAME not in entry.class_names:
             continue
-        facts = entry.derived.get("algorithms")
-        if not isinstance(facts, AlgorithmFacts):
-            parsed = index.parse_file(rel)
-            facts = _read(index, rel, parsed.tree) if parsed else None
-            if facts is None:
-                continue
-            index.remember(rel, "algorithms", facts)
+        kept = index.recall(rel, _FACT)
+        if kept is not MISSING:
+            return kept
+        parsed = index.parse_file(rel)
+        facts = _read(index, rel, parsed.tree) if parsed else None
+        if facts is None:
+            continue
+        index.remember(rel, _FACT, facts)
         return facts
     # A tree too old or too new to read: the audit still runs, without worker scoping.
     return AlgorithmFacts(("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"), {}, {}, None)

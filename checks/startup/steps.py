@@ -92,7 +92,7 @@ def _first_named(
 def _cached_step(index: TreeIndex, trace: StartupTrace, place: Place) -> Step | None:
     """A tree answer: a warm run finds the step without parsing the file of the place."""
     key = f"step:{trace.algorithm}:{place.file}:{place.line}:{place.role}"
-    return index.answer(key, lambda: step_at(index, trace, place))
+    return index.answer(key, Step | None, lambda: step_at(index, trace, place))
 
 
 def _step(trace: StartupTrace, counter: int, place: Place) -> Step:

@@ -22,6 +22,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from eaglebug.checks.reach.consumers import is_candidate
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import ModuleFacts, dotted, resolve_relative
 from eaglebug.checks.source.index import TreeIndex
@@ -218,7 +219,7 @@ class _Tracer:
             entry = self.index.entries.get(rel)
             data = self.index.files.source(rel) or b""
             known = self.on_way[rel] = bool(
-                (entry is not None and entry.consumer_candidate) or _RUNNER_RE.search(data)
+                (entry is not None and is_candidate(entry)) or _RUNNER_RE.search(data)
             )
         return known
 
@@ -529,4 +530,6 @@ def startup_trace(
     index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]
 ) -> StartupTrace:
     """The tree's start-up under `algorithm` (a tree answer)."""
-    return index.answer(f"startup:{algorithm}", lambda: walk(index, algorithm, worker_classes))
+    return index.answer(
+        f"startup:{algorithm}", StartupTrace, lambda: walk(index, algorithm, worker_classes)
+    )

@@ -63,7 +63,7 @@ def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
 
 def kept(answers: Answers, reply_key: str) -> Reply | None:
     """The reply kept under this key, if the folders it read are as they were."""
-    value = answers.get(reply_key, [])
+    value = answers.get(reply_key, [], Reply)
     if value is MISSING or not isinstance(value, Reply):
         return None
     if any(folder_stamp(stamp[0]) != stamp for stamp in value.folders):
@@ -77,7 +77,7 @@ _KEPT = 8
 
 
 def keep(answers: Answers, reply_key: str, reply: Reply) -> None:
-    answers.put(reply_key, reply, [])
+    answers.put(reply_key, reply, [], Reply)
     command = reply_key[: reply_key.index(":", len(_PREFIX)) + 1]  # "reply:preflight:"
     answers.drop_oldest(command, _KEPT)
     answers.save()

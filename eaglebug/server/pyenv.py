@@ -67,11 +67,11 @@ def external_for_launch(words: Sequence[str], environ: Mapping[str, str]) -> Ext
     """The out-of-tree model package a launch's SGLANG_EXTERNAL_MODEL_PACKAGE names, found on
     that launch's PYTHONPATH and then its own interpreter's path (this one's, when it is the
     same python or cannot be asked)."""
-    from eaglebug.checks import ENV_VAR, for_launch
+    from eaglebug.checks import ENV_VAR
 
     if ENV_VAR not in environ and not any(ENV_VAR in word for word in words):
         return None  # the common case, decided before the launch parser loads
-    from eaglebug.checks import env_and_argv
+    from eaglebug.checks import env_and_argv, for_launch
 
     additions, argv = env_and_argv(words)
     env = {**environ, **additions}

@@ -1,0 +1,141 @@
+"""A user upgrades SGLang: how long the first preflight of the new release takes next to grep.
+
+Why: most files of one release are byte-identical in the next, and the facts store keys each
+file's facts by the hash of its path and bytes (`checks/source/store.py`), so a second
+release should be mostly warm (issue 21). This measures, in the same run and on the same
+machine, as separate processes from compiled bytecode (the helpers of `audit_vs_grep.py`):
+
+    grep -rn over the new tree                                   the baseline
+    preflight of the new release, fresh cache                    cold, for reference
+    preflight of the new release after one of the old release    <= 2x grep (the goal)
+    the same for `audit`                                         information
+
+Each "second" run gets a fresh cache folder filled by one untimed run of the old release (the
+same seed launch: Kimi-K2.5 + EAGLE-3, --tp 8, as `preflight.py`); best of N, worst RSS.
+A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails outright.
+
+    python bench/second_release.py [--old 0.5.22] [--new 0.5.23] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from audit_vs_grep import (
+    REPO,
+    RSS_GOAL_MB,
+    AuditFailed,
+    Run,
+    audit_argv,
+    run_audit,
+    time_grep,
+    verdict,
+)
+from preflight import preflight_argv, write_models
+
+GOAL = 2.0  # second-release preflight seconds / grep seconds
+
+
+def _release(version: str) -> Path:
+    sys.path.insert(0, str(REPO))
+    from tests.sglang_releases import release
+
+    return release(version)
+
+
+def _second(old: list[str], new: list[str], runs: int, scratch: Path, tag: str) -> list[Run]:
+    """`new` after `old`, each pair with its own fresh cache."""
+    results = []
+    for i in range(runs):
+        home = scratch / f"{tag}-{i}"
+        home.mkdir()
+        run_audit(old, scratch, home)
+        results.append(run_audit(new, scratch, home))
+        shutil.rmtree(home)
+    return results
+
+
+def _cold(argv: list[str], runs: int, scratch: Path, tag: str) -> list[Run]:
+    results = []
+    for i in range(runs):
+        home = scratch / f"{tag}-cold-{i}"
+        home.mkdir()
+        results.append(run_audit(argv, scratch, home))
+        shutil.rmtree(home)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
+    parser.add_argument("--old", default="0.5.22", help="the release first audited")
+    parser.add_argument("--new", default="0.5.23", help="the release upgraded to")
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help="timed runs (default 3)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    old_tree, new_tree = _release(args.old), _release(args.new)
+    grep_s = time_grep(new_tree, args.runs)
+    with tempfile.TemporaryDirectory(prefix="eaglebug-bench-") as tmp:
+        scratch = Path(tmp)
+        target, draft = write_models(scratch)
+        flights = [preflight_argv(t, target, draft) for t in (old_tree, new_tree)]
+        audits = [audit_argv(t, "KimiK25ForConditionalGeneration") for t in (old_tree, new_tree)]
+        try:
+            warm = scratch / "compile"
+            warm.mkdir()
+            for argv_ in (*flights, *audits):  # compiles the bytecode
+                run_audit(argv_, scratch, warm)
+            cold = _cold(flights[1], args.runs, scratch, "preflight")
+            second = _second(*flights, args.runs, scratch, "preflight")
+            audit_cold = _cold(audits[1], args.runs, scratch, "audit")
+            audit_second = _second(*audits, args.runs, scratch, "audit")
+        except AuditFailed as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    best = {name: min(r.seconds for r in rs) for name, rs in (
+        ("cold", cold), ("second", second), ("audit_cold", audit_cold),
+        ("audit_second", audit_second),
+    )}  # fmt: skip
+    rss = max(r.max_rss_mb for r in (*cold, *second, *audit_cold, *audit_second))
+    ratio = best["second"] / grep_s
+    rows = [
+        ("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", ""),
+        (
+            "preflight cold (best)",
+            f"{best['cold']:.3f} s",
+            f"info: {best['cold'] / grep_s:.2f}x",
+            "",
+        ),
+        (
+            f"preflight {args.new} after {args.old}",
+            f"{best['second']:.3f} s",
+            f"<= {GOAL:g}x grep: {ratio:.2f}x",
+            verdict(ratio <= GOAL),
+        ),
+        (
+            "audit cold (best)",
+            f"{best['audit_cold']:.3f} s",
+            f"info: {best['audit_cold'] / grep_s:.2f}x",
+            "",
+        ),
+        (
+            f"audit {args.new} after {args.old}",
+            f"{best['audit_second']:.3f} s",
+            f"info: {best['audit_second'] / grep_s:.2f}x",
+            "",
+        ),
+        ("peak RSS (max)", f"{rss:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss <= RSS_GOAL_MB)),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    print(f"old: {old_tree}\nnew: {new_tree}\nruns: {args.runs} (best time, worst RSS)")
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

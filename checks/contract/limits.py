@@ -1,0 +1,55 @@
+"""Every limit on what eaglebug reads from outside, in one place, with why it is where it is.
+
+Why: nothing eaglebug reads may take a shared GPU box's memory or a minute of its time (issue
+21, 24). Each limit sits well above what the real material needs (measured on SGLang 0.5.9 to
+0.5.23 and on public checkpoints) and far below what would hurt; an input over a limit is
+skipped with one warning line that names it and the limit, and the rest is checked as usual.
+"""
+
+from __future__ import annotations
+
+# -- the audited tree's source files (`checks/source/`) ---------------------------------------
+# The largest `.py` file of any SGLang release so far is 327 KB (0.5.14's server_args.py): a
+# file over this is generated data, not code the runtime's model interface lives in. It is
+# skipped unread (a 10 MB one-line file took 5 GB to parse).
+SOURCE_FILE_BYTES = 1 << 20
+# The longest line of any release is 1,475 characters; byte-level scans work line by line.
+SOURCE_LINE_CHARS = 10_000
+# A parsed file's syntax tree costs ~270 bytes per node in memory (~400 at the parse's peak).
+# Before parsing, the nodes are bounded by the punctuation that separates them (commas,
+# brackets, dots, colons, `=`, line ends: about 0.4 to 2.2 nodes each in real files); the
+# largest release file has ~20,000 such marks and ~48,000 nodes. 80,000 marks keep any one
+# parse under ~80 MB, where a one-line list of a million numbers would take 400 MB.
+SOURCE_MARKS = 80_000
+SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
+# Parsed trees kept in memory at once (`source/files.py`), counted by their source's size (a
+# tree takes ~25x that): the seed preflight on 0.5.23 parses ~5.8 MB of source in its main
+# process; with 5 MB kept, each file is parsed once (at 4 MB, 0.5 MB is parsed again) and the
+# run peaks at ~190 MB.
+PARSED_SOURCE_BYTES = 5_000_000
+
+# -- model folders (`checks/models/`, `checks/memory/`) ----------------------------------------
+# A model's config.json is a few KB (the largest public ones, with quantization tables per
+# layer, reach a few hundred KB).
+CONFIG_FILE_BYTES = 8 << 20
+# model.safetensors.index.json maps each tensor to its shard: ~90 bytes a tensor, so ~8 MB for
+# the ~90,000 tensors of a 600 B MoE checkpoint.
+MODEL_INDEX_BYTES = 64 << 20
+# A safetensors header lists a shard's tensors: ~100-300 KB for a shard of a 600 B model, a
+# few MB for a single-file checkpoint with every expert. The format allows 100 MB, which
+# parsed as JSON would take ~1 GB; a header over this limit is refused with a warning.
+SAFETENSORS_HEADER_BYTES = 32 << 20
+
+# -- eaglebug's own caches (`checks/source/cache.py`) -------------------------------------------
+# A cache file bigger than this is not read (a miss): the facts of two whole releases take
+# ~20 MB, and a planted or runaway file must not be read whole.
+CACHE_FILE_BYTES = 128 << 20
+# The content-addressed facts store is trimmed (least recently used entries first) to this
+# size when it is written: enough for the facts of a few releases and checkouts at once.
+FACTS_STORE_BYTES = 64 << 20
+
+
+def mib(n: int) -> str:
+    """A byte count for a warning line ("1 MiB", "9.5 MiB")."""
+    value = n / (1 << 20)
+    return f"{value:.0f} MiB" if value >= 10 or value == int(value) else f"{value:.1f} MiB"
