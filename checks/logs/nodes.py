@@ -33,12 +33,34 @@ def node_tag(path: Path, position: int) -> str:
     return f"node{position}"
 
 
+# Lines read from one log per opening: the merge holds one such batch per log, and a log is
+# open only while its batch is read (300 nodes' logs under `ulimit -n 128` are merged too).
+BATCH_CHARS = 64 * 1024
+
+
 def _lines(path: Path, order: int) -> Iterator[tuple[str, int, int, str]]:
     """(time, file order, line number, line) for each line; untimed lines take the time of
-    the line before them, so the merge keeps them where they were."""
+    the line before them, so the merge keeps them where they were. The file is opened for
+    each batch of lines and closed before they are merged, never held open across the merge."""
     last = _NO_TIME
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
-        for number, line in enumerate(stream, 1):
+    number = 0
+    position = 0
+    while True:
+        batch: list[str] = []
+        size = 0
+        with path.open("r", encoding="utf-8", errors="replace", newline="") as stream:
+            stream.seek(position)
+            while size < BATCH_CHARS:
+                line = stream.readline()
+                if not line:
+                    break
+                batch.append(line)
+                size += len(line)
+            position = stream.tell()
+        if not batch:
+            return
+        for line in batch:
+            number += 1
             match = PREFIX_RX.match(line)
             if match is not None:
                 last = match.group("ts")

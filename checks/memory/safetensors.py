@@ -11,11 +11,12 @@ LFS pointer, a truncated download) gives the reason instead, for the caller to f
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from eaglebug.checks.contract.numbers import NotJson, int_value, strict_json
 
 _LFS = b"version https://git-lfs"
 _MAX_HEADER_BYTES = 256 << 20  # the format's own limit is 100 MB; anything larger is damage
@@ -52,8 +53,8 @@ def header_sizes(path: Path) -> dict[str, int] | str:
     except OSError as error:
         return f"{path.name} cannot be read ({error.strerror or error})"
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+        header = strict_json(raw)
+    except NotJson:
         return f"{path.name}'s safetensors header is not JSON"
     if not isinstance(header, dict):
         return f"{path.name}'s safetensors header is not a table of tensors"
@@ -62,15 +63,16 @@ def header_sizes(path: Path) -> dict[str, int] | str:
         if name == "__metadata__":
             continue
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets)
-        ):
+        begin, end = (
+            (int_value(offsets[0], lo=0), int_value(offsets[1], lo=0))
+            if isinstance(offsets, list) and len(offsets) == 2
+            else (None, None)
+        )
+        if begin is None or end is None or end < begin:
             return f"{path.name}: tensor {name} has no data_offsets"
-        if offsets[1] + 8 + length > size:
+        if end + 8 + length > size:
             return f"{path.name} is shorter than its header says (truncated download?)"
-        sizes[name] = offsets[1] - offsets[0]
+        sizes[name] = end - begin
     return sizes
 
 
@@ -78,8 +80,8 @@ def _shard_files(model_dir: Path) -> list[Path] | str:
     index_file = model_dir / "model.safetensors.index.json"
     if index_file.is_file():
         try:
-            index = json.loads(index_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            index = strict_json(index_file.read_bytes())
+        except (OSError, NotJson):
             return "model.safetensors.index.json is not readable JSON"
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:

@@ -39,21 +39,35 @@ def list_tree(root: str, top: str) -> Listing:
         try:
             with os.scandir(folder) as it:
                 for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name != "__pycache__" and not entry.name.startswith("."):
-                            stack.append(entry.path)
-                            folders.append((entry.path[root_len:], _mtime(entry.path)))
-                    elif entry.name.endswith(".py"):
-                        if entry.is_file():  # a FIFO or device named *.py never ends
-                            try:
-                                stat = entry.stat()
-                            except OSError:
-                                continue
-                            rel = entry.path[root_len:].replace(os.sep, "/")
-                            found.append((rel, stat.st_size, stat.st_mtime_ns))
-                        elif not entry.is_dir():
-                            rel = os.path.relpath(entry.path, root)
-                            found.append(f"{rel}: skipped, not a regular file")
+                    _entry(entry, root, root_len, stack, found, folders)
         except OSError as exc:
             found.append(f"{folder}: cannot list ({exc.strerror})")
     return Listing(tuple(found), tuple(folders))
+
+
+def _entry(
+    entry: os.DirEntry[str],
+    root: str,
+    root_len: int,
+    stack: list[str],
+    found: list[Stamp | str],
+    folders: list[tuple[str, int]],
+) -> None:
+    """One entry of a folder. An entry that cannot be stat'ed (a symlink loop: `a.py -> b.py
+    -> a.py`) is a warning of its own, never the loss of the folder's other files (a user's
+    wrapper beside it would go unaudited)."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__" and not entry.name.startswith("."):
+                stack.append(entry.path)
+                folders.append((entry.path[root_len:], _mtime(entry.path)))
+        elif entry.name.endswith(".py"):
+            if entry.is_file():  # a FIFO or device named *.py never ends
+                stat = entry.stat()
+                rel = entry.path[root_len:].replace(os.sep, "/")
+                found.append((rel, stat.st_size, stat.st_mtime_ns))
+            elif not entry.is_dir():
+                rel = os.path.relpath(entry.path, root)
+                found.append(f"{rel}: skipped, not a regular file")
+    except OSError as exc:
+        found.append(f"{os.path.relpath(entry.path, root)}: skipped ({exc.strerror})")

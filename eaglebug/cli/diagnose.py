@@ -12,8 +12,6 @@ human summary is printed.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,10 +27,12 @@ from eaglebug.checks import (
     finding_json,
     has_errors,
     low_acceptance,
+    one_line,
     read_memory_file,
     regular_file,
     reports_in,
 )
+from eaglebug.cli.output import write_json
 from eaglebug.cli.view import finding_lines, markup
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
             data["memory_predicted"] = prediction
         if nodes is not None:
             data["nodes"] = nodes
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        write_json(data)
     else:
         shown = path if nodes is None else Path(" + ".join(str(each) for each in paths))
         print_diagnosis(shown, analyzer, findings, memory=memory, prediction=prediction)
@@ -168,9 +168,10 @@ def _console() -> Console:
 
 
 def _escape(text: str) -> str:
+    """A log's text for Rich markup: brackets escaped, terminal-safe (`one_line`)."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(one_line(text))
 
 
 def _print_finding(console: Console, f: Finding) -> None:
