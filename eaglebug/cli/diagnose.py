@@ -36,6 +36,8 @@ from eaglebug.cli.output import write_json
 from eaglebug.cli.view import finding_lines, markup
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -94,6 +96,11 @@ def acceptance_reports(path: Path) -> list[Report]:
     return reports_in(text)
 
 
+# The wall clock `diagnose` measures a log's silence by; a test sets its own (a stall test that
+# read the real clock would depend on how loaded the machine is).
+wall_clock: Callable[[], float] = time.time
+
+
 def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> float | None:
     """How long the log has been silent: since the file last changed, if its last timestamp
     agrees with that (a copied log's mtime is the copy's, and then nobody can tell)."""
@@ -107,7 +114,7 @@ def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> fl
         return None
     if abs(mtime - stamped) > SAME_CLOCK_S:
         return None
-    return max(0.0, (time.time() if now is None else now) - mtime)
+    return max(0.0, (wall_clock() if now is None else now) - mtime)
 
 
 def diagnose_command(args: argparse.Namespace) -> int:
