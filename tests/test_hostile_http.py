@@ -106,7 +106,8 @@ def test_probe_timeout_is_the_whole_probe(capsys: pytest.CaptureFixture[str]) ->
     and two server-info routes, each allowed its own timeout: 90 s with the default)."""
     with HostileServer("trickle") as server:
         run = cli(capsys, "probe", "--url", server.url, "--timeout", "2")
-    refused(run, "no whole answer within 2 s", "--timeout")
+    # what was left of the 2 s when the first request went (a loaded machine: 1.99 s)
+    refused(run, "/server_info gave no whole answer within", "--timeout")
     assert server.paths == ["/server_info"]
 
 

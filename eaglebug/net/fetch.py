@@ -32,7 +32,9 @@ from typing import Any
 
 from eaglebug.checks import one_line
 
-MAX_BYTES = 16 * 2**20  # a Prometheus answer for a few hundred GPUs is well under 1 MB
+MAX_BYTES = (
+    4 * 2**20
+)  # a Prometheus answer for a thousand GPUs, or SGLang's /metrics, is under 1 MB
 _CHUNK = 64 * 1024
 
 
