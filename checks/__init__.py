@@ -39,8 +39,13 @@ if TYPE_CHECKING:
     from eaglebug.checks.contract.fixes import flag_of as flag_of
     from eaglebug.checks.contract.inputs import regular_file as regular_file
     from eaglebug.checks.contract.numbers import MAX_DIGITS as MAX_DIGITS
+    from eaglebug.checks.contract.numbers import NotJson as NotJson
+    from eaglebug.checks.contract.numbers import float_text as float_text
     from eaglebug.checks.contract.numbers import float_value as float_value
+    from eaglebug.checks.contract.numbers import int_text as int_text
     from eaglebug.checks.contract.numbers import int_value as int_value
+    from eaglebug.checks.contract.numbers import python_json as python_json
+    from eaglebug.checks.contract.numbers import strict_json as strict_json
     from eaglebug.checks.interface.audit import AuditResult as AuditResult
     from eaglebug.checks.interface.audit import ClassReport as ClassReport
     from eaglebug.checks.interface.audit import audit as audit
@@ -59,6 +64,8 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.acceptance import THRESHOLD as THRESHOLD
     from eaglebug.checks.logs.acceptance import AcceptanceRules as AcceptanceRules
     from eaglebug.checks.logs.acceptance import Report as Report
+    from eaglebug.checks.logs.acceptance import accept_length as accept_length
+    from eaglebug.checks.logs.acceptance import accept_rate as accept_rate
     from eaglebug.checks.logs.acceptance import from_cumulative as from_cumulative
     from eaglebug.checks.logs.acceptance import from_metrics as from_metrics
     from eaglebug.checks.logs.acceptance import low_acceptance as low_acceptance
@@ -134,6 +141,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "MemoryLog": ("eaglebug.checks.logs.memory", "MemoryLog"),
     "ModelSource": ("eaglebug.checks.models.source", "ModelSource"),
     "NO_ANSWER": ("eaglebug.checks.source.answers", "MISSING"),
+    "NotJson": ("eaglebug.checks.contract.numbers", "NotJson"),
     "Patch": ("eaglebug.checks.interface.patching", "Patch"),
     "PatchFix": ("eaglebug.checks.contract.fixes", "PatchFix"),
     "PreflightResult": ("eaglebug.checks.orchestrator", "PreflightResult"),
@@ -147,6 +155,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "THRESHOLD": ("eaglebug.checks.logs.acceptance", "THRESHOLD"),
     "TRAILER": ("eaglebug.checks.interface.patching", "TRAILER"),
     "TreeIndex": ("eaglebug.checks.source.index", "TreeIndex"),
+    "accept_length": ("eaglebug.checks.logs.acceptance", "accept_length"),
+    "accept_rate": ("eaglebug.checks.logs.acceptance", "accept_rate"),
     "analyze_file": ("eaglebug.checks.logs.parse", "analyze_file"),
     "analyze_nodes": ("eaglebug.checks.logs.nodes", "analyze_nodes"),
     "architecture": ("eaglebug.checks.models.config", "architecture"),
@@ -159,10 +169,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "find_class": ("eaglebug.checks.source.index", "find_class"),
     "finding_json": ("eaglebug.checks.logs.parse", "finding_json"),
     "flag_of": ("eaglebug.checks.contract.fixes", "flag_of"),
+    "float_text": ("eaglebug.checks.contract.numbers", "float_text"),
     "for_launch": ("eaglebug.checks.launch.external", "for_launch"),
     "from_cumulative": ("eaglebug.checks.logs.acceptance", "from_cumulative"),
     "from_metrics": ("eaglebug.checks.logs.acceptance", "from_metrics"),
     "has_errors": ("eaglebug.checks.contract.findings", "has_errors"),
+    "int_text": ("eaglebug.checks.contract.numbers", "int_text"),
     "line_ranks": ("eaglebug.checks.logs.nodes", "line_ranks"),
     "list_tree": ("eaglebug.checks.source.walk", "list_tree"),
     "locate": ("eaglebug.checks.source.tree", "locate"),
@@ -173,6 +185,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "parse_gpu_arch": ("eaglebug.checks.launch.gpuarch", "parse_gpu_arch"),
     "plan_patches": ("eaglebug.checks.interface.patching", "plan_patches"),
     "preflight": ("eaglebug.checks.orchestrator", "preflight"),
+    "python_json": ("eaglebug.checks.contract.numbers", "python_json"),
     "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
     "read_memory_file": ("eaglebug.checks.logs.parse", "read_memory_file"),
@@ -184,6 +197,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "stamp_key": ("eaglebug.checks.source.package", "stamp_key"),
     "support_matrix": ("eaglebug.checks.matrix.table", "support_matrix"),
     "step_text": ("eaglebug.checks.startup.steps", "step_text"),
+    "strict_json": ("eaglebug.checks.contract.numbers", "strict_json"),
     "with_flags": ("eaglebug.checks.launch.words", "with_flags"),
     "with_nodes": ("eaglebug.checks.logs.nodes", "with_nodes"),
 }
@@ -221,6 +235,7 @@ __all__ = [
     "Matrix",
     "MemoryLog",
     "ModelSource",
+    "NotJson",
     "Patch",
     "PatchFix",
     "PreflightResult",
@@ -230,6 +245,8 @@ __all__ = [
     "SglangTree",
     "Step",
     "TreeIndex",
+    "accept_length",
+    "accept_rate",
     "analyze_file",
     "analyze_nodes",
     "architecture",
@@ -242,11 +259,13 @@ __all__ = [
     "find_class",
     "finding_json",
     "flag_of",
+    "float_text",
     "float_value",
     "for_launch",
     "from_cumulative",
     "from_metrics",
     "has_errors",
+    "int_text",
     "int_value",
     "line_ranks",
     "list_tree",
@@ -258,6 +277,7 @@ __all__ = [
     "parse_gpu_arch",
     "plan_patches",
     "preflight",
+    "python_json",
     "rank_summary",
     "read_config",
     "read_memory_file",
@@ -268,6 +288,7 @@ __all__ = [
     "split_words",
     "stamp_key",
     "step_text",
+    "strict_json",
     "support_matrix",
     "with_flags",
     "with_nodes",

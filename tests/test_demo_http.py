@@ -68,7 +68,7 @@ def test_a_working_draft_answers_the_probe_with_about_three_tokens(
     record = _ready(scenario, server, scenario.launch_argv)
     url = url_of_launch(record.argv)
     assert url == f"http://127.0.0.1:{scenario.port}"
-    result = probe(url, max_new_tokens=64, timeout_s=5.0)
+    result = probe(url, max_new_tokens=64, timeout_s=30.0)
     assert result.accept_length == pytest.approx(3.2, abs=0.1)
     assert result.settings["speculative_algorithm"] == "EAGLE3"
     assert result.server_info is not None
@@ -86,7 +86,7 @@ def test_an_eagle3_draft_run_as_eagle_accepts_nothing_and_metrics_say_so(
     ]
     record = _ready(scenario, server, argv)
     url = url_of_launch(record.argv)
-    result = probe(url, max_new_tokens=32, timeout_s=5.0)
+    result = probe(url, max_new_tokens=32, timeout_s=30.0)
     assert result.accept_length == pytest.approx(1.0)
     with urllib.request.urlopen(f"{url}/metrics", timeout=5.0) as response:
         metrics = response.read().decode()

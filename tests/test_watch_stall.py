@@ -7,7 +7,6 @@ it by minutes between explicit beats (`step()`), as the threads would over real 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,11 @@ GRAPHS = (
     "[2026-01-30 10:37:12 TP0] Memory pool end. avail mem=14.02 GB\n"
     "[2026-01-30 10:37:13 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
 )
+
+
+# The wall clock a test pins for the watch (file times are compared with it); tests that leave
+# it the real one write their logs now, so the two agree.
+WALL_NOW = 1_769_769_434.0
 
 
 class Clock:
@@ -59,6 +63,7 @@ def watching(
     clock: Clock,
     memory: Clock | None = None,
     limits: dict[str, float] | None = None,
+    wall_clock: Clock | None = None,
 ) -> tuple[LaunchWatch, Collect]:
     got = Collect()
     watch = LaunchWatch(
@@ -68,6 +73,7 @@ def watching(
         memory_moved_at=memory,
         stall_limits=limits,
         clock=clock,
+        **({"wall_clock": wall_clock} if wall_clock is not None else {}),
     )
     return watch, got
 
@@ -144,9 +150,9 @@ def test_a_log_already_quiet_when_watched_counts_from_its_modification_time(
     workdir: Path,
 ) -> None:
     log = launch_log(workdir, LOADING + GRAPHS)
-    quiet = time.time() - 20 * MINUTE
+    quiet = WALL_NOW - 20 * MINUTE
     os.utime(log, (quiet, quiet))
-    watch, got = watching(workdir, Clock())
+    watch, got = watching(workdir, Clock(), wall_clock=Clock(WALL_NOW))
     watch.step()
     (message,) = stalled(got.snapshots[-1])
     assert "20 min in cuda_graph" in message

@@ -18,7 +18,12 @@ class InputError(Exception):
 
 def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped (a path may hold a
-    newline; the `error:` line must stay one line)."""
+    newline; the `error:` line must stay one line).
+
+    The one rendering of text from outside eaglebug for a terminal, in the CLI and the TUI:
+    a Prometheus label, a server's answer, a config's string or a log's line may hold an
+    escape sequence (`\x1b[2J` clears the screen, `\x1b]0;...` retitles it), and it is shown
+    as those characters, never obeyed. A tab is harmless and stays."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return "".join(ch if ch.isprintable() or ch == "\t" else ascii(ch)[1:-1] for ch in text)

@@ -78,25 +78,63 @@ def _refuse_constant(name: str) -> Any:
 
 def _capped_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_DIGITS:
-        raise NotJson(f"a {len(text)}-digit number")
+        raise NotJson(f"a {len(text.lstrip('-'))}-digit number")
     return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotJson(f"{text[:12]}{'...' if len(text) > 12 else ''} is out of a float's range")
+    return value
 
 
 def strict_json(text: str | bytes) -> Any:
     """`json.loads`, refusing what JSON does not allow but Python's reader takes (NaN,
-    Infinity) and integers too long to be a count; every failure is `NotJson`."""
+    Infinity, `1e400` read as infinity) and integers too long to be a count; every failure is
+    `NotJson`. For what eaglebug's own peers send: a server's answers, the state file."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_int=_capped_int)
+        return json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_int=_capped_int,
+            parse_float=_finite_float,
+        )
     except NotJson:
         raise
     except (ValueError, RecursionError) as exc:
-        raise NotJson(str(exc)) from None
+        raise NotJson(_why(exc)) from None
+
+
+def python_json(text: str | bytes) -> Any:
+    """JSON as Python's own reader takes it, NaN, Infinity and `1e400` included: a model's
+    `config.json`, which SGLang reads through transformers with that reader, so a NaN in a key
+    nobody reads does not stop a launch and must not stop a preflight. Only what that reader
+    refuses fails (a 5,000-digit integer: Python's 4,300-digit limit), as `NotJson`; every
+    number read out of it still goes through `int_value` / `float_value`."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise NotJson(_why(exc)) from None
+
+
+def _why(exc: ValueError | RecursionError) -> str:
+    """What was wrong, in the words of the JSON, not of Python's reader."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if "digits" in str(exc):  # Python's limit on the digits of an integer it converts
+        return "an integer of more than 4,300 digits"
+    return str(exc)
 
 
 _N = TypeVar("_N", int, float)
 
 
-def _bounded(value: _N, lo: _N | None, hi: _N | None) -> _N | None:
+def _bounded(value: _N, lo: float | None, hi: float | None) -> _N | None:
     if lo is not None and value < lo:
         return None
     if hi is not None and value > hi:

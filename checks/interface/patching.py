@@ -232,9 +232,12 @@ def _write_methods(original: bytes, ref: ClassRef, fixes: list[PatchFix]) -> byt
             AddImportsVisitor.add_needed_import(context, "typing", name)
         patched_module = AddImportsVisitor(context).transform_module(patched_module)
     patched = patched_module.code
+    # libcst writes the new methods with the file's own line ending (a CRLF file stays CRLF):
+    # the planned text, written with `\n`, is looked for with that ending.
+    newline = module.default_newline
     for fix in fixes:
         assert fix.method is not None
-        if fix.method.text not in patched:
+        if fix.method.text.replace("\n", newline) not in patched:
             raise _Unsupported(
                 f"the file's layout would change the planned text of {fix.attribute}"
             )

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -43,16 +44,19 @@ class LaunchSpec:
         return value if isinstance(value, str) else None
 
     def number(self, dest: str) -> float | None:
+        """A flag's value as a finite number (the one reader: `contract/numbers.py`); `nan`,
+        `inf` or `1e400` for a length or a size is refused here, as one line."""
         value = self.text(dest)
         if value is None:
             return None
-        try:
-            return float(value)
-        except ValueError:
+        number = float_text(value)
+        if number is None:
+            shown = value if len(value) <= 24 else f"{value[:20]}..."
+            option = self.spelled.get(dest, dest)
             raise InputError(
-                f"{self.spelled.get(dest, dest)} {value}: not a number",
-                "fix the value in the launch command",
-            ) from None
+                f"{option} {shown}: expected a finite number", f"fix {option} in the launch command"
+            )
+        return number
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The environment the server would see: ours, plus the words before the command."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from eaglebug.checks.contract.evidence import Cause, RuntimeEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
-from eaglebug.checks.contract.numbers import float_text
+from eaglebug.checks.contract.numbers import float_text, float_value
 from eaglebug.checks.source.index import TreeIndex
 
 THRESHOLD = 1.2  # below this for `REPORTS_NEEDED` reports in a row: the speed-up is gone
@@ -139,6 +139,22 @@ def _log_pattern(data: bytes) -> tuple[re.Pattern[str], int] | None:
     return re.compile(pattern), line_no
 
 
+# Far past the tokens per verify step of any draft (speculative_num_draft_tokens is a few, an
+# n-gram draft's a few dozen): a length beyond it, below 0, NaN or infinite measures nothing.
+MAX_ACCEPT_LENGTH = 1024.0
+
+
+def accept_length(value: object) -> float | None:
+    """An acceptance length as a reading, or None: what a log, a gauge or a server's JSON gives
+    goes through here (and the one number reader), so `nan`, `-3` or `1e400` is never shown."""
+    return float_value(value, lo=0.0, hi=MAX_ACCEPT_LENGTH)
+
+
+def accept_rate(value: object) -> float | None:
+    """An acceptance rate (a fraction of the draft's tokens) as a reading, or None."""
+    return float_value(value, lo=0.0, hi=1.0)
+
+
 @dataclass(frozen=True)
 class Report:
     """One acceptance report: the mean accepted tokens per verify step, and the rate."""
@@ -146,6 +162,12 @@ class Report:
     length: float
     rate: float | None
     source: str  # log | metrics | server_info | probe
+
+    @classmethod
+    def of(cls, length: object, rate: object, source: str) -> Report | None:
+        """A report from outside figures, or None when the length is no reading."""
+        reading = accept_length(length)
+        return cls(reading, accept_rate(rate), source) if reading is not None else None
 
 
 def _cause(
@@ -170,28 +192,20 @@ def _cause(
     return Cause(text, check, hit)
 
 
+def _from_match(m: re.Match[str]) -> Report | None:
+    rate = m.groupdict().get("rate")
+    return Report.of(float_text(m["length"]), float_text(rate) if rate else None, "log")
+
+
 def from_log_line(line: str, rules: AcceptanceRules = DEFAULT_RULES) -> Report | None:
     m = rules.log_rx.search(line)
-    return _report(m) if m is not None else None
+    return _from_match(m) if m is not None else None
 
 
 def reports_in(text: str, rules: AcceptanceRules = DEFAULT_RULES) -> list[Report]:
-    """Every decode-line report in `text`, oldest first (one whose length is no finite
-    number, a 5,000-digit one, is not a report)."""
-    out = []
-    for m in rules.log_rx.finditer(text):
-        report = _report(m)
-        if report is not None:
-            out.append(report)
-    return out
-
-
-def _report(m: re.Match[str]) -> Report | None:
-    length = float_text(m["length"], lo=0.0)
-    if length is None:
-        return None
-    rate = m.groupdict().get("rate")
-    return Report(length, float_text(rate, lo=0.0, hi=1.0) if rate else None, "log")
+    """Every decode-line report in `text`, oldest first."""
+    found = (_from_match(m) for m in rules.log_rx.finditer(text))
+    return [report for report in found if report is not None]
 
 
 def from_metrics(text: str, rules: AcceptanceRules = DEFAULT_RULES) -> Report | None:
@@ -202,19 +216,16 @@ def from_metrics(text: str, rules: AcceptanceRules = DEFAULT_RULES) -> Report | 
         if line.startswith("#") or not line.startswith("sglang:"):
             continue
         name = line.split("{", 1)[0].split(" ", 1)[0]
-        try:
-            value = float(line.rsplit(" ", 1)[1])
-        except (IndexError, ValueError):
-            continue
-        if name == rules.metric_length:
-            lengths.append(value)
-        elif name == rules.metric_rate:
-            rates.append(value)
+        value = float_text(line.rsplit(" ", 1)[-1])  # `NaN`, `+Inf`: no reading
+        if name == rules.metric_length and (length := accept_length(value)) is not None:
+            lengths.append(length)
+        elif name == rules.metric_rate and (rate := accept_rate(value)) is not None:
+            rates.append(rate)
     lengths = [v for v in lengths if v > 0]  # a gauge at 0 has not been set yet
     if not lengths:
         return None
-    rate = sum(rates) / len(rates) if rates else None
-    return Report(sum(lengths) / len(lengths), rate, "metrics")
+    mean_rate = sum(rates) / len(rates) if rates else None
+    return Report.of(sum(lengths) / len(lengths), mean_rate, "metrics")
 
 
 def from_cumulative(before: tuple[float, int] | None, now: tuple[float, int]) -> Report | None:
@@ -222,12 +233,13 @@ def from_cumulative(before: tuple[float, int] | None, now: tuple[float, int]) ->
     the steps between two polls is the difference, weighted by the steps."""
     average, steps = now
     if before is None:
-        return Report(average, None, "server_info") if steps > 0 else None
+        return Report.of(average, None, "server_info") if steps > 0 else None
     old_average, old_steps = before
     new_steps = steps - old_steps
     if new_steps <= 0:
         return None
-    return Report((average * steps - old_average * old_steps) / new_steps, None, "server_info")
+    difference = (average * steps - old_average * old_steps) / new_steps
+    return Report.of(difference, None, "server_info")
 
 
 # What preflight can check for a launch whose acceptance is low, with the check that does it.

@@ -35,18 +35,36 @@ def node_tag(path: Path, position: int) -> str:
     return f"node{position}"
 
 
+# Lines read from one log per opening: the merge holds one such batch per log, and a log is
+# open only while its batch is read (300 nodes' logs under `ulimit -n 128` are merged too).
+BATCH_BYTES = 64 * 1024
+
+
 def _lines(path: Path, order: int) -> Iterator[tuple[str, int, int, str]]:
     """(time, file order, line number, line) for each line, a line cut to the reader's
     `MAX_LINE_BYTES` (the rest is skipped, never held); untimed lines take the time of the line
-    before them, so the merge keeps them where they were."""
+    before them, so the merge keeps them where they were. The file is opened for each batch of
+    lines and closed before they are merged, never held open across the merge (a launch over
+    many nodes would hold a descriptor per node for the whole read)."""
     last = _NO_TIME
-    with open_regular(path) as raw, io.BufferedReader(raw) as stream:
-        number = 0
-        while raw_line := stream.readline(MAX_LINE_BYTES):
+    number = 0
+    position = 0
+    while True:
+        batch: list[bytes] = []
+        size = 0
+        with open_regular(path) as raw, io.BufferedReader(raw) as stream:
+            stream.seek(position)
+            while size < BATCH_BYTES and (raw_line := stream.readline(MAX_LINE_BYTES)):
+                if not raw_line.endswith(b"\n"):  # cut: skip to the end of the line
+                    while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                        pass
+                batch.append(raw_line)
+                size += len(raw_line)
+            position = stream.tell()
+        if not batch:
+            return
+        for raw_line in batch:
             number += 1
-            if not raw_line.endswith(b"\n"):  # cut: skip to the end of the line
-                while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
-                    pass
             line = raw_line.decode("utf-8", "replace")
             match = PREFIX_RX.match(line)
             if match is not None:

@@ -11,7 +11,6 @@ LFS pointer, a truncated download) gives the reason instead, for the caller to f
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from eaglebug.checks.contract.inputs import OverLimit, read_limited
 from eaglebug.checks.contract.limits import MODEL_INDEX_BYTES, SAFETENSORS_HEADER_BYTES, mib
+from eaglebug.checks.contract.numbers import NotJson, int_value, strict_json
 
 _LFS = b"version https://git-lfs"
 
@@ -63,8 +63,8 @@ def header_sizes(path: Path) -> dict[str, int] | str:
     except OSError as error:
         return f"{path.name} cannot be read ({error.strerror or error})"
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+        header = strict_json(raw)
+    except NotJson:
         return f"{path.name}'s safetensors header is not JSON"
     if not isinstance(header, dict):
         return f"{path.name}'s safetensors header is not a table of tensors"
@@ -73,15 +73,16 @@ def header_sizes(path: Path) -> dict[str, int] | str:
         if name == "__metadata__":
             continue
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets)
-        ):
+        begin, end = (
+            (int_value(offsets[0], lo=0), int_value(offsets[1], lo=0))
+            if isinstance(offsets, list) and len(offsets) == 2
+            else (None, None)
+        )
+        if begin is None or end is None or end < begin:
             return f"{path.name}: tensor {name} has no data_offsets"
-        if offsets[1] + 8 + length > size:
+        if end + 8 + length > size:
             return f"{path.name} is shorter than its header says (truncated download?)"
-        sizes[name] = offsets[1] - offsets[0]
+        sizes[name] = end - begin
     return sizes
 
 
@@ -89,10 +90,10 @@ def _shard_files(model_dir: Path) -> list[Path] | str:
     index_file = model_dir / "model.safetensors.index.json"
     if index_file.is_file():
         try:
-            index = json.loads(read_limited(index_file, MODEL_INDEX_BYTES).decode("utf-8"))
+            index = strict_json(read_limited(index_file, MODEL_INDEX_BYTES))
         except OverLimit as exc:
             return f"model.safetensors.index.json is {mib(exc.size)}, over the limit; not read"
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        except (OSError, NotJson):
             return "model.safetensors.index.json is not readable JSON"
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:

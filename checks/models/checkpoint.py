@@ -10,12 +10,12 @@ say nothing rather than guess.
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglebug.checks.contract.inputs import regular_file
+from eaglebug.checks.contract.numbers import NotJson, int_value, strict_json
 from eaglebug.checks.models.config import json_file
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -64,8 +64,8 @@ def safetensors_header(path: Path) -> dict[str, Tensor] | None:
     if len(raw) != length:
         return None
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        header = strict_json(raw)
+    except NotJson:
         return None
     if not isinstance(header, dict):
         return None
@@ -75,8 +75,8 @@ def safetensors_header(path: Path) -> dict[str, Tensor] | None:
             continue
         shape = info.get("shape")
         dims = (
-            tuple(shape)
-            if isinstance(shape, list) and all(isinstance(d, int) for d in shape)
+            tuple(d for d in shape if isinstance(d, int))
+            if isinstance(shape, list) and all(int_value(d, lo=0) is not None for d in shape)
             else None
         )
         dtype = info.get("dtype")
@@ -89,17 +89,18 @@ def _offsets_bytes(path: Path) -> int:
     try:
         with path.open("rb") as stream:
             (length,) = struct.unpack("<Q", stream.read(8))
-            header = json.loads(stream.read(length).decode("utf-8"))
-    except (OSError, struct.error, ValueError, UnicodeDecodeError, RecursionError):
+            header = strict_json(stream.read(length))
+    except (OSError, struct.error, NotJson):
+        return 0
+    if not isinstance(header, dict):
         return 0
     ends = [
-        v["data_offsets"][1]
+        int_value(v["data_offsets"][1], lo=0) or 0
         for k, v in header.items()
         if k != "__metadata__"
         and isinstance(v, dict)
         and isinstance(v.get("data_offsets"), list)
         and len(v["data_offsets"]) == 2
-        and isinstance(v["data_offsets"][1], int)
     ]
     return max(ends, default=0)
 
@@ -111,8 +112,7 @@ def read_checkpoint(model_dir: Path | None) -> Checkpoint:
     index = json_file(model_dir / INDEX_NAME)
     if isinstance(index, dict) and isinstance(index.get("weight_map"), dict):
         metadata = index.get("metadata")
-        total = metadata.get("total_size") if isinstance(metadata, dict) else None
-        size = total if isinstance(total, int) and not isinstance(total, bool) else None
+        size = int_value(metadata.get("total_size"), lo=0) if isinstance(metadata, dict) else None
         names = frozenset(str(k) for k in index["weight_map"])
         return Checkpoint(names, size, INDEX_NAME)
     try:

@@ -18,8 +18,9 @@ from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, EnvFix, FlagFix
 from eaglebug.checks.contract.inputs import regular_file
+from eaglebug.checks.contract.numbers import float_value
 from eaglebug.checks.models.checkpoint import Checkpoint
-from eaglebug.checks.models.config import json_file
+from eaglebug.checks.models.config import MAX_ROPE_FACTOR, json_file
 from eaglebug.checks.source.index import TreeIndex
 
 GIB = 1024**3
@@ -114,8 +115,8 @@ def derived_context_length(config: Mapping[str, Any], rules: ContextRules) -> in
     factor: float = 1
     scaling = text.get("rope_scaling")
     if isinstance(scaling, dict):
-        raw = scaling.get("factor", 1)
-        factor = raw if isinstance(raw, (int, float)) else 1
+        # read_config refused a factor that is not a positive finite number
+        factor = float_value(scaling.get("factor", 1), hi=MAX_ROPE_FACTOR) or 1
         if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
             factor = 1
     for key in rules.keys:

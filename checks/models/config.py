@@ -8,13 +8,13 @@ the file), not a `ZeroDivisionError` three modules later.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.inputs import OverLimit, read_limited, regular_file
 from eaglebug.checks.contract.limits import CONFIG_FILE_BYTES, MODEL_INDEX_BYTES, mib
+from eaglebug.checks.contract.numbers import NotJson, float_value, int_value, python_json
 
 # Sizes and counts that must be positive integers wherever a config (or a sub-config such as
 # text_config) gives them.
@@ -33,6 +33,9 @@ POSITIVE_KEYS = (
     "qk_nope_head_dim",
     "v_head_dim",
 )
+# A rope scaling factor multiplies the context length (SGLang's `get_context_length`); one past
+# this is no model's, and a NaN or infinite one would crash SGLang's own arithmetic.
+MAX_ROPE_FACTOR = 1e6
 
 
 def json_file(path: Path) -> Any:
@@ -41,22 +44,36 @@ def json_file(path: Path) -> Any:
     if not regular_file(path):
         return None
     try:
-        return json.loads(read_limited(path, MODEL_INDEX_BYTES).decode("utf-8"))
-    except (OSError, OverLimit, ValueError, RecursionError):
+        return python_json(read_limited(path, MODEL_INDEX_BYTES))
+    except (OSError, OverLimit, NotJson):
         return None
 
 
+def _shown(value: Any) -> str:
+    """A value as config.json spells it, short (a 4,000-digit number is not echoed whole)."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def _check_numbers(config: dict[str, Any], path: Path, where: str = "") -> None:
+    """The sizes every check divides and multiplies by, read once with the one number reader
+    (`contract/numbers.py`): a bool, a NaN, a 30-digit count or a fraction is refused here."""
     for key in POSITIVE_KEYS:
         value = config.get(key)
         if value is None:
             continue
-        bad = isinstance(value, bool) or not isinstance(value, (int, float))
-        if not bad and (not math.isfinite(value) or value <= 0):
-            bad = True
-        if bad:
+        if int_value(value, lo=1) is None:
             raise InputError(
-                f"{path}: {where}{key} is {json.dumps(value)[:40]}; expected a positive integer",
+                f"{path}: {where}{key} is {_shown(value)}; expected a positive integer",
+                "fix config.json, or download the model's config again",
+            )
+    scaling = config.get("rope_scaling")
+    if isinstance(scaling, dict) and scaling.get("factor") is not None:
+        factor = scaling["factor"]
+        if float_value(factor, hi=MAX_ROPE_FACTOR) is None or factor <= 0:
+            raise InputError(
+                f"{path}: {where}rope_scaling.factor is {_shown(factor)}; "
+                "expected a positive finite number",
                 "fix config.json, or download the model's config again",
             )
     if not where:
@@ -103,20 +120,14 @@ def read_config(model_dir: str | Path) -> dict[str, Any]:
             f"{path}: cannot read ({exc.strerror})", "check the file's permissions"
         ) from None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = python_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(
             f"{path}: not a text file (invalid UTF-8)", "config.json must be JSON text"
         ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-            "fix or re-download config.json",
-        ) from None
-    except RecursionError:
-        raise InputError(
-            f"{path}: nested too deeply to be a model config", "fix or re-download config.json"
-        ) from None
+    except NotJson as exc:
+        why = "nested too deeply to be a model config" if str(exc) == "nested too deeply" else exc
+        raise InputError(f"{path}: {why}", "fix or re-download config.json") from None
     if not isinstance(data, dict):
         raise InputError(
             f"{path}: expected a JSON object at the top level", "fix or re-download config.json"

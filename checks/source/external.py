@@ -98,10 +98,23 @@ def find_package(name: str, search_path: Sequence[str], named_by: str) -> Extern
 def package_at(given: str, search_path: Sequence[str]) -> ExternalPackage:
     """`--external-models PATH` (a package folder), or a package name to find."""
     named_by = f"--external-models {given}"
+    if not given.strip():
+        raise InputError(
+            f"--external-models {given!r}: names no package",
+            "pass the package's folder or its import name, or leave the flag out",
+        )
     path = Path(given).expanduser()
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+        has_init = is_dir and (path.resolve() / "__init__.py").is_file()
+    except OSError as exc:  # the folder or its parent without read permission
+        raise InputError(
+            f"{named_by}: cannot read the package folder ({exc.strerror})",
+            "the server's Python could not import it either: fix its permissions (chmod a+rx)",
+        ) from None
+    if is_dir:
         path = path.resolve()
-        if not (path / "__init__.py").is_file():
+        if not has_init:
             raise InputError(
                 f"{named_by}: not a package (no __init__.py in {path})",
                 "pass the package folder, the one with __init__.py and the model modules",

@@ -6,7 +6,6 @@ import argparse
 import difflib
 import functools
 import importlib.util
-import json
 import os
 import sys
 from dataclasses import asdict, dataclass
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from eaglebug.checks import Answers, InputError, SglangTree, locate
 from eaglebug.cli import replies
+from eaglebug.cli.output import json_text, safe, write_json
 
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
@@ -30,10 +30,6 @@ if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies
     )
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
-
-
-def _write_json(data: object) -> None:
-    sys.stdout.write(_json_text(data))
 
 
 def _warn(warnings: list[str]) -> None:
@@ -80,7 +76,7 @@ def _index(
 
 def _external(args: argparse.Namespace, words: list[str]) -> ExternalPackage | None:
     """--external-models, else the package the launch's SGLANG_EXTERNAL_MODEL_PACKAGE names."""
-    if getattr(args, "external_models", None):
+    if getattr(args, "external_models", None) is not None:  # '' too: package_at refuses it
         from eaglebug.checks import package_at
 
         return package_at(args.external_models, sys.path)
@@ -213,7 +209,7 @@ def _sarif_text(index: TreeIndex, reports: list[ClassReport], findings: list[Fin
         for f in findings
     ]
     log = sarif_log(results, index.tree.root, index.tree.version, plan_patches(index, reports))
-    return _json_text(log)
+    return json_text(log)
 
 
 def _use_format(args: argparse.Namespace) -> None:
@@ -239,7 +235,7 @@ def audit_command(args: argparse.Namespace) -> int:
             return _Answered(
                 tuple(result.warnings), _sarif_text(index, result.reports, result.findings), code
             )
-        text = _json_text(audit_json(result)) if args.json else None
+        text = json_text(audit_json(result)) if args.json else None
         if text is None:
             _warn(result.warnings)  # before the report, as a JSON reply says them
             print_audit(result)
@@ -250,10 +246,6 @@ def audit_command(args: argparse.Namespace) -> int:
     picks = {k: v.get("architectures") for k, v in config.items() if isinstance(v, dict)}
     selection = [args.model_class, arch, args.algorithm, args.draft_class, picks]
     return _answer(args, tree, "audit", selection, compute, external)
-
-
-def _json_text(data: object) -> str:
-    return json.dumps(data, indent=2) + "\n"
 
 
 def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None, int | None] | None:
@@ -300,7 +292,9 @@ def preflight_command(args: argparse.Namespace) -> int:
     external = _external(args, words)
     from eaglebug.server.calibration import measured_for
 
-    measured = measured_for(Path.cwd(), words)  # the last launch of this command, if any
+    calibrating: list[str] = []
+    measured = measured_for(Path.cwd(), words, calibrating)  # this command's last launch, if any
+    _warn(calibrating)
     arch = _gpu_arch(args)
 
     def compute(index: TreeIndex) -> _Answered:
@@ -320,7 +314,7 @@ def preflight_command(args: argparse.Namespace) -> int:
             print_preflight(result)
             return _Answered((), None, code)
         folders = _model_folders(result.target, result.draft)
-        return _Answered(tuple(result.warnings), _json_text(result.to_json()), code, folders)
+        return _Answered(tuple(result.warnings), json_text(result.to_json()), code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU.
     calibration = measured.to_json() if measured else None
@@ -390,7 +384,7 @@ def fix_command(args: argparse.Namespace) -> int:
             if patch.methods:
                 applied.append(apply_patch(patch, commit=not args.no_commit, reaudit=reaudit))
     if args.json:
-        _write_json(
+        write_json(
             {
                 "patches": [p.to_json() for p in patches],
                 "applied": [
@@ -415,7 +409,7 @@ def undo_command(args: argparse.Namespace) -> int:
 
     done = undo(Path(args.repo))
     if args.json:
-        _write_json({"reverted": done.reverted, "commit": done.commit, "summary": done.summary})
+        write_json({"reverted": done.reverted, "commit": done.commit, "summary": done.summary})
     else:
         sys.stdout.write(
             f"reverted {done.reverted[:10]} ({done.summary}) with {done.commit[:10]}\n"
@@ -436,7 +430,7 @@ def launch_command(args: argparse.Namespace) -> int:
     env, argv = env_and_argv(words)
     record = Server(Path.cwd()).launch(argv, env)
     if args.json:
-        _write_json(asdict(record))
+        write_json(asdict(record))
     else:
         sys.stdout.write(
             f"launch {record.number}: pid {record.pid}, log {record.log}\n"
@@ -456,7 +450,7 @@ def stop_command(args: argparse.Namespace) -> int:
         )
     result = server.stop(record, grace_s=args.grace)
     if args.json:
-        _write_json({"launch": record.number, **asdict(result)})
+        write_json({"launch": record.number, **asdict(result)})
     else:
         sys.stdout.write(
             f"launch {record.number} stopped: {len(result.terminated)} exited on SIGTERM, "
@@ -484,7 +478,7 @@ def status_command(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        _write_json(
+        write_json(
             {
                 "launches": rows,
                 "pending_env": state.pending_env,
@@ -513,7 +507,7 @@ def status_command(args: argparse.Namespace) -> int:
             if row["ready_after_s"] is not None
             else ""
         )
-        sys.stdout.write(
-            f"launch {row['number']}: {alive}{ready}, pid {row['pid']}, log {row['log']}\n"
+        sys.stdout.write(  # the log's path is the state file's text: written safe
+            f"launch {row['number']}: {alive}{ready}, pid {row['pid']}, log {safe(row['log'])}\n"
         )
     return EXIT_OK

@@ -12,7 +12,6 @@ human summary is printed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,13 +28,17 @@ from eaglebug.checks import (
     finding_json,
     has_errors,
     low_acceptance,
+    one_line,
     read_memory_file,
     regular_file,
     reports_in,
 )
+from eaglebug.cli.output import write_json
 from eaglebug.cli.view import finding_lines, markup
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -107,6 +110,11 @@ def acceptance_reports(path: Path) -> list[Report]:
     return reports[-TAIL_REPORTS:]
 
 
+# The wall clock `diagnose` measures a log's silence by; a test sets its own (a stall test that
+# read the real clock would depend on how loaded the machine is).
+wall_clock: Callable[[], float] = time.time
+
+
 def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> float | None:
     """How long the log has been silent: since the file last changed, if its last timestamp
     agrees with that (a copied log's mtime is the copy's, and then nobody can tell)."""
@@ -120,7 +128,7 @@ def silence_s(path: Path, analyzer: LogAnalyzer, now: float | None = None) -> fl
         return None
     if abs(mtime - stamped) > SAME_CLOCK_S:
         return None
-    return max(0.0, (time.time() if now is None else now) - mtime)
+    return max(0.0, (wall_clock() if now is None else now) - mtime)
 
 
 def cut_message(path: Path, cut: dict[str, int | None]) -> str:
@@ -189,7 +197,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
             data["memory_predicted"] = prediction
         if nodes is not None:
             data["nodes"] = nodes
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        write_json(data)
     else:
         shown = path if nodes is None else Path(" + ".join(str(each) for each in paths))
         print_diagnosis(shown, analyzer, findings, memory=memory, prediction=prediction)
@@ -203,9 +211,10 @@ def _console() -> Console:
 
 
 def _escape(text: str) -> str:
+    """A log's text for Rich markup: brackets escaped, terminal-safe (`one_line`)."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(one_line(text))
 
 
 def _print_finding(console: Console, f: Finding) -> None:

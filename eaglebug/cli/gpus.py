@@ -7,11 +7,11 @@ every node of a multi-node launch, `--simulate-gpus N`, else this host's NVML.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from eaglebug.checks import InputError
+from eaglebug.cli.output import safe, write_json
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
 
@@ -81,26 +81,29 @@ def gpus_command(args: argparse.Namespace) -> int:
         )
         raise InputError(why, hint)
     if args.json:
-        sys.stdout.write(json.dumps(snapshot_json(source, snapshot), indent=2) + "\n")
+        write_json(snapshot_json(source, snapshot))
         return EXIT_OK
+    # Hosts, GPU names and instances are Prometheus labels: outside text, written safe.
     data = snapshot_json(source, snapshot)
-    sys.stdout.write(f"{data['source']}\n")
+    sys.stdout.write(f"{safe(data['source'])}\n")
     if snapshot.unavailable:
-        sys.stdout.write(f"warning: {snapshot.unavailable}\n")
+        sys.stdout.write(f"warning: {safe(snapshot.unavailable)}\n")
     for node in data["nodes"]:
-        sys.stdout.write(f"{node['host']}\n")
+        sys.stdout.write(f"{safe(node['host'])}\n")
         for gpu in node["gpus"]:
             used, total = gpu["memory_used_bytes"] / GIB, gpu["memory_total_bytes"] / GIB
             util = f"{gpu['utilization_pct']:3d}%" if gpu["utilization_pct"] is not None else " n/a"
             state = "" if gpu["state"] == "ok" else f"  {gpu['state']}"
             if gpu["stale_s"] is not None:
                 state += f" {gpu['stale_s']} s"
+            name = safe(gpu["name"])
             sys.stdout.write(
-                f"  {gpu['index']:>2}  {gpu['name']:<28.28} {used:7.1f}/{total:.0f} GiB {util}{state}\n"
+                f"  {gpu['index']:>2}  {name:<28.28} {used:7.1f}/{total:.0f} GiB {util}{state}\n"
             )
     for serving in data["serving"]:
         if serving["accept_length"] is not None:
             sys.stdout.write(
-                f"SGLang {serving['instance']}: accept length {serving['accept_length']:.2f}\n"
+                f"SGLang {safe(serving['instance'])}: accept length "
+                f"{serving['accept_length']:.2f}\n"
             )
     return EXIT_OK

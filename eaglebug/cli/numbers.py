@@ -2,16 +2,22 @@
 
 argparse's `type=float` takes `nan`, `inf` and `-1` and `type=int` any size; what eaglebug
 computes with them then fails far from the flag (`ValueError: cannot convert float NaN to
-integer`). These converters refuse such values at the flag, as argparse usage errors.
+integer`). These converters read the flag with the one reader of numbers from outside
+(`checks/contract/numbers.py`) and refuse such values at the flag, as argparse usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 
+from eaglebug.checks import float_text, int_text
+
 _INT_LIMIT = 2**31  # counts (GPUs, ranks) beyond this are typos, and C code would overflow
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 24 else f"{text[:12]!r}..."
 
 
 def number(
@@ -20,12 +26,9 @@ def number(
     """A finite float, `>= minimum` or `> above`, `<= maximum` when given."""
 
     def convert(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number")
+        value = float_text(text)
+        if value is None:  # `lots`, `nan`, `inf`, `1e400`
+            raise argparse.ArgumentTypeError(f"{_shown(text)}: expected a finite number")
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{text}: must be at least {minimum:g}")
         if above is not None and value <= above:
@@ -41,14 +44,14 @@ def count(minimum: int = 1, maximum: int = _INT_LIMIT) -> Callable[[str], int]:
     """A whole number in [minimum, maximum]."""
 
     def convert(text: str) -> int:
-        stripped = text.strip()
-        if len(stripped) > 12 or not stripped.lstrip("+-").isdigit():
-            if stripped.lstrip("+-").isdigit():
-                raise argparse.ArgumentTypeError(f"{text[:12]}...: too large")
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number")
-        value = int(stripped)
+        value = int_text(text)
+        if value is None:
+            if text.strip().lstrip("+-").isdigit():
+                raise argparse.ArgumentTypeError(f"{text.strip()[:12]}...: too large")
+            raise argparse.ArgumentTypeError(f"{_shown(text)}: expected a whole number")
         if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"{text}: must be from {minimum} to {maximum}")
+            shown = text if len(text) <= 24 else f"{text[:12]}..."
+            raise argparse.ArgumentTypeError(f"{shown}: must be from {minimum} to {maximum}")
         return value
 
     return convert

@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=number(above=0, maximum=600),
         default=30.0,
         metavar="S",
-        help="per request",
+        help="seconds for the whole probe, every request and answer (default 30)",
     )
     p.add_argument(
         "--min-accept",

@@ -10,14 +10,22 @@ in requests and in time; a server that is not up is one clear line.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eaglebug.checks import DEFAULT_RULES, InputError, Report, from_cumulative
-from eaglebug.server.client import Client, cumulative_of
+from eaglebug.checks import (
+    DEFAULT_RULES,
+    InputError,
+    Report,
+    accept_length,
+    from_cumulative,
+    int_text,
+    int_value,
+)
+from eaglebug.net.fetch import Deadline
+from eaglebug.server.client import Client, ServerError, cumulative_of
 
 PROMPTS = (
     "Write a short poem about the sea.",
@@ -25,6 +33,10 @@ PROMPTS = (
     "List the first ten prime numbers, separated by commas.",
 )
 DEFAULT_PORT = 30000  # ServerArgs.port's default (srt/server_args.py) in 0.5.9 and 0.5.23
+DEFAULT_TIMEOUT_S = 30.0  # the whole probe: every request, answers included
+# A live server answers /server_info at once; one that does not within this is not answering,
+# and the probe says so without spending the rest of its time on /generate.
+INFO_TIMEOUT_S = 10.0
 SETTINGS = (
     "speculative_algorithm",
     "speculative_num_steps",
@@ -94,62 +106,76 @@ def url_of_launch(argv: Sequence[str]) -> str:
         elif word.startswith("--port="):
             value = word.split("=", 1)[1]
         if value is not None:
-            try:
-                port = int(value)
-            except ValueError:
-                raise InputError(f"--port {value}: not a port in the launch command") from None
+            found = int_text(value, lo=1, hi=65535)
+            if found is None:
+                shown = value if len(value) <= 24 else f"{value[:20]}..."
+                raise InputError(f"--port {shown}: not a port in the launch command")
+            port = found
     return f"http://127.0.0.1:{port}"
 
 
-def _server_info(client: Client) -> dict[str, Any] | None:
+def _server_info(client: Client, deadline: Deadline) -> dict[str, Any] | None:
+    """The server's `/server_info` (or its older name), None when it has neither; a server
+    that does not answer at all ends the probe here (its other routes would not answer)."""
     for path in DEFAULT_RULES.server_info_paths:
         try:
-            info = client.call(path)
-        except InputError:
-            continue
+            info = client.call(path, timeout_s=min(INFO_TIMEOUT_S, deadline.left()))
+        except ServerError as exc:
+            if exc.kind in {"connect", "deadline"}:
+                raise
+            continue  # a route this server lacks (404), or one that answers something else
         if isinstance(info, dict):
             return info
     return None
+
+
+def _sample(prompt: str, answer: Any, seconds: float) -> Sample:
+    """One answer's figures, read with the one number reader: a string, a list, null or -3
+    where a count belongs is not reported (None), never a crash."""
+    meta = answer.get("meta_info") if isinstance(answer, dict) else None
+    if not isinstance(meta, dict):
+        meta = {}
+    return Sample(
+        prompt,
+        int_value(meta.get("completion_tokens"), lo=0) or 0,
+        int_value(meta.get("spec_verify_ct"), lo=0),
+        accept_length(meta.get("spec_accept_length")),
+        seconds,
+    )
 
 
 def probe(
     url: str,
     prompts: Sequence[str] = PROMPTS,
     max_new_tokens: int = 64,
-    timeout_s: float = 30.0,
-    budget_s: float = 120.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ProbeResult:
-    """Send `prompts` one by one (stopping once `budget_s` is spent) and read what came back."""
+    """Send `prompts` one by one and read what came back, all within `timeout_s` seconds (one
+    deadline for every request: a server that trickles its answers, or never answers, cannot
+    hold the probe longer). Prompts that did not get their answer in time after the first are
+    left out; what did is the result."""
     client = Client(url, timeout_s)
-    before = _server_info(client)
+    deadline = Deadline(timeout_s, clock)
+    before = _server_info(client, deadline)
     settings = {k: before[k] for k in SETTINGS if before and k in before}
     samples: list[Sample] = []
-    started = time.monotonic()
     for prompt in prompts:
-        if samples and time.monotonic() - started > budget_s:
+        if samples and deadline.left() <= 0:
             break
-        t0 = time.monotonic()
-        answer = client.call(
-            "/generate",
-            {
-                "text": prompt,
-                "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
-            },
-        )
-        seconds = time.monotonic() - t0
-        meta = answer.get("meta_info", {}) if isinstance(answer, dict) else {}
-        if not isinstance(meta, dict):
-            meta = {}
-        samples.append(
-            Sample(
-                prompt,
-                int(meta.get("completion_tokens", 0) or 0),
-                int(meta["spec_verify_ct"]) if "spec_verify_ct" in meta else None,
-                float(meta["spec_accept_length"]) if "spec_accept_length" in meta else None,
-                seconds,
-            )
-        )
-    after = _server_info(client)
+        started = clock()
+        payload = {
+            "text": prompt,
+            "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
+        }
+        try:
+            answer = client.call("/generate", payload, timeout_s=deadline.left())
+        except ServerError as exc:
+            if samples and exc.kind == "deadline":
+                break
+            raise
+        samples.append(_sample(prompt, answer, clock() - started))
+    after = _server_info(client, deadline) if deadline.left() > 0 else None
     first, last = cumulative_of(before), cumulative_of(after)
     info = from_cumulative(first, last) if last is not None else None
     return ProbeResult(client.url, tuple(samples), settings, info)
@@ -161,6 +187,7 @@ def probe_command(args: Any) -> int:
     from pathlib import Path
 
     from eaglebug.checks import THRESHOLD
+    from eaglebug.cli.output import safe, write_json
     from eaglebug.server.state import load_state
 
     url = args.url
@@ -177,14 +204,13 @@ def probe_command(args: Any) -> int:
     length = result.accept_length
     low = length is not None and length < (args.min_accept or THRESHOLD)
     if args.json:
-        sys.stdout.write(json.dumps({**result.to_json(), "low": low}, indent=2) + "\n")
+        write_json({**result.to_json(), "low": low})
         return 1 if low else 0
     shown = f"{length:.2f}" if length is not None else "not reported (no speculative decoding?)"
     sys.stdout.write(f"{result.url}: accept length {shown}, {result.tokens_per_s:.1f} tokens/s\n")
-    if result.settings:
-        sys.stdout.write(
-            "settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items()) + "\n"
-        )
+    if result.settings:  # the server's own words: shown, never obeyed by the terminal
+        settings = ", ".join(f"{k}={v}" for k, v in result.settings.items())
+        sys.stdout.write(f"settings: {safe(settings)}\n")
     if low:
         sys.stdout.write(
             "low: the draft's tokens are mostly rejected; `eaglebug preflight` checks the causes\n"

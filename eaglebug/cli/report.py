@@ -17,6 +17,7 @@ from eaglebug.checks import (
     ExternalPackage,
     Finding,
     PreflightResult,
+    one_line,
     sort_findings,
     step_text,
 )
@@ -25,9 +26,11 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
 def escape(text: str) -> str:
+    """Text for Rich markup: its brackets escaped, and terminal-safe (`one_line`: a class or
+    architecture name from a config, a path, a line of the file may hold escape sequences)."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(one_line(text))
 
 
 def audit_json(result: AuditResult) -> dict[str, Any]:

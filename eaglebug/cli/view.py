@@ -186,7 +186,12 @@ def finding_lines(f: Finding) -> list[Line]:
 
 def markup(lines: list[Line], base: int = 10) -> list[str]:
     """The view as Rich console markup (the CLI's rendering), one string per line."""
-    from rich.markup import escape
+    from rich.markup import escape as rich_escape
+
+    from eaglebug.checks import one_line
+
+    def escape(text: str) -> str:  # brackets escaped, escape sequences shown, not obeyed
+        return rich_escape(one_line(text))
 
     out = []
     for line in lines:

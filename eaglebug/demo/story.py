@@ -65,7 +65,7 @@ def _acceptance(session: Session, say: Callable[[str], None]) -> float | None:
     record = session.current_launch()
     if record is None:
         return None
-    result = probe(url_of_launch(record.argv), max_new_tokens=64, timeout_s=10.0)
+    result = probe(url_of_launch(record.argv), max_new_tokens=64, timeout_s=30.0)
     reports = [Report(s.accept_length, None, "probe") for s in result.samples if s.accept_length]
     length = result.accept_length
     say(

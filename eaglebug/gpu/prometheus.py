@@ -1,7 +1,8 @@
 """GPUs of every node, from the Prometheus a fleet already runs (DCGM exporter or nvitop-exporter).
 
 A multi-node launch has GPUs on hosts eaglebug does not run on. Instead of an agent of its own,
-it asks Prometheus' HTTP API (`/api/v1/query`, instant queries, bounded in time) for the
+it asks Prometheus' HTTP API (`/api/v1/query`, instant queries through the one HTTP client,
+`eaglebug/net`: a deadline and a size cap each) for the
 exporter families it knows, detects which one is there, and builds the same `BoxSnapshot` as
 the NVML source, each GPU tagged with its node (`host`). A node whose series go stale or vanish
 stays on the screen as `stale` with how long ago it last reported; an unreachable Prometheus is
@@ -18,20 +19,25 @@ Exporters (names and units as they publish them):
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eaglebug.checks import DEFAULT_RULES
+from eaglebug.checks import (
+    DEFAULT_RULES,
+    NotJson,
+    accept_length,
+    accept_rate,
+    float_text,
+    int_text,
+    strict_json,
+)
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot, Serving
+from eaglebug.net.fetch import HttpFailure, checked_url, fetch
 
 ENV_URL = "EAGLEBUG_PROMETHEUS"
 MIB = 2**20
@@ -40,6 +46,11 @@ QUERY_TIMEOUT_S = 2.0
 # it for its 5-minute lookback; an exporter that stopped reporting is not "ok" for that long).
 STALE_AFTER_S = 30.0
 FORGET_AFTER_S = 3600.0  # a node gone this long leaves the screen
+# What a reading can be (read with the one number reader; outside these it is no reading):
+MEMORY_MIB = (0.0, 2.0**30)  # up to 1 PiB per GPU
+PERCENT = (0.0, 100.0)
+CELSIUS = (-60.0, 200.0)
+WATTS = (0.0, 100_000.0)
 
 
 @dataclass(frozen=True)
@@ -107,10 +118,10 @@ class PrometheusSource:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-            raise ValueError(f"{url!r}: not an http(s) URL of a Prometheus server")
-        self.url = url.rstrip("/")
+        try:
+            self.url = checked_url(url)
+        except HttpFailure as exc:
+            raise ValueError(f"{exc.message} of a Prometheus server") from None
         self.timeout_s = timeout_s
         self.stale_after_s = stale_after_s
         self._clock = clock
@@ -133,38 +144,54 @@ class PrometheusSource:
 
     # -- the HTTP API ---------------------------------------------------------------------------
     def query(self, expr: str) -> list[dict[str, Any]]:
-        """An instant query's vector; `PrometheusError` with one line of why, if it fails."""
+        """An instant query's vector (its items that are objects); `PrometheusError` with one
+        line of why, if it fails or answers something that is not a query result."""
         address = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
         try:
-            with urllib.request.urlopen(address, timeout=self.timeout_s) as response:
-                data = json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            raise PrometheusError(f"{self.url} answered HTTP {exc.code} to a query") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"cannot reach Prometheus at {self.url} ({reason})") from None
-        except (ValueError, UnicodeDecodeError):
-            raise PrometheusError(f"{self.url} did not answer like Prometheus' API") from None
+            data = strict_json(fetch(address, deadline_s=self.timeout_s).body)
+        except HttpFailure as exc:
+            raise PrometheusError(self._failed(exc)) from None
+        except NotJson as exc:
+            raise PrometheusError(self._not_api(str(exc))) from None
         if not isinstance(data, dict) or data.get("status") != "success":
             error = data.get("error") if isinstance(data, dict) else None
-            raise PrometheusError(f"Prometheus refused the query {expr!r}: {error}")
-        result = data.get("data", {}).get("result", [])
-        return result if isinstance(result, list) else []
+            raise PrometheusError(f"Prometheus refused the query {expr!r}: {str(error)[:200]}")
+        answer = data.get("data")
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if not isinstance(result, list):
+            raise PrometheusError(self._not_api("no result list in its data"))
+        return [item for item in result if isinstance(item, dict)]
 
-    def _series(self, family: Family, metric: str | None) -> Series:
+    def _failed(self, exc: HttpFailure) -> str:
+        if exc.kind == "connect":
+            return f"cannot reach Prometheus at {self.url} ({exc.reason})"
+        if exc.kind == "status":
+            return f"{self.url} answered HTTP {exc.status} to a query"
+        if exc.kind == "deadline":
+            return f"Prometheus at {self.url} gave no whole answer within {self.timeout_s:g} s"
+        return self._not_api(exc.reason)
+
+    def _not_api(self, why: str) -> str:
+        return f"Prometheus at {self.url} did not answer like Prometheus' API ({why})"
+
+    def _series(
+        self, family: Family, metric: str | None, bounds: tuple[float, float] | None = None
+    ) -> Series:
+        """`metric`'s samples per GPU; a sample whose value is no finite number in `bounds`
+        (Prometheus says `NaN`, `+Inf`) or whose labels are not text is left out."""
         if metric is None:
             return {}
+        lo, hi = bounds if bounds is not None else (None, None)
         out: Series = {}
         for item in self.query(metric):
-            labels = item.get("metric", {})
-            value = item.get("value", [None, None])
-            try:
-                number = float(value[1])
-            except (TypeError, ValueError, IndexError):
+            labels = _labels(item.get("metric"))
+            value = item.get("value")
+            if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], str):
                 continue
-            if not math.isfinite(number):
+            number = float_text(value[1], lo=lo, hi=hi)
+            if number is None:
                 continue
-            key = (str(labels.get(family.host, "?")), str(labels.get(family.index, "?")))
+            key = (labels.get(family.host, "?"), labels.get(family.index, "?"))
             out[key] = (labels, number)
         return out
 
@@ -196,13 +223,13 @@ class PrometheusSource:
                     f"(looked for {DCGM.used} and {NVITOP.used})"
                 ),
             )
-        used = self._series(family, family.used)
+        used = self._series(family, family.used, MEMORY_MIB)
         ages = self._series(family, f"time() - timestamp({family.used})")
-        free = self._series(family, family.free)
-        total = self._series(family, family.total)
-        util = self._series(family, family.util)
-        temp = self._series(family, family.temp)
-        power = self._series(family, family.power_w)
+        free = self._series(family, family.free, MEMORY_MIB)
+        total = self._series(family, family.total, MEMORY_MIB)
+        util = self._series(family, family.util, PERCENT)
+        temp = self._series(family, family.temp, CELSIUS)
+        power = self._series(family, family.power_w, WATTS)
         seen: set[tuple[str, str]] = set()
         for key, (labels, used_mib) in used.items():
             total_mib = total[key][1] if key in total else None
@@ -211,7 +238,7 @@ class PrometheusSource:
             age = ages[key][1] if key in ages else 0.0
             gpu = GpuSnapshot(
                 index=_int(key[1]),
-                name=str(labels.get(family.model, "GPU")),
+                name=labels.get(family.model, "GPU"),
                 uuid=labels.get(family.uuid),
                 used_bytes=round(used_mib * MIB),
                 total_bytes=round((total_mib or 0) * MIB),
@@ -238,11 +265,13 @@ class PrometheusSource:
             ("rate", DEFAULT_RULES.metric_rate),
         ):
             for item in self.query(f"avg by (instance) ({metric})"):
-                instance = str(item.get("metric", {}).get("instance", "?"))
-                try:
-                    found.setdefault(instance, {})[key] = float(item["value"][1])
-                except (KeyError, IndexError, TypeError, ValueError):
-                    continue
+                instance = _labels(item.get("metric")).get("instance", "?")
+                value = item.get("value")
+                text = value[1] if isinstance(value, list) and len(value) == 2 else None
+                number = float_text(text) if isinstance(text, str) else None
+                reading = accept_length(number) if key == "length" else accept_rate(number)
+                if reading is not None:  # a NaN gauge, -3 or +Inf is not a reading
+                    found.setdefault(instance, {})[key] = reading
         return tuple(
             Serving(instance, values.get("length"), values.get("rate"))
             for instance, values in sorted(found.items())
@@ -260,11 +289,16 @@ class PrometheusSource:
         return tuple(out)
 
 
+def _labels(metric: object) -> dict[str, str]:
+    """A series' labels that are text (Prometheus' are; a list or an object is no label)."""
+    if not isinstance(metric, dict):
+        return {}
+    return {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return -1
+    found = int_text(text, lo=0, hi=2**31 - 1)
+    return found if found is not None else -1
 
 
 def _opt_int(series: Series, key: tuple[str, str]) -> int | None:

@@ -11,7 +11,7 @@ preflight is never refused for it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,8 +22,18 @@ if TYPE_CHECKING:  # the log reader loads only when a recorded launch is there t
     from eaglebug.checks import MemoryLog
 
 
-def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
-    """What the newest recorded launch of these words measured about memory, if any."""
+# What one GPU's memory figures can be: no GPU made has more than this (a B300 has 288 GB).
+MAX_GIB = 4096.0
+_GIB = ("free_before_load_gib", "target_weights_gib", "draft_weights_gib", "kv_gib", "graph_gib")
+_COUNTS = ("kv_tokens", "max_total_num_tokens", "max_running_requests")
+_MAX_COUNT = 10**12  # tokens of a KV pool, requests
+
+
+def measured_for(
+    workdir: Path, words: Sequence[str], warnings: list[str] | None = None
+) -> MemoryLog | None:
+    """What the newest recorded launch of these words measured about memory, if any; a
+    launch whose figures cannot be a GPU's is passed over, and `warnings` say so."""
     try:
         state = load_state(workdir)
     except InputError:
@@ -36,19 +46,47 @@ def measured_for(workdir: Path, words: Sequence[str]) -> MemoryLog | None:
     for record in reversed(state.launches):
         # The same command, whatever flag fixes that launch ran with.
         if record.argv == with_flags(argv, record.flag_additions):
-            found = measured_of(record)
+            found = measured_of(record, warnings)
             if found is not None and found.free_before_load_gib is not None:
                 return found
     return None
 
 
-def measured_of(record: LaunchRecord) -> MemoryLog | None:
-    """A launch's memory figures: those kept in its record, else its log's."""
+def measured_of(record: LaunchRecord, warnings: list[str] | None = None) -> MemoryLog | None:
+    """A launch's memory figures: those kept in its record, else its log's; None when they
+    cannot be what a GPU measured (free memory -80 GiB, weights -5 GiB or more than was free:
+    a hand-edited or damaged state file), with the reason in `warnings`."""
     from eaglebug.checks import MemoryLog, read_memory_file
 
-    if record.memory:
-        return MemoryLog.from_record(record.memory)
-    return read_memory_file(Path(record.log))
+    found = None if record.memory else read_memory_file(Path(record.log))
+    if not record.memory and found is None:
+        return None
+    wrong = implausible(record.memory if found is None else found.to_record())
+    if wrong is not None:
+        if warnings is not None:
+            warnings.append(
+                f"launch {record.number}'s memory figures are not a GPU's ({wrong}); "
+                "preflight estimates instead of calibrating from them"
+            )
+        return None
+    return found if found is not None else MemoryLog.from_record(record.memory)
+
+
+def implausible(figures: Mapping[str, float]) -> str | None:
+    """Which figure cannot be a GPU's (read with the one number reader), or None."""
+    from eaglebug.checks import float_value, int_value
+
+    for key in _GIB:
+        if key in figures and float_value(figures[key], lo=0.0, hi=MAX_GIB) is None:
+            return f"{key} {figures[key]:g}"
+    for key in _COUNTS:
+        if key in figures and int_value(figures[key], lo=0, hi=_MAX_COUNT) is None:
+            return f"{key} {figures[key]:g}"
+    free = figures.get("free_before_load_gib")
+    weights = figures.get("target_weights_gib", 0.0) + figures.get("draft_weights_gib", 0.0)
+    if free is not None and weights > free:
+        return f"{weights:g} GiB of weights loaded into {free:g} GiB free"
+    return None
 
 
 def figures_to_keep(record: LaunchRecord) -> dict[str, float] | None:

@@ -3,13 +3,14 @@ may be another environment)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from eaglebug.checks import NotJson, strict_json
 
 if TYPE_CHECKING:
     from eaglebug.checks import ExternalPackage
@@ -55,8 +56,8 @@ def path_of(python: str, env: Mapping[str, str]) -> list[str] | None:
             check=False,
             env=dict(env),
         )
-        paths = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        paths = strict_json(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, NotJson):
         return None
     if not isinstance(paths, list):
         return None

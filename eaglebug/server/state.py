@@ -2,8 +2,9 @@
 
 It is what lets a new eaglebug process (after closing the TUI or losing SSH) re-attach to the
 server an earlier one launched. Written through a temporary file and an atomic rename. It is
-read as a whole and checked against the record types (every field's type, pids positive,
-times finite): a file that is not UTF-8, not JSON, or holds a pid of "abc", -1 or 12.5 is one
+read as a whole with the one number reader (`checks/contract/numbers.py`) and checked against
+the record types (every field's type, pids in a C int's positive range, times finite): a file
+that is not UTF-8, not JSON, or holds a pid of "abc", -1, 12.5, 2**40 or 5,000 digits is one
 `InputError` naming the file and how to move it aside, never a crash and never a signal sent
 to a pid nobody recorded.
 """
@@ -11,7 +12,6 @@ to a pid nobody recorded.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import types
@@ -20,7 +20,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from eaglebug.checks import InputError
+from eaglebug.checks import InputError, NotJson, float_value, int_value, strict_json
 
 STATE_DIR = ".eaglebug"
 STATE_FILE = "state.json"
@@ -75,8 +75,10 @@ class State:
         return ready[-1] if ready else None
 
 
-# Fields that must be positive (a pid of 0 or -1 would signal a process group or everything).
-_POSITIVE = {"number", "pid"}
+# The range of each whole-number field: a pid of 0 or -1 would signal a process group or
+# everything, and one past a C int overflows os.kill (`status`, `stop`).
+_C_INT = 2**31 - 1
+_RANGES = {"number": (1, _C_INT), "pid": (1, _C_INT), "exit_code": (-_C_INT - 1, _C_INT)}
 _NON_NEGATIVE = {"create_time", "started_at", "ready_after_s", "applied_at"}
 _Record = TypeVar("_Record", LaunchRecord, PatchRecord)
 
@@ -106,14 +108,15 @@ def _check(value: Any, expected: Any, where: str) -> Any:
             _check(k, key_type, where): _check(v, value_type, f"{where}.{k}")
             for k, v in value.items()
         }
-    if expected is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Invalid(f"{where}: expected a number, not {value!r:.40}")
-        if not math.isfinite(value):
-            raise _Invalid(f"{where}: expected a finite number, not {value!r}")
-        return float(value)
-    if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise _Invalid(f"{where}: expected an integer, not {value!r:.40}")
+    if expected is float:  # the one number reader: finite, never a bool
+        number = float_value(value)
+        if number is None:
+            raise _Invalid(f"{where}: expected a finite number, not {value!r:.40}")
+        return number
+    if expected is int:
+        if not isinstance(value, int) or int_value(value) is None:
+            raise _Invalid(f"{where}: expected an integer, not {value!r:.40}")
+        return value
     if expected is str and not isinstance(value, str):
         raise _Invalid(f"{where}: expected a string, not {value!r:.40}")
     return value
@@ -134,8 +137,9 @@ def _record(cls: type[_Record], data: Any, where: str) -> _Record:
                 continue  # an older file without a newer field: its default
             raise _Invalid(f"{where}: missing field {name!r}")
         value = _check(data[name], hints[name], f"{where}.{name}")
-        if name in _POSITIVE and value is not None and value <= 0:
-            raise _Invalid(f"{where}.{name}: must be positive, not {value}")
+        low, high = _RANGES.get(name, (None, None))
+        if value is not None and low is not None and not low <= value <= high:
+            raise _Invalid(f"{where}.{name}: must be from {low} to {high}, not {value}")
         if name in _NON_NEGATIVE and value is not None and value < 0:
             raise _Invalid(f"{where}.{name}: must not be negative, not {value}")
         values[name] = value
@@ -168,7 +172,7 @@ def load_state(workdir: Path) -> State:
             f"{path}: cannot read ({exc.strerror})", "check the file's permissions"
         ) from None
     try:
-        data: Any = json.loads(raw.decode("utf-8"))
+        data: Any = strict_json(raw)
         if not isinstance(data, dict):
             raise _Invalid("expected a JSON object")
         if data.get("schema") != SCHEMA:
@@ -185,11 +189,7 @@ def load_state(workdir: Path) -> State:
             pending_env=_check(data.get("pending_env", {}), dict[str, str], "pending_env"),
             pending_flags=_check(data.get("pending_flags", {}), dict[str, str], "pending_flags"),
         )
-    except UnicodeDecodeError:
-        raise InputError(
-            f"{path}: not a state file eaglebug can read (not UTF-8)", _aside(path)
-        ) from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and _Invalid are ValueErrors
+    except (NotJson, _Invalid) as exc:
         raise InputError(
             f"{path}: not a state file eaglebug can read ({exc})", _aside(path)
         ) from None

@@ -17,17 +17,18 @@ The beat waits on an Event, so `watch()` and `close()` take effect at once; the 
 from __future__ import annotations
 
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from eaglebug.checks import DEFAULT_RULES, AcceptanceRules, InputError, Report, from_cumulative
 from eaglebug.checks import from_metrics as metrics_report
-from eaglebug.server.client import Client, cumulative_of
+from eaglebug.net.fetch import HttpFailure, fetch
+from eaglebug.server.client import Client, ServerError, cumulative_of
 
 INTERVAL_S = 5.0
-TIMEOUT_S = 2.0  # per request: a server busy loading a long prompt may be slow, not gone
+# Each request's whole deadline (eaglebug/net: a trickling answer cannot hold the beat longer);
+# a server busy with a long prompt may be slow, not gone.
+TIMEOUT_S = 2.0
 KEEP = 60  # reports kept (the header's sparkline shows the newest)
 
 
@@ -131,8 +132,8 @@ class AcceptanceWatch:
                 continue
             try:
                 info = client.call(path)
-            except InputError as exc:
-                if "HTTP 404" in str(exc):
+            except ServerError as exc:
+                if exc.status == 404:
                     self._missing.add(path)
                     continue
                 raise
@@ -148,14 +149,13 @@ class AcceptanceWatch:
         if "/metrics" in self._missing:
             return None
         try:
-            with urllib.request.urlopen(f"{url}/metrics", timeout=self.timeout_s) as response:
-                text = response.read().decode("utf-8", errors="replace")
-        except urllib.error.HTTPError:
-            self._missing.add("/metrics")
-            return None
-        except (urllib.error.URLError, OSError) as exc:
-            raise InputError(f"no server answers at {url} ({exc})") from None
-        return metrics_report(text, self.rules)
+            answer = fetch(f"{url}/metrics", deadline_s=self.timeout_s)
+        except HttpFailure as exc:
+            if exc.kind == "status":
+                self._missing.add("/metrics")
+                return None
+            raise InputError(exc.message) from None
+        return metrics_report(answer.body.decode("utf-8", errors="replace"), self.rules)
 
     # -- snapshots -----------------------------------------------------------------------------
     def _snapshot(self, state: str, url: str | None = None) -> AcceptanceSnapshot:

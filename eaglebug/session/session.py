@@ -160,7 +160,8 @@ class Session:
         from eaglebug.server.pyenv import external_for_launch
 
         external = external_for_launch(words, environ)  # where the launch's python finds it
-        measured = measured_for(self.config.workdir, base)
+        calibrating: list[str] = []
+        measured = measured_for(self.config.workdir, base, calibrating)
         with self._index_lock:
             flight = preflight(
                 index,
@@ -172,6 +173,7 @@ class Session:
                 measured=measured,
             )
             patches = plan_patches(index, flight.reports)
+        flight.warnings.extend(calibrating)  # figures of the last launch that were passed over
         result = CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
         )

@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks import Finding
+from eaglebug.checks import Finding, one_line
 from eaglebug.cli.view import Line, evidence_lines, fix_lines
 from eaglebug.tui.render import syntax
 
@@ -30,15 +30,14 @@ def _render(lines: list[Line]) -> list[RenderableType]:
             out.append(syntax("\n".join(code), "python", theme="ansi_dark"))
             code.clear()
 
-    for line in lines:
+    for line in lines:  # the tree's code, a config's strings: terminal-safe (`one_line`)
         if line.code:
-            code.append("  " * line.indent + line.text)
+            code.append("  " * line.indent + one_line(line.text))
             continue
         flush()
         pad = Text("  " * line.indent)
-        out.append(
-            pad + Text(line.label, style=line.label_style) + Text(line.text, style=line.style)
-        )
+        label, text = one_line(line.label), one_line(line.text)
+        out.append(pad + Text(label, style=line.label_style) + Text(text, style=line.style))
     flush()
     return out
 
@@ -50,7 +49,7 @@ def evidence(finding: Finding, patch: Patch | None) -> Group:
             f"{finding.severity}  {finding.id}",
             style="bold red" if finding.severity == "error" else "bold",
         ),
-        Text(finding.message),
+        Text(one_line(finding.message)),
     ]
     if finding.class_:
         parts.append(Text(f"class: {finding.class_}  ({finding.role} role)", style="dim"))

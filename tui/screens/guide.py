@@ -19,7 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eaglebug.checks import THRESHOLD, Finding, RuntimeEvidence, env_of, flag_of
+from eaglebug.checks import THRESHOLD, Finding, RuntimeEvidence, env_of, flag_of, one_line
 from eaglebug.session.acceptwatch import AcceptanceSnapshot
 from eaglebug.session.session import CheckResult
 from eaglebug.tui.render import syntax
@@ -69,7 +69,9 @@ def _checks(result: CheckResult) -> RenderableType:
         )
     ]
     for finding in errors:
-        parts.append(Text(f"✗ {finding.id}", style="bold red") + Text(f"  {finding.message}"))
+        parts.append(
+            Text(f"✗ {finding.id}", style="bold red") + Text(f"  {one_line(finding.message)}")
+        )
     if not errors:
         parts.append(Text("✓ nothing blocks this launch", style="green"))
     return Group(*parts)
@@ -78,7 +80,7 @@ def _checks(result: CheckResult) -> RenderableType:
 def _launch_fix(finding: Finding) -> RenderableType:
     """A fix that changes the launch (a flag, an env var), not the code."""
     fix = flag_of(finding.fix) or env_of(finding.fix)
-    parts: list[RenderableType] = [Text(f"Why: {finding.message}\n")]
+    parts: list[RenderableType] = [Text(f"Why: {one_line(finding.message)}\n")]
     if fix is not None:
         parts.append(Text("The fix: ", style="bold") + Text(fix.text(), style="green"))
         if fix.tradeoff:
@@ -118,7 +120,9 @@ def _working(snapshot: AcceptanceSnapshot | None, runtime: list[Finding]) -> Ren
         )
     for finding in runtime:
         evidence = finding.evidence
-        parts.append(Text(f"\n✗ {finding.id}", style="bold red") + Text(f"  {finding.message}"))
+        parts.append(
+            Text(f"\n✗ {finding.id}", style="bold red") + Text(f"  {one_line(finding.message)}")
+        )
         if isinstance(evidence, RuntimeEvidence):
             for cause in evidence.causes:
                 mark, style = {True: ("✗", "red"), False: ("✓", "green"), None: ("?", "dim")}[
@@ -179,7 +183,7 @@ class GuideScreen(ModalScreen[int]):
 
     def _patch(self, patch: Patch) -> RenderableType:
         reasons = [f for f in patch.fixes if f.severity == "error"] or list(patch.fixes)
-        why = "\n".join(f"• {f.attribute}: {f.message}" for f in reasons)
+        why = "\n".join(f"• {f.attribute}: {one_line(f.message)}" for f in reasons)
         parts: list[RenderableType] = [
             Text(f"Why: {why}\n"),
             syntax(patch.diff(), "diff", theme="ansi_dark"),

@@ -96,7 +96,7 @@ class ServingParts(Screen[None]):
         notification): a few short prompts, bounded in requests and time."""
         from eaglebug.cli.probe import PROMPTS, probe
 
-        result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=10.0, budget_s=30.0)
+        result = probe(url, PROMPTS[:2], max_new_tokens=48, timeout_s=30.0)
         length = result.accept_length
         if length is None:
             self.post_message(ProbeFinished(f"{url}: no acceptance reported", "warning"))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from eaglebug.checks import Finding
+from eaglebug.checks import Finding, one_line
 from eaglebug.logs.index import LogIndex
 
 SCAN_ROWS = 512  # how far below a traceback's start its exception line is looked for
@@ -57,7 +57,7 @@ def crash_of(finding: Finding, offset: int, index: LogIndex) -> Crash:
         row = index.find(start, exception, SCAN_ROWS) if exception else start
         row = start if row is None else row
     said = exception or (index[row].strip() if row is not None else finding.message)
-    text = Text.assemble(("✗ ", "bold red"), (said, "bold red"))
+    text = Text.assemble(("✗ ", "bold red"), (one_line(said), "bold red"))  # the log's words
     if len(finding.ranks) > 1:
         from eaglebug.checks import rank_summary, sort_ranks
 

@@ -4,7 +4,9 @@ stopped reporting (stale, from Prometheus) are states. With GPUs of several node
 gets a header line above its rows; when they do not all fit the panel (two nodes of 8 in a
 short pane, a fleet of 64), each node is one summary row instead (memory range, mean
 utilisation, lost and stale GPUs, the node's mean memory sparkline), and `x` shows every GPU
-again (or goes back to the summaries)."""
+again (or goes back to the summaries). Hosts, instances and process names are outside text
+(Prometheus labels, whatever a process calls itself): drawn through `one_line`, never obeyed as
+escape sequences."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Sparkline, Static
 
+from eaglebug.checks import one_line
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
 
 GIB = 1024**3
@@ -46,7 +49,7 @@ def gpu_line(gpu: GpuSnapshot) -> Text:
 
 def node_line(host: str, gpus: list[GpuSnapshot]) -> Text:
     """One node's GPUs on one line: `node-a ×8 ███░░ 61-70/80G  45%  1 lost`."""
-    line = Text(f"{host or 'this host'} ×{len(gpus)} ", style="bold")
+    line = Text(f"{one_line(host) or 'this host'} ×{len(gpus)} ", style="bold")
     live = [g for g in gpus if g.state == "ok"]
     if live:
         fraction = sum(g.used_fraction for g in live) / len(live)
@@ -144,13 +147,14 @@ class GpuPanel(Vertical):
     ) -> None:
         # Each sample comes every second: change only what changed (setting a border subtitle
         # repaints the whole panel, updating an auto-height Static relayouts the screen).
+        source = one_line(source)  # a Prometheus URL from the environment: outside text
         if self.border_subtitle != source:
             self.border_subtitle = source
         if snapshot.unavailable != self._unavailable:
             self._unavailable = snapshot.unavailable
             state = self.query_one("#gpu-state", Static)
             if snapshot.unavailable:
-                state.update(Text(snapshot.unavailable, style="bold yellow"))
+                state.update(Text(one_line(snapshot.unavailable), style="bold yellow"))
             state.display = bool(snapshot.unavailable)
         self._last = (snapshot, histories, source)
         rows = self.query_one("#gpu-rows", Vertical)
@@ -183,7 +187,7 @@ class GpuPanel(Vertical):
             who = (
                 "(hidden: another user or container)"
                 if proc.hidden
-                else (proc.role or proc.name or "?")
+                else one_line(proc.role or proc.name or "?")  # any process may name itself
             )
             procs.append(
                 f"{proc.gpu_index} {proc.pid:>7} {used} {who}\n", style="dim" if proc.hidden else ""
@@ -196,7 +200,8 @@ class GpuPanel(Vertical):
                     else ""
                 )
                 procs.append(
-                    f"SGLang {serving.instance} accept {serving.accept_length:.2f}{rate}\n"
+                    f"SGLang {one_line(serving.instance)} accept "
+                    f"{serving.accept_length:.2f}{rate}\n"
                 )
         if procs != self._procs:
             self._procs = procs
@@ -234,7 +239,7 @@ class GpuPanel(Vertical):
         """`node-a · 8 GPUs` (and `stale` when all of them are), mounted before its rows."""
         gpus = [g for g in snapshot.gpus if (g.host or "") == host]
         stale = all(g.state == "stale" for g in gpus)
-        text = Text(f"{host or 'this host'} · {len(gpus)} GPUs", style="bold")
+        text = Text(f"{one_line(host) or 'this host'} · {len(gpus)} GPUs", style="bold")
         if stale:
             text.append("  stale", style="yellow")
         header = self._node_headers.get(host)
