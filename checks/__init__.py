@@ -59,6 +59,9 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.acceptance import from_metrics as from_metrics
     from eaglebug.checks.logs.acceptance import low_acceptance as low_acceptance
     from eaglebug.checks.logs.acceptance import reports_in as reports_in
+    from eaglebug.checks.logs.bars import Bar as Bar
+    from eaglebug.checks.logs.bars import bar_line as bar_line
+    from eaglebug.checks.logs.bars import read_bar as read_bar
     from eaglebug.checks.logs.book import rank_summary as rank_summary
     from eaglebug.checks.logs.book import sort_ranks as sort_ranks
     from eaglebug.checks.logs.memory import MemoryLog as MemoryLog
@@ -96,6 +99,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AcceptanceRules": ("eaglebug.checks.logs.acceptance", "AcceptanceRules"),
     "Answers": ("eaglebug.checks.source.answers", "Answers"),
     "AuditResult": ("eaglebug.checks.interface.audit", "AuditResult"),
+    "Bar": ("eaglebug.checks.logs.bars", "Bar"),
     "Choice": ("eaglebug.checks.contract.fixes", "Choice"),
     "ClassReport": ("eaglebug.checks.interface.audit", "ClassReport"),
     "ConfigEvidence": ("eaglebug.checks.contract.evidence", "ConfigEvidence"),
@@ -130,6 +134,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TreeIndex": ("eaglebug.checks.source.index", "TreeIndex"),
     "analyze_file": ("eaglebug.checks.logs.parse", "analyze_file"),
     "analyze_nodes": ("eaglebug.checks.logs.nodes", "analyze_nodes"),
+    "bar_line": ("eaglebug.checks.logs.bars", "bar_line"),
     "architecture": ("eaglebug.checks.models.config", "architecture"),
     "audit": ("eaglebug.checks.interface.audit", "audit"),
     "cache_dir": ("eaglebug.checks.source.cache", "cache_dir"),
@@ -154,6 +159,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "plan_patches": ("eaglebug.checks.interface.patching", "plan_patches"),
     "preflight": ("eaglebug.checks.orchestrator", "preflight"),
     "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
+    "read_bar": ("eaglebug.checks.logs.bars", "read_bar"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
     "read_memory_file": ("eaglebug.checks.logs.memory", "read_memory_file"),
     "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
@@ -178,6 +184,7 @@ __all__ = [
     "AcceptanceRules",
     "Answers",
     "AuditResult",
+    "Bar",
     "Choice",
     "ClassReport",
     "ConfigEvidence",
@@ -207,6 +214,7 @@ __all__ = [
     "analyze_nodes",
     "architecture",
     "audit",
+    "bar_line",
     "cache_dir",
     "delegate_names",
     "env_and_argv",
@@ -229,6 +237,7 @@ __all__ = [
     "plan_patches",
     "preflight",
     "rank_summary",
+    "read_bar",
     "read_config",
     "read_memory_file",
     "regular_file",

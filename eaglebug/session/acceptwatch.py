@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from eaglebug.checks import DEFAULT_RULES, AcceptanceRules, InputError, Report, from_cumulative
 from eaglebug.checks import from_metrics as metrics_report
+from eaglebug.logs.fold import METRICS_PATH  # the log panel folds what this watch asks
 from eaglebug.server.client import Client, cumulative_of
 
 INTERVAL_S = 5.0
@@ -145,13 +146,13 @@ class AcceptanceWatch:
         return self._from_metrics(url)
 
     def _from_metrics(self, url: str) -> Report | None:
-        if "/metrics" in self._missing:
+        if METRICS_PATH in self._missing:
             return None
         try:
-            with urllib.request.urlopen(f"{url}/metrics", timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(f"{url}{METRICS_PATH}", timeout=self.timeout_s) as response:
                 text = response.read().decode("utf-8", errors="replace")
         except urllib.error.HTTPError:
-            self._missing.add("/metrics")
+            self._missing.add(METRICS_PATH)
             return None
         except (urllib.error.URLError, OSError) as exc:
             raise InputError(f"no server answers at {url} ({exc})") from None

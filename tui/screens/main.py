@@ -97,7 +97,8 @@ class MainScreen(ServingParts):
             "f",
             "fold",
             "Fold",
-            tooltip="Show every rank's copy of a line, or fold them into one row again (×8)",
+            tooltip="Show every line as printed (each rank's copy, each update of a progress "
+            "bar, eaglebug's polls of the server), or fold them again",
             id="fold",
         ),
         Binding(
@@ -333,7 +334,9 @@ class MainScreen(ServingParts):
                 self.action_first_error,
             ),
             SystemCommand(
-                "log: fold ranks", "Fold or unfold the lines every rank printed", self.action_fold
+                "log: fold",
+                "Fold or unfold what repeats: each rank's copy, a bar's updates, eaglebug's polls",
+                self.action_fold,
             ),
             SystemCommand("log: wrap lines", "Wrap long lines or cut them", self.action_wrap),
             SystemCommand(
@@ -405,7 +408,7 @@ class MainScreen(ServingParts):
         header.started_at = snap.started_at  # before the phase: a new launch restarts the clock
         header.last_ready_s = snap.last_ready_s
         header.phase = snap.phase
-        header.progress = snap.progress
+        header.bar = snap.bar
         self.milestones = snap.milestones
         self.watch_acceptance(snap.phase, snap.launch_number)
         restarted = any(part.restart is not None for part in snap.parts)
