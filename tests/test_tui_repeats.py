@@ -1,4 +1,5 @@
-"""What repeats reads as one row: a progress bar printed at every update, eaglebug's own polls.
+"""What repeats reads as one row: a progress bar printed at every update, eaglebug's own polls;
+and a ready demo looks like a real launch (its simulated GPUs busy serving).
 
 The real app over real logs: a launch's log file grows line by line with a real launch's bars
 (`fixtures/logs/bars/`, the corpus; `eaglebug watch --log FILE`'s app), and the demo's stand-in
@@ -162,14 +163,27 @@ def test_eaglebugs_polls_of_a_ready_server_fold_into_one_row_that_counts_them(
             return sum('"GET /server_info HTTP/1.1"' in t for t in logs.lines)
 
         await launch_until_ready(pilot, app)
+
+        def serving_gpus_busy() -> bool:  # the demo's GPUs follow the stand-in's phase
+            snapshot = app.session.latest_gpus
+            return snapshot is not None and all(
+                (gpu.utilization_pct or 0) >= 55 for gpu in snapshot.gpus
+            )
+
+        await until(pilot, serving_gpus_busy, "the GPUs busy serving")
         await until(pilot, lambda: polls_in_log() >= 3, "three polls in the log")
+        app.accept_watch.close()  # no more polls: every one it made is in the log file now
+        path = app.session.log_path()
+        assert path is not None
+        count = path.read_text().count('"GET /server_info HTTP/1.1"')
+        await until(pilot, lambda: polls_in_log() == count, "every poll in the panel")
         summaries = [y for y, t in enumerate(view.lines) if '"GET /server_info' in t]
         assert len(summaries) == 1  # the newest poll's row stands for them all
+        view.jump(summaries[0])  # on screen, at the top
         await pilot.pause()
-        count = polls_in_log()
         text = painted(view, summaries[0])
         assert text.startswith("⋯ ") and "polls by eaglebug (/server_info) folded" in text
-        assert int(text.split()[1]) >= 3
+        assert int(text.split()[1]) == count
         assert not any('"GET /server_info' in t for t in view.lines[: summaries[0]])
         # The log's other access lines stay (the warmup's POST /generate).
         assert any('"POST /generate HTTP/1.1" 200' in t for t in view.lines)
