@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.models.config import architecture as architecture
     from eaglebug.checks.models.config import read_config as read_config
     from eaglebug.checks.models.source import ModelSource as ModelSource
+    from eaglebug.checks.orchestrator import STAGES as STAGES
     from eaglebug.checks.orchestrator import GpuMemory as GpuMemory
     from eaglebug.checks.orchestrator import PreflightResult as PreflightResult
     from eaglebug.checks.orchestrator import preflight as preflight
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.external import ENV_VAR as ENV_VAR
     from eaglebug.checks.source.external import ExternalPackage as ExternalPackage
     from eaglebug.checks.source.external import package_at as package_at
+    from eaglebug.checks.source.files import InProcess as InProcess
     from eaglebug.checks.source.index import TreeIndex as TreeIndex
     from eaglebug.checks.source.index import find_class as find_class
     from eaglebug.checks.source.package import stamp_key as stamp_key
@@ -112,6 +114,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FlagFix": ("eaglebug.checks.contract.fixes", "FlagFix"),
     "GpuArch": ("eaglebug.checks.launch.gpuarch", "GpuArch"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
+    "InProcess": ("eaglebug.checks.source.files", "InProcess"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
     "Listing": ("eaglebug.checks.source.walk", "Listing"),
@@ -126,6 +129,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Report": ("eaglebug.checks.logs.acceptance", "Report"),
     "RuntimeEvidence": ("eaglebug.checks.contract.evidence", "RuntimeEvidence"),
     "SEVERITY_ORDER": ("eaglebug.checks.contract.findings", "SEVERITY_ORDER"),
+    "STAGES": ("eaglebug.checks.orchestrator", "STAGES"),
     "SWITCH": ("eaglebug.checks.launch.words", "SWITCH"),
     "SglangTree": ("eaglebug.checks.source.tree", "SglangTree"),
     "Step": ("eaglebug.checks.contract.findings", "Step"),
@@ -178,6 +182,7 @@ __all__ = [
     "ENV_VAR",
     "NO_ANSWER",
     "SEVERITY_ORDER",
+    "STAGES",
     "SWITCH",
     "THRESHOLD",
     "TRAILER",
@@ -195,6 +200,7 @@ __all__ = [
     "FlagFix",
     "GpuArch",
     "GpuMemory",
+    "InProcess",
     "InputError",
     "InterfaceEvidence",
     "Listing",

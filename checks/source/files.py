@@ -53,9 +53,26 @@ class Mapper(Protocol):
     ) -> list[R]: ...
 
 
-def in_process(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]) -> list[R]:
-    """The default `Mapper`: everything here, in order."""
-    return [job(item) for item in items]
+class InProcess:
+    """The default `Mapper`: everything here, in order. `progress(done, total)`, when given,
+    hears of each item done (a front end shows how far a cold run is: files done of total)."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+
+    def __call__(
+        self, job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
+    ) -> list[R]:
+        if self.progress is None:
+            return [job(item) for item in items]
+        done: list[R] = []
+        for item in items:
+            done.append(job(item))
+            self.progress(len(done), len(items))
+        return done
+
+
+in_process = InProcess()
 
 
 class SourceFiles:
@@ -68,10 +85,13 @@ class SourceFiles:
         warnings: list[str],
         mapper: Mapper = in_process,
         listing: Callable[[], Listing] | None = None,
+        parsed: Callable[[str], None] | None = None,
     ) -> None:
-        """`listing`, when given, makes the walk (`walk.list_tree`) for this tree."""
+        """`listing`, when given, makes the walk (`walk.list_tree`) for this tree; `parsed`
+        hears of each file parsed here (a front end counts them while a cold run parses)."""
         self.tree = tree
         self.listing = listing
+        self.parsed = parsed
         self.use_cache = use_cache
         self.warnings = warnings
         self.mapper = mapper
@@ -142,7 +162,7 @@ class SourceFiles:
             self._module_files[module_name(rel)[0]] = rel
         # With work shared between processes, candidates are parsed where they are read (the
         # bytes need not travel back); here alone, they wait until someone asks (`parse_all`).
-        look = _look if self.mapper is in_process else _look_and_learn
+        look = _look if isinstance(self.mapper, InProcess) else _look_and_learn
         looked = self.mapper(look, fresh, [size for _, _, size, _ in fresh]) if fresh else []
         for (rel, _, _, _), (entry, data, _) in zip(fresh, looked, strict=True):
             entries[rel] = entry
@@ -198,6 +218,8 @@ class SourceFiles:
         if data is None:
             return None
         parsed = parse(rel, data)
+        if self.parsed is not None:
+            self.parsed(rel)
         if isinstance(parsed, str):
             self.skip(rel, parsed)
             return None
@@ -235,7 +257,7 @@ class SourceFiles:
         that `calls_in` (calls into each file) will ask for. A file that does not parse is
         warned about when `ensure_parsed` reaches it, as if it were parsed there."""
         todo = [rel for rel in rels if not self.entries[rel].parsed]
-        if len(todo) < 2 or self.mapper is in_process:
+        if len(todo) < 2 or isinstance(self.mapper, InProcess):
             return  # parsed one by one as they are reached, the trees kept for a revisit
         jobs = [
             (rel, self.entries[rel], self._sources.pop(rel, None), (calls_in or {}).get(rel, []))

@@ -77,6 +77,7 @@ class ChecksPanel(Vertical):
         self.pending: dict[str, str] = {}
         self._statuses: dict[FindingKey, str] = {}
         self._layout: tuple[int | None, bool] | None = None  # as `_fit` chose it
+        self._summary = ""  # the counts by severity, and what the next launch gets
 
     def compose(self) -> ComposeResult:
         yield Static("running the checks…", id="checks-state")
@@ -125,6 +126,12 @@ class ChecksPanel(Vertical):
         summary = ", ".join(f"{n} {words[s][n != 1]}" for s, n in counts.items())
         if pending:
             summary += "  ·  next launch: " + " ".join(f"{k}={v}" for k, v in pending.items())
+        self._summary = summary
+        self.show_state(state)
+
+    def show_state(self, state: str) -> None:
+        """The line above the list: how far the checks are, or how they went; the counts."""
+        summary = self._summary
         self.query_one("#checks-state", Static).update(
             Text(f"{state}\n{summary}" if state else summary)
         )
