@@ -156,13 +156,15 @@ def run_demo(scratch: Path, timeout_s: float) -> float | None:
     return run_tui(["demo", "--fast"], scratch / "cwd", scratch / "cache", timeout_s).painted_s
 
 
-def recorded_launch(scratch: Path, tree: Path) -> Path:
-    """A working folder whose state file records the seed launch on `tree` (crashed, its
-    process long gone): `eaglebug` there re-attaches to it and checks its command."""
+def recorded_launch(scratch: Path) -> Path:
+    """A working folder whose state file records the seed launch (crashed, its process long
+    gone): `eaglebug --sglang TREE` there re-attaches to it and checks its command on TREE."""
+    # The installed eaglebug, before anything puts the checkout first on sys.path (the test
+    # helper that finds the default tree does).
+    from eaglebug.server.state import LaunchRecord, State, save_state, state_dir
+
     sys.path.insert(0, str(REPO / "bench"))
     from preflight import write_models  # the seed launch's configs, as bench/preflight.py
-
-    from eaglebug.server.state import LaunchRecord, State, save_state, state_dir
 
     work = scratch / "work"
     work.mkdir()
@@ -225,11 +227,10 @@ def main(argv: list[str] | None = None) -> int:
             demo.append(took)
         cold: list[Times] = []
         if args.tree_runs > 0:
-            sys.path.insert(0, str(REPO / "bench"))
-            from audit_vs_grep import default_tree
+            work = recorded_launch(scratch)
+            from audit_vs_grep import default_tree  # bench/ is on sys.path now
 
             tree = args.sglang.expanduser().resolve() if args.sglang else default_tree()
-            work = recorded_launch(scratch, tree)
             for run in range(args.tree_runs):
                 baseline.append(run_baseline(scratch / "cwd"))
                 times = run_cold_tree(scratch, work, tree, max(args.timeout, 180.0), run)

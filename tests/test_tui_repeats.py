@@ -172,6 +172,15 @@ def test_eaglebugs_polls_of_a_ready_server_fold_into_one_row_that_counts_them(
 
         await until(pilot, serving_gpus_busy, "the GPUs busy serving")
         await until(pilot, lambda: polls_in_log() >= 3, "three polls in the log")
+        # Reading just below the polls' row: the next poll folds that row away above the
+        # screen, and the text being read stays where it is.
+        at = next(y for y, t in enumerate(view.lines) if '"GET /server_info' in t)
+        await until(pilot, lambda: view.max_scroll_y > at + 1, "a screenful after the polls")
+        view.jump(at + 1)
+        top, seen = view.top_row(), polls_in_log()
+        await until(pilot, lambda: polls_in_log() > seen, "the next poll")
+        await pilot.pause()
+        assert not view.following and view.top_row() == top
         app.accept_watch.close()  # no more polls: every one it made is in the log file now
         path = app.session.log_path()
         assert path is not None

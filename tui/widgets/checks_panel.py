@@ -7,7 +7,7 @@ A finding reads at a glance at the panel's width: where every finding's id, step
 on one line (a wide or stacked panel), they stand on one line; otherwise (34 columns beside the
 log) each finding's step and status go on a dim line of their own under its id, indented, so
 no id or step is cut mid-phrase. While the checks run, the line above the list says which stage
-runs and how many files are done of how many (`Progress`)."""
+runs and how many files are done of how many (`show_state`, from the main screen)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ def step_tag(step: Step) -> str:
     return f"at {name}" if step.within else f"before {name}"
 
 
+def tag_of(finding: Finding) -> str:
+    """The step shown beside a finding ("" for info, which stops nothing)."""
+    if finding.step is None or finding.severity == "info":
+        return ""
+    return step_tag(finding.step)
+
+
 INDENT = "  "  # a finding's second line starts under its id, past the icon
 LIST_GUTTER = 2  # what the list takes of the panel's inner width (its padding, a scrollbar)
 
@@ -54,7 +61,7 @@ def entry(
     their own under the id."""
     icon, style = _ICON[finding.severity]
     head = Text(f"{icon} ", style=style) + Text(label(finding))
-    tag = step_tag(finding.step) if finding.step is not None and finding.severity != "info" else ""
+    tag = tag_of(finding)
     pending = status is not None and "pending" in status
     mark = Text(status or "", style="italic cyan" if pending else "italic green")
     if stacked and (tag or mark):
@@ -152,8 +159,7 @@ class ChecksPanel(Vertical):
         if width is None:
             return None, False
         findings, statuses = self.findings, self._statuses
-        tagged = [f for f in findings if entry(f, None, stacked=True).plain.count("\n")]
-        heads = [entry(f, None, stacked=True).split()[0].cell_len for f in tagged]
+        heads = [Text(f"{_ICON[f.severity][0]} {label(f)}").cell_len for f in findings if tag_of(f)]
         column = max(heads, default=0) + 2  # past the longest id that has a step
         for layout in ((column, False), (None, False)):
             if all(
