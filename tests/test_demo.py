@@ -391,10 +391,11 @@ def test_the_simulated_gpus_are_as_busy_as_the_standins_phase(tmp_path: Path) ->
         return seen
 
     assert set(utilisation()) == {0}  # no launch yet
-    board = MemoryBoard(path, gpus=2, total_bytes=10 * 2**30, min_interval_s=0.0)
+    # Sizes are written at most once an hour here; a new phase is written at once.
+    board = MemoryBoard(path, gpus=2, total_bytes=10 * 2**30, min_interval_s=3600.0)
     current[0] = path
     for phase in ("launching", "loading", "kv_cache", "cuda_graph"):
-        board.add(0, 2**30, phase)
+        board.add(0, 0, phase)  # a step starts (the stand-in says so before its first byte)
         low, high = PHASE_LOAD[phase]
         seen = utilisation()
         assert round(100 * low) <= min(seen) and max(seen) <= round(100 * high), phase

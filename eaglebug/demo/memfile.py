@@ -186,11 +186,14 @@ class MemoryBoard:
         return self.total_bytes - self.used(gpu)
 
     def set(self, gpu: int, used_bytes: int, phase: str | None = None) -> None:
+        """One GPU's memory, and the phase; a new phase is written at once (a reader's GPUs
+        are as busy as it says), a new size at most every `min_interval_s`."""
         with self._lock:
             self._used[gpu] = max(0, min(used_bytes, self.total_bytes))
+            moved_on = phase is not None and phase != self._phase
             if phase is not None:
                 self._phase = phase
-            self._write(force=False)
+            self._write(force=moved_on)
 
     def add(self, gpu: int, delta_bytes: int, phase: str | None = None) -> None:
         with self._lock:
