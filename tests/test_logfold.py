@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from eaglebug.logs.fold import WINDOW_ROWS, Folds, fold_key, folded_text, polled_paths
 from eaglebug.logs.follow import LogFollower, LogLine
 from eaglebug.logs.index import LogIndex, LogPart, LogSource, Restart, display
@@ -250,6 +252,23 @@ def test_the_same_bar_again_from_zero_is_a_new_row() -> None:
     feed(index, folds, texts + texts)
     assert len(folds) == 2
     assert on_show(index, folds) == [texts[-1], texts[-1]]
+
+
+@pytest.mark.parametrize("lag", [1, 2, 5])
+def test_two_bars_interleaved_without_a_tag_keep_a_row_or_so_each(lag: int) -> None:
+    """Two pipeline stages' capture bars in one log, `lag` updates apart: nothing tells their
+    lines apart (tqdm prints no rank), so a line goes to the bar furthest along that it does
+    not go back from; each bar keeps a row (one more at most where they cross), never a row
+    per update."""
+    bar = followed(BARS / "capture_dp_ep_newlines.log")[2:]
+    lines = bar[:lag] + [x for pair in zip(bar[lag:], bar, strict=False) for x in pair]
+    lines += bar[len(bar) - lag :]
+    index = LogIndex()
+    folds = Folds(index)
+    feed(index, folds, lines)
+    assert len(index) == 2 * len(bar)
+    assert 2 <= len(folds) <= 3
+    check_positions(folds, index)
 
 
 def test_a_bar_glued_to_a_log_record_stays_a_line_of_its_own() -> None:

@@ -54,6 +54,7 @@ RANK_PREFIX = re.compile(
 NUMBER = re.compile(r"\d+")
 WINDOW_ROWS = 64  # a line folds into a row at most this many lines above it
 MAX_OPEN = 256  # rows still taking lines, per segment (the oldest stop first)
+MAX_BAR_SLOTS = 8  # bars of one tag and total open at once (interleaved ones: a row each)
 MAX_RANK_LABELS = 65_535  # distinct rank labels with an id; lines of others do not fold
 NO_RANK = 0xFFFF  # the rank id of a line folded for another reason (a bar's update, a poll)
 NO_HEAD = -1  # the row a folded poll went into: none (the newest poll's row counts them all)
@@ -107,14 +108,16 @@ class _Open:
 
 
 class _OpenBar:
-    """A bar that updates may still fold into: its first line, how far it got, what it says."""
+    """A bar that updates may still fold into: its first line, how far it got, what it says,
+    and its newest line."""
 
-    __slots__ = ("desc", "done", "head")
+    __slots__ = ("desc", "done", "head", "last")
 
     def __init__(self, head: int, desc: str, done: int) -> None:
         self.head = head
         self.desc = desc
         self.done = done
+        self.last = head
 
 
 class SegmentFolds:
@@ -139,7 +142,7 @@ class SegmentFolds:
         self.ranks = array("H")  # ... and its rank, an id of `Folds.rank_names` (or NO_RANK)
         self.open: dict[str, _Open] = {}  # by what the line says; oldest first
         self.last_key: str | None = None  # what the newest line said, if it had ranks
-        self.bars: dict[str, _OpenBar] = {}  # bars still updating, by tag and total
+        self.bars: dict[str, list[_OpenBar]] = {}  # bars still updating, by tag and total
         self.newest: dict[int, int] = {}  # a bar's first line -> its newest update's line
         self.poll_row: int | None = None  # the newest poll's line: the row that counts them
         self.polls = 0
@@ -207,26 +210,38 @@ class Folds:
         folds.last_key = said
 
     def _fold_bar(self, folds: SegmentFolds, line: int, text: str) -> bool:
-        """A line that is a progress bar: into the row of its bar, or the first row of one."""
+        """A line that is a progress bar: into the row of its bar, or the first row of one.
+
+        Of the bars still open with its tag and total whose count it does not go back from,
+        it goes to the one furthest along (two bars interleaved without a tag, one per
+        pipeline stage, keep a row each once they are out of step); a finished bar takes only
+        tqdm's closing repeat, straight after it, so the next bar over the same batch sizes
+        (the draft's graphs after the target's) is a row of its own."""
         bar = bar_line(text)
         if bar is None:
             return False
         key = f"{bar.tag}\x00{bar.total}"
         desc = NUMBER.sub("0", bar.desc)
-        group = folds.bars.get(key)
-        if (
-            group is not None
-            and bar.done >= group.done
-            and (desc == group.desc or not desc or not group.desc)
-        ):
-            self._hide(folds, line, group.head)
-            group.done, group.desc = bar.done, desc or group.desc
-            folds.newest[group.head] = line
+        slots = folds.bars.setdefault(key, [])
+        newest = max(slots, key=lambda g: g.last, default=None)
+        fits = [
+            g
+            for g in slots
+            if g.done <= bar.done
+            and (desc == g.desc or not desc or not g.desc)
+            and (g.done < bar.total or g is newest)
+        ]
+        group = max(fits, key=lambda g: (g.done, g.last), default=None)
+        if group is None:
+            folds.bars.pop(key)
+            slots.append(_OpenBar(line, desc, bar.done))
+            folds.bars[key] = slots[-MAX_BAR_SLOTS:]  # at the end: the oldest key first
+            while len(folds.bars) > MAX_OPEN:
+                del folds.bars[next(iter(folds.bars))]
             return True
-        folds.bars.pop(key, None)
-        folds.bars[key] = _OpenBar(line, desc, bar.done)  # at the end: oldest first
-        while len(folds.bars) > MAX_OPEN:
-            del folds.bars[next(iter(folds.bars))]
+        self._hide(folds, line, group.head)
+        group.done, group.desc, group.last = bar.done, desc or group.desc, line
+        folds.newest[group.head] = line
         return True
 
     def _fold_poll(self, folds: SegmentFolds, line: int, text: str) -> bool:
