@@ -70,6 +70,9 @@ if TYPE_CHECKING:
     from eaglebug.checks.logs.acceptance import from_metrics as from_metrics
     from eaglebug.checks.logs.acceptance import low_acceptance as low_acceptance
     from eaglebug.checks.logs.acceptance import reports_in as reports_in
+    from eaglebug.checks.logs.bars import Bar as Bar
+    from eaglebug.checks.logs.bars import bar_line as bar_line
+    from eaglebug.checks.logs.bars import read_bar as read_bar
     from eaglebug.checks.logs.book import rank_summary as rank_summary
     from eaglebug.checks.logs.book import sort_ranks as sort_ranks
     from eaglebug.checks.logs.memory import MemoryLog as MemoryLog
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.models.config import architecture as architecture
     from eaglebug.checks.models.config import read_config as read_config
     from eaglebug.checks.models.source import ModelSource as ModelSource
+    from eaglebug.checks.orchestrator import STAGES as STAGES
     from eaglebug.checks.orchestrator import GpuMemory as GpuMemory
     from eaglebug.checks.orchestrator import PreflightResult as PreflightResult
     from eaglebug.checks.orchestrator import preflight as preflight
@@ -100,6 +104,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.external import ENV_VAR as ENV_VAR
     from eaglebug.checks.source.external import ExternalPackage as ExternalPackage
     from eaglebug.checks.source.external import package_at as package_at
+    from eaglebug.checks.source.files import InProcess as InProcess
     from eaglebug.checks.source.index import TreeIndex as TreeIndex
     from eaglebug.checks.source.index import find_class as find_class
     from eaglebug.checks.source.package import stamp_key as stamp_key
@@ -116,6 +121,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AuditResult": ("eaglebug.checks.interface.audit", "AuditResult"),
     "CHANGE_KINDS": ("eaglebug.checks.matrix.compare", "KINDS"),
     "Cell": ("eaglebug.checks.matrix.table", "Cell"),
+    "Bar": ("eaglebug.checks.logs.bars", "Bar"),
     "Choice": ("eaglebug.checks.contract.fixes", "Choice"),
     "Comparison": ("eaglebug.checks.matrix.compare", "Comparison"),
     "ClassReport": ("eaglebug.checks.interface.audit", "ClassReport"),
@@ -132,6 +138,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "float_value": ("eaglebug.checks.contract.numbers", "float_value"),
     "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
+    "InProcess": ("eaglebug.checks.source.files", "InProcess"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
     "Listing": ("eaglebug.checks.source.walk", "Listing"),
@@ -149,6 +156,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Row": ("eaglebug.checks.matrix.table", "Row"),
     "RuntimeEvidence": ("eaglebug.checks.contract.evidence", "RuntimeEvidence"),
     "SEVERITY_ORDER": ("eaglebug.checks.contract.findings", "SEVERITY_ORDER"),
+    "STAGES": ("eaglebug.checks.orchestrator", "STAGES"),
     "SWITCH": ("eaglebug.checks.launch.words", "SWITCH"),
     "SglangTree": ("eaglebug.checks.source.tree", "SglangTree"),
     "Step": ("eaglebug.checks.contract.findings", "Step"),
@@ -159,6 +167,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "accept_rate": ("eaglebug.checks.logs.acceptance", "accept_rate"),
     "analyze_file": ("eaglebug.checks.logs.parse", "analyze_file"),
     "analyze_nodes": ("eaglebug.checks.logs.nodes", "analyze_nodes"),
+    "bar_line": ("eaglebug.checks.logs.bars", "bar_line"),
     "architecture": ("eaglebug.checks.models.config", "architecture"),
     "audit": ("eaglebug.checks.interface.audit", "audit"),
     "cache_dir": ("eaglebug.checks.source.cache", "cache_dir"),
@@ -187,6 +196,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "preflight": ("eaglebug.checks.orchestrator", "preflight"),
     "python_json": ("eaglebug.checks.contract.numbers", "python_json"),
     "rank_summary": ("eaglebug.checks.logs.book", "rank_summary"),
+    "read_bar": ("eaglebug.checks.logs.bars", "read_bar"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
     "read_memory_file": ("eaglebug.checks.logs.parse", "read_memory_file"),
     "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
@@ -209,12 +219,14 @@ __all__ = [
     "MAX_DIGITS",
     "NO_ANSWER",
     "SEVERITY_ORDER",
+    "STAGES",
     "SWITCH",
     "THRESHOLD",
     "TRAILER",
     "AcceptanceRules",
     "Answers",
     "AuditResult",
+    "Bar",
     "Cell",
     "Choice",
     "ClassReport",
@@ -227,6 +239,7 @@ __all__ = [
     "FlagFix",
     "GpuArch",
     "GpuMemory",
+    "InProcess",
     "InputError",
     "InterfaceEvidence",
     "Listing",
@@ -251,6 +264,7 @@ __all__ = [
     "analyze_nodes",
     "architecture",
     "audit",
+    "bar_line",
     "cache_dir",
     "compare_matrices",
     "delegate_names",
@@ -279,6 +293,7 @@ __all__ = [
     "preflight",
     "python_json",
     "rank_summary",
+    "read_bar",
     "read_config",
     "read_memory_file",
     "regular_file",

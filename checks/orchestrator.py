@@ -7,7 +7,7 @@ model-config checks, all against the SGLang tree the server would run.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -148,6 +148,21 @@ def _architecture(
     )
 
 
+# What preflight says it is doing, in order (`progress`): reading the tree's files and its
+# server flags, the model configs, the interface audit, the config checks, memory, attention,
+# the nodes, and where in the start-up each finding would stop the launch.
+STAGES = (
+    "reading the tree",
+    "models",
+    "interface audit",
+    "config checks",
+    "memory",
+    "attention",
+    "nodes",
+    "start-up order",
+)
+
+
 def preflight(
     index: TreeIndex,
     words: Sequence[str],
@@ -157,15 +172,26 @@ def preflight(
     *,
     external: ExternalPackage | None = None,
     measured: MemoryLog | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> PreflightResult:
     """`external`: the out-of-tree model package to audit with (`--external-models`); else the
     one the launch's `SGLANG_EXTERNAL_MODEL_PACKAGE` names, if the index has none yet.
-    `measured`: what the last launch of this command logged (memory), if it ran."""
+    `measured`: what the last launch of this command logged (memory), if it ran.
+    `progress(stage)` hears of each stage as it starts (`STAGES`): a cold run takes seconds,
+    and a front end says which part runs (the files done of total come from the index's
+    mapper, `InProcess(progress=...)`)."""
+
+    def stage(name: str) -> None:
+        if progress is not None:
+            progress(name)
+
+    stage(STAGES[0])
     if index.external is None:
         external = external or for_launch(words, environ)
         if external is not None:
             index.use_external(external)
     specs = server_flags(index)
+    stage("models")
     version = index.tree.version or "this tree"
     launch = parse_launch(words, specs, version, serve_front_end(index), partial(flag_value, index))
     flags = _Flags(launch, specs)
@@ -223,6 +249,7 @@ def preflight(
             draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
     if algorithm is not None and (target_class or draft_class):
+        stage("interface audit")
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
         result.reports = audited.reports
         findings.extend(audited.findings)
@@ -233,6 +260,7 @@ def preflight(
     if tp < 1:
         raise InputError(f"--tp-size {tp}: must be at least 1", "fix --tp in the launch command")
     if target.config is not None:
+        stage("config checks")
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
         context = flags.number("--context-length")
         draft_config = draft.config if draft is not None else None
@@ -271,16 +299,20 @@ def preflight(
             if gpu
             else None
         )
+        stage("memory")
         settled = resolved_fields(index, launch, target.config, env)
         findings.extend(
             memory_findings(index, target, draft, algorithm, flags, figures, env, measured, settled)
         )
+        stage("attention")
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
+        stage("nodes")
         findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))
         count = gpu.count if gpu else None
         findings.extend(check_gpu_count(index, launch, specs, count, algorithm))
     pp = int(flags.number("--pp-size", "--pipeline-parallel-size") or 1)
     loaded = _loaded_per_gpu(target, draft, tp * max(pp, 1))
+    stage("start-up order")
     findings = steps.assign(index, algorithm, findings, loaded)
     index.save()
     result.findings = sort_findings(findings)

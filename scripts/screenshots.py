@@ -164,7 +164,7 @@ class Story:
         await self.until(lambda: self.launch_number() == 2, "launch 2")
         header = main.query_one(PhaseHeader)
         await self.until(
-            lambda: header.phase == "loading" and (header.progress or (0, 1, 0))[0] >= 24,
+            lambda: header.phase == "loading" and header.bar is not None and header.bar.done >= 24,
             "launch 2 loading its weights",
         )
         await self.shot("loading")

@@ -32,6 +32,7 @@ from eaglebug.session.controller import (
     Undo,
 )
 from eaglebug.session.problems import ERRORS_LOG, Problem
+from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult
 
 WAIT_S = 30.0
@@ -68,7 +69,7 @@ class FakeSession:
             raise self.fail[name]
         self.runs.append(f"end {name}")
 
-    def run_checks(self) -> CheckResult:
+    def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
         self.checks += 1
         self._call(f"checks{self.checks}")
         return CheckResult(list(self.findings), [], [], None, float(self.checks))

@@ -28,7 +28,8 @@ from eaglebug.checks.source.tree import locate
 from eaglebug.cli.parser import main as cli_main
 from eaglebug.demo import DemoScenario, memory_curve, memory_path, read_memory
 from eaglebug.demo import scenario as scenario_module
-from eaglebug.demo.memfile import DRIVER_IDLE_BYTES, MemoryBoard
+from eaglebug.demo.memfile import DRIVER_IDLE_BYTES, PHASE_LOAD, MemoryBoard, load_curve
+from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.server.launcher import Server
 from eaglebug.server.state import LaunchRecord, load_state, save_state
 from tests import gitrepo
@@ -364,3 +365,43 @@ def test_memory_board_and_curve(tmp_path: Path) -> None:
     path.write_text("{half a file")
     assert read_memory(path) is None
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+
+
+def test_the_simulated_gpus_are_as_busy_as_the_standins_phase(tmp_path: Path) -> None:
+    """The demo's GPUs as `tui.demo.demo_gpus` builds them, over the file the stand-in's
+    board writes: idle, then loading, the KV cache, capture (busy) and serving (busy)."""
+    path = tmp_path / "launch.log.mem.json"
+    current: list[Path | None] = [None]
+    now = [0.0]
+    gpus = SimulatedSource(
+        gpus=2,
+        total_bytes=10 * 2**30,
+        curve=memory_curve(lambda: current[0]),
+        load=load_curve(lambda: current[0]),
+        processes=False,
+        clock=lambda: now[0],
+    )
+
+    def utilisation(seconds: int = 12) -> list[int]:
+        """Each GPU's utilisation once a second for a while (the sampler's clock)."""
+        seen = []
+        for _ in range(seconds):
+            now[0] += 1.0
+            seen += [gpu.utilization_pct or 0 for gpu in gpus.sample().gpus]
+        return seen
+
+    assert set(utilisation()) == {0}  # no launch yet
+    # Sizes are written at most once an hour here; a new phase is written at once.
+    board = MemoryBoard(path, gpus=2, total_bytes=10 * 2**30, min_interval_s=3600.0)
+    current[0] = path
+    for phase in ("launching", "loading", "kv_cache", "cuda_graph"):
+        board.add(0, 0, phase)  # a step starts (the stand-in says so before its first byte)
+        low, high = PHASE_LOAD[phase]
+        seen = utilisation()
+        assert round(100 * low) <= min(seen) and max(seen) <= round(100 * high), phase
+        assert len(set(seen)) > 1 or high == low, phase  # it moves, as a real GPU's does
+    assert min(seen) >= 85  # capturing CUDA graphs: busy
+    board.finish("ready", "ready")
+    assert min(utilisation()) >= 55  # serving
+    board.finish("exited", "exited")
+    assert set(utilisation()) == {0}

@@ -27,6 +27,7 @@ from eaglebug.demo import DemoScenario
 from eaglebug.demo.memfile import DRIVER_IDLE_BYTES
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.server.state import LaunchRecord, State, save_state, state_dir
+from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_session
@@ -56,8 +57,8 @@ WAIT_S = 30.0  # upper bound on any one wait; each test takes about 1.5 s
 class PinnedSession(Session):
     """The demo's session, but the checks always "took" the same time (the panel prints it)."""
 
-    def run_checks(self) -> CheckResult:
-        result = super().run_checks()
+    def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
+        result = super().run_checks(progress)
         result.took_s = CHECKS_TOOK_S
         return result
 

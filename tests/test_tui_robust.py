@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from eaglebug.demo import DemoScenario
 from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
 from eaglebug.session.controller import ApplyPatch, Relaunch
 from eaglebug.session.problems import ERRORS_LOG
+from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus, demo_session
@@ -212,12 +214,12 @@ class FirstChecksHeld(Session):
     gate = threading.Event()
     runs = 0
 
-    def run_checks(self) -> CheckResult:
+    def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
         type(self).runs += 1
         first = type(self).runs == 1
         if first:
             assert self.gate.wait(60), "the test never let the first checks go"
-        result = super().run_checks()
+        result = super().run_checks(progress)
         if first:
             result.took_s = 111.0
         return result

@@ -22,12 +22,13 @@ from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
 from eaglebug.session.acceptwatch import INTERVAL_S, AcceptanceSnapshot, AcceptanceWatch
-from eaglebug.session.controller import Controller, Event
+from eaglebug.session.controller import ChecksProgressed, Controller, Event
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import Session
 from eaglebug.session.watch import LaunchWatch, WatchSnapshot
 from eaglebug.tui.messages import (
     AcceptanceSampled,
+    CheckProgressed,
     ControllerReported,
     GpuSampled,
     ProblemReported,
@@ -121,7 +122,11 @@ class EaglebugApp(App[None]):
             self.main.post_message(AcceptanceSampled(snapshot))
 
     def _controlled(self, event: Event) -> None:
-        if not self._stopping.is_set():
+        if self._stopping.is_set():
+            return
+        if isinstance(event, ChecksProgressed):  # high-rate: coalesced in the queue
+            self.main.post_message(CheckProgressed(event))
+        else:
             self.main.post_message(ControllerReported(event))
 
     def report_problem(self, problem: Problem) -> None:

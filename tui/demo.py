@@ -1,7 +1,7 @@
 """`eaglebug demo`: the embedded default, wired to the app.
 
-A scratch SGLang-shaped tree in a git repository, 8 simulated GPUs whose memory follows what
-the stand-in server reports, and the stand-in server itself, which imports that tree and fails
+A scratch SGLang-shaped tree in a git repository, 8 simulated GPUs whose memory and load follow
+what the stand-in server reports, and the stand-in server itself, which imports that tree and fails
 the way a real SGLang does until the fixes are applied. The header says it is a demo.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eaglebug.demo.memfile import memory_curve, memory_path
+from eaglebug.demo.memfile import load_curve, memory_curve, memory_path
 from eaglebug.demo.scenario import DemoScenario
 from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.session.session import Session, SessionConfig
@@ -38,6 +38,7 @@ def demo_gpus(session: Session, scenario: DemoScenario) -> SimulatedSource:
         gpus=scenario.tp,
         total_bytes=scenario.gpu_bytes,
         curve=memory_curve(current_report),
+        load=load_curve(current_report),  # busy as the stand-in's phase says, as memory is
         processes=False,
         label="demo",
     )

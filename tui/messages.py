@@ -15,7 +15,7 @@ from textual.message import Message
 from eaglebug.checks import Finding
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.session.acceptwatch import AcceptanceSnapshot
-from eaglebug.session.controller import Event
+from eaglebug.session.controller import ChecksProgressed, Event
 from eaglebug.session.problems import Problem
 from eaglebug.session.watch import WatchSnapshot
 
@@ -67,6 +67,17 @@ class ControllerReported(Message):
     """The controller queued, ran or finished something (a note, checks, an action's end)."""
 
     event: Event
+
+
+@dataclass(eq=False)
+class CheckProgressed(Message):
+    """A run of the checks got further (its stage, files done of total); a burst keeps only
+    the newest: a cold walk reports a hundred times in a second or two."""
+
+    event: ChecksProgressed
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CheckProgressed)
 
 
 @dataclass(eq=False)

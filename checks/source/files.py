@@ -59,9 +59,26 @@ class Mapper(Protocol):
     ) -> list[R]: ...
 
 
-def in_process(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]) -> list[R]:
-    """The default `Mapper`: everything here, in order."""
-    return [job(item) for item in items]
+class InProcess:
+    """The default `Mapper`: everything here, in order. `progress(done, total)`, when given,
+    hears of each item done (a front end shows how far a cold run is: files done of total)."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+
+    def __call__(
+        self, job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
+    ) -> list[R]:
+        if self.progress is None:
+            return [job(item) for item in items]
+        done: list[R] = []
+        for item in items:
+            done.append(job(item))
+            self.progress(len(done), len(items))
+        return done
+
+
+in_process = InProcess()
 
 
 class SourceFiles:
@@ -74,10 +91,13 @@ class SourceFiles:
         warnings: list[str],
         mapper: Mapper = in_process,
         listing: Callable[[], Listing] | None = None,
+        parsed: Callable[[str], None] | None = None,
     ) -> None:
-        """`listing`, when given, makes the walk (`walk.list_tree`) for this tree."""
+        """`listing`, when given, makes the walk (`walk.list_tree`) for this tree; `parsed`
+        hears of each file parsed here (a front end counts them while a cold run parses)."""
         self.tree = tree
         self.listing = listing
+        self.parsed = parsed
         self.use_cache = use_cache
         self.warnings = warnings
         self.mapper = mapper
@@ -162,7 +182,7 @@ class SourceFiles:
         # With work shared between processes, the files extractors want are parsed where
         # they are read (the bytes need not travel back); here alone, they wait until
         # someone asks.
-        learn_now = self.mapper is not in_process
+        learn_now = not isinstance(self.mapper, InProcess)
 
         def job(item: tuple[str, str, int, int]) -> _Looked:
             return _look(item, store, self.parse_bytes if learn_now else None)
@@ -237,6 +257,8 @@ class SourceFiles:
         if data is None:
             return None
         parsed = self.parse_bytes(rel, data)
+        if self.parsed is not None:
+            self.parsed(rel)
         if isinstance(parsed, str):
             self.skip(rel, parsed)
             return None
@@ -306,7 +328,7 @@ class SourceFiles:
         each (file -> extractor -> its questions). A file that does not parse is warned about
         when `ensure_parsed` reaches it, as if it were parsed there."""
         todo = [rel for rel in rels if pending(self.entries[rel])]
-        if len(todo) < 2 or self.mapper is in_process:
+        if len(todo) < 2 or isinstance(self.mapper, InProcess):
             return  # parsed one by one as they are reached, the trees kept for a revisit
         jobs = [
             (rel, self.entries[rel], self._sources.pop(rel, None), (asked or {}).get(rel, {}))

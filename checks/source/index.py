@@ -60,16 +60,18 @@ class TreeIndex:
         answers: Answers | None = None,
         listing: Callable[[], Listing] | None = None,
         external: ExternalPackage | None = None,
+        parsed: Callable[[str], None] | None = None,
     ) -> None:
         """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
         the caller has read them already (to answer before building an index), are reused;
         `listing` gives the walk of the tree, when the caller had it made meanwhile;
-        `external`, an out-of-tree model package the registry loads (`use_external`)."""
+        `external`, an out-of-tree model package the registry loads (`use_external`);
+        `parsed` hears of each file parsed in this process (progress for a front end)."""
         self.tree = tree
         self.use_cache = use_cache
         self.warnings: list[str] = []
         self.answers = answers if answers is not None else Answers(tree, use_cache)
-        self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing)
+        self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing, parsed)
         self.classes = ClassIndex(self.files, self.answers)
         if self.answers.quick:  # the tree is as the answers left it: walk only if needed
             self.warnings.extend(self.answers.walk_warnings)

@@ -19,12 +19,16 @@ exits. A simulated GPU source follows the server by reading it. Format (schema 1
 Every write goes to a temporary file that is renamed over the old one, so a reader never sees a
 half-written file. After the server exits (`"state": "exited"`) every entry is 0: its memory is
 released, as a real GPU's is when the process dies. A reader that wants a curve of the form
-`SimulatedSource` takes (gpu index, seconds) -> used bytes can use `memory_curve`.
+`SimulatedSource` takes (gpu index, seconds) -> used bytes can use `memory_curve`; how busy the
+GPUs are follows the phase the same way (`load_curve`): a real launch's GPUs are idle while
+NCCL starts, moderately busy while weights are copied in, nearly saturated while CUDA graphs
+are captured, and busy while serving.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -39,6 +43,19 @@ SCHEMA = 1
 SUFFIX = ".mem.json"
 # What a GPU driver keeps on an idle GPU (not any process's); `memory_curve` adds it back.
 DRIVER_IDLE_BYTES = 512 * 2**20
+
+
+# How busy a GPU is in each phase of the stand-in (a fraction, low..high): NVML's utilisation is
+# the share of time a kernel ran. Loading copies weights in with few kernels; the KV cache is
+# allocated, not computed; capture runs the model at every batch size; serving decodes.
+PHASE_LOAD: dict[str, tuple[float, float]] = {
+    "launching": (0.0, 0.05),
+    "loading": (0.12, 0.35),
+    "kv_cache": (0.03, 0.12),
+    "cuda_graph": (0.85, 1.0),
+    "ready": (0.55, 0.95),
+    "exited": (0.0, 0.0),
+}
 
 
 def memory_path(log_path: str | Path) -> Path:
@@ -78,6 +95,32 @@ def read_memory(path: str | Path) -> MemoryReport | None:
         return None
 
 
+class ReportReader:
+    """The newest report of the file `path()` names now, read again only when it changed (the
+    sampler asks once per GPU per sample: one `stat` each, one read per write)."""
+
+    def __init__(self, path: Callable[[], Path | None]) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._seen: tuple[tuple[str, int, int], MemoryReport | None] | None = None
+
+    def report(self) -> MemoryReport | None:
+        current = self.path()
+        if current is None:
+            return None
+        try:
+            info = current.stat()
+        except OSError:
+            return None
+        # Every write renames a new file over the old: a new inode, even within one mtime tick.
+        key = (str(current), info.st_ino, info.st_mtime_ns)
+        with self._lock:
+            seen = self._seen
+            if seen is None or seen[0] != key:
+                seen = self._seen = (key, read_memory(current))
+        return seen[1]
+
+
 def memory_curve(
     path: Callable[[], Path | None], idle_bytes: int = DRIVER_IDLE_BYTES
 ) -> Callable[[int, float], int]:
@@ -87,27 +130,31 @@ def memory_curve(
     the seconds are ignored (the file is the clock). Before any report, and for a GPU the
     server does not use, the GPU shows only `idle_bytes`.
     """
-    lock = threading.Lock()
-    cache: dict[str, tuple[float, MemoryReport | None]] = {}  # path -> (mtime, report)
+    reader = ReportReader(path)
 
     def curve(gpu_index: int, _t_s: float) -> int:
-        current = path()
-        if current is None:
-            return idle_bytes
-        try:
-            mtime = current.stat().st_mtime
-        except OSError:
-            return idle_bytes
-        with lock:
-            seen = cache.get(str(current))
-            if seen is None or seen[0] != mtime:
-                cache.clear()
-                seen = (mtime, read_memory(current))
-                cache[str(current)] = seen
-        report = seen[1]
+        report = reader.report()
         if report is None or not 0 <= gpu_index < len(report.used_bytes):
             return idle_bytes
         return idle_bytes + report.used_bytes[gpu_index]
+
+    return curve
+
+
+def load_curve(path: Callable[[], Path | None]) -> Callable[[int, float], float]:
+    """A `(gpu index, seconds) -> busy fraction` curve from the phase of the file `path()`
+    names now (`PHASE_LOAD`), moving within the phase's range over the seconds, each GPU a
+    little apart from the others: no file, a GPU the server does not use, or a server that
+    exited is idle (0)."""
+    reader = ReportReader(path)
+
+    def curve(gpu_index: int, t_s: float) -> float:
+        report = reader.report()
+        if report is None or not 0 <= gpu_index < len(report.used_bytes):
+            return 0.0
+        low, high = PHASE_LOAD.get(report.phase, (0.0, 0.0))
+        wave = 0.5 + 0.5 * math.sin(1.3 * t_s + 0.9 * gpu_index)
+        return low + (high - low) * wave
 
     return curve
 
@@ -139,11 +186,14 @@ class MemoryBoard:
         return self.total_bytes - self.used(gpu)
 
     def set(self, gpu: int, used_bytes: int, phase: str | None = None) -> None:
+        """One GPU's memory, and the phase; a new phase is written at once (a reader's GPUs
+        are as busy as it says), a new size at most every `min_interval_s`."""
         with self._lock:
             self._used[gpu] = max(0, min(used_bytes, self.total_bytes))
+            moved_on = phase is not None and phase != self._phase
             if phase is not None:
                 self._phase = phase
-            self._write(force=False)
+            self._write(force=moved_on)
 
     def add(self, gpu: int, delta_bytes: int, phase: str | None = None) -> None:
         with self._lock:

@@ -166,6 +166,7 @@ class Scheduler:
         self._tic_s = time.monotonic()
         self._before_bytes = self.board.used(self.rank)
         self._info(f"Load weight begin. avail mem={_gb(self._avail())} GB")
+        self.board.add(self.rank, 0, "loading")  # the phase from the step's start (GPU load)
         shards = footprint.shards
         bar = ShardBar(self.log, shards) if self.rank == 0 else None
         pace = _Pace(self.settings.seconds(step + "weights"), shards)
@@ -189,6 +190,7 @@ class Scheduler:
             static_bytes = budget * self.settings.gpu_bytes - self._held()
             self.kv_tokens = max(int(static_bytes) // footprint.kv_bytes_per_token, 4096)
         kv_bytes = self.kv_tokens * footprint.kv_bytes_per_token
+        self.board.add(self.rank, 0, "kv_cache")
         steps = 4
         pace = _Pace(self.settings.seconds(step + "kv_cache"), steps)
         for done in range(1, steps + 1):
@@ -208,6 +210,7 @@ class Scheduler:
             "Capture cuda graph begin. This can take up to several minutes. "
             f"avail mem={_gb(self._avail())} GB"
         )
+        self.board.add(self.rank, 0, "cuda_graph")
         # Broken: a rank failed before it got here (its traceback says why), or is stuck.
         with contextlib.suppress(threading.BrokenBarrierError):
             self.context.sync.wait(timeout=max(5.0, self.settings.total_s))
@@ -241,6 +244,7 @@ class Scheduler:
             "Capture draft cuda graph begin. This can take up to several minutes. "
             f"avail mem={_gb(before)} GB"
         )
+        self.board.add(self.rank, 0, "cuda_graph")
         time.sleep(self.settings.seconds("draft_graphs"))
         self.board.add(self.rank, DRAFT_GRAPH_BYTES, "cuda_graph")
         self._info(

@@ -2,9 +2,10 @@
 
 Memory follows a curve of time since the source started (or since `restart()`): either a list of
 (seconds, used fraction) keyframes, interpolated linearly and held after the last one, or any
-callable (gpu index, seconds) -> used bytes. Utilisation, temperature and power follow from how
-fast memory is moving (loading weights, allocating the KV cache) — enough to look alive. With an
-injected clock, every sample is deterministic.
+callable (gpu index, seconds) -> used bytes. Utilisation, temperature and power follow a load
+curve when one is given ((gpu index, seconds) -> busy fraction: the demo's follows what its
+stand-in server is doing), else how fast memory is moving (loading weights, allocating the KV
+cache) — enough to look alive. With an injected clock, every sample is deterministic.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from eaglebug.gpu.processes import sglang_role
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuProcess, GpuSnapshot
 
 MemoryCurve: TypeAlias = Callable[[int, float], int]  # (gpu index, seconds) -> used bytes
+LoadCurve: TypeAlias = Callable[[int, float], float]  # (gpu index, seconds) -> busy, 0..1
 Keyframes: TypeAlias = Sequence[tuple[float, float]]  # (seconds, used fraction 0..1)
 
 MIB = 2**20
@@ -59,6 +61,7 @@ class SimulatedSource:
         total_bytes: int = 141 * GIB,
         curve: MemoryCurve | Keyframes | None = None,
         *,
+        load: LoadCurve | None = None,  # how busy each GPU is; else from memory's movement
         processes: bool = True,  # one `sglang::scheduler_TP<i>` per GPU while memory is held
         pid_base: int = 4200,
         foreign: Iterable[GpuProcess] = (),  # extra processes shown as they are (e.g. hidden)
@@ -77,6 +80,7 @@ class SimulatedSource:
         elif not callable(curve):
             curve = keyframe_curve(curve, total_bytes)
         self._curve: MemoryCurve = curve
+        self._load = load
         self._processes = processes
         self._pid_base = pid_base
         self._foreign = tuple(foreign)
@@ -142,9 +146,11 @@ class SimulatedSource:
                 index, self.name, uuid, self._lost[index], self.total_bytes, state="lost"
             )
         used_bytes = self._used_bytes(index, t_s)
-        # Load: how fast memory moved over the last second (loading and allocating is busy).
-        moved = abs(used_bytes - self._used_bytes(index, t_s - 1.0)) / max(self.total_bytes, 1)
-        load = min(moved * 40.0, 1.0)
+        if self._load is not None:
+            load = min(max(float(self._load(index, t_s)), 0.0), 1.0)
+        else:  # how fast memory moved over the last second (loading and allocating is busy)
+            moved = abs(used_bytes - self._used_bytes(index, t_s - 1.0)) / max(self.total_bytes, 1)
+            load = min(moved * 40.0, 1.0)
         holding = used_bytes > IDLE_BYTES + 64 * MIB
         values: dict[str, int] = {
             "utilization_pct": round(100 * load),

@@ -1,4 +1,5 @@
-"""Folding: one row for a line that several ranks printed.
+"""Folding: one row for a line that several ranks printed, for a progress bar printed again at
+every update, and for the polls eaglebug itself sends the server.
 
 Why: an 8-rank launch prints every start-up milestone eight times (`[... TP0] Capture cuda
 graph begin ...` ... `[... TP7] ...`), so its log reads eight times as long as what happened
@@ -13,9 +14,23 @@ the row, within `WINDOW_ROWS` rows of its first line. A line that a traceback's 
 stays as it is (its frames need it above them), and nothing folds across a divider: each
 segment of the index folds on its own.
 
+A progress bar (`checks.bars`: the weight load's, the CUDA graph capture's) that SGLang printed
+again for every update, one line each (0.5.9's bar ends each update with a newline; `docker
+logs` and pasted logs turn tqdm's `\r` into newlines too), is one row: the bar's first line,
+showing its newest state, as a terminal shows it. The updates of one bar are the bar lines with
+the same tag in front (each node of a merged log keeps its own bar), the same total and a count
+that does not go back; a description may be set after the first state (tqdm's `  0%|` before
+`Capturing batches`) and its numbers may change (`bs=16` ... `bs=1`).
+
+Once a launch is ready, eaglebug's acceptance watch asks the server every few seconds
+(`GET /server_info`, `/metrics`), and the server logs each request as an access line. Those
+polls fold into one row, the newest poll's, which says how many there were: the log keeps
+reading as what the server did, not as what eaglebug asked.
+
 Like the `LogIndex` it sits on, it keeps no text: per segment, which of its lines are folded
 (8 bytes each), into which line (8 bytes) and for which rank (2 bytes, an id of the rank's
-label); a row's ranks are read from those when the row is drawn. Positions on show map to
+label, or `NO_RANK` for a bar's update or a poll); a row's ranks are read from those when the
+row is drawn, a bar's newest line from one number per bar. Positions on show map to
 index rows in O(log n), so a folded log of any size renders as the whole one does. One thread
 (the UI's) adds and reads.
 """
@@ -27,6 +42,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
+from eaglebug.checks import bar_line
 from eaglebug.logs.index import LogIndex, Segment
 
 # SGLang's `[%(asctime)s{ms}{prefix}] ` (see checks.logpatterns.PREFIX_RX), with at least one
@@ -38,7 +54,13 @@ RANK_PREFIX = re.compile(
 NUMBER = re.compile(r"\d+")
 WINDOW_ROWS = 64  # a line folds into a row at most this many lines above it
 MAX_OPEN = 256  # rows still taking lines, per segment (the oldest stop first)
+MAX_BAR_SLOTS = 8  # bars of one tag and total open at once (interleaved ones: a row each)
 MAX_RANK_LABELS = 65_535  # distinct rank labels with an id; lines of others do not fold
+NO_RANK = 0xFFFF  # the rank id of a line folded for another reason (a bar's update, a poll)
+NO_HEAD = -1  # the row a folded poll went into: none (the newest poll's row counts them all)
+METRICS_PATH = "/metrics"
+# uvicorn's access line: `INFO:     127.0.0.1:51816 - "GET /server_info HTTP/1.1" 200 OK`
+ACCESS = re.compile(r'"GET (?P<path>/[^ "?]*)[^ "]* HTTP/[\d.]+" \d{3}')
 
 
 def fold_key(text: str) -> tuple[str, str] | None:
@@ -62,6 +84,14 @@ def folded_text(text: str, members: Sequence[str]) -> str:
     return f"{text[: m.start('ranks')]} {ranks}{text[m.end('ranks') :]}"
 
 
+def polled_paths() -> frozenset[str]:
+    """What eaglebug's acceptance watch asks a ready server (`eaglebug.session.acceptwatch`):
+    the `/server_info` routes of its rules and `/metrics`."""
+    from eaglebug.checks import DEFAULT_RULES  # loads with the first access line, not the app
+
+    return frozenset({*DEFAULT_RULES.server_info_paths, METRICS_PATH})
+
+
 def _continues(text: str) -> bool:
     """A traceback's frame or header: the line above belongs with it."""
     return (text[:1] in (" ", "\t") and bool(text.strip())) or text.startswith("Traceback")
@@ -77,17 +107,46 @@ class _Open:
         self.ranks = {rank}
 
 
+class _OpenBar:
+    """A bar that updates may still fold into: its first line, how far it got, what it says,
+    and its newest line."""
+
+    __slots__ = ("desc", "done", "head", "last")
+
+    def __init__(self, head: int, desc: str, done: int) -> None:
+        self.head = head
+        self.desc = desc
+        self.done = done
+        self.last = head
+
+
 class SegmentFolds:
     """One segment's folded lines (in its local line numbers) and the rows still open."""
 
-    __slots__ = ("heads", "hidden", "last_key", "open", "ranks")
+    __slots__ = (
+        "bars",
+        "heads",
+        "hidden",
+        "last_key",
+        "newest",
+        "open",
+        "poll_paths",
+        "poll_row",
+        "polls",
+        "ranks",
+    )
 
     def __init__(self) -> None:
-        self.hidden = array("q")  # lines folded into a row above, ascending
-        self.heads = array("q")  # ... the line of the row each folded into
-        self.ranks = array("H")  # ... and its rank, an id of `Folds.rank_names`
+        self.hidden = array("q")  # lines folded into another row, ascending
+        self.heads = array("q")  # ... the line of the row each folded into (NO_HEAD: a poll)
+        self.ranks = array("H")  # ... and its rank, an id of `Folds.rank_names` (or NO_RANK)
         self.open: dict[str, _Open] = {}  # by what the line says; oldest first
         self.last_key: str | None = None  # what the newest line said, if it had ranks
+        self.bars: dict[str, list[_OpenBar]] = {}  # bars still updating, by tag and total
+        self.newest: dict[int, int] = {}  # a bar's first line -> its newest update's line
+        self.poll_row: int | None = None  # the newest poll's line: the row that counts them
+        self.polls = 0
+        self.poll_paths: list[str] = []  # the paths polled, in the order first seen
 
 
 class Folds:
@@ -96,8 +155,10 @@ class Folds:
     A sequence of index rows by position on show (`folds[y]`), with `position(row)`; the view
     shows it as it shows a filter's matches."""
 
-    def __init__(self, index: LogIndex) -> None:
+    def __init__(self, index: LogIndex, polled: frozenset[str] | None = None) -> None:
+        """`polled`: the paths whose GET lines are eaglebug's polls (default `polled_paths()`)."""
         self.index = index
+        self._polled = polled
         self.rank_names: list[str] = []
         self._rank_ids: dict[str, int] = {}
         self._segments: dict[int, SegmentFolds] = {}  # by segment serial
@@ -114,6 +175,7 @@ class Folds:
             folds = self._segments[segment.serial] = SegmentFolds()
             if self._live is not None:  # an older segment takes no more lines
                 self._live.open.clear()
+                self._live.bars.clear()
             self._live = folds
         line = len(segment.offsets) - len(texts)
         for text in texts:
@@ -121,6 +183,9 @@ class Folds:
             line += 1
 
     def _add(self, folds: SegmentFolds, line: int, text: str) -> None:
+        if self._fold_poll(folds, line, text) or self._fold_bar(folds, line, text):
+            folds.last_key = None
+            return
         key = fold_key(text)
         if key is None:
             if folds.last_key is not None and _continues(text):
@@ -141,11 +206,73 @@ class Folds:
             self._prune(folds, line)
         else:
             group.ranks.add(rank)
-            folds.hidden.append(line)
-            folds.heads.append(group.head)
-            folds.ranks.append(rank_id)
-            self._hidden += 1
+            self._hide(folds, line, group.head, rank_id)
         folds.last_key = said
+
+    def _fold_bar(self, folds: SegmentFolds, line: int, text: str) -> bool:
+        """A line that is a progress bar: into the row of its bar, or the first row of one.
+
+        Of the bars still open with its tag and total whose count it does not go back from,
+        it goes to the one furthest along (two bars interleaved without a tag, one per
+        pipeline stage, keep a row each once they are out of step); a finished bar takes only
+        tqdm's closing repeat, straight after it, so the next bar over the same batch sizes
+        (the draft's graphs after the target's) is a row of its own."""
+        bar = bar_line(text)
+        if bar is None:
+            return False
+        key = f"{bar.tag}\x00{bar.total}"
+        desc = NUMBER.sub("0", bar.desc)
+        slots = folds.bars.setdefault(key, [])
+        newest = max(slots, key=lambda g: g.last, default=None)
+        fits = [
+            g
+            for g in slots
+            if g.done <= bar.done
+            and (desc == g.desc or not desc or not g.desc)
+            and (g.done < bar.total or g is newest)
+        ]
+        group = max(fits, key=lambda g: (g.done, g.last), default=None)
+        if group is None:
+            folds.bars.pop(key)
+            slots.append(_OpenBar(line, desc, bar.done))
+            folds.bars[key] = slots[-MAX_BAR_SLOTS:]  # at the end: the oldest key first
+            while len(folds.bars) > MAX_OPEN:
+                del folds.bars[next(iter(folds.bars))]
+            return True
+        self._hide(folds, line, group.head)
+        group.done, group.desc, group.last = bar.done, desc or group.desc, line
+        folds.newest[group.head] = line
+        return True
+
+    def _fold_poll(self, folds: SegmentFolds, line: int, text: str) -> bool:
+        """An access line of a path eaglebug polls: the previous poll's row folds away, this
+        one counts them all."""
+        if '"GET /' not in text:
+            return False
+        m = ACCESS.search(text)
+        if self._polled is None:
+            self._polled = polled_paths()
+        if m is None or m["path"] not in self._polled:
+            return False
+        previous = folds.poll_row
+        if previous is not None:
+            at = bisect_left(folds.hidden, previous)  # older than lines folded since
+            folds.hidden.insert(at, previous)
+            folds.heads.insert(at, NO_HEAD)
+            folds.ranks.insert(at, NO_RANK)
+            self._hidden += 1
+        folds.poll_row = line
+        folds.polls += 1
+        if m["path"] not in folds.poll_paths:
+            folds.poll_paths.append(m["path"])
+        return True
+
+    def _hide(self, folds: SegmentFolds, line: int, head: int, rank: int = NO_RANK) -> None:
+        """The newest line folds into `head`'s row."""
+        folds.hidden.append(line)
+        folds.heads.append(head)
+        folds.ranks.append(rank)
+        self._hidden += 1
 
     def _keep_above_frames(self, folds: SegmentFolds, line: int, said: str) -> None:
         """Line `line` heads a traceback: shown as it is, and nothing more folds into it."""
@@ -170,7 +297,7 @@ class Folds:
 
     def _rank_id(self, rank: str) -> int | None:
         found = self._rank_ids.get(rank)
-        if found is None and len(self.rank_names) < MAX_RANK_LABELS:
+        if found is None and len(self.rank_names) < MAX_RANK_LABELS:  # ids below NO_RANK
             found = self._rank_ids[rank] = len(self.rank_names)
             self.rank_names.append(rank)
         return found
@@ -216,7 +343,8 @@ class Folds:
         return row + k + before
 
     def position(self, row: int) -> int:
-        """Where a row is on show; a folded line is where the row it folded into is."""
+        """Where a row is on show; a folded line is where the row it folded into is (a folded
+        poll, where the next row on show is)."""
         number = self.index.segment_number(row)
         segment = self.index.segments[number]
         at = self._starts_now()[number]
@@ -229,10 +357,10 @@ class Folds:
             return at + local
         hidden = folds.hidden
         i = bisect_left(hidden, local)
-        if i < len(hidden) and hidden[i] == local:
+        if i < len(hidden) and hidden[i] == local and folds.heads[i] != NO_HEAD:
             local = folds.heads[i]
             i = bisect_left(hidden, local)
-        return at + local - i
+        return at + local - i  # a folded poll: where the next row on show is
 
     def members(self, row: int) -> list[str]:
         """The ranks of the lines folded into `row` (none: it stands for itself)."""
@@ -244,10 +372,26 @@ class Folds:
         found: list[str] = []
         i = bisect_right(hidden, local)
         while i < len(hidden) and hidden[i] <= local + WINDOW_ROWS:
-            if heads[i] == local:
+            if heads[i] == local and folds.ranks[i] != NO_RANK:
                 found.append(self.rank_names[folds.ranks[i]])
             i += 1
         return found
+
+    def shows(self, row: int) -> int:
+        """The row whose text `row` shows: a bar's newest update, else the row itself."""
+        segment, local = self.index.locate(row)
+        folds = self._segments.get(segment.serial)
+        newest = folds.newest.get(local) if folds is not None else None
+        return row if newest is None else row + newest - local
+
+    def polls(self, row: int) -> tuple[int, tuple[str, ...]] | None:
+        """How many polls the row of the newest poll stands for, and their paths; None for any
+        other row."""
+        segment, local = self.index.locate(row)
+        folds = self._segments.get(segment.serial)
+        if folds is None or folds.poll_row != local:
+            return None
+        return folds.polls, tuple(folds.poll_paths)
 
     def _starts_now(self) -> list[int]:
         # Lines are only added to the last segment, so every segment's first position stays

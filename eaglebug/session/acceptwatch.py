@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from eaglebug.checks import DEFAULT_RULES, AcceptanceRules, InputError, Report, from_cumulative
 from eaglebug.checks import from_metrics as metrics_report
+from eaglebug.logs.fold import METRICS_PATH  # the log panel folds what this watch asks
 from eaglebug.net.fetch import HttpFailure, fetch
 from eaglebug.server.client import Client, ServerError, cumulative_of
 
@@ -146,13 +147,13 @@ class AcceptanceWatch:
         return self._from_metrics(url)
 
     def _from_metrics(self, url: str) -> Report | None:
-        if "/metrics" in self._missing:
+        if METRICS_PATH in self._missing:
             return None
         try:
-            answer = fetch(f"{url}/metrics", deadline_s=self.timeout_s)
+            answer = fetch(f"{url}{METRICS_PATH}", deadline_s=self.timeout_s)
         except HttpFailure as exc:
             if exc.kind == "status":
-                self._missing.add("/metrics")
+                self._missing.add(METRICS_PATH)
                 return None
             raise InputError(exc.message) from None
         return metrics_report(answer.body.decode("utf-8", errors="replace"), self.rules)

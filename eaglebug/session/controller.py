@@ -15,7 +15,9 @@ The launch policy of `eaglebug -- LAUNCH COMMAND` lives here too: once the first
 published, launch if nothing is at error severity, otherwise say what blocks.
 
 Everything that happens is reported as a frozen event through one callback, on the thread
-that caused it (mostly the worker). Failures are `Problem`s (`eaglebug.session.problems`): an
+that caused it (mostly the worker); a run of the checks reports how far it got as it goes
+(`ChecksProgressed`: the stage, the files done of total), so a cold run of several seconds
+shows where it is. Failures are `Problem`s (`eaglebug.session.problems`): an
 `InputError` with its hint, anything else an internal error with its traceback in the log file.
 """
 
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 
 from eaglebug.checks import InputError
 from eaglebug.session.problems import Problem, guarded, problem_of
+from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult, Session
 
 if TYPE_CHECKING:
@@ -132,6 +135,14 @@ class ChecksRequested:
 
 
 @dataclass(frozen=True)
+class ChecksProgressed:
+    """The run of the checks of `generation` got further (a stage, files done of total)."""
+
+    generation: int
+    progress: CheckProgress
+
+
+@dataclass(frozen=True)
 class ChecksFinished:
     """The newest run of the checks is done."""
 
@@ -147,7 +158,7 @@ class ActionDone:
     ok: bool
 
 
-Event = Note | ChecksRequested | ChecksFinished | ActionDone | Problem
+Event = Note | ChecksRequested | ChecksProgressed | ChecksFinished | ActionDone | Problem
 
 
 class _CheckJob:
@@ -286,8 +297,11 @@ class Controller:
 
     # -- the jobs -----------------------------------------------------------------------------
     def _check(self, generation: int) -> None:
+        def progressed(progress: CheckProgress) -> None:
+            self._report(ChecksProgressed(generation, progress))
+
         try:
-            result = self.session.run_checks()
+            result = self.session.run_checks(progressed)
         except InputError as exc:
             reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
             result = CheckResult([], [], [], None, 0.0, reason)

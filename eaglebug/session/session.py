@@ -33,6 +33,7 @@ from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server.launcher import Server, wait_gpu_released
 from eaglebug.server.proctree import StopResult
 from eaglebug.server.state import LaunchRecord, PatchRecord, load_state
+from eaglebug.session.progress import CheckProgress, ProgressTracker
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
     from eaglebug.checks import (
@@ -137,18 +138,26 @@ class Session:
         return {**launched, **state.pending_flags}
 
     # -- checks ---------------------------------------------------------------------------
-    def run_checks(self) -> CheckResult:
-        """Preflight of the launch command (with accepted env fixes), and the patches for it."""
+    def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
+        """Preflight of the launch command (with accepted env fixes), and the patches for it;
+        `progress` hears which stage runs and how many of the tree's files are done."""
         started = time.monotonic()
+        tracker = ProgressTracker(progress) if progress is not None else None
         base = self.launch_words
         words = with_flags(base, self.next_flags()) if base else base
         if not words:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
-        from eaglebug.checks import TreeIndex, plan_patches, preflight
+        from eaglebug.checks import STAGES, InProcess, TreeIndex, plan_patches, preflight
 
-        index = TreeIndex(self.tree())
+        if tracker is not None:  # building the index walks the tree: the first stage
+            tracker.stage(STAGES[0])
+        index = TreeIndex(
+            self.tree(),
+            mapper=InProcess(tracker.files if tracker is not None else None),
+            parsed=tracker.parsed if tracker is not None else None,
+        )
         with self._index_lock:
             self._index = index
         # What the next launch will see: this environment, what the current launch was given
@@ -171,6 +180,7 @@ class Session:
                 self._gpu_arch(),
                 external=external,
                 measured=measured,
+                progress=tracker.stage if tracker is not None else None,
             )
             patches = plan_patches(index, flight.reports)
         flight.warnings.extend(calibrating)  # figures of the last launch that were passed over

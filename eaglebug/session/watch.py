@@ -6,8 +6,10 @@ reads the state file (which launch is current), follows that launch's log with a
 (`checks.logparse.LogAnalyzer`), records the launch's phase in the state file
 (`Session.record_phase`) and, when anything changed, publishes a `WatchSnapshot`: the new lines
 by offset (with a `LogSource` to read them back from, see `eaglebug.logs.index`), the live
-progress bar, the phase and progress, the log's findings resolved to the audited tree's
-classes (`Session.resolve`), the milestones, and the launch's number and times.
+progress bar, the phase and progress, the newest bar of the weight load or the CUDA graph
+capture as the log printed it (`checks.read_bar`: done of total and the bar's own rate, for the
+header's time left), the log's findings resolved to the audited tree's classes
+(`Session.resolve`), the milestones, and the launch's number and times.
 
 Stalls. A launch can hang without a word (a rank waiting in a collective, a CUDA graph capture
 that never returns): each beat, the time since the log last moved (a line, a redrawn progress
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks import Finding, InputError
+from eaglebug.checks import Bar, Finding, InputError, read_bar
 from eaglebug.logs.follow import LogFollower, LogLine, LogProgress, LogRestarted
 from eaglebug.logs.index import LogPart, LogSource, Restart
 from eaglebug.session.problems import Problem, guarded
@@ -53,7 +55,7 @@ class WatchSnapshot:
     parts: tuple[LogPart, ...]
     live: str | None  # the \r-progress bar being drawn, if this read saw one
     phase: str
-    progress: tuple[int, int, int | None] | None  # (shards done, total, percent)
+    bar: Bar | None  # the newest state of the weight load's or the graph capture's bar
     findings: tuple[Finding, ...]  # resolved to the audited tree's classes
     milestones: tuple[str, ...]
     launch_number: int | None
@@ -101,6 +103,7 @@ class LaunchWatch:
         self._moved_at = self._clock()  # when the log last moved (a line, a progress bar)
         self._old_bytes = 0  # what the log held when the watch started on it
         self._live_seen: str | None = None  # the progress bar as last drawn
+        self._bar: Bar | None = None  # the newest loading or capturing bar read
         self._phase = "idle"
         self._launch: tuple[int | None, float | None, float | None] = (None, None, None)
         self._sequence = 0
@@ -179,9 +182,11 @@ class LaunchWatch:
                 fed = True
                 lines.append(event)
                 analyzer.feed(event.text, event.offset)
+                self._note_bar(event.text)
             elif isinstance(event, LogProgress):
                 live = event.text
                 analyzer.note_progress(event.text)
+                self._note_bar(event.text)
             else:
                 if lines or restart is not None:
                     parts.append(LogPart(restart, tuple(lines)))
@@ -189,6 +194,7 @@ class LaunchWatch:
                 restart = self._restart(event)
                 if event.reason in {"truncated", "replaced"}:
                     analyzer.reset()
+                    self._bar = None
         if lines or restart is not None:
             parts.append(LogPart(restart, tuple(lines)))
         if self._moved(parts, live):
@@ -234,6 +240,12 @@ class LaunchWatch:
         self._problem = None  # a beat went through: the next problem is news again
         return self._follower is not None and self._follower.behind
 
+    def _note_bar(self, text: str) -> None:
+        """Keep the newest state of a bar the header counts (the load's, the capture's)."""
+        bar = read_bar(text)
+        if bar is not None and bar.kind is not None:
+            self._bar = bar
+
     def _moved(self, parts: list[LogPart], live: str | None) -> bool:
         """Whether the launch wrote something: a line past what the file held when the watch
         started on it (catching up on old lines is not news), a restart, a bar that moved."""
@@ -272,6 +284,7 @@ class LaunchWatch:
         self._raw, self._findings, self._phase = [], (), "idle"
         quiet_s, self._old_bytes = self._quiet_for(path)
         self._stalled, self._moved_at, self._live_seen = None, self._clock() - quiet_s, None
+        self._bar = None
         if path is not None:
             parts.append(LogPart(Restart(f"launch log {path.name}", self._source), ()))
 
@@ -310,14 +323,13 @@ class LaunchWatch:
         self, path: Path | None, parts: list[LogPart], live: str | None, analyzer: LogAnalyzer
     ) -> None:
         self._sequence += 1
-        progress = analyzer.progress
         snapshot = WatchSnapshot(
             sequence=self._sequence,
             path=str(path) if path is not None else None,
             parts=tuple(parts),
             live=live,
             phase=self._phase if path is not None else "idle",
-            progress=(progress.done, progress.total, progress.percent) if progress else None,
+            bar=self._bar,
             findings=self._findings + ((self._stalled,) if self._stalled is not None else ()),
             milestones=tuple(m.label for m in analyzer.milestones),
             launch_number=self._launch[0],

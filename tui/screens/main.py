@@ -29,8 +29,10 @@ from eaglebug.session.controller import (
     Note,
 )
 from eaglebug.session.problems import Problem
+from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult
 from eaglebug.tui.messages import (
+    CheckProgressed,
     ControllerReported,
     FindingOpened,
     GpuSampled,
@@ -97,7 +99,8 @@ class MainScreen(ServingParts):
             "f",
             "fold",
             "Fold",
-            tooltip="Show every rank's copy of a line, or fold them into one row again (×8)",
+            tooltip="Show every line as printed (each rank's copy, each update of a progress "
+            "bar, eaglebug's polls of the server), or fold them again",
             id="fold",
         ),
         Binding(
@@ -156,6 +159,8 @@ class MainScreen(ServingParts):
         self.open_guide_on_start = open_guide
         self.check_result: CheckResult | None = None  # the newest published result
         self.check_generation = 0  # ... and its generation
+        # How far a run got, by its generation (only the newest run's is shown).
+        self.check_progress: tuple[int, CheckProgress] | None = None
         self.log_findings: tuple[Finding, ...] = ()
         self.runtime_findings: tuple[Finding, ...] = ()  # the acceptance watchdog's
         self.milestones: tuple[str, ...] = ()
@@ -221,16 +226,22 @@ class MainScreen(ServingParts):
             *self.log_findings,
             *self.runtime_findings,
         ]
-        if self.checking:
-            state = CHECKING
-        elif result is not None:
-            state = result.error or f"checked in {result.took_s:.1f} s"
-        else:
-            state = ""
         session = self.session
         self.query_one(ChecksPanel).show(
-            findings, session.pending_env(), state, session.statuses(findings)
+            findings, session.pending_env(), self._check_state(), session.statuses(findings)
         )
+
+    def _check_state(self) -> str:
+        """What the line above the checks says: how far a run is, or how the last one went."""
+        result = self.check_result
+        if self.checking:
+            progress = self.check_progress
+            if progress is not None and progress[0] == self.controller.requested_generation:
+                return f"{CHECKING} {progress[1].text()}"
+            return CHECKING
+        if result is not None:
+            return result.error or f"checked in {result.took_s:.1f} s"
+        return ""
 
     # -- keys -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -333,7 +344,9 @@ class MainScreen(ServingParts):
                 self.action_first_error,
             ),
             SystemCommand(
-                "log: fold ranks", "Fold or unfold the lines every rank printed", self.action_fold
+                "log: fold",
+                "Fold or unfold what repeats: each rank's copy, a bar's updates, eaglebug's polls",
+                self.action_fold,
             ),
             SystemCommand("log: wrap lines", "Wrap long lines or cut them", self.action_wrap),
             SystemCommand(
@@ -405,7 +418,7 @@ class MainScreen(ServingParts):
         header.started_at = snap.started_at  # before the phase: a new launch restarts the clock
         header.last_ready_s = snap.last_ready_s
         header.phase = snap.phase
-        header.progress = snap.progress
+        header.bar = snap.bar
         self.milestones = snap.milestones
         self.watch_acceptance(snap.phase, snap.launch_number)
         restarted = any(part.restart is not None for part in snap.parts)
@@ -430,6 +443,18 @@ class MainScreen(ServingParts):
                 self._checks_done(generation, result)
             case ActionDone():
                 self.refresh_checks()  # what is pending or fixed may have changed
+
+    @on(CheckProgressed)
+    def _show_check_progress(self, message: CheckProgressed) -> None:
+        """Which stage of the checks runs, and how many files are done of how many."""
+        if self.eaglebug.winding_down:
+            return
+        event = message.event
+        if event.generation != self.controller.requested_generation:
+            return  # an older run, about to be dropped
+        self.check_progress = (event.generation, event.progress)
+        if self.checking:
+            self.query_one(ChecksPanel).show_state(self._check_state())
 
     @on(FindingOpened)
     @reported("evidence")

@@ -1,5 +1,10 @@
-"""The header line: launch phase with progress and ETA, launch number, elapsed, last good time,
-and once ready the draft's acceptance (length, rate, a sparkline of the polls)."""
+"""The header line: launch phase with progress and time left, launch number, elapsed, last good
+time, and once ready the draft's acceptance (length, rate, a sparkline of the polls).
+
+Progress is the bar the log printed for the step under way (`loading 53/64 · 0:03 left` while
+the weights load, `cuda graph 4/6 · 0:19 left` while the graphs are captured): what is left
+comes from the bar's own rate, as tqdm counts it, and counts down between two of its updates.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from eaglebug.checks import THRESHOLD
+from eaglebug.checks import THRESHOLD, Bar
 from eaglebug.session.acceptwatch import AcceptanceSnapshot
 
 _PHASE_STYLE = {
@@ -24,6 +29,8 @@ _PHASE_STYLE = {
 }
 
 
+# The phase a bar of each kind counts (a bar is shown only while its step is under way).
+_BAR_PHASE = {"loading": "loading", "capturing": "cuda_graph"}
 _BARS = "▁▂▃▄▅▆▇█"
 SPARK_POINTS = 12
 
@@ -47,7 +54,7 @@ def _clock(seconds: float) -> str:
 
 class PhaseHeader(Static):
     phase: reactive[str] = reactive("idle")
-    progress: reactive[tuple[int, int, int | None] | None] = reactive(None)
+    bar: reactive[Bar | None] = reactive(None)
     launch_number: reactive[int | None] = reactive(None)
     started_at: reactive[float | None] = reactive(None)  # wall clock of the current launch
     last_ready_s: reactive[float | None] = reactive(None)
@@ -56,8 +63,8 @@ class PhaseHeader(Static):
 
     def __init__(self, *, id: str | None = None, clock: Callable[[], float] = time.time) -> None:
         super().__init__(id=id)
-        self.clock = clock  # wall clock for "elapsed" (tests pin it)
-        self._progress_seen: list[tuple[float, int]] = []  # (clock, shards done) for the ETA
+        self.clock = clock  # wall clock for "elapsed" and the time left (tests pin it)
+        self._bar_seen = 0.0  # when the bar's newest state came (by `clock`)
         self.ended_at: float | None = None
 
     def on_mount(self) -> None:
@@ -70,33 +77,30 @@ class PhaseHeader(Static):
     def watch_started_at(self, started_at: float | None) -> None:
         self.ended_at = None
 
-    def watch_progress(self, progress: tuple[int, int, int | None] | None) -> None:
-        if progress is None:
-            self._progress_seen.clear()
-        elif not self._progress_seen or self._progress_seen[-1][1] != progress[0]:
-            self._progress_seen.append((self.clock(), progress[0]))
+    def watch_bar(self, bar: Bar | None) -> None:
+        self._bar_seen = self.clock()
 
-    def eta_s(self) -> float | None:
-        """Time left while loading, from the pace at which shards finished so far."""
-        if self.progress is None or len(self._progress_seen) < 2:
+    def left_s(self) -> float | None:
+        """Time left in the step under way, at its bar's own rate, counted down since the bar
+        last moved; None without a bar for this phase or a rate."""
+        bar = self.bar
+        if bar is None or _BAR_PHASE.get(bar.kind or "") != self.phase or bar.done >= bar.total:
             return None
-        done, total, _ = self.progress
-        (t0, d0), (t1, d1) = self._progress_seen[0], self._progress_seen[-1]
-        if d1 <= d0 or t1 <= t0 or done >= total:
+        remaining = bar.remaining_s
+        if remaining is None:
             return None
-        return (total - done) * (t1 - t0) / (d1 - d0)
+        return max(remaining - (self.clock() - self._bar_seen), 0.0)
 
     def render(self) -> Text:
         text = Text(" eaglebug ", style="bold reverse")
         text.append("  ")
         text.append(self.phase.replace("_", " "), style=_PHASE_STYLE.get(self.phase, "bold"))
-        if self.progress is not None and self.phase == "loading":
-            done, total, percent = self.progress
-            pct = percent if percent is not None else (100 * done // total if total else 0)
-            text.append(f" {done}/{total} shards {pct}%")
-            eta = self.eta_s()
-            if eta is not None:
-                text.append(f" ~{_clock(eta)} left", style="dim")
+        bar = self.bar
+        if bar is not None and _BAR_PHASE.get(bar.kind or "") == self.phase:
+            text.append(f" {bar.done}/{bar.total}")
+            left = self.left_s()
+            if left is not None:
+                text.append(f" · {_clock(left)} left")
         if self.launch_number is not None:
             text.append(f"  │ launch {self.launch_number}")
         if self.started_at is not None:

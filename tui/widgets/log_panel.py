@@ -111,6 +111,7 @@ class LogPanel(Vertical):
     def add(self, parts: Sequence[LogPart], live: str | None) -> None:
         view, index = self.view, self.index
         generation = index.generation
+        keep = None if view.following else view.top_row()
         removed = 0
         texts: list[str] = []
         dividers: list[int] = []  # positions in `texts`
@@ -136,7 +137,7 @@ class LogPanel(Vertical):
             view.matches.newer.extend(
                 first + k for k, text in enumerate(texts) if k in kept or pattern.search(text)
             )
-        view.grew(texts, removed)
+        view.grew(texts, removed, keep if not removed else None)
         self.progress_line = live
         self._show_following()
         self._place_pin()
@@ -214,7 +215,7 @@ class LogPanel(Vertical):
         view, text = self.view, self.filter_text
         words = [f"filter: {text}" + (" (searching…)" if self.searching else "")] if text else []
         if not view.folded:
-            words.append("every rank")
+            words.append("every line")
         if not view.wrap:
             words.append("no wrap")
         self.border_title = " — ".join(["log", " · ".join(words)]) if words else "log"

@@ -60,6 +60,14 @@ def styled(line: str) -> Text:
     return Text(line)
 
 
+def poll_summary(count: int, paths: Sequence[str]) -> Text:
+    """The row that stands for eaglebug's own polls of the server."""
+    polls = "poll" if count == 1 else "polls"
+    return Text(
+        f"⋯ {count} {polls} by eaglebug ({', '.join(paths)}) folded · f", style="dim italic"
+    )
+
+
 class Rows(Protocol):
     """Index rows by position on show."""
 
@@ -139,8 +147,8 @@ class LogView(ScrollView, can_focus=True):
         self._widest = 0  # in cells
         self._end_pending = False
         self._epoch = 0  # counts what changes every row's look (a toggle, rows removed)
-        # (serial, line, ranks folded in, wrap width) -> its screen lines
-        self._strips: LRUCache[tuple[int, int, int, int], list[Strip]] = LRUCache(1024)
+        # (serial, line shown, ranks folded in, polls counted, wrap width) -> its screen lines
+        self._strips: LRUCache[tuple[int, int, int, int, int], list[Strip]] = LRUCache(1024)
         self._screen_key: tuple[int, ...] = ()
         self._screen: list[tuple[int, int]] = []  # (position, line of it) per screen line
 
@@ -193,8 +201,10 @@ class LogView(ScrollView, can_focus=True):
         return [(at, self._lines(at)[0].crop(left, left + width).text) for at in rows]
 
     # -- changes ------------------------------------------------------------------------------
-    def grew(self, texts: Iterable[str], removed: int = 0) -> None:
-        """Rows were added (their texts), and `removed` rows went before them."""
+    def grew(self, texts: Iterable[str], removed: int = 0, keep_row: int | None = None) -> None:
+        """Rows were added (their texts), and `removed` rows went before them; `keep_row`, the
+        index row that was at the top, stays there while the view is not following (a row
+        above it may have folded away: the previous poll when a new one came)."""
         widths = [cell_len(text) for text in texts]
         if widths:
             self._widest = max(self._widest, max(widths))
@@ -212,6 +222,10 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_to(
                 y=max(self.scroll_y - removed, 0), animate=False, force=True, immediate=True
             )
+        elif keep_row is not None:
+            at = self.position(keep_row)
+            if at is not None and at != self.top:
+                self.scroll_to(y=at, animate=False, force=True, immediate=True)
         self.refresh()
 
     def _keep_at_end(self) -> None:
@@ -251,16 +265,17 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_to(y=at or 0, animate=False, force=True, immediate=True)
         self.refresh()
 
-    def _top_row(self) -> int | None:
+    def top_row(self) -> int | None:
+        """The index row at the top of the screen (None: nothing on show)."""
         return self.row_at(self.top) if self.top < self.row_count else None
 
     def set_wrap(self, wrap: bool) -> None:
-        keep = self._top_row()
+        keep = self.top_row()
         self.wrap = wrap
         self._relaid(keep)
 
     def set_folded(self, folded: bool) -> None:
-        keep = self._top_row()
+        keep = self.top_row()
         self.folded = folded
         self._relaid(keep)
 
@@ -354,23 +369,29 @@ class LogView(ScrollView, can_focus=True):
     def _lines(self, position: int) -> list[Strip]:
         """The screen lines of the row at `position`: one, or its wrapped lines."""
         row = self.row_at(position)
-        members = self.folds.members(row) if self.matches is None and self.folded else []
+        folds = self.folds if self.matches is None and self.folded else None
+        members = folds.members(row) if folds is not None else []
+        shown = folds.shows(row) if folds is not None else row  # a bar: its newest update
+        polls = folds.polls(row) if folds is not None else None
         width = max(self.scrollable_content_region.width, 1) if self.wrap else 0
-        serial, local = self.index.key(row)
-        key = (serial, local, len(members), width)
+        serial, local = self.index.key(shown)
+        key = (serial, local, len(members), polls[0] if polls else 0, width)
         lines = self._strips.get(key)
         if lines is None:
-            try:
-                text = self.index[row]
-            except OSError as exc:  # the file went away under a row that was never shown
-                text = f"(this line cannot be read back: {exc.strerror or exc})"
+            if polls is not None:
+                text = poll_summary(*polls)
+            else:
+                try:
+                    text = styled(self.index[shown])
+                except OSError as exc:  # the file went away under a row that was never shown
+                    text = styled(f"(this line cannot be read back: {exc.strerror or exc})")
             lines = self._strips[key] = self._render_row(text, members, width)
         return lines
 
-    def _render_row(self, line: str, members: list[str], width: int) -> list[Strip]:
-        text = styled(line)
+    def _render_row(self, line: str | Text, members: list[str], width: int) -> list[Strip]:
+        text = styled(line) if isinstance(line, str) else line
         if members:
-            text = styled(folded_text(line, members))
+            text = styled(folded_text(text.plain, members))
             text.append(f"  ×{len(members) + 1}", style="bold cyan")
         console = self.app.console
         if width <= 0:

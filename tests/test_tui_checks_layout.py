@@ -1,0 +1,82 @@
+"""The checks panel at its width: each finding's id and the step it stops at read at a glance.
+
+The real demo app and its real preflight findings, at the widths a user has: beside the log at
+120 columns (34 columns: the step goes on a dim line of its own under the id, never cut
+mid-phrase) and stacked at 80x24 (the whole width: id and step on one line, the steps aligned).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
+from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
+
+from eaglebug.demo import DemoScenario
+from eaglebug.server.state import load_state
+from eaglebug.tui.widgets.checks_panel import step_tag
+from tests.live import hermetic_demo_env, session_pids
+from tests.test_tui import checks_settled, demo, panel, run, shown, until
+
+STEPS = {  # what the demo's preflight says of where each blocker stops the launch
+    "set_eagle3_layers_to_capture": "at CUDA graphs",
+    "config.context_length": "before draft load",
+    "get_embed_and_head": "at draft lm head",
+    "set_embed_and_head": "at draft lm head",
+}
+
+
+@pytest.fixture
+def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
+    hermetic_demo_env(monkeypatch)
+    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True)
+    yield prepared
+    for record in load_state(prepared.workdir).launches:
+        for pid in session_pids(record.pid):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
+
+
+def with_steps(app_lines: list[str]) -> dict[str, str]:
+    """Each option that names one of STEPS, by that name."""
+    return {name: line for line in app_lines for name in STEPS if f" {name}" in line.split("\n")[0]}
+
+
+def test_beside_the_log_each_step_has_a_dim_line_of_its_own(scenario: DemoScenario) -> None:
+    app = demo(scenario)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        await until(pilot, lambda: checks_settled(app) and bool(panel(app).findings), "checks")
+        await pilot.pause()
+        options = with_steps(shown(app))
+        assert set(options) == set(STEPS)
+        width = panel(app).content_region.width
+        for name, text in options.items():
+            first, second = text.split("\n")
+            assert first.endswith(name) and second == f"  {STEPS[name]}"
+            assert len(first) <= width and len(second) <= width
+        finding = next(f for f in panel(app).findings if f.id == "config.context_length")
+        assert finding.step is not None and step_tag(finding.step) == "before draft load"
+
+    run(app, script, size=(120, 40))
+
+
+def test_at_80x24_id_and_step_share_a_line_and_the_steps_align(scenario: DemoScenario) -> None:
+    app = demo(scenario)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        await until(pilot, lambda: checks_settled(app) and bool(panel(app).findings), "checks")
+        await pilot.pause()
+        options = with_steps(shown(app))
+        assert set(options) == set(STEPS)
+        columns = set()
+        for name, text in options.items():
+            assert "\n" not in text and text.endswith(STEPS[name])
+            columns.add(text.index(STEPS[name]))
+        assert len(columns) == 1  # one column for every step
+
+    run(app, script, size=(80, 24))
