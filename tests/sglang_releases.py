@@ -15,7 +15,17 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-RELEASES = ("0.5.9", "0.5.10", "0.5.14", "0.5.22", "0.5.23")
+RELEASES = (
+    "0.4.10.post2",
+    "0.5.3",
+    "0.5.7",
+    "0.5.9",
+    "0.5.10",
+    "0.5.14",
+    "0.5.20",
+    "0.5.22",
+    "0.5.23",
+)
 
 
 def cache_root() -> Path:
