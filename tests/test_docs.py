@@ -10,6 +10,7 @@ typed here, so a check, a key or a flag added without its documentation fails th
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import inspect
 import pkgutil
@@ -153,21 +154,24 @@ def _blocks(text: str) -> list[tuple[str, str]]:
 def example_commands(text: str) -> list[str]:
     """`eaglebug ...` as the docs show it: the lines of `sh` blocks (continuations joined,
     `&&`, `|` and `>` ending a command) and the `$ eaglebug ...` lines of output blocks."""
+    return [c for language, body in _blocks(text) for c in _commands_in(language, body)]
+
+
+def _commands_in(language: str, body: str) -> list[str]:
     commands: list[str] = []
-    for language, body in _blocks(text):
-        lines = body.replace("\\\n", " ").splitlines()
-        if language in ("sh", "bash", "console"):
-            candidates = lines
-        else:
-            candidates = [line[2:] for line in lines if line.startswith("$ ")]
-        for line in candidates:
-            for part in re.split(r"&&|;", line.removeprefix("$ ")):
-                words = shlex.split(part, comments=True)
-                for stop in ("|", ">", "2>", "2>&1"):
-                    if stop in words:
-                        words = words[: words.index(stop)]
-                if words and words[0] == "eaglebug":
-                    commands.append(shlex.join(words))
+    lines = body.replace("\\\n", " ").splitlines()
+    if language in ("sh", "bash", "console"):
+        candidates = lines
+    else:
+        candidates = [line[2:] for line in lines if line.startswith("$ ")]
+    for line in candidates:
+        for part in re.split(r"&&|;", line.removeprefix("$ ")):
+            words = shlex.split(part, comments=True)
+            for stop in ("|", ">", "2>", "2>&1"):
+                if stop in words:
+                    words = words[: words.index(stop)]
+            if words and words[0] == "eaglebug":
+                commands.append(shlex.join(words))
     return commands
 
 
@@ -215,6 +219,59 @@ def test_a_command_that_does_not_parse_is_caught() -> None:
         parse(["audit", "--sglang", "x", "--no-such-flag"])
     with pytest.raises(SystemExit):
         parse(["demo", "--scenario", "nonsense"])
+
+
+# -- example outputs -------------------------------------------------------------------------
+# What the README's output blocks can be checked against here: commands on the repository's own
+# material (the demo's tree, the log fixtures, simulated GPUs). The demo's narration holds
+# pids, times and commit ids of its run, and the real releases' outputs other tests cover.
+RUNNABLE = re.compile(r"examples/sglang-mini|tests/fixtures/|--simulate-gpus")
+
+
+def shown_outputs(text: str) -> list[tuple[str, list[str]]]:
+    """(command, the lines shown as its output) for each output block of a runnable command:
+    a `text` block whose first line is `$ eaglebug ...`, or one right after an `sh` block of
+    one command. A line with `...` was trimmed and is not compared."""
+    found: list[tuple[str, list[str]]] = []
+    blocks = _blocks(text)
+    for i, (language, body) in enumerate(blocks):
+        if language != "text":
+            continue
+        lines = body.splitlines()
+        if lines and lines[0].startswith("$ eaglebug "):
+            command, shown = lines[0][2:], lines[1:]
+        elif i > 0 and len(before := _commands_in(*blocks[i - 1])) == 1:
+            command, shown = before[0], lines
+        else:
+            continue
+        if RUNNABLE.search(command) and "demo" not in command:
+            found.append((command, [line for line in shown if line and "..." not in line]))
+    return found
+
+
+README_OUTPUTS = shown_outputs(_text(README))
+
+
+def test_the_readme_shows_real_outputs() -> None:
+    assert len(README_OUTPUTS) >= 4
+
+
+@pytest.mark.parametrize(("command", "shown"), README_OUTPUTS, ids=[c for c, _ in README_OUTPUTS])
+def test_every_output_line_the_readme_shows_is_printed(
+    command: str,
+    shown: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    words = shlex.split(command)[1:]
+    capsys.readouterr()
+    with contextlib.suppress(SystemExit):  # a usage error: its lines are on stderr
+        cli.main(words)
+    captured = capsys.readouterr()
+    printed = {line.rstrip() for line in (captured.out + captured.err).splitlines()}
+    missing = [line for line in shown if line.rstrip() not in printed]
+    assert not missing, f"`{command}` no longer prints: {missing}"
 
 
 # -- the two commands ------------------------------------------------------------------------
