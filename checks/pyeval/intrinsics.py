@@ -5,8 +5,9 @@ A call of the tree (`get_device_memory_capacity()`), or a name outside it (`torc
 sizes, an environment variable. A caller registers that meaning here, by the callee's
 qualified name as the resolver finds it (a module glob for functions SGLang moves between
 releases: `sglang.srt.utils*` matches `sglang.srt.utils` and `sglang.srt.utils.common`), never
-by the last dotted component of what the code wrote. Domain plug-ins are modules under
-`pyeval/brains/`, each with a `register(intrinsics, ...)` (astroid's brain modules).
+by the last dotted component of what the code wrote. The domain plug-ins of general Python
+libraries (torch, os.environ, functools, ...) are `pyeval/brains.py` (astroid's brain modules);
+SGLang's own are registered by the check that needs them.
 """
 
 from __future__ import annotations

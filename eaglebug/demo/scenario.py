@@ -9,7 +9,7 @@
       models/Kimi-K2.5-EAGLE3/  the EAGLE-3 draft: config.json
       work/                     the working directory: `.eaglebug/` state and launch logs
 
-The tree is the one the README audits, so the demo shows the real 0.5.9 story: preflight finds
+The tree is the one the README's examples audit, so the demo shows the real 0.5.9 story: preflight finds
 the two missing methods and the context-length clash; the first launch crashes in
 `set_eagle3_layers_to_capture`; after `fix --apply` the next crashes on the context length;
 with `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` pending, the next is ready.

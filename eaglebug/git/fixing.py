@@ -81,7 +81,7 @@ def real_target(path: Path) -> Path:
 
 
 def _writable(path: Path) -> bool:
-    """What the README promises: a read-only file or folder is refused, root or not."""
+    """What docs/commands.md promises: a read-only file or folder is refused, root or not."""
     for item in (path, path.parent):
         mode = item.stat().st_mode
         if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(item, os.W_OK):
