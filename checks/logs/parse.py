@@ -31,7 +31,7 @@ from eaglebug.checks.logs.book import (
 )
 from eaglebug.checks.logs.lines import At, LineReading
 from eaglebug.checks.logs.memory import MemoryLines, MemoryLog
-from eaglebug.checks.logs.phases import MilestoneEvent, PhaseReading, Progress, bar_progress
+from eaglebug.checks.logs.phases import MilestoneEvent, Progress, bar_progress
 from eaglebug.checks.logs.reports import stalled, warmup_result
 from eaglebug.checks.logs.results import Result
 from eaglebug.checks.logs.traceback import Block, classify
@@ -55,7 +55,7 @@ LINE_CHARS = 64 * 1024  # characters of one line looked at
 _NO_PREFIX = object()  # "the previous line had no SGLang prefix"
 
 
-class LogAnalyzer(PhaseReading, LineReading, TracebackReading):
+class LogAnalyzer(LineReading, TracebackReading):
     """Incremental: `feed` each complete line; read `phase`, `progress`, `findings()` any time."""
 
     def __init__(self) -> None:

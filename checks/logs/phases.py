@@ -1,6 +1,7 @@
 """The launch phase of `LogAnalyzer`: each rank's milestones, the phase shown (the slowest
-rank's), the phase a crash happened in, and the weight-loading bar. A mixin, as `LineReading`
-and `TracebackReading` are the failure halves; the state it reads is `LogAnalyzer.reset`'s.
+rank's), the phase a crash happened in, and the weight-loading bar. The base of the two
+failure halves (`LineReading`, `TracebackReading`), which ask it the phase; the state it reads
+is `LogAnalyzer.reset`'s.
 
 Why apart: the phase is one small state machine every failure reader asks (`_phase_now`), and
 a reader of it should not have to find it among the line and traceback handling.
@@ -11,16 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.contract import codec
 from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.logs import patterns as lp
 from eaglebug.checks.logs.book import FindingBook, Where
-from eaglebug.checks.logs.lines import At
 from eaglebug.checks.logs.reports import desync, warmup_result
 from eaglebug.checks.logs.results import Result
 from eaglebug.checks.logs.traceback import Block
+
+if TYPE_CHECKING:  # the reading halves build on this one: `At` is theirs
+    from eaglebug.checks.logs.lines import At
 
 MAX_MILESTONES = 512
 
