@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import gc
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from eaglebug.demo import DemoScenario
 from tests import gitrepo
+from tests.live import hermetic_demo_env, prepared_demo
 from tests.sglang_releases import release
 
 
@@ -73,6 +76,14 @@ def template_059(sglang_059: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def repo_059(template_059: Path, tmp_path: Path) -> Path:
     """A git copy of the real 0.5.9 tree, for the tests that fix and undo in it."""
     return gitrepo.clone(template_059, tmp_path / "repo")
+
+
+@pytest.fixture
+def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
+    """The fast demo (`eaglebug demo --fast`) in the test's own folder, with no git config or
+    demo knob from outside; whatever it launched is killed after, whatever the test did."""
+    hermetic_demo_env(monkeypatch)
+    yield from prepared_demo(tmp_path / "demo")
 
 
 @pytest.fixture(autouse=True)

@@ -56,11 +56,6 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path) -> DemoScenario:
-    return DemoScenario.prepare(tmp_path / "demo", fast=True)
-
-
-@pytest.fixture
 def server(scenario: DemoScenario) -> Iterator[Server]:
     srv = Server(scenario.workdir)
     yield srv

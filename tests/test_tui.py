@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import git
@@ -40,7 +40,7 @@ from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import LogPanel
 from eaglebug.tui.widgets.log_view import LogView
 from tests import fake_nvml
-from tests.live import hermetic_demo_env, prepared_demo
+from tests.live import hermetic_demo_env
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 KIMI = Path("python/sglang/srt/models/kimi_k25.py")
@@ -56,12 +56,6 @@ DEADLINE_S = 30.0
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     hermetic_demo_env(monkeypatch)
-
-
-@pytest.fixture
-def scenario(tmp_path: Path) -> Iterator[DemoScenario]:
-    # Never leave a stand-in behind, whatever the test did: each launch is its own session.
-    yield from prepared_demo(tmp_path / "demo")
 
 
 def demo(scenario: DemoScenario, readonly: bool = False, **options: object) -> EaglebugApp:

@@ -11,10 +11,9 @@ said is the tracker's, with its clock moved by the test.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
@@ -30,7 +29,6 @@ from eaglebug.tui.messages import CheckProgressed, ControllerReported
 from eaglebug.tui.widgets.gpu_panel import GpuPanel
 from eaglebug.tui.widgets.header import PhaseHeader
 from tests.configs import kimi_k25, kimi_k25_eagle3, write_model
-from tests.live import hermetic_demo_env, prepared_demo
 from tests.sglang_releases import release
 from tests.test_tui import FAST, checks_settled, panel, run, until
 
@@ -59,12 +57,6 @@ class GatedSession(Session):
                 self.go.clear()
 
         return super().run_checks(reported)
-
-
-@pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
-    hermetic_demo_env(monkeypatch)
-    yield from prepared_demo(tmp_path / "demo")
 
 
 def state_line(app: EaglebugApp) -> str:

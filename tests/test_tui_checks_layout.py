@@ -7,17 +7,12 @@ mid-phrase) and stacked at 80x24 (the whole width: id and step on one line, the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.widgets.checks_panel import step_tag
-from tests.live import hermetic_demo_env, prepared_demo
 from tests.test_tui import checks_settled, demo, panel, run, shown, until
 
 STEPS = {  # what the demo's preflight says of where each blocker stops the launch
@@ -26,12 +21,6 @@ STEPS = {  # what the demo's preflight says of where each blocker stops the laun
     "get_embed_and_head": "at draft lm head",
     "set_embed_and_head": "at draft lm head",
 }
-
-
-@pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
-    hermetic_demo_env(monkeypatch)
-    yield from prepared_demo(tmp_path / "demo")
 
 
 def with_steps(app_lines: list[str]) -> dict[str, str]:
