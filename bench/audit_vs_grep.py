@@ -132,11 +132,11 @@ def run_audit(argv: list[str], scratch: Path, cache_home: Path) -> Run:
     return result
 
 
-def time_cold(argv: list[str], runs: int, scratch: Path) -> list[Run]:
-    """Each run with its own fresh, empty cache folder."""
+def time_cold(argv: list[str], runs: int, scratch: Path, prefix: str = "") -> list[Run]:
+    """Each run with its own fresh, empty cache folder (`prefix` tells two sides' apart)."""
     results = []
     for i in range(runs):
-        home = scratch / f"cold-{i}"
+        home = scratch / f"{prefix}cold-{i}"
         home.mkdir()
         results.append(run_audit(argv, scratch, home))
         shutil.rmtree(home)
@@ -200,16 +200,20 @@ def report(
             verdict(warm_rss <= RSS_GOAL_MB),
         ),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
         f"tree: {tree}",
         f"runs: {runs} (best time, worst RSS); audit exit code {cold[0].exit_code}",
     ]
-    lines += [
+    return "\n".join(lines + table(rows))
+
+
+def table(rows: list[tuple[str, str, str, str]]) -> list[str]:
+    """The benchmarks' report rows (what, figure, goal, verdict) as aligned columns."""
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return [
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
-    return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -26,7 +26,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from audit_vs_grep import RSS_GOAL_MB, AuditFailed, audit_argv, default_tree, time_cold, verdict
+from audit_vs_grep import (
+    RSS_GOAL_MB,
+    AuditFailed,
+    audit_argv,
+    default_tree,
+    table,
+    time_cold,
+    verdict,
+)
 
 GOAL = 2.0  # with / without
 MODULE = "sglang/srt/layers/generated_table.py"
@@ -107,10 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         ("warning lines naming it", str(len(said)), "exactly 1", verdict(len(said) == 1)),
         ("same findings", str(same), "True", verdict(same)),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     print(f"tree: {source} (+ a {args.size_mb:g} MB one-line module)\nruns: {args.runs}")
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print("\n".join(table(rows)))
     for line in said:
         print(f"  {line}")
     return 0

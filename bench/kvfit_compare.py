@@ -94,27 +94,22 @@ def kvfit_tokens(kvfit: Any, case: dict[str, Any], utilization: float) -> tuple[
 
     hardware = parse_hardware(case["kvfit_gpu"])
     weights = case["target_bytes"] + case["draft_bytes"]
-    one = estimate_cache(case["target"], context_tokens=1)
-    layout = plan_topologies(
-        one,
-        weight_bytes=weights,
-        hardware=hardware,
-        gpus=case["tp"],
-        utilization=utilization,
-        tensor_parallel=case["tp"],
-    )[0]
+
+    def plan(context_tokens: int) -> Any:
+        """kvfit's first topology for this case, its cache sized for `context_tokens`."""
+        cache = estimate_cache(case["target"], context_tokens=context_tokens)
+        return plan_topologies(
+            cache,
+            weight_bytes=weights,
+            hardware=hardware,
+            gpus=case["tp"],
+            utilization=utilization,
+            tensor_parallel=case["tp"],
+        )[0]
+
     shape = model_shape(case["target"], None)
     context = shape.context_len if not isinstance(shape, str) else 1
-    full = estimate_cache(case["target"], context_tokens=context)
-    verdict = plan_topologies(
-        full,
-        weight_bytes=weights,
-        hardware=hardware,
-        gpus=case["tp"],
-        utilization=utilization,
-        tensor_parallel=case["tp"],
-    )[0].verdict
-    return layout.sequences_per_replica, verdict
+    return plan(1).sequences_per_replica, plan(context).verdict
 
 
 def ours(version: str, case: dict[str, Any]) -> Prediction:

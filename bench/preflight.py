@@ -32,6 +32,7 @@ from audit_vs_grep import (
     audit_argv,
     default_tree,
     run_audit,
+    table,
     time_cold,
     time_grep,
     verdict,
@@ -137,10 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         ("audit warm (best)", f"{audit_s:.3f} s", f"info: preflight {warm_s / audit_s:.2f}x", ""),
         ("peak RSS (max)", f"{rss:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss <= RSS_GOAL_MB)),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     print(f"tree: {tree}\nruns: {args.runs} (best time, worst RSS)")
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print("\n".join(table(rows)))
     print(f"preflight errors: {', '.join(errors) or 'none'}")
     return 0
 

@@ -32,6 +32,8 @@ from audit_vs_grep import (
     Run,
     audit_argv,
     run_audit,
+    table,
+    time_cold,
     time_grep,
     verdict,
 )
@@ -59,16 +61,6 @@ def _second(old: list[str], new: list[str], runs: int, scratch: Path, tag: str) 
     return results
 
 
-def _cold(argv: list[str], runs: int, scratch: Path, tag: str) -> list[Run]:
-    results = []
-    for i in range(runs):
-        home = scratch / f"{tag}-cold-{i}"
-        home.mkdir()
-        results.append(run_audit(argv, scratch, home))
-        shutil.rmtree(home)
-    return results
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
     parser.add_argument("--old", default="0.5.22", help="the release first audited")
@@ -89,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
             warm.mkdir()
             for argv_ in (*flights, *audits):  # compiles the bytecode
                 run_audit(argv_, scratch, warm)
-            cold = _cold(flights[1], args.runs, scratch, "preflight")
+            cold = time_cold(flights[1], args.runs, scratch, "preflight-")
             second = _second(*flights, args.runs, scratch, "preflight")
-            audit_cold = _cold(audits[1], args.runs, scratch, "audit")
+            audit_cold = time_cold(audits[1], args.runs, scratch, "audit-")
             audit_second = _second(*audits, args.runs, scratch, "audit")
         except AuditFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -130,10 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ("peak RSS (max)", f"{rss:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss <= RSS_GOAL_MB)),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     print(f"old: {old_tree}\nnew: {new_tree}\nruns: {args.runs} (best time, worst RSS)")
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print("\n".join(table(rows)))
     return 0
 
 

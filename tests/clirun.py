@@ -7,6 +7,7 @@ and one `hint:` line, no traceback (plain or disguised as `internal error`).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,16 @@ def refused(run: Run, *needles: str) -> list[str]:
     for needle in needles:
         assert needle in run.err, (needle, run.err)
     return lines
+
+
+def state_file_in(folder: Path, monkeypatch: pytest.MonkeyPatch, data: str | bytes) -> Path:
+    """`folder/.eaglebug/state.json` holding `data`, with `folder` the working folder (where a
+    user runs `status`, `stop`, `launch`): the state file the commands are about to read."""
+    monkeypatch.chdir(folder)
+    state = folder / ".eaglebug" / "state.json"
+    state.parent.mkdir()
+    if isinstance(data, str):
+        state.write_text(data)
+    else:
+        state.write_bytes(data)
+    return state

@@ -12,6 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 # What a test process sets too (see `hermetic`), so GitPython inside eaglebug sees the same.
 HERMETIC_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 # Variables that would point git at some other repository than the one a test names.
@@ -29,6 +31,15 @@ LOCAL_CONFIG = {
     "commit.gpgsign": "false",
     "core.autocrlf": "false",
 }
+
+
+def hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test process's git as the helpers' `git` runs it: GitPython inside eaglebug sees no
+    system or global config and no variable that points it at another repository."""
+    for name, value in HERMETIC_ENV.items():
+        monkeypatch.setenv(name, value)
+    for name in FOREIGN_ENV:
+        monkeypatch.delenv(name, raising=False)
 
 
 def _env() -> dict[str, str]:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
+from eaglebug.demo import DemoScenario
 from eaglebug.demo import scenario as scenario_module
+from eaglebug.server.state import LaunchRecord, load_state
 from tests import gitrepo
 
 CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -27,11 +33,41 @@ def session_pids(sid: int) -> set[int]:
     return pids
 
 
+def run_eaglebug(
+    *args: str, cwd: Path | None = None, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python -m eaglebug ARGS` as a user runs it: a process of its own (in `cwd`), text out."""
+    return subprocess.run(
+        [sys.executable, "-m", "eaglebug", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=check,
+    )
+
+
+def kill_launches(
+    workdir: Path, also: Callable[[LaunchRecord], set[int]] = lambda record: set()
+) -> None:
+    """Kill every live process of every launch recorded in `workdir` (and the pids `also` finds
+    for a launch): a fixture's teardown, so that no test leaves a process behind, whatever it did."""
+    for record in load_state(workdir).launches:
+        for pid in also(record) | session_pids(record.pid):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
+
+
+def prepared_demo(root: Path, story: str = "seed") -> Iterator[DemoScenario]:
+    """A fixture's body: the fast demo prepared under `root`, and its launches killed after."""
+    prepared = DemoScenario.prepare(root, fast=True, story=story)
+    yield prepared
+    kill_launches(prepared.workdir)
+
+
 def hermetic_demo_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No developer git config, no context-length override and no demo knobs from outside."""
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in (*gitrepo.FOREIGN_ENV, CONTEXT_ENV, scenario_module.TREE_ENV):
+    gitrepo.hermetic(monkeypatch)
+    for name in (CONTEXT_ENV, scenario_module.TREE_ENV):
         monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):
         if name.startswith("EAGLEBUG_DEMO_"):

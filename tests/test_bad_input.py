@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests import clirun
-from tests.clirun import Run, cli
+from tests.clirun import Run, cli, state_file_in
 from tests.configs import eagle3, llama, write_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -189,6 +189,11 @@ BAD_STATES: dict[str, bytes] = {
 }
 
 
+def argv_of(command: str) -> list[str]:
+    """The command's words; `launch` with a command to launch (it would start nothing)."""
+    return [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
+
+
 @pytest.mark.parametrize("case", sorted(BAD_STATES))
 @pytest.mark.parametrize("command", ["status", "stop", "launch"])
 def test_a_bad_state_file_is_reported_not_crashed_on(
@@ -198,12 +203,8 @@ def test_a_bad_state_file_is_reported_not_crashed_on(
     case: str,
     command: str,
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    state = tmp_path / ".eaglebug" / "state.json"
-    state.parent.mkdir()
-    state.write_bytes(BAD_STATES[case])
-    argv = [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
-    line = refused(cli(capsys, *argv), str(state))
+    state = state_file_in(tmp_path, monkeypatch, BAD_STATES[case])
+    line = refused(cli(capsys, *argv_of(command)), str(state))
     assert "not a state file eaglebug can read" in line
     assert state.read_bytes() == BAD_STATES[case], "the bad file was overwritten"
     assert sorted(p.name for p in state.parent.iterdir()) == ["state.json"], "something started"
@@ -212,10 +213,7 @@ def test_a_bad_state_file_is_reported_not_crashed_on(
 def test_a_state_file_without_newer_fields_still_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    state = tmp_path / ".eaglebug" / "state.json"
-    state.parent.mkdir()
-    state.write_text(json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}))  # no "tag"
+    state_file_in(tmp_path, monkeypatch, json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}))
     run = cli(capsys, "status")
     assert run.code == 0, run.err
     assert run.out.startswith("launch 1: exited, pid 4194304"), run.out
@@ -228,7 +226,7 @@ def test_state_folder_that_is_a_file_or_a_file_that_is_a_folder(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    argv = [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
+    argv = argv_of(command)
     (tmp_path / "a").mkdir()
     monkeypatch.chdir(tmp_path / "a")
     (tmp_path / "a" / ".eaglebug").write_text("not a folder\n")

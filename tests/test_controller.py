@@ -138,16 +138,24 @@ def started(session: FakeSession, name: str) -> None:
     assert session.started.setdefault(name, threading.Event()).wait(WAIT_S), f"{name} never ran"
 
 
+def relaunch_held(
+    session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
+) -> tuple[Controller, Recorder]:
+    """A controller whose relaunch is under way, held there until the test sets its event."""
+    session.hold["relaunch"] = threading.Event()
+    controller, events = made()
+    assert controller.submit(Relaunch())
+    started(session, "relaunch")
+    return controller, events
+
+
 PATCH = SimpleNamespace(file="kimi_k25.py")
 
 
 def test_a_patch_confirmed_during_a_relaunch_waits_for_it_and_never_interleaves(
     session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
 ) -> None:
-    session.hold["relaunch"] = threading.Event()
-    controller, events = made()
-    assert controller.submit(Relaunch())
-    started(session, "relaunch")
+    controller, events = relaunch_held(session, made)
     assert controller.submit(ApplyPatch(PATCH))  # type: ignore[arg-type]
     # Under way: the relaunch; waiting behind it: the patch (and it says so).
     assert controller.running == Relaunch()
@@ -190,10 +198,7 @@ def test_a_superseded_check_result_is_dropped_and_requests_coalesce(
 def test_the_same_action_twice_is_refused_while_the_first_is_under_way(
     session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
 ) -> None:
-    session.hold["relaunch"] = threading.Event()
-    controller, events = made()
-    assert controller.submit(Relaunch())
-    started(session, "relaunch")
+    controller, events = relaunch_held(session, made)
     assert not controller.submit(Relaunch())
     refusal = events.of(Note)[-1]
     assert (refusal.title, refusal.severity) == ("relaunch", "warning")
@@ -288,10 +293,7 @@ def test_stop_says_what_it_stopped(
 def test_close_drops_what_waits(
     session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
 ) -> None:
-    session.hold["relaunch"] = threading.Event()
-    controller, _events = made()
-    controller.submit(Relaunch())
-    started(session, "relaunch")
+    controller, _events = relaunch_held(session, made)
     controller.submit(Undo())
     controller.close(timeout_s=0.0)  # while the relaunch is still under way
     session.hold["relaunch"].set()

@@ -8,7 +8,6 @@ a second to ready); every wait polls with a deadline.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -17,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import git
-import psutil
 import pytest
 
 from eaglebug.checks.contract.errors import InputError
@@ -33,7 +31,7 @@ from eaglebug.gpu.simulated import SimulatedSource
 from eaglebug.server.launcher import Server
 from eaglebug.server.state import LaunchRecord, load_state, save_state
 from tests import gitrepo
-from tests.live import hermetic_demo_env, session_pids, wait_for
+from tests.live import hermetic_demo_env, kill_launches, session_pids, wait_for
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 MISSING_SET_EAGLE3 = (
@@ -58,19 +56,10 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path) -> DemoScenario:
-    return DemoScenario.prepare(tmp_path / "demo", fast=True)
-
-
-@pytest.fixture
 def server(scenario: DemoScenario) -> Iterator[Server]:
     srv = Server(scenario.workdir)
     yield srv
-    # Never leave a process behind, whatever the test did.
-    for record in srv.state().launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    kill_launches(srv.workdir)
 
 
 def launch_until_exit(server: Server, scenario: DemoScenario) -> tuple[LaunchRecord, int]:

@@ -31,11 +31,6 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     hermetic_demo_env(monkeypatch)
 
 
-@pytest.fixture
-def scenario(tmp_path: Path) -> DemoScenario:
-    return DemoScenario.prepare(tmp_path / "demo", fast=True)
-
-
 def _ready(scenario: DemoScenario, server: Server, argv: list[str]) -> LaunchRecord:
     apply_fix(scenario)
     state = load_state(scenario.workdir)

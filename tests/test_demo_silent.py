@@ -8,12 +8,10 @@ and the relaunch accepts about three tokens. Headless and in the TUI, with the r
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import git
-import psutil
 import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
@@ -24,7 +22,7 @@ from eaglebug.server.state import load_state
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.widgets.header import PhaseHeader
-from tests.live import hermetic_demo_env, session_pids
+from tests.live import hermetic_demo_env, prepared_demo, session_pids
 from tests.test_tui import answer, demo, phase, run, select, shown, until
 
 
@@ -35,12 +33,7 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def silent(tmp_path: Path) -> Iterator[DemoScenario]:
-    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True, story="silent")
-    yield prepared
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    yield from prepared_demo(tmp_path / "demo", story="silent")
 
 
 def test_the_silent_demo_starts_where_the_seed_story_ends(silent: DemoScenario) -> None:

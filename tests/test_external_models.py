@@ -364,8 +364,7 @@ def test_wrapper_on_0523_is_audited_and_fixed_in_its_own_repository(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the cache is used here
     package = str(user_repo / "my_models")
     audit_args = ("audit", "--sglang", str(sglang_0523), "--model-class", KIMI, "--json")
@@ -417,8 +416,7 @@ def test_a_refused_commit_in_the_package_repository_changes_nothing(
     sglang_0523: Path, user_repo: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     hook = user_repo / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\necho 'lint: no' >&2\nexit 1\n")
     hook.chmod(0o755)
@@ -473,8 +471,7 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
     then the patch applied and verified by a fresh audit that loads the same package."""
     from eaglebug.session.session import Session, SessionConfig
 
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
     words = launch(user_repo, tmp_path / "model")

@@ -48,11 +48,7 @@ THREE = ("get_embed_and_head", "set_eagle3_layers_to_capture", "set_embed_and_he
 
 @pytest.fixture(autouse=True)
 def _hermetic_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GitPython inside eaglebug sees the same git configuration as the helpers' `git`."""
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in gitrepo.FOREIGN_ENV:
-        monkeypatch.delenv(name, raising=False)
+    gitrepo.hermetic(monkeypatch)
 
 
 def fix(capsys: pytest.CaptureFixture[str], sglang: Path, *flags: str) -> Run:
@@ -176,21 +172,6 @@ def forwarded(
 
 
 # -- 1. acceptance on the real sglang 0.5.9 tree ---------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def template_059(sglang_059: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The 0.5.9 package committed once per module; each test clones it."""
-    repo = tmp_path_factory.mktemp("sglang-0.5.9") / "repo"
-    shutil.copytree(
-        sglang_059 / "sglang", repo / "sglang", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    return gitrepo.init(repo, "sglang 0.5.9")
-
-
-@pytest.fixture
-def repo_059(template_059: Path, tmp_path: Path) -> Path:
-    return gitrepo.clone(template_059, tmp_path / "repo")
 
 
 def test_fix_on_059_previews_applies_once_and_matches_the_0510_fix(

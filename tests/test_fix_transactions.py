@@ -37,10 +37,7 @@ THREE = ("get_embed_and_head", "set_eagle3_layers_to_capture", "set_embed_and_he
 
 @pytest.fixture(autouse=True)
 def _hermetic_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in gitrepo.FOREIGN_ENV:
-        monkeypatch.delenv(name, raising=False)
+    gitrepo.hermetic(monkeypatch)
 
 
 def fix(capsys: pytest.CaptureFixture[str], sglang: Path, *flags: str) -> Run:
@@ -52,21 +49,6 @@ def refused(run: Run, *needles: str) -> list[str]:
     assert run.out == "", run.out
     assert "Cmd('git')" not in run.err, "GitPython's dump instead of git's reason"
     return clirun.refused(run, *needles)
-
-
-@pytest.fixture(scope="module")
-def template_059(sglang_059: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = tmp_path_factory.mktemp("sglang-0.5.9") / "repo"
-    shutil.copytree(
-        sglang_059 / "sglang", repo / "sglang", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    return gitrepo.init(repo, "sglang 0.5.9")
-
-
-@pytest.fixture
-def repo_059(template_059: Path, tmp_path: Path) -> Path:
-    """R of the issue: a git copy of the real 0.5.9 tree."""
-    return gitrepo.clone(template_059, tmp_path / "repo")
 
 
 @pytest.fixture

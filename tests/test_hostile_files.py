@@ -186,8 +186,7 @@ def test_300_node_logs_under_ulimit_128(tmp_path: Path) -> None:
 
 @pytest.fixture
 def crlf_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     repo = tmp_path / "repo"
     shutil.copytree(MINI, repo, ignore=shutil.ignore_patterns("__pycache__"))
     wrapper = repo / KIMI_FILE

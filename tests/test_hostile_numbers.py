@@ -21,7 +21,7 @@ from eaglebug.checks.source.index import TreeIndex
 from eaglebug.server.calibration import measured_for
 from eaglebug.server.state import LaunchRecord, State, save_state
 from tests import test_memory
-from tests.clirun import cli, refused
+from tests.clirun import cli, refused, state_file_in
 from tests.configs import eagle3, llama, write_model
 from tests.test_memory import EAGLE3_LLAMA31_8B, LLAMA31_8B, LLAMA31_8B_BYTES
 
@@ -195,10 +195,7 @@ def test_a_state_file_number_no_pid_can_be(
     case: str,
     command: str,
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    state = tmp_path / ".eaglebug" / "state.json"
-    state.parent.mkdir()
-    state.write_text(STATES[case])
+    state_file_in(tmp_path, monkeypatch, STATES[case])
     line = refused(cli(capsys, command), "not a state file eaglebug can read")[0]
     assert HUGE not in line
 

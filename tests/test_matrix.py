@@ -27,11 +27,6 @@ KIMI = "KimiK25ForConditionalGeneration"
 
 
 @pytest.fixture(scope="module")
-def index_059(sglang_059: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_059)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
 def matrix_059(index_059: TreeIndex) -> Matrix:
     return support_matrix(index_059)
 

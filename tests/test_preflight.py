@@ -28,7 +28,6 @@ from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
-from eaglebug.checks.source.tree import locate
 from tests.configs import (
     GIB,
     KIMI,
@@ -50,25 +49,8 @@ OTHER_SHA = "fedcba9876543210fedcba9876543210fedcba98"
 
 # -- shared trees and helpers -----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def index_059(sglang_059: Path) -> TreeIndex:
-    """One uncached index of the real 0.5.9 tree; later preflights reuse its parsed facts."""
-    return TreeIndex(locate(str(sglang_059)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0510(sglang_0510: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0510)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
 def flags_059(index_059: TreeIndex) -> list[FlagSpec]:
     return server_flags(index_059)
-
-
-@pytest.fixture(scope="module")
-def index_0523(sglang_0523: Path) -> TreeIndex:
-    """Used for its flag table and a few target-only preflights: never audited here."""
-    return TreeIndex(locate(str(sglang_0523)), use_cache=False)
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from eaglebug.checks.reach.consumers import is_candidate
 from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from tests.live import run_eaglebug
 
 KIMI = "KimiK25ForConditionalGeneration"
 
@@ -150,22 +149,7 @@ def test_eagle3_draft_class_on_059_is_complete_in_the_draft_role(sglang_059: Pat
 
 
 def test_cli_json_on_059_follows_the_findings_contract(sglang_059: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eaglebug",
-            "audit",
-            "--sglang",
-            str(sglang_059),
-            "--model-class",
-            KIMI,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_eaglebug("audit", "--sglang", str(sglang_059), "--model-class", KIMI, "--json")
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert data["sglang"]["version"] == "0.5.9"
@@ -190,21 +174,7 @@ def test_cli_json_on_059_follows_the_findings_contract(sglang_059: Path) -> None
 
 
 def test_cli_on_0510_exits_zero(sglang_0510: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eaglebug",
-            "audit",
-            "--sglang",
-            str(sglang_0510),
-            "--model-class",
-            KIMI,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_eaglebug("audit", "--sglang", str(sglang_0510), "--model-class", KIMI)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "provides everything EAGLE3 needs" in proc.stdout
 
@@ -217,22 +187,7 @@ def test_model_path_resolves_through_the_entryclass_registry(
     (model / "config.json").write_text(
         json.dumps({"architectures": [KIMI], "model_type": "kimi_k25"})
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eaglebug",
-            "audit",
-            "--sglang",
-            str(sglang_059),
-            "--model-path",
-            str(model),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_eaglebug("audit", "--sglang", str(sglang_059), "--model-path", str(model), "--json")
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert data["classes"][0]["class"] == f"sglang.srt.models.kimi_k25.{KIMI}"

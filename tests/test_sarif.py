@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.clirun import cli
+from tests.clirun import Run, cli
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "tests/fixtures/sarif/sarif-schema-2.1.0.json").read_text())
@@ -43,6 +43,14 @@ def _consumed(log: dict[str, Any], tmp_path: Path) -> str:
     return summary.stdout
 
 
+def _accepted(run: Run, code: int, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The run exited `code` with valid SARIF on stdout that sarif-tools takes: the log, and
+    what `sarif summary` says of it."""
+    assert run.code == code, run.err
+    log = _valid(run.out)
+    return log, _consumed(log, tmp_path)
+
+
 def _apply(text: str, replacements: list[dict[str, Any]]) -> str:
     """A SARIF fix applied the way a consumer applies it: regions by character offset,
     from the last to the first."""
@@ -59,9 +67,7 @@ def test_audit_sarif_is_valid_located_and_carries_the_fix(
     run = cli(
         capsys, "audit", "--sglang", str(sglang_059), "--model-class", KIMI, "--format", "sarif"
     )
-    assert run.code == 1, run.err
-    log = _valid(run.out)
-    summary = _consumed(log, tmp_path)
+    log, summary = _accepted(run, 1, tmp_path)
     assert "error: 2" in summary and "warning: 1" in summary
     (sarif_run,) = log["runs"]
     rules = [r["id"] for r in sarif_run["tool"]["driver"]["rules"]]
@@ -130,9 +136,7 @@ def test_preflight_sarif_places_config_findings_at_the_rule(
         "--tp",
         "8",
     )
-    assert run.code == 1, run.err
-    log = _valid(run.out)
-    _consumed(log, tmp_path)
+    log, _summary = _accepted(run, 1, tmp_path)
     results = log["runs"][0]["results"]
     rules = {r["ruleId"] for r in results}
     assert "interface.missing" in rules and "config.context_length" in rules
@@ -157,9 +161,7 @@ def test_matrix_sarif_and_compare_sarif(
         "--format",
         "sarif",
     )
-    assert run.code == 0, run.err
-    log = _valid(run.out)
-    _consumed(log, tmp_path)
+    log, _summary = _accepted(run, 0, tmp_path)
     results = log["runs"][0]["results"]
     kimi = [r for r in results if r["properties"]["class"].endswith(KIMI)]
     assert {r["properties"]["algorithm"] for r in kimi} == {"EAGLE", "EAGLE3"}

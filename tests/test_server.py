@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.server.launcher import Server, wait_gpu_released
 from eaglebug.server.state import LaunchRecord, load_state, save_state
-from tests.live import session_pids, wait_for
+from tests.live import kill_launches, run_eaglebug, session_pids, wait_for
 
 STANDIN = Path(__file__).with_name("standin_server.py")
 
@@ -33,11 +31,7 @@ def standin(*extra: str) -> list[str]:
 def server(tmp_path: Path) -> Iterator[Server]:
     srv = Server(tmp_path)
     yield srv
-    # Never leave a process behind, whatever the test did.
-    for record in srv.state().launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    kill_launches(srv.workdir)
 
 
 def test_launch_is_detached_logged_and_recorded(server: Server, tmp_path: Path) -> None:
@@ -154,13 +148,8 @@ def test_corrupt_state_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_cli_launch_outlives_eaglebug_then_status_and_stop(tmp_path: Path) -> None:
-    eaglebug = [sys.executable, "-m", "eaglebug"]
-    launched = subprocess.run(
-        [*eaglebug, "launch", "--json", "--", *standin("--ranks", "2", "--stubborn-rank", "0")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
+    launched = run_eaglebug(
+        "launch", "--json", "--", *standin("--ranks", "2", "--stubborn-rank", "0"), cwd=tmp_path
     )
     assert launched.returncode == 0, launched.stderr
     record = json.loads(launched.stdout)
@@ -168,27 +157,13 @@ def test_cli_launch_outlives_eaglebug_then_status_and_stop(tmp_path: Path) -> No
         # eaglebug has exited; the server it launched has not.
         assert psutil.pid_exists(record["pid"])
         wait_for(lambda: "fired up" in Path(record["log"]).read_text(errors="replace"))
-        status = subprocess.run(
-            [*eaglebug, "status", "--json"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        status = run_eaglebug("status", "--json", cwd=tmp_path, check=True)
         assert json.loads(status.stdout)["launches"][0]["alive"] is True
-        stopped = subprocess.run(
-            [*eaglebug, "stop", "--grace", "1", "--json"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        stopped = run_eaglebug("stop", "--grace", "1", "--json", cwd=tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert json.loads(stopped.stdout)["survivors"] == []
         assert session_pids(record["pid"]) == set()
-        again = subprocess.run(
-            [*eaglebug, "stop"], cwd=tmp_path, capture_output=True, text=True, check=False
-        )
+        again = run_eaglebug("stop", cwd=tmp_path)
         assert again.returncode == 2
         assert again.stderr.startswith("error: no running server")
     finally:

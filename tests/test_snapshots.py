@@ -66,13 +66,9 @@ class PinnedSession(Session):
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     """No developer git config, no SGLang env var (preflight reads them), no colour opt-out."""
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     for name in list(os.environ):
-        if name.startswith(("SGLANG_", "EAGLEBUG_DEMO_")) or name in {
-            *gitrepo.FOREIGN_ENV,
-            "NO_COLOR",
-        }:
+        if name.startswith(("SGLANG_", "EAGLEBUG_DEMO_")) or name == "NO_COLOR":
             monkeypatch.delenv(name)
 
 

@@ -25,7 +25,7 @@ from eaglebug.checks.contract.errors import InputError
 from eaglebug.server.launcher import Server
 from eaglebug.server.proctree import LAUNCH_ENV
 from eaglebug.server.state import load_state
-from tests.live import session_pids, wait_for
+from tests.live import kill_launches, run_eaglebug, session_pids, wait_for
 
 SHAPES = Path(__file__).with_name("process_shapes.py")
 
@@ -67,10 +67,7 @@ def bystander() -> Iterator[subprocess.Popen[bytes]]:
 def server(tmp_path: Path) -> Iterator[Server]:
     srv = Server(tmp_path)
     yield srv
-    for record in srv.state().launches:  # never leave a process behind, whatever happened
-        for pid in tagged(record.tag) | session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    kill_launches(srv.workdir, also=lambda record: tagged(record.tag))
 
 
 def shape(server: Server, tmp_path: Path, name: str) -> tuple[list[int], Path]:
@@ -117,41 +114,21 @@ def test_stop_walks_again_after_sigterm(server: Server, tmp_path: Path) -> None:
 def test_children_of_an_exited_root_are_alive_in_status_and_stopped(
     tmp_path: Path, bystander: subprocess.Popen[bytes]
 ) -> None:
-    eaglebug = [sys.executable, "-m", "eaglebug"]
     ready = tmp_path / "orphans.pids"
-    launched = subprocess.run(
-        [*eaglebug, "launch", "--json", "--", sys.executable, str(SHAPES), "orphans", str(ready)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shape = [sys.executable, str(SHAPES), "orphans", str(ready)]
+    launched = run_eaglebug("launch", "--json", "--", *shape, cwd=tmp_path)
     assert launched.returncode == 0, launched.stderr
     record = json.loads(launched.stdout)
     children = reported(ready)
     try:
         wait_for(lambda: not alive(record["pid"]))
-        status = subprocess.run(
-            [*eaglebug, "status", "--json"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        status = run_eaglebug("status", "--json", cwd=tmp_path, check=True)
         [row] = json.loads(status.stdout)["launches"]
         assert row["alive"] is True and row["root_alive"] is False
         assert sorted(row["processes"]) == sorted(children)
-        text = subprocess.run(
-            [*eaglebug, "status"], cwd=tmp_path, capture_output=True, text=True, check=True
-        ).stdout
+        text = run_eaglebug("status", cwd=tmp_path, check=True).stdout
         assert "2 of its processes still run" in text
-        stopped = subprocess.run(
-            [*eaglebug, "stop", "--grace", "1", "--json"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        stopped = run_eaglebug("stop", "--grace", "1", "--json", cwd=tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert sorted(json.loads(stopped.stdout)["terminated"]) == sorted(children)
         assert [p for p in children if alive(p)] == []
@@ -163,37 +140,19 @@ def test_children_of_an_exited_root_are_alive_in_status_and_stopped(
 
 
 def test_a_negative_grace_is_refused_before_any_signal(tmp_path: Path) -> None:
-    eaglebug = [sys.executable, "-m", "eaglebug"]
     ready = tmp_path / "stubborn.pids"
-    launched = subprocess.run(
-        [*eaglebug, "launch", "--json", "--", sys.executable, str(SHAPES), "stubborn", str(ready)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    shape = [sys.executable, str(SHAPES), "stubborn", str(ready)]
+    launched = run_eaglebug("launch", "--json", "--", *shape, cwd=tmp_path, check=True)
     record = json.loads(launched.stdout)
     pids = reported(ready)
     try:
         for grace in ("-1", "nan", "inf"):
-            refused = subprocess.run(
-                [*eaglebug, "stop", "--grace", grace],
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+            refused = run_eaglebug("stop", "--grace", grace, cwd=tmp_path)
             assert refused.returncode == 2
             assert refused.stderr.startswith("error: argument --grace: ")
             assert len(refused.stderr.splitlines()) == 2
             assert all(alive(p) for p in pids), "a refused stop signalled the tree"
-        stopped = subprocess.run(
-            [*eaglebug, "stop", "--grace", "0.5"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        stopped = run_eaglebug("stop", "--grace", "0.5", cwd=tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert [p for p in pids if alive(p)] == []
         assert tagged(record["tag"]) == set()

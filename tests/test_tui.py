@@ -10,13 +10,11 @@ demo's fast knob (about a second to ready). No async plugin: each test runs its 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import git
-import psutil
 import pytest
 from rich.console import Console
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
@@ -42,7 +40,7 @@ from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import LogPanel
 from eaglebug.tui.widgets.log_view import LogView
 from tests import fake_nvml
-from tests.live import hermetic_demo_env, session_pids
+from tests.live import hermetic_demo_env
 
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 KIMI = Path("python/sglang/srt/models/kimi_k25.py")
@@ -58,17 +56,6 @@ DEADLINE_S = 30.0
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     hermetic_demo_env(monkeypatch)
-
-
-@pytest.fixture
-def scenario(tmp_path: Path) -> Iterator[DemoScenario]:
-    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True)
-    yield prepared
-    # Never leave a stand-in behind, whatever the test did: each launch is its own session.
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
 
 
 def demo(scenario: DemoScenario, readonly: bool = False, **options: object) -> EaglebugApp:
@@ -157,6 +144,31 @@ async def select(
     return current
 
 
+async def select_set_eagle3(pilot: Pilot[None], app: EaglebugApp) -> Finding:
+    """The cursor onto set_eagle3_layers_to_capture, the demo's check a patch fixes."""
+    return await select(
+        pilot,
+        app,
+        lambda f: f.attribute == "set_eagle3_layers_to_capture",
+        "the set_eagle3_layers_to_capture check",
+    )
+
+
+async def select_context_length(pilot: Pilot[None], app: EaglebugApp) -> Finding:
+    """The cursor onto config.context_length, the demo's check an env var fixes."""
+    return await select(
+        pilot, app, lambda f: f.id == "config.context_length", "the context-length check"
+    )
+
+
+def assert_untouched(scenario: DemoScenario, original: bytes, imported: git.Commit) -> None:
+    """Kimi's file, the tree's repository and the state file as the test found them."""
+    assert (scenario.sglang_root / KIMI).read_bytes() == original
+    assert head(scenario) == imported
+    state = load_state(scenario.workdir)
+    assert (state.launches, state.patches, state.pending_env) == ([], [], {})
+
+
 async def answer(pilot: Pilot[None], app: EaglebugApp, modal: type, key: str) -> None:
     await until(pilot, lambda: isinstance(app.screen, modal), f"the {modal.__name__}")
     await pilot.press(key)
@@ -242,9 +254,7 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
         assert any(n.notification.title == "patch applied" for n in notes)
 
         # The context length: select it, p, y: the env var is pending for the next launch.
-        await select(
-            pilot, app, lambda f: f.id == "config.context_length", "the context-length check"
-        )
+        await select_context_length(pilot, app)
         await pilot.press("p")
         await answer(pilot, app, ConfirmModal, "y")
         await until(
@@ -286,12 +296,7 @@ async def patch_kimi(pilot: Pilot[None], app: EaglebugApp, scenario: DemoScenari
     """Select set_eagle3_layers_to_capture, p, y; the commit it made."""
     await until(pilot, lambda: checks_settled(app), "the first checks")
     before = head(scenario)
-    await select(
-        pilot,
-        app,
-        lambda f: f.attribute == "set_eagle3_layers_to_capture",
-        "the set_eagle3_layers_to_capture check",
-    )
+    await select_set_eagle3(pilot, app)
     await pilot.press("p")
     await answer(pilot, app, DiffModal, "y")
     await until(pilot, lambda: head(scenario) != before, "the patch commit")
@@ -337,12 +342,7 @@ def test_a_dirty_file_is_refused_with_an_error_and_left_as_it_is(scenario: DemoS
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: checks_settled(app), "the first checks")
-        await select(
-            pilot,
-            app,
-            lambda f: f.attribute == "set_eagle3_layers_to_capture",
-            "the set_eagle3_layers_to_capture check",
-        )
+        await select_set_eagle3(pilot, app)
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, DiffModal), "the diff")
         # Someone edits the file while the diff is on screen: y must not overwrite it.
@@ -375,18 +375,11 @@ def test_no_and_escape_change_nothing(scenario: DemoScenario, key: str) -> None:
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: checks_settled(app), "the first checks")
         # The diff of the interface patch.
-        await select(
-            pilot,
-            app,
-            lambda f: f.attribute == "set_eagle3_layers_to_capture",
-            "the set_eagle3_layers_to_capture check",
-        )
+        await select_set_eagle3(pilot, app)
         await pilot.press("p")
         await answer(pilot, app, DiffModal, key)
         # The env-var fix of the context length.
-        await select(
-            pilot, app, lambda f: f.id == "config.context_length", "the context-length check"
-        )
+        await select_context_length(pilot, app)
         await pilot.press("p")
         await answer(pilot, app, ConfirmModal, key)
         # Relaunch and undo.
@@ -397,12 +390,7 @@ def test_no_and_escape_change_nothing(scenario: DemoScenario, key: str) -> None:
         assert app.controller.submitted == []
         await until(pilot, lambda: checks_settled(app), "the checks")
         assert app.controller.idle()
-        assert kimi.read_bytes() == original
-        assert head(scenario) == imported
-        state = load_state(scenario.workdir)
-        assert state.pending_env == {}
-        assert state.launches == []
-        assert state.patches == []
+        assert_untouched(scenario, original, imported)
         assert phase(app) == "idle"
         assert interface_errors(app) == INTERFACE_ERRORS
         assert not any(n.notification.severity == "error" for n in notes)
@@ -436,28 +424,18 @@ def test_readonly_hides_and_ignores_patch_undo_and_relaunch(scenario: DemoScenar
         for action in ("patch", "undo", "relaunch"):
             assert app.main.check_action(action, ()) is False
 
-        await select(
-            pilot,
-            app,
-            lambda f: f.attribute == "set_eagle3_layers_to_capture",
-            "the set_eagle3_layers_to_capture check",
-        )
+        await select_set_eagle3(pilot, app)
         for key in ("p", "u", "r"):
             await pilot.press(key)
             await pilot.pause()
             assert app.screen is app.main, f"{key} opened {app.screen}"
-        await select(
-            pilot, app, lambda f: f.id == "config.context_length", "the context-length check"
-        )
+        await select_context_length(pilot, app)
         await pilot.press("p")
         await pilot.pause()
         # The key is disabled: no dialog, and nothing was handed to the controller to act on.
         assert app.screen is app.main
         assert app.controller.submitted == []
-        assert kimi.read_bytes() == original
-        assert head(scenario) == imported
-        state = load_state(scenario.workdir)
-        assert (state.launches, state.patches, state.pending_env) == ([], [], {})
+        assert_untouched(scenario, original, imported)
         # The palette offers no mutating command either.
         titles = {c.title for c in app.get_system_commands(app.main)}
         assert "check: rerun" in titles
@@ -591,12 +569,7 @@ def test_the_command_palette_offers_what_applies_now(scenario: DemoScenario) -> 
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: checks_settled(app), "the first checks")
-        await select(
-            pilot,
-            app,
-            lambda f: f.attribute == "set_eagle3_layers_to_capture",
-            "the set_eagle3_layers_to_capture check",
-        )
+        await select_set_eagle3(pilot, app)
         # Not read-only: the footer shows the mutating keys (the read-only test hides them).
         assert {"patch", "undo", "relaunch"} <= footer_actions(app)
         titles = [c.title for c in app.get_system_commands(app.main)]

@@ -7,11 +7,9 @@ a deadline.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
@@ -22,7 +20,7 @@ from eaglebug.server.state import load_state, save_state
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.widgets.header import PhaseHeader, sparkline
-from tests.live import hermetic_demo_env, session_pids
+from tests.live import hermetic_demo_env, kill_launches
 from tests.test_demo import apply_fix
 from tests.test_tui import ENV_VAR, answer, demo, phase, run, shown, until
 
@@ -41,10 +39,7 @@ def fixed(tmp_path: Path) -> Iterator[DemoScenario]:
     state.pending_env = {ENV_VAR: "1"}
     save_state(prepared.workdir, state)
     yield prepared
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    kill_launches(prepared.workdir)
 
 
 def header_text(app: EaglebugApp) -> str:

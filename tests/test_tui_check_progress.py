@@ -10,20 +10,16 @@ said is the tracker's, with its clock moved by the test.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import psutil
-import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.checks import STAGES
 from eaglebug.demo import DemoScenario
-from eaglebug.server.state import load_state
 from eaglebug.session.controller import ChecksProgressed
 from eaglebug.session.progress import FIRST_STAGE, CheckProgress, ProgressTracker
 from eaglebug.session.session import CheckResult, Session, SessionConfig
@@ -33,7 +29,6 @@ from eaglebug.tui.messages import CheckProgressed, ControllerReported
 from eaglebug.tui.widgets.gpu_panel import GpuPanel
 from eaglebug.tui.widgets.header import PhaseHeader
 from tests.configs import kimi_k25, kimi_k25_eagle3, write_model
-from tests.live import hermetic_demo_env, session_pids
 from tests.sglang_releases import release
 from tests.test_tui import FAST, checks_settled, panel, run, until
 
@@ -62,17 +57,6 @@ class GatedSession(Session):
                 self.go.clear()
 
         return super().run_checks(reported)
-
-
-@pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
-    hermetic_demo_env(monkeypatch)
-    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True)
-    yield prepared
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
 
 
 def state_line(app: EaglebugApp) -> str:

@@ -7,19 +7,12 @@ mid-phrase) and stacked at 80x24 (the whole width: id and step on one line, the 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from pathlib import Path
-
-import psutil
-import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
-from eaglebug.server.state import load_state
+from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.widgets.checks_panel import step_tag
-from tests.live import hermetic_demo_env, session_pids
 from tests.test_tui import checks_settled, demo, panel, run, shown, until
 
 STEPS = {  # what the demo's preflight says of where each blocker stops the launch
@@ -30,30 +23,25 @@ STEPS = {  # what the demo's preflight says of where each blocker stops the laun
 }
 
 
-@pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
-    hermetic_demo_env(monkeypatch)
-    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True)
-    yield prepared
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
-
-
 def with_steps(app_lines: list[str]) -> dict[str, str]:
     """Each option that names one of STEPS, by that name."""
     return {name: line for line in app_lines for name in STEPS if f" {name}" in line.split("\n")[0]}
+
+
+async def options_with_steps(pilot: Pilot[None], app: EaglebugApp) -> dict[str, str]:
+    """Once the checks are in: the option of each of STEPS (every one of them is shown)."""
+    await until(pilot, lambda: checks_settled(app) and bool(panel(app).findings), "checks")
+    await pilot.pause()
+    options = with_steps(shown(app))
+    assert set(options) == set(STEPS)
+    return options
 
 
 def test_beside_the_log_each_step_has_a_dim_line_of_its_own(scenario: DemoScenario) -> None:
     app = demo(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        await until(pilot, lambda: checks_settled(app) and bool(panel(app).findings), "checks")
-        await pilot.pause()
-        options = with_steps(shown(app))
-        assert set(options) == set(STEPS)
+        options = await options_with_steps(pilot, app)
         width = panel(app).content_region.width
         for name, text in options.items():
             first, second = text.split("\n")
@@ -69,10 +57,7 @@ def test_at_80x24_id_and_step_share_a_line_and_the_steps_align(scenario: DemoSce
     app = demo(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        await until(pilot, lambda: checks_settled(app) and bool(panel(app).findings), "checks")
-        await pilot.pause()
-        options = with_steps(shown(app))
-        assert set(options) == set(STEPS)
+        options = await options_with_steps(pilot, app)
         columns = set()
         for name, text in options.items():
             assert "\n" not in text and text.endswith(STEPS[name])

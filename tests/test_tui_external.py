@@ -23,8 +23,7 @@ from tests.test_tui import FAST, answer, checks_settled, interface_errors, run, 
 def test_fix_key_commits_in_the_package_repository(
     sglang_0523: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in gitrepo.HERMETIC_ENV.items():
-        monkeypatch.setenv(name, value)
+    gitrepo.hermetic(monkeypatch)
     repo = tmp_path / "work"
     write_package(repo)
     gitrepo.init(repo)

@@ -31,6 +31,7 @@ from tests.memconfigs import (
     LLAMA31_8B,
     LLAMA31_8B_BYTES,
 )
+from tests.test_preflight import spec_pair
 from tests.test_tui import FAST, answer, checks_settled, run, select, until
 
 GIB = 1 << 30
@@ -41,21 +42,8 @@ def test_p_sets_a_flag_fix_for_the_next_launch(sglang_0523: Path, tmp_path: Path
     target = write_model(tmp_path / "target", LLAMA31_8B, total_size=LLAMA31_8B_BYTES)
     draft = write_model(tmp_path / "draft", EAGLE3_LLAMA31_8B, total_size=EAGLE3_LLAMA31_8B_BYTES)
     # A launch that exits at once (no SGLang here), checked as the real command.
-    words = [
-        sys.executable,
-        "-m",
-        "sglang.launch_server",
-        "--model-path",
-        str(target),
-        "--speculative-algorithm",
-        "EAGLE3",
-        "--speculative-draft-model-path",
-        str(draft),
-        "--context-length",
-        "131072",
-        "--mem-fraction-static",
-        "0.3",
-    ]
+    more = ("--context-length", "131072", "--mem-fraction-static", "0.3")
+    words = [sys.executable, "-m", "sglang.launch_server", *spec_pair(target, draft, *more)]
     workdir = tmp_path / "work"
     workdir.mkdir()
     session = Session(SessionConfig(workdir, sglang=str(sglang_0523), launch_words=words))

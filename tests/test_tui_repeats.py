@@ -9,22 +9,19 @@ the app's clock pinned, then moved, never waited for.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
 from eaglebug.logs.follow import LogFollower, LogLine
-from eaglebug.server.state import load_state
 from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import LogPanel
-from tests.live import hermetic_demo_env, session_pids
+from tests.live import hermetic_demo_env, prepared_demo
 from tests.test_tui import demo, painted, phase, run, until
 from tests.test_tui_acceptance import launch_until_ready
 from tests.test_tui_log import app_for
@@ -54,11 +51,16 @@ def raw_lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
-def test_a_capture_bar_is_one_row_that_updates_and_the_header_counts_down(tmp_path: Path) -> None:
+def watching_an_empty_log(tmp_path: Path) -> tuple[Path, Clock, EaglebugApp]:
+    """`eaglebug watch --log FILE`'s app over a log nothing has written yet, its clock pinned."""
     log = tmp_path / "server.log"
     log.touch()
     clock = Clock()
-    app = app_for(log, tmp_path, clock=clock)
+    return log, clock, app_for(log, tmp_path, clock=clock)
+
+
+def test_a_capture_bar_is_one_row_that_updates_and_the_header_counts_down(tmp_path: Path) -> None:
+    log, _clock, app = watching_an_empty_log(tmp_path)
     lines = raw_lines(CAPTURE)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
@@ -80,10 +82,7 @@ def test_a_capture_bar_is_one_row_that_updates_and_the_header_counts_down(tmp_pa
 
 
 def test_the_header_says_what_is_left_from_the_bars_own_rate(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.touch()
-    clock = Clock()
-    app = app_for(log, tmp_path, clock=clock)
+    log, clock, app = watching_an_empty_log(tmp_path)
     capture = raw_lines(CAPTURE)
     three = next(k for k, line in enumerate(capture) if b" 3/6 [00:32<00:30, 10.19s/it]" in line)
 
@@ -142,12 +141,7 @@ def test_a_shard_bar_redrawn_with_carriage_returns_is_one_row_and_counted(tmp_pa
 def silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoScenario]:
     """`eaglebug demo --scenario silent --fast`: its launch reaches ready."""
     hermetic_demo_env(monkeypatch)
-    prepared = DemoScenario.prepare(tmp_path / "demo", fast=True, story="silent")
-    yield prepared
-    for record in load_state(prepared.workdir).launches:
-        for pid in session_pids(record.pid):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                psutil.Process(pid).kill()
+    yield from prepared_demo(tmp_path / "demo", story="silent")
 
 
 def test_eaglebugs_polls_of_a_ready_server_fold_into_one_row_that_counts_them(

@@ -44,7 +44,6 @@ from tests.test_tui import (
     until,
 )
 from tests.test_tui import _hermetic as _hermetic
-from tests.test_tui import scenario as scenario
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
 NO_SUCH_PID = 4_194_304

@@ -31,9 +31,23 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union
 
+from eaglebug.checks.contract.scalars import (
+    Invalid,
+    Json,
+    bytes_dec,
+    bytes_enc,
+    checked,
+    float_dec,
+    float_enc,
+    int_dec,
+    none,
+    none_dec,
+    path_dec,
+    same,
+)
+
 __all__ = ["Invalid", "JsonTree", "decode", "dumps", "encode", "loads", "named"]
 
-Json = Any  # a tree of dict, list, str, int, float, bool and None, as `json` reads it
 _AS_IS = "json-tree"
 # A field kept as the JSON tree it was read as, decoded later by whoever knows its type.
 JsonTree = Annotated[Any, _AS_IS]
@@ -41,10 +55,6 @@ _Enc = Callable[[Any], Json]
 _Dec = Callable[[Json], Any]
 _PRIMITIVES: tuple[type, ...] = (type(None), bool, int, float, str)
 _OWN = "eaglebug."  # dataclasses and enums in dynamic positions come from this package only
-
-
-class Invalid(ValueError):
-    """The data is not a value of the kind asked for (a cache treats it as a miss)."""
 
 
 def encode(value: object, kind: object) -> Json:
@@ -137,27 +147,27 @@ def _build(coder: _Coder, kind: object, owner: dict[str, Any] | None) -> None:
     args = typing.get_args(kind)
     if origin is Annotated:
         if _AS_IS in args[1:]:
-            coder.enc, coder.dec, coder.tag = _same, _same, "json"
+            coder.enc, coder.dec, coder.tag = same, same, "json"
         else:
             inner = _coder(args[0], owner)
             coder.enc, coder.dec = (lambda v: inner.enc(v)), (lambda d: inner.dec(d))
             coder.tag = inner.tag
     elif kind is None or kind is type(None):
-        coder.enc, coder.dec, coder.tag = _none, _none_dec, "None"
+        coder.enc, coder.dec, coder.tag = none, none_dec, "None"
     elif kind in (Any, object):
         coder.enc, coder.dec, coder.tag = _dyn_enc, _dyn_dec, "object"
     elif kind is bool:
-        coder.enc, coder.dec, coder.tag = _same, _checked(bool), "bool"
+        coder.enc, coder.dec, coder.tag = same, checked(bool), "bool"
     elif kind is int:
-        coder.enc, coder.dec, coder.tag = _same, _int_dec, "int"
+        coder.enc, coder.dec, coder.tag = same, int_dec, "int"
     elif kind is float:
-        coder.enc, coder.dec, coder.tag = _float_enc, _float_dec, "float"
+        coder.enc, coder.dec, coder.tag = float_enc, float_dec, "float"
     elif kind is str:
-        coder.enc, coder.dec, coder.tag = _same, _checked(str), "str"
+        coder.enc, coder.dec, coder.tag = same, checked(str), "str"
     elif kind is bytes:
-        coder.enc, coder.dec, coder.tag = _bytes_enc, _bytes_dec, "bytes"
+        coder.enc, coder.dec, coder.tag = bytes_enc, bytes_dec, "bytes"
     elif isinstance(kind, type) and issubclass(kind, PurePath):
-        coder.enc, coder.dec, coder.tag = str, _path_dec(kind), kind.__name__
+        coder.enc, coder.dec, coder.tag = str, path_dec(kind), kind.__name__
     elif origin is Literal:
         _literal(coder, args)
     elif origin in (Union, types.UnionType):
@@ -178,71 +188,6 @@ def _build(coder: _Coder, kind: object, owner: dict[str, Any] | None) -> None:
         raise TypeError(f"the codec does not know {kind!r}")
 
 
-def _same(value: Any) -> Json:
-    return value
-
-
-def _none(value: Any) -> Json:
-    if value is not None:
-        raise Invalid(f"expected None, got {type(value).__name__}")
-    return None
-
-
-def _none_dec(data: Json) -> None:
-    if data is not None:
-        raise Invalid(f"expected null, got {type(data).__name__}")
-
-
-def _checked(kind: type) -> _Dec:
-    def dec(data: Json) -> Any:
-        if type(data) is not kind:
-            raise Invalid(f"expected {kind.__name__}, got {type(data).__name__}")
-        return data
-
-    return dec
-
-
-def _int_dec(data: Json) -> int:
-    if type(data) is not int:
-        raise Invalid(f"expected int, got {type(data).__name__}")
-    return data
-
-
-def _float_enc(value: Any) -> Json:
-    return float(typing.cast(float, value))
-
-
-def _float_dec(data: Json) -> float:
-    if type(data) is float or type(data) is int:
-        return float(data)
-    raise Invalid(f"expected float, got {type(data).__name__}")
-
-
-def _bytes_enc(value: Any) -> Json:
-    return bytes(value).hex()
-
-
-def _bytes_dec(data: Json) -> bytes:
-    if type(data) is not str:
-        raise Invalid(f"expected hex text, got {type(data).__name__}")
-    try:
-        value = bytes.fromhex(data)
-    except ValueError as exc:
-        raise Invalid(f"bad hex: {exc}") from None
-    if 2 * len(value) != len(data):  # fromhex skips spaces: the written form has none
-        raise Invalid("bad hex: spaces")
-    return value
-
-
-def _path_dec(kind: type[PurePath]) -> _Dec:
-    def dec(data: Json) -> Any:
-        if type(data) is not str:
-            raise Invalid(f"expected a path, got {type(data).__name__}")
-        return kind(data)
-
-    return dec
-
-
 def _literal(coder: _Coder, allowed: tuple[object, ...]) -> None:
     def dec(data: Json) -> Any:
         for value in allowed:
@@ -250,7 +195,7 @@ def _literal(coder: _Coder, allowed: tuple[object, ...]) -> None:
                 return value
         raise Invalid(f"expected one of {allowed!r}, got {data!r:.60}")
 
-    coder.enc, coder.dec, coder.tag = _same, dec, "Literal"
+    coder.enc, coder.dec, coder.tag = same, dec, "Literal"
 
 
 def _union(coder: _Coder, members: tuple[object, ...], owner: dict[str, Any] | None) -> None:
@@ -276,7 +221,7 @@ def _union(coder: _Coder, members: tuple[object, ...], owner: dict[str, Any] | N
                     return float(data)
             raise Invalid(f"expected {coder.tag}, got {type(data).__name__}")
 
-        coder.enc, coder.dec = _same, dec_primitive
+        coder.enc, coder.dec = same, dec_primitive
         return
     by_tag: dict[str, _Coder] = {}
     for member, member_coder in zip(rest, coders, strict=True):
@@ -471,7 +416,7 @@ def _dyn_enc(value: Any) -> Json:
     if type(value) in (set, frozenset):
         return {type(value).__name__: _coder(type(value)).enc(value)}
     if type(value) is bytes:
-        return {"bytes": _bytes_enc(value)}
+        return {"bytes": bytes_enc(value)}
     kind = type(value)
     if kind.__module__.startswith(_OWN) and (
         dataclasses.is_dataclass(kind) or issubclass(kind, enum.Enum)
@@ -485,7 +430,7 @@ _DYN_CONTAINERS: dict[str, Callable[[Json], Any]] = {
     "list": lambda d: _dyn_list(d),
     "set": lambda d: set(_dyn_list(d)),
     "frozenset": lambda d: frozenset(_dyn_list(d)),
-    "bytes": _bytes_dec,
+    "bytes": bytes_dec,
 }
 
 

@@ -20,6 +20,8 @@ from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# The modules that start SGLang's server: named, because the command is read before any tree
+# is found (the tree is the one the command's own python imports: `eaglebug/cli/commands._tree`).
 _ENTRY_MODULES = {"sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py"}
 _FORMS = "python -m sglang.launch_server ..., sglang serve ..., or bare --flags"
 

@@ -10,8 +10,9 @@ import re
 
 from eaglebug.checks.contract.findings import Severity
 from eaglebug.checks.logs import patterns as lp
-from eaglebug.checks.logs.book import Evidence, FindingBook, Where
+from eaglebug.checks.logs.book import Evidence, Where
 from eaglebug.checks.logs.lines import At
+from eaglebug.checks.logs.phases import PhaseReading
 from eaglebug.checks.logs.reports import as_tokenizer
 from eaglebug.checks.logs.results import Result
 from eaglebug.checks.logs.traceback import Block, Frame, classify
@@ -20,23 +21,12 @@ MAX_OPEN_BLOCKS = 64
 SUSPEND_LIMIT = 200  # lines an unfinished traceback waits for the rest of its lines
 
 
-class TracebackReading:
+class TracebackReading(PhaseReading):
     """The traceback half of `LogAnalyzer` (see its state in `LogAnalyzer.reset`)."""
 
-    _book: FindingBook
     _blocks: dict[str | None, Block]
     _current: Block | None
     _warmup_failure: str | None
-    _hints: list[str]
-
-    def _phase_now(self, rank: str | None = None) -> str:
-        raise NotImplementedError
-
-    def _seen_phase(self) -> bool:
-        raise NotImplementedError
-
-    def _crash(self, phase: str) -> None:
-        raise NotImplementedError
 
     def _open(self, at: At, process: str | None, wrapper: str) -> None:
         old = self._blocks.pop(at.rank, None)

@@ -45,7 +45,8 @@ TERMINATE_RX = re.compile(r"^terminate called after throwing an instance of")
 ERROR_LEVELS = frozenset({"E", "F", "ERROR", "CRITICAL", "FATAL"})
 # The launch phase a traceback's frames show, innermost first, for a log that says no phase
 # (a fragment): SGLang's own function names along its start-up (srt/model_executor/
-# model_runner.py, cuda_graph_runner.py, srt/entrypoints/http_server.py, srt/managers/*).
+# model_runner.py, cuda_graph_runner.py, srt/entrypoints/http_server.py, srt/managers/*), named
+# here because a log is read without a tree.
 PHASE_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warmup", re.compile(r"^(?:_wait_and_warmup|_execute_server_warmup|execute_warmups)$")),
     ("cuda_graph", re.compile(r"^(?:capture\w*|init_device_graphs|init_cuda_graphs|init_graphs)$")),
@@ -110,7 +111,8 @@ PHASE_WORDS: tuple[tuple[str, str], ...] = (
 # indented as Python prints it, or not, where a log viewer trimmed each line.
 FRAME_NEEDLE = 'File "'
 
-# Processes whose crash is about the text, not the model (srt/managers/*_manager.py).
+# Processes whose crash is about the text, not the model (srt/managers/*_manager.py); a table
+# because a log is read without a tree.
 TOKENIZER_PROCESSES = frozenset({"TokenizerManager", "DetokenizerManager"})
 
 # Lines that mean a launch stopped moving when nothing new arrives for this long, by phase.

@@ -9,7 +9,8 @@ import re
 from collections import deque
 
 from eaglebug.checks.logs import patterns as lp
-from eaglebug.checks.logs.book import Evidence, FindingBook, Where
+from eaglebug.checks.logs.book import Evidence, Where
+from eaglebug.checks.logs.phases import PhaseReading
 from eaglebug.checks.logs.results import Result, describe, normalize
 from eaglebug.checks.logs.traceback import rule_match
 
@@ -25,30 +26,14 @@ class At:
         self.rank, self.line, self.offset, self.time = rank, line, offset, time
 
 
-class LineReading:
-    """The single-line half of `LogAnalyzer` (see its state in `LogAnalyzer.reset`)."""
+class LineReading(PhaseReading):
+    """The single-line half of `LogAnalyzer` (see its state in `LogAnalyzer.reset`; what it
+    shares with the other halves is declared on `PhaseReading`)."""
 
-    _book: FindingBook
     _ring: deque[str]
-    _ready: bool
-    _last_time: str | None
     _line_level: str | None
     _warmup_failure: str | None
-    _hints: list[str]
     _terminate: tuple[str, ...] | None  # the finding of a C++ abort's first line, until what()
-
-    @property
-    def phase(self) -> str:
-        raise NotImplementedError
-
-    def _phase_now(self, rank: str | None = None) -> str:
-        raise NotImplementedError
-
-    def _seen_phase(self) -> bool:
-        raise NotImplementedError
-
-    def _crash(self, phase: str) -> None:
-        raise NotImplementedError
 
     # --- single lines -------------------------------------------------------------------------
 

@@ -17,6 +17,11 @@ to the `sglang` package; "0.5.9" and "0.5.23" name the releases checked):
   `CRASH_SIGNALS`; line prefixes are in logs/prefix.py. Everything is re-exported here, the one
   namespace (`lp.`) the readers use.
 
+Why tables and not readings of a tree: a log is read without one (`eaglebug diagnose LOG`, the
+watch of a launch on another host, a log pasted from an issue), and it may come from a release
+other than any tree at hand; so each entry carries the source line it was copied from, and
+`test_logparse.py`'s `WORDING` checks those lines in the real releases.
+
 The fast whole-file scan (`logparse.analyze_file`) only looks at lines these tables can match, so
 every line `LogAnalyzer.feed` reacts to must be found by `LAUNCH_SCAN` (before the server is
 ready) or contain one of `SERVING_NEEDLES` (after), or continue a traceback.

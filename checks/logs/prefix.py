@@ -32,6 +32,8 @@ PREFIX_RX = re.compile(
     r"(?:(?<=\[ )[\w.-]+\.py:\d+| [\w.-]+\.py:\d+)?\] "
 )
 RANK_PART_RX = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP|rank)(\d+)")
+# The prefix's parts, in `run_scheduler_process`'s order (see patterns.py), and torch's `rank`:
+# a table because a log is read without a tree.
 RANK_KINDS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "rank")
 
 # What other programs put in front of SGLang's lines when a user copies a log: a docker compose

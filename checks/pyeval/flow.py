@@ -1,4 +1,4 @@
-"""The machine's raises and loops (`machine.Machine` runs the statements that reach here).
+"""The machine's raises, `try` blocks and loops (`machine.Machine` runs the statements that reach here).
 
 A `raise` or a failing `assert` is recorded with the tests on the way to it and the inputs they
 read, and ends the function (a decided path), the path (an undecided one) or the whole run
@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped
+from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
 from eaglebug.checks.pyeval.state import Test
 from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, truth
 
@@ -56,6 +56,28 @@ def check_assert(m: Machine, stmt: ast.Assert, test: ast.expr, msg: ast.expr | N
         raise _end_after_raise(m, "AssertionError")
     # undecided: the path where it holds goes on, on that assumption
     m.stack[-1].tests.append(Test(ast.unparse(test), reads, False))
+
+
+def try_(m: Machine, stmt: ast.Try) -> None:
+    """A `try`: a raise recorded inside it that an `except` takes runs that handler."""
+    frame = m.stack[-1]
+    frame.in_try += bool(stmt.handlers)
+    try:
+        try:
+            m.block(stmt.body)
+        finally:
+            frame.in_try -= bool(stmt.handlers)
+    except Thrown as thrown:
+        caught = handler(stmt.handlers, thrown.kind)
+        if caught is None:
+            m.block(stmt.finalbody)
+            raise
+        if caught.name:
+            frame.locals[caught.name] = Top(f"{frame.rel}:{caught.lineno}: {thrown}")
+        m.block(caught.body)
+    else:
+        m.block(stmt.orelse)
+    m.block(stmt.finalbody)
 
 
 def _end_after_raise(m: Machine, kind: str) -> Exception:

@@ -43,7 +43,7 @@ from eaglebug.checks.pyeval.protocol import (
     Thrown,
 )
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Call, Frame, Heap, Test, merge_heaps
+from eaglebug.checks.pyeval.state import Call, Frame, Heap, Test, Write, merge_heaps, merge_locals
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -262,24 +262,8 @@ class Machine:
                 flow.raise_(self, stmt, exc, None)
             case ast.Assert(test=test, msg=msg):
                 flow.check_assert(self, stmt, test, msg)
-            case ast.Try(body=body, handlers=handlers, orelse=orelse, finalbody=final):
-                frame.in_try += bool(handlers)
-                try:
-                    try:
-                        self.block(body)
-                    finally:
-                        frame.in_try -= bool(handlers)
-                except Thrown as thrown:
-                    caught = flow.handler(handlers, thrown.kind)
-                    if caught is None:
-                        self.block(final)
-                        raise
-                    if caught.name:
-                        frame.locals[caught.name] = Top(f"{frame.rel}:{caught.lineno}: {thrown}")
-                    self.block(caught.body)
-                else:
-                    self.block(orelse)
-                self.block(final)
+            case ast.Try():
+                flow.try_(self, stmt)
             case ast.For(target=target, iter=iterable):
                 flow.for_loop(self, stmt, target, iterable)
             case ast.While() | ast.AsyncFor():
@@ -382,8 +366,6 @@ class Machine:
     def write(self, obj: Instance, attr: str, value: Any, rel: str, line: int) -> None:
         key = obj.key(attr)
         self.heap.set(obj.oid, key, value)
-        from eaglebug.checks.pyeval.state import Write
-
         self.heap.writes[(obj.oid, key)] = Write(value, rel, line)
         self.observer.on_write(obj, key, value, rel, line)
 
@@ -423,7 +405,7 @@ class Machine:
             return
         limit = self.budget.alternatives
         self.heap = merge_heaps(body_state[0], self.heap, limit)
-        frame.locals = _merge_locals(body_state[1], frame.locals, limit)
+        frame.locals = merge_locals(body_state[1], frame.locals, limit)
         for name in frame.locals:
             joined = body_state[2].get(name, frozenset()) | frame.local_reads.get(name, frozenset())
             frame.local_reads[name] = joined | (
@@ -466,17 +448,6 @@ class Machine:
 
     def resolve_dotted(self, dotted: str, hops: int = 0) -> Any:
         return objects.resolve_dotted(self, dotted, hops)
-
-
-def _merge_locals(a: dict[str, Any], b: dict[str, Any], limit: int) -> dict[str, Any]:
-    """Two paths' locals as one: a name bound on one path only is unknown after the join."""
-    out: dict[str, Any] = {}
-    for name in a.keys() | b.keys():
-        if name in a and name in b:
-            out[name] = a[name] if a[name] is b[name] else one_of((a[name], b[name]), limit)
-        else:
-            out[name] = Top(f"{name} is bound on one path only")
-    return out
 
 
 def _as_load(target: ast.expr) -> ast.expr:

@@ -104,6 +104,17 @@ class Heap:
         self.objects[oid][key] = value
 
 
+def merge_locals(a: dict[str, Any], b: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Two paths' locals as one: a name bound on one path only is unknown after the join."""
+    out: dict[str, Any] = {}
+    for name in a.keys() | b.keys():
+        if name in a and name in b:
+            out[name] = a[name] if a[name] is b[name] else one_of((a[name], b[name]), limit)
+        else:
+            out[name] = Top(f"{name} is bound on one path only")
+    return out
+
+
 def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     """Both branches' heaps as one: an attribute written differently is `OneOf` (or unknown);
     an object made in one branch only is kept as it is there."""

@@ -8,13 +8,13 @@ import functools
 import importlib.util
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks import Answers, InputError, SglangTree, locate
 from eaglebug.cli import replies
-from eaglebug.cli.output import json_text, safe, write_json
+from eaglebug.cli.output import json_text, write_json
 
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
@@ -37,7 +37,8 @@ def _warn(warnings: list[str]) -> None:
         sys.stderr.write(f"warning: {warning}\n")
 
 
-def _launch_words(args: argparse.Namespace) -> list[str]:
+def launch_words(args: argparse.Namespace) -> list[str]:
+    """The launch command given after `--` (every command that takes one reads it so)."""
     words = list(getattr(args, "launch", None) or [])
     return words[1:] if words and words[0] == "--" else words
 
@@ -281,7 +282,7 @@ def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
 
 def preflight_command(args: argparse.Namespace) -> int:
     _use_format(args)
-    words = _launch_words(args)
+    words = launch_words(args)
     if not words:
         raise InputError(
             "no launch command given",
@@ -345,7 +346,7 @@ def fix_command(args: argparse.Namespace) -> int:
     from eaglebug.cli.report import print_patches
     from eaglebug.git.fixing import Applied, apply_patch
 
-    words = _launch_words(args)
+    words = launch_words(args)
     if not words and not (args.model_class or args.model_path):
         raise InputError(
             "nothing selected to fix",
@@ -413,101 +414,5 @@ def undo_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(
             f"reverted {done.reverted[:10]} ({done.summary}) with {done.commit[:10]}\n"
-        )
-    return EXIT_OK
-
-
-def launch_command(args: argparse.Namespace) -> int:
-    from eaglebug.server.launcher import Server
-
-    words = _launch_words(args)
-    if not words:
-        raise InputError(
-            "no launch command given", "eaglebug launch -- python -m sglang.launch_server ..."
-        )
-    from eaglebug.checks import env_and_argv
-
-    env, argv = env_and_argv(words)
-    record = Server(Path.cwd()).launch(argv, env)
-    if args.json:
-        write_json(asdict(record))
-    else:
-        sys.stdout.write(
-            f"launch {record.number}: pid {record.pid}, log {record.log}\n"
-            "it keeps running when this shell or SSH session ends; `eaglebug stop` stops it\n"
-        )
-    return EXIT_OK
-
-
-def stop_command(args: argparse.Namespace) -> int:
-    from eaglebug.server.launcher import Server
-
-    server = Server(Path.cwd())
-    record = server.attached()
-    if record is None:
-        raise InputError(
-            "no running server launched from this folder", "`eaglebug status` lists past launches"
-        )
-    result = server.stop(record, grace_s=args.grace)
-    if args.json:
-        write_json({"launch": record.number, **asdict(result)})
-    else:
-        sys.stdout.write(
-            f"launch {record.number} stopped: {len(result.terminated)} exited on SIGTERM, "
-            f"{len(result.killed)} needed SIGKILL\n"
-        )
-        if result.survivors:
-            sys.stdout.write(f"still running: {', '.join(map(str, result.survivors))}\n")
-    return EXIT_FINDINGS if result.survivors else EXIT_OK
-
-
-def status_command(args: argparse.Namespace) -> int:
-    from eaglebug.server.launcher import Server
-
-    server = Server(Path.cwd())
-    state = server.state()
-    rows = []
-    for record in state.launches:
-        left = server.processes(record)
-        rows.append(
-            {
-                **asdict(record),
-                "alive": bool(left),
-                "root_alive": server.root_alive(record),
-                "processes": left,
-            }
-        )
-    if args.json:
-        write_json(
-            {
-                "launches": rows,
-                "pending_env": state.pending_env,
-                "pending_flags": state.pending_flags,
-            }
-        )
-        return EXIT_OK
-    if not rows:
-        sys.stdout.write("no launches recorded in this folder (.eaglebug/state.json)\n")
-        return EXIT_OK
-    for row in rows:
-        if row["root_alive"]:
-            alive = "running"
-        elif row["alive"]:
-            count = len(row["processes"])
-            alive = (
-                f"{row['outcome']}, but {count} of its processes still run "
-                "(`eaglebug stop` stops them)"
-            )
-        elif row["outcome"] in {"running", "ready"}:
-            alive = "exited"  # it ended while no eaglebug was watching
-        else:
-            alive = row["outcome"]
-        ready = (
-            f", ready after {row['ready_after_s']:.0f} s"
-            if row["ready_after_s"] is not None
-            else ""
-        )
-        sys.stdout.write(  # the log's path is the state file's text: written safe
-            f"launch {row['number']}: {alive}{ready}, pid {row['pid']}, log {safe(row['log'])}\n"
         )
     return EXIT_OK

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from eaglebug import __version__
 from eaglebug.checks import InputError, one_line
-from eaglebug.cli import commands
+from eaglebug.cli import commands, launches
 from eaglebug.cli.numbers import count, number
 
 EXIT_USAGE = 2
@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the launch record as JSON")
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
-    p.set_defaults(run=commands.launch_command)
+    p.set_defaults(run=launches.launch_command)
 
     p = sub.add_parser("stop", help="stop the server launched here: the whole process tree")
     p.add_argument(
@@ -240,11 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds from SIGTERM to SIGKILL",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(run=commands.stop_command)
+    p.set_defaults(run=launches.stop_command)
 
     p = sub.add_parser("status", help="launches recorded in this folder and whether they run")
     p.add_argument("--json", action="store_true", help="print the launches as JSON")
-    p.set_defaults(run=commands.status_command)
+    p.set_defaults(run=launches.status_command)
 
     p = sub.add_parser(
         "diagnose",

@@ -19,7 +19,9 @@ from typing import Any
 
 from eaglebug.checks import MAX_DIGITS, MemoryLog, float_value, int_value
 
-# ServerArgs fields that change the memory arithmetic, and the flag that sets each.
+# ServerArgs fields that change the memory arithmetic, and the flag that sets each: eaglebug's
+# choice of fields; each flag is then parsed as the tree at hand defines it (preflight refuses
+# one the tree lacks), so a renamed flag is an error, never a silent guess.
 _FLAGS = {
     "model_path": "--model-path",
     "tp_size": "--tp",

@@ -37,6 +37,8 @@ DEFAULT_TIMEOUT_S = 30.0  # the whole probe: every request, answers included
 # A live server answers /server_info at once; one that does not within this is not answering,
 # and the probe says so without spending the rest of its time on /generate.
 INFO_TIMEOUT_S = 10.0
+# The settings the probe reports, read from the server's own /server_info at run time (a table
+# of what to show, not of SGLang's behaviour; the server may run a tree eaglebug cannot see).
 SETTINGS = (
     "speculative_algorithm",
     "speculative_num_steps",

@@ -2,7 +2,7 @@
 
 `/health`, `/generate` (each answer's `meta_info` has `completion_tokens`, `spec_verify_ct` and
 `spec_accept_length`, as `tokenizer_manager._calculate_spec_decoding_metrics` fills them),
-`/server_info` and `/get_server_info` (the speculative settings and
+`/server_info` and `/get_server_info` (every server argument, as SGLang sends them, and
 `internal_states[0].avg_spec_accept_length`, cumulative since start), and `/metrics` when the
 launch has `--enable-metrics` (`sglang:spec_accept_length`, `sglang:spec_accept_rate`). Each
 generation also logs the decode line SGLang prints (`Decode batch, ... accept len: X.XX, accept
@@ -16,6 +16,7 @@ or whose aux layer ids miss the target's layers, accepts none beyond the verifie
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -28,14 +29,6 @@ SCHEDULER_LOGGER = "sglang.srt.managers.scheduler"
 ACCESS_LOGGER = "uvicorn.access"
 WORKING_ACCEPT = 3.2  # an EAGLE-3 draft trained for its target: ~3 tokens per verify step
 SILENT_ACCEPT = 1.0  # only the target's own token: no speed-up
-_SETTINGS = (
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "speculative_draft_model_path",
-    "tp_size",
-)
 
 
 def expected_accept_length(
@@ -89,7 +82,9 @@ class Serving:
         with self.lock:
             average = self.tokens / self.verify_steps if self.verify_steps else 0.0
             steps = self.verify_steps
-        info = {k: getattr(self.server_args, k, None) for k in _SETTINGS}
+        # SGLang's /server_info: every server argument, as `dataclasses.asdict` gives them
+        # (srt/entrypoints/http_server.py:593-606, 0.5.9), and the internal states.
+        info = dataclasses.asdict(self.server_args)
         info["internal_states"] = [{"avg_spec_accept_length": average, "spec_verify_ct": steps}]
         return info
 

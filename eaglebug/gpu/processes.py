@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import psutil
 
 _TITLE = re.compile(r"\b(?:sglang|sgl_diffusion)::([A-Za-z0-9_]+)")
-# (pattern over the joined command line, role); the first match wins.
+# (pattern over the joined command line, role); the first match wins. Named, because a
+# process is told apart from its command line alone, often with no SGLang tree on the host.
 _COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsglang_router[./]launch_(?:server|router)\b"), "router"),
     (re.compile(r"\bsglang[./]launch_server\b"), "launcher"),

@@ -240,6 +240,9 @@ def _shut(sock: socket.socket) -> None:
 
 
 class _Watched(http.client.HTTPConnection):
+    """A connection whose socket the watchdog can shut once it is open (plain or TLS: the
+    TLS connection below is this one with `HTTPSConnection`'s handshake)."""
+
     def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._watchdog = watchdog
@@ -250,15 +253,8 @@ class _Watched(http.client.HTTPConnection):
         self._watchdog.attach(self.sock)
 
 
-class _WatchedTls(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._watchdog = watchdog
-
-    def connect(self) -> None:
-        super().connect()
-        assert self.sock is not None
-        self._watchdog.attach(self.sock)
+class _WatchedTls(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

@@ -204,16 +204,18 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
 
 def check_writable(workdir: Path) -> None:
     """Raise `InputError` now if the state file could not be written later."""
-    folder = _state_folder(workdir)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".probe", dir=folder)
-    except OSError as exc:
-        raise InputError(
-            f"{folder / STATE_FILE}: cannot write ({exc.strerror})",
-            "free some space or fix the folder's permissions, then rerun",
-        ) from None
+    fd, tmp = _temp_file(_state_folder(workdir), ".probe")
     os.close(fd)
     _unlink(tmp)
+
+
+def _temp_file(folder: Path, suffix: str) -> tuple[int, str]:
+    """A new file beside the state file (its descriptor and path); `InputError` if the folder
+    takes none, said as the state file that cannot be written."""
+    try:
+        return tempfile.mkstemp(prefix=".state.", suffix=suffix, dir=folder)
+    except OSError as exc:
+        raise _cannot_write(folder, exc) from None
 
 
 def _state_folder(workdir: Path) -> Path:
@@ -241,26 +243,24 @@ def save_state(workdir: Path, state: State) -> None:
         "pending_env": state.pending_env,
         "pending_flags": state.pending_flags,
     }
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise InputError(
-            f"{folder / STATE_FILE}: cannot write ({exc.strerror})",
-            "free some space or fix the folder's permissions, then rerun",
-        ) from None
+    fd, tmp = _temp_file(folder, ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(payload, handle, indent=2)
         os.replace(tmp, folder / STATE_FILE)
     except OSError as exc:
         _unlink(tmp)
-        raise InputError(
-            f"{folder / STATE_FILE}: cannot write ({exc.strerror})",
-            "free some space or fix the folder's permissions, then rerun",
-        ) from None
+        raise _cannot_write(folder, exc) from None
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def _cannot_write(folder: Path, exc: OSError) -> InputError:
+    return InputError(
+        f"{folder / STATE_FILE}: cannot write ({exc.strerror})",
+        "free some space or fix the folder's permissions, then rerun",
+    )
 
 
 def _unlink(path: str) -> None:

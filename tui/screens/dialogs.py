@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
-from eaglebug.checks import Choice, Finding, PatchFix
+from eaglebug.checks import Choice, EnvFix, Finding, FlagFix, PatchFix
 from eaglebug.session.controller import (
     AcceptEnv,
     AcceptFlag,
@@ -51,21 +51,11 @@ def fix(session: Session, finding: Finding | None) -> Ask | Say:
         return Say("select a check first (arrow keys)")
     env = session.env_fix(finding)
     if env is not None:
-        body = Text(f"Set {env.text()} for the next launch (r relaunches).\n\n")
-        options = finding.fix.options if isinstance(finding.fix, Choice) else (env,)
-        for option in options:
-            body.append(f"{option.text()}: ", style="bold")
-            body.append(f"{option.tradeoff}\n", style="dim")
-        screen = ConfirmModal(f"next launch: {env.text()}", body, yes="Use it (y)")
+        screen = _next_launch(finding, env, f"Set {env.text()} for the next launch")
         return Ask(screen, AcceptEnv(env.variable, env.value))
     flag = session.flag_fix(finding)
     if flag is not None:
-        body = Text(f"Launch with {flag.text()} next time (r relaunches).\n\n")
-        options = finding.fix.options if isinstance(finding.fix, Choice) else (flag,)
-        for option in options:
-            body.append(f"{option.text()}: ", style="bold")
-            body.append(f"{option.tradeoff}\n", style="dim")
-        screen = ConfirmModal(f"next launch: {flag.text()}", body, yes="Use it (y)")
+        screen = _next_launch(finding, flag, f"Launch with {flag.text()} next time")
         return Ask(screen, AcceptFlag(flag.flag, flag.value or ""))
     patch = session.patch_for(finding)
     done = session.committed_fix(finding) if patch is None else None
@@ -78,6 +68,17 @@ def fix(session: Session, finding: Finding | None) -> Ask | Say:
             reason = f"no automatic fix: {finding.fix.refused}"
         return Say(reason or "no automatic fix for this check; Enter shows the evidence")
     return Ask(DiffModal(patch), ApplyPatch(patch))
+
+
+def _next_launch(finding: Finding, chosen: EnvFix | FlagFix, said: str) -> ConfirmModal:
+    """The yes/no of a fix for the next launch: what it does, and each option's trade-off
+    (the one chosen alone, or every option of a choice)."""
+    body = Text(f"{said} (r relaunches).\n\n")
+    options = finding.fix.options if isinstance(finding.fix, Choice) else (chosen,)
+    for option in options:
+        body.append(f"{option.text()}: ", style="bold")
+        body.append(f"{option.tradeoff}\n", style="dim")
+    return ConfirmModal(f"next launch: {chosen.text()}", body, yes="Use it (y)")
 
 
 def undo() -> Ask:
