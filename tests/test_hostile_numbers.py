@@ -142,13 +142,14 @@ def test_context_length_that_is_no_finite_number(
     index: TreeIndex, tmp_path: Path, value: str
 ) -> None:
     """0.5.9 types the flag `int` (argparse refuses them); 0.5.23 parses it with its own
-    `human_readable_int`, which eaglebug does not apply: its number reader refuses them."""
+    `human_readable_int`, run in the one evaluator: SGLang's own refusal is said, on one line,
+    and a 5,000-digit value is not echoed whole."""
     target = write_model(tmp_path / "target", llama())
     with pytest.raises(InputError) as caught:
         preflight(index, [*LAUNCH, "--model-path", str(target), "--context-length", value], {})
     said = caught.value.message
-    assert said.startswith("--context-length") and len(said) < 100
-    assert "finite number" in said or "expected an integer" in said
+    assert said.startswith("--context-length") and "\n" not in said and len(said) < 300
+    assert any(why in said for why in ("finite number", "expected an integer", "SGLang refuses it"))
 
 
 def test_context_length_nan_at_the_cli(
@@ -157,7 +158,7 @@ def test_context_length_nan_at_the_cli(
     target = write_model(tmp_path / "target", llama())
     run = cli(capsys, "preflight", "--sglang", str(sglang_0523), "--", *LAUNCH,
               "--model-path", str(target), "--context-length", "nan")  # fmt: skip
-    refused(run, "--context-length nan: expected a finite number")
+    refused(run, "--context-length nan: SGLang refuses it (ArgumentTypeError: Invalid integer")
 
 
 # -- the state file: status, stop, launch -----------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.errors import InputError, one_line
 from eaglebug.checks.launch.flags import FlagSpec
 from eaglebug.checks.pyeval import brains, objects
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
@@ -20,6 +20,8 @@ from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import FuncVal
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
+
+_MESSAGE_CHARS = 240  # of SGLang's refusal, on the one `error:` line
 
 
 def flag_value(index: TreeIndex, spec: FlagSpec, option: str, value: str) -> str:
@@ -40,7 +42,11 @@ def flag_value(index: TreeIndex, spec: FlagSpec, option: str, value: str) -> str
     raised = result.definite_raise
     shown = value if len(value) <= 24 else f"{value[:20]}..."
     if raised is not None:
-        said = f": {raised.message}" if raised.message else ""
+        # SGLang's message echoes the value: a 5,000-digit one is shown cut, as above.
+        message = one_line(raised.message.replace(value, shown)) if raised.message else ""
+        if len(message) > _MESSAGE_CHARS:
+            message = f"{message[: _MESSAGE_CHARS - 3]}..."
+        said = f": {message}" if message else ""
         raise InputError(
             f"{option} {shown}: SGLang refuses it ({raised.kind}{said})",
             f"fix {option} in the launch command",
