@@ -52,3 +52,25 @@ def test_minicpmv_forwards_to_a_version_that_holds_the_llm(index_059: TreeIndex)
         "get_embed_and_head": "minicpmv.llm",
         "set_eagle3_layers_to_capture": "minicpmv.llm",
     }
+
+
+@pytest.fixture(scope="module")
+def index_0514(sglang_0514: Path) -> TreeIndex:
+    return TreeIndex(locate(str(sglang_0514)), use_cache=False)
+
+
+def test_0_5_14_dflash_requires_the_targets_lm_head(index_0514: TreeIndex) -> None:
+    """0.5.14's DFLASH worker: `lm_head = getattr(target_model, "lm_head", None)`, then
+    `if lm_head is None or not hasattr(lm_head, "weight"): raise RuntimeError(...)`. Llava keeps
+    its head in `language_model`: an error with that delegate; a causal LM passes."""
+    result = audit(index_0514, "LlavaForConditionalGeneration", "DFLASH")
+    (f,) = [f for f in result.findings if f.attribute == "lm_head"]
+    assert (f.severity, f.delegate) == ("error", "language_model")
+    assert [(c.file, c.code.strip()) for c in f.call_sites] == [
+        (
+            "sglang/srt/speculative/dflash_worker_v2.py",
+            'lm_head = getattr(target_model, "lm_head", None)',
+        )
+    ]
+    plain = audit(index_0514, "LlamaForCausalLM", "DFLASH")
+    assert [f for f in plain.findings if f.attribute == "lm_head"] == []
