@@ -24,7 +24,9 @@ def index_057(sglang_057: Path) -> TreeIndex:
     return TreeIndex(locate(str(sglang_057)), use_cache=False)
 
 
-def _errors(index: TreeIndex, target: str | None, algorithm: str, draft: str | None = None):
+def _errors(
+    index: TreeIndex, target: str | None, algorithm: str, draft: str | None = None
+) -> set[str | None]:
     result = audit(index, target, algorithm, draft)
     return {f.attribute for f in result.findings if f.severity == "error"}
 
