@@ -216,6 +216,44 @@ def test_hasattr_then_raise_is_still_required(tmp_path: Path) -> None:
     assert audit_tree(root, "BarForCausalLM").findings == []
 
 
+@pytest.mark.parametrize(
+    ("test", "required"),
+    [
+        ("head is None", True),
+        ("not head", True),
+        ('head is None or not hasattr(head, "weight")', True),
+        ("head is not None", False),  # raises when it is there: not a requirement
+    ],
+)
+def test_getattr_with_none_then_raise_is_required(
+    tmp_path: Path, test: str, required: bool
+) -> None:
+    """`x = getattr(model, "a", None)` is optional on its own; a later `if x is None: raise`
+    makes it a requirement (sglang 0.5.14's DFLASH worker reads the target's `lm_head` so)."""
+    root = write_tree(
+        tmp_path,
+        {
+            WORKER: worker(
+                f"""
+                model = self.target_worker.model_runner.model
+                head = getattr(model, "lm_head", None)
+                if {test}:
+                    raise RuntimeError("the target model must expose lm_head")
+                """
+            ),
+            MODEL: model("FooForCausalLM"),
+        },
+    )
+    found = findings_for(audit_tree(root, "FooForCausalLM"), "lm_head")
+    errors = [f for f in found if f.severity == "error"]
+    if not required:
+        assert errors == []
+        return
+    f = only(errors)
+    assert f.call_sites == (site(root, WORKER, "head = getattr(model"),)
+    assert f.to_json()["details"]["sites"][0]["kind"] == "getattr-raise"
+
+
 # -- what a class provides --------------------------------------------------------------------
 
 PROVIDERS = {

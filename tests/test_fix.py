@@ -120,16 +120,13 @@ def class_methods(source: str | bytes, class_name: str) -> dict[str, ast.Functio
 
 
 def calls_on(fn: ast.FunctionDef, delegate: str) -> list[str]:
-    """The methods of `self.<delegate>` that `fn` calls."""
+    """The methods of `self.<delegate>` that `fn` calls (`delegate` may be a dotted path)."""
     return [
         n.func.attr
         for n in ast.walk(fn)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Attribute)
-        and n.func.value.attr == delegate
-        and isinstance(n.func.value.value, ast.Name)
-        and n.func.value.value.id == "self"
+        and ast.unparse(n.func.value) == f"self.{delegate}"
     ]
 
 
@@ -276,6 +273,39 @@ def test_undo_on_059_restores_the_original_bytes_with_a_revert(
     assert revert.startswith('Revert "') and f"This reverts commit {fixed}" in revert
     assert fixed[:10] in undone.out
     assert gitrepo.status(repo_059) == ""
+
+
+MISTRAL3 = "Mistral3ForConditionalGeneration"
+MISTRAL_FILE = "sglang/srt/models/mistral.py"
+
+
+def test_two_level_wrapper_on_059_is_fixed_through_the_whole_path_in_one_commit(
+    repo_059: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.5.9's Mistral3 `__getattr__` forwards to `self.inner` (a LlavaForConditionalGeneration)
+    which lacks the EAGLE-3 methods too and holds `self.language_model`: the delegate is the
+    path `inner.language_model`, and the fix delegates through it, one commit, one file."""
+    shown = cli(capsys, "audit", "--sglang", str(repo_059), "--model-class", MISTRAL3, "--json")
+    errors = {
+        f["attribute"]: f["delegate"]
+        for f in json.loads(shown.out)["findings"]
+        if f["severity"] == "error"
+    }
+    assert errors == {
+        "get_embed_and_head": "inner.language_model",
+        "set_eagle3_layers_to_capture": "inner.language_model",
+    }
+    start = gitrepo.head(repo_059)
+    applied = cli(capsys, "fix", "--sglang", str(repo_059), "--model-class", MISTRAL3, "--apply")
+    assert applied.code == 0, applied.err
+    assert gitrepo.count(repo_059, f"{start}..HEAD") == 1
+    assert gitrepo.changed_files(repo_059) == [MISTRAL_FILE]
+    assert "self.inner.language_model" in gitrepo.message(repo_059).splitlines()[0]
+    mine = class_methods((repo_059 / MISTRAL_FILE).read_bytes(), MISTRAL3)
+    for name in errors:
+        assert calls_on(mine[name], "inner.language_model") == [name]
+    fresh = audit(TreeIndex(locate(str(repo_059)), use_cache=False), MISTRAL3)
+    assert interface_problems(fresh.findings) == []
 
 
 # -- 2. preview ------------------------------------------------------------------------------

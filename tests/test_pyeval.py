@@ -402,3 +402,24 @@ def test_a_test_narrows_what_it_names_on_each_path(tmp_path: Path) -> None:
     x, z = run(m, "a", "f", Top("c"), Top("d")).value
     assert isinstance(x, OneOf) and set(x.values) == {1, 64}
     assert isinstance(z, OneOf) and set(z.values) == {0, 69}  # 5 + 64 only, never 2 + ...
+
+
+def test_dict_of_keywords_knows_its_keys_where_its_values_are_unknown(tmp_path: Path) -> None:
+    """sglang 0.5.7's scheduler builds `draft_worker_kwargs = dict(gpu_id=self.gpu_id, ...)` and
+    adds `enable_overlap` to it: the keys are the shape, so `**draft_worker_kwargs` is known
+    and a factory's `kwargs.pop("enable_overlap", False)` stays undecided rather than lost."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(x):
+            made = dict(a=x, b=2)
+            made["c"] = x
+            return sorted(made), made.pop("a", False), made["b"], dict(x)
+    """
+        },
+    )
+    keys, popped, b, whole = run(m, "a", "f", Top("x")).value
+    assert keys == ["a", "b", "c"]
+    assert isinstance(popped, Top) and b == 2
+    assert isinstance(whole, Top)  # `dict(x)` of an unknown: its keys are not known

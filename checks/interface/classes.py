@@ -21,6 +21,7 @@ from eaglebug.checks.contract.findings import CallSite, Finding, Severity
 from eaglebug.checks.contract.fixes import PatchFix
 from eaglebug.checks.interface.delegates import Delegate, find_delegate, picked_by, summary
 from eaglebug.checks.interface.delegation import DelegationPlanner
+from eaglebug.checks.interface.made import made_by
 from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
 from eaglebug.checks.reach.flags import flags
@@ -283,7 +284,9 @@ class ClassAudit:
 
     def find_delegate(self, attribute: str) -> Delegate | None:
         if attribute not in self._delegates:
-            self._delegates[attribute] = find_delegate(self.classes, self.ref, attribute)
+            self._delegates[attribute] = find_delegate(
+                self.classes, self.ref, attribute, made_by(self.index).classes
+            )
         return self._delegates[attribute]
 
     def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:

@@ -8,12 +8,18 @@ hold provides it; the best is one whose every choice does, held under a conventi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from eaglebug.checks.source.classes import ClassIndex, ClassRef, Provider, RegistryPick
+from eaglebug.checks.source.classes import Choice, ClassIndex, ClassRef, Provider, RegistryPick
+from eaglebug.checks.source.classfacts import InnerAssignment
+from eaglebug.checks.source.initfacts import SELF_CALL
 
 # Inner attributes wrappers conventionally hold their language model in, best first.
 _PREFERRED_DELEGATES = ("language_model", "model", "llm", "text_model", "lm")
+# (instance class, method) -> the classes `instance.method(...)` may return
+MadeByMethod = Callable[[ClassRef, str], list[ClassRef]]
+_MAX_DEPTH = 1  # how many `__getattr__` forwardings a delegate path follows
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,72 @@ class Delegate:
     pick: RegistryPick | None = None  # the classes are what the registry may pick
 
 
-def find_delegate(classes: ClassIndex, ref: ClassRef, attribute: str) -> Delegate | None:
-    """The best inner attribute of `ref` (or of a base) whose classes provide `attribute`."""
+def find_delegate(
+    classes: ClassIndex,
+    ref: ClassRef,
+    attribute: str,
+    made_by: MadeByMethod | None = None,
+    depth: int = 0,
+) -> Delegate | None:
+    """The best inner attribute of `ref` (or of a base) whose classes provide `attribute`; else,
+    where `__getattr__` forwards to an inner object that does not provide it either, that
+    object's own delegate, one level further in (sglang 0.5.9's Mistral3 forwards to
+    `self.inner`, a Llava, which holds `language_model`: the path is `inner.language_model`).
+    `made_by` gives the classes an inner object made by a method of the instance may hold
+    (`self.llm = self.init_llm(...)`, `interface/made.py`)."""
+    found = _one_level(classes, ref, attribute, made_by)
+    if found is not None or depth >= _MAX_DEPTH:
+        return found
+    order, _, _ = classes.mro(ref)
+    for current in order:
+        forward = current.facts.getattr_forward
+        if not forward:
+            continue
+        options = (
+            [
+                sub
+                for choice in _choices(classes, current, inner, ref, made_by)
+                if (sub := find_delegate(classes, choice.ref, attribute, made_by, depth + 1))
+                is not None
+            ]
+            if (inner := current.facts.inner.get(forward)) is not None
+            else []
+        )
+        if options:
+            best = min(options, key=_rank)
+            return Delegate(
+                f"{forward}.{best.attribute}",
+                best.classes,
+                best.lacking,
+                best.lacking_when,
+                best.provider,
+                best.pick,
+            )
+    return None
+
+
+def _choices(
+    classes: ClassIndex,
+    current: ClassRef,
+    inner: InnerAssignment,
+    instance: ClassRef,
+    made_by: MadeByMethod | None,
+) -> list[Choice]:
+    """The classes `current`'s `self.<x> = ...` may assign on an instance of `instance`."""
+    out = classes.inner_choices(current, inner)
+    if made_by is None:
+        return out
+    for written, when in zip(inner.classes, inner.conditions, strict=True):
+        if written.startswith(SELF_CALL):
+            for made in made_by(instance, written[len(SELF_CALL) :]):
+                if all(c.ref.qualname != made.qualname for c in out):
+                    out.append(Choice(made, when))
+    return out
+
+
+def _one_level(
+    classes: ClassIndex, ref: ClassRef, attribute: str, made_by: MadeByMethod | None
+) -> Delegate | None:
     order, _, _ = classes.mro(ref)
     options: list[Delegate] = []
     for current in order:
@@ -35,7 +105,7 @@ def find_delegate(classes: ClassIndex, ref: ClassRef, attribute: str) -> Delegat
             providing: list[tuple[ClassRef, Provider]] = []
             lacking: list[str] = []
             lacking_when: list[str | None] = []
-            choices = classes.inner_choices(current, inner)
+            choices = _choices(classes, current, inner, ref, made_by)
             for choice in choices:
                 provider = classes.lookup(choice.ref, attribute)
                 if provider is not None:
@@ -59,7 +129,7 @@ def find_delegate(classes: ClassIndex, ref: ClassRef, attribute: str) -> Delegat
 
 def _rank(delegate: Delegate) -> tuple[bool, int]:
     """Every choice providing it first, then the conventional names in their order."""
-    name = delegate.attribute
+    name = delegate.attribute.rsplit(".", 1)[-1]
     preferred = _PREFERRED_DELEGATES.index(name) if name in _PREFERRED_DELEGATES else 99
     return (len(delegate.lacking) > 0, preferred)
 

@@ -308,7 +308,9 @@ def pure_call(
     """A builtin on the values: unknown when any argument (or element) is."""
     fn = PURE[name]
     flat = [*args, *kwargs.values()]
-    if name in _STRUCTURAL and not any(isinstance(a, (Top, OneOf)) for a in flat):
+    # `dict(a=x, b=y)`: its keywords are the elements, its keys the shape (known).
+    shape = args if name == "dict" else flat
+    if name in _STRUCTURAL and not any(isinstance(a, (Top, OneOf)) for a in shape):
         try:  # the container's shape is known even where its elements are not
             return bounded(fn(*args, **kwargs), budget, where)
         except (TypeError, ValueError) as error:

@@ -68,6 +68,56 @@ def _ends_in_raise(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Raise)
 
 
+def _getattr_then_raise(stmt: ast.stmt, after: list[ast.stmt]) -> ast.Call | None:
+    """`x = getattr(m, "a", None)` whose `None` a later `if x is None ...: raise` (in the same
+    block, before `x` is bound again) turns into a refusal: the getattr call, else None.
+    (sglang 0.5.14's DFLASH worker: `lm_head = getattr(target_model, "lm_head", None)`, then
+    `if lm_head is None or not hasattr(lm_head, "weight"): raise RuntimeError(...)`.)"""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Call)
+        and dotted(stmt.value.func) == "getattr"
+        and len(stmt.value.args) == 3
+        and isinstance(stmt.value.args[2], ast.Constant)
+        and stmt.value.args[2].value is None
+    ):
+        return None
+    name = stmt.targets[0].id
+    for later in after:
+        if (
+            isinstance(later, ast.If)
+            and _ends_in_raise(later.body)
+            and _none_test(later.test, name)
+        ):
+            return stmt.value
+        if name in {
+            n.id
+            for n in ast.walk(later)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }:
+            return None
+    return None
+
+
+def _none_test(test: ast.expr, name: str) -> bool:
+    """Is `test` true when `name` is None: `name is None`, `not name`, or either in an `or`?"""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(_none_test(v, name) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Name) and test.operand.id == name
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
 def _hasattr_call(args: list[ast.expr]) -> ast.Call:
     """`hasattr(a, b)` built from another call's first two arguments (to reuse its reading)."""
     return ast.Call(ast.Name("hasattr", ast.Load()), args[:2], [])
@@ -106,6 +156,8 @@ class FunctionScanner:
         self.self_assigns: list[tuple[str, Origin]] = []
         self.in_handler = 0
         self.chained: set[int] = set()  # `elif` links already recorded with their chain
+        # `x = getattr(model, "a", None)` then `if x is None: raise`: ids of those getattrs
+        self.getattr_raises: set[int] = set()
 
     # -- references -----------------------------------------------------------------------
     def origin(self, node: ast.expr) -> Origin | None:
@@ -261,7 +313,10 @@ class FunctionScanner:
 
     # -- walking --------------------------------------------------------------------------
     def stmts(self, body: list[ast.stmt], stack: Stack) -> None:
-        for stmt in body:
+        for i, stmt in enumerate(body):
+            checked = _getattr_then_raise(stmt, body[i + 1 :])
+            if checked is not None:
+                self.getattr_raises.add(id(checked))
             self.stmt(stmt, stack)
             if isinstance(stmt, ast.If) and not stmt.orelse and exits_early(stmt.body):
                 stack = (*stack, (stmt.test, True))
@@ -364,6 +419,8 @@ class FunctionScanner:
             if origin is not None and isinstance(node.args[1].value, str):
                 if name == "hasattr":
                     kind = UseKind.HASATTR_RAISE if hasattr_raises else UseKind.HASATTR
+                elif id(node) in self.getattr_raises:
+                    kind = UseKind.GETATTR_RAISE
                 else:
                     kind = UseKind.GETATTR_DEFAULT if len(node.args) >= 3 else UseKind.GETATTR
                 self.use(origin, node.args[1].value, kind, node, stack)

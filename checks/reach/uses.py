@@ -21,6 +21,8 @@ class UseKind(enum.Enum):
     GETATTR_DEFAULT = "getattr-default"  # getattr(model, "x", default): never raises
     HASATTR = "hasattr"  # hasattr(model, "x"): optional
     HASATTR_RAISE = "hasattr-raise"  # `if not hasattr(model, "x"): raise ...`: required
+    # `x = getattr(model, "x", None)` then `if x is None: raise ...`: required
+    GETATTR_RAISE = "getattr-raise"
     ONE_OF = "one-of"  # `if hasattr(a) ... elif hasattr(b) ... else: raise`: one is required
 
     @property
@@ -30,7 +32,14 @@ class UseKind(enum.Enum):
 
 
 _REQUIRED = frozenset(
-    {UseKind.CALL, UseKind.READ, UseKind.GETATTR, UseKind.HASATTR_RAISE, UseKind.ONE_OF}
+    {
+        UseKind.CALL,
+        UseKind.READ,
+        UseKind.GETATTR,
+        UseKind.HASATTR_RAISE,
+        UseKind.GETATTR_RAISE,
+        UseKind.ONE_OF,
+    }
 )
 
 

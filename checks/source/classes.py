@@ -393,7 +393,9 @@ class ClassIndex:
         out: list[Choice] = []
         seen: set[str] = set()
         for written, when in zip(inner.classes, inner.conditions, strict=True):
-            if written.startswith("@registry:"):
+            if written.startswith("@self:"):
+                found = []  # made by a method of the instance: `interface/delegates.py` runs it
+            elif written.startswith("@registry:"):
                 found = self._registry_choices(current, written)
             else:
                 ref = self.resolve_class(current, written)

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.classfacts import ClassFacts
 
 
+SELF_CALL = "@self:"  # an inner object made by a method of the instance: `@self:<method>`
+
+
 def dotted(node: ast.expr) -> str | None:
     """`a.b.c` for Name/Attribute chains, else None."""
     parts: list[str] = []
@@ -171,6 +174,14 @@ def _record_inner(
         (c, conds)
         for c, conds in choices
         if c.startswith("@") or c.rsplit(".", 1)[-1][:1].isupper()
+    ]
+    # `self.llm = self.init_llm(...)` (sglang's MiniCPM models): the class is what the
+    # instance's own `init_llm` returns, so only a reader that knows the instance's class (and
+    # runs the method) can say; kept as `@self:init_llm` for it.
+    found += [
+        (f"{SELF_CALL}{c[len('self.') :]}", conds)
+        for c, conds in choices
+        if c.startswith("self.") and c.count(".") == 1
     ]
     if not found:
         return

@@ -28,6 +28,11 @@ from eaglebug.checks.pyeval.values import (
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.facts import MISSING, Fact, module_name
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.dispatch import (
+    dispatch_sites,
+    registered_factories,
+    stored_workers,
+)
 
 ENUM_NAME = "SpeculativeAlgorithm"
 # Launch-time spellings that SGLang maps onto an enum member before it dispatches.
@@ -68,11 +73,14 @@ def _members(cls: ast.ClassDef) -> list[str]:
     return names
 
 
-def _registered(tree: ast.Module) -> tuple[list[str], dict[str, set[str]]]:
-    """Members and flags of a registry-style enum: `register("NONE")`,
+def _registered(
+    tree: ast.Module,
+) -> tuple[list[str], dict[str, set[str]], dict[str, list[ast.Call]]]:
+    """Members, flags and register calls of a registry-style enum: `register("NONE")`,
     `register_speculative_algorithm("EAGLE3", flags=("EAGLE", "EAGLE3"), ...)` (sglang 0.5.6)."""
     members: list[str] = []
     flags: dict[str, set[str]] = {}
+    calls: dict[str, list[ast.Call]] = {}
     for stmt in tree.body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if not isinstance(call, ast.Call):
@@ -89,6 +97,7 @@ def _registered(tree: ast.Module) -> tuple[list[str], dict[str, set[str]]]:
         member = call.args[0].value.upper()
         members.append(member)
         flags[member] = set()
+        calls.setdefault(member, []).append(call)
         for kw in call.keywords:
             if kw.arg == "flags" and isinstance(kw.value, (ast.Tuple, ast.List)):
                 flags[member] |= {
@@ -96,7 +105,7 @@ def _registered(tree: ast.Module) -> tuple[list[str], dict[str, set[str]]]:
                     for e in kw.value.elts
                     if isinstance(e, ast.Constant) and isinstance(e.value, str)
                 }
-    return members, flags
+    return members, flags, calls
 
 
 class _Returns(Observer):
@@ -216,9 +225,10 @@ def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None
         return None
     members = _members(cls_node)
     flags: dict[str, set[str]] = {}
+    register_calls: dict[str, list[ast.Call]] = {}
     registered = not members
     if registered:  # members registered by calls at import time, not declared
-        members, flags = _registered(tree)
+        members, flags, register_calls = _registered(tree)
     module, _ = module_name(rel)
     source = Source.of(index)
     cls = source.class_val(f"{module}.{ENUM_NAME}")
@@ -232,6 +242,23 @@ def _read(index: TreeIndex, rel: str, tree: ast.Module) -> AlgorithmFacts | None
         machine.raised.clear()
         for worker in _dispatch(machine, cls, obj):
             workers.setdefault(worker, set()).add(member)
+    if not workers:  # no `create_worker`: the scheduler chooses (an if/elif chain, a registry)
+        methods = {fn.name for fn in cls_node.body if isinstance(fn, ast.FunctionDef)}
+        sites = list(dispatch_sites(index, methods))
+        for member, obj in objects.items():
+            factories = [
+                f
+                for call in register_calls.get(member, [])
+                for f in registered_factories(machine, call, module)
+            ]
+            for site in sites:
+                for worker in stored_workers(machine, cls, obj, site, factories):
+                    workers.setdefault(worker, set()).add(member)
+        # A worker only other launches build (0.5.7's multi-layer EAGLE, under a flag the
+        # tree sets for one model) is still worker code: it serves none of these launches.
+        for site in sites:
+            for worker in stored_workers(machine, cls, Top("any algorithm"), site, []):
+                workers.setdefault(worker, set())
     return AlgorithmFacts(
         members=tuple(members),
         predicates=predicates,
