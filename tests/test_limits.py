@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from eaglebug.checks.source.facts import parse
 from tests import clirun
 from tests.clirun import cli
 from tests.configs import llama, write_model
+from tests.peak_rss import run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 MINI = REPO / "examples" / "sglang-mini"
@@ -42,30 +42,12 @@ def mini(tmp_path: Path) -> Path:
     return tmp_path / "python"
 
 
-# Peak RSS survives `exec`, and a child forked from this (large) test process starts with
-# this process's: the audit is started from a small launcher, whose child starts small.
-_LAUNCHER = """
-import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(proc.pid, 0)
-sys.stderr.write(f"\\nrss-kb {usage.ru_maxrss}\\n")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
 def _audit(tree: Path) -> tuple[int, str, str, float]:
     """`eaglebug audit --json` as a user runs it: exit code, stdout, stderr, peak RSS (MB)."""
     argv = [sys.executable, "-m", "eaglebug", "audit", "--sglang", str(tree)]
     argv += ["--model-class", KIMI, "--json"]
-    run = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    err, _, rss = run.stderr.rpartition("\nrss-kb ")
-    return run.returncode, run.stdout, err.rstrip("\n") + "\n", int(rss) / 1024
+    run = run_measured(argv)
+    return run.code, run.out, run.err, run.rss_mb
 
 
 def _one_line_module(size: int) -> str:

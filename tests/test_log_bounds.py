@@ -16,6 +16,7 @@ import pytest
 
 from eaglebug.checks.logs.parse import analyze_file, read_memory_file
 from tests.clirun import cli
+from tests.peak_rss import run_measured
 
 RSS_LIMIT_MB = 150
 ONE_LINE_BYTES = 300 * 1024 * 1024
@@ -35,15 +36,18 @@ def _one_line_log(path: Path) -> Path:
     return path
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
 def _child(code: str, cwd: Path, timeout: float = 120) -> tuple[int, str, str]:
-    """Run `code` in a fresh interpreter: exit code, stdout, stderr (it prints its own peak
-    RSS where that is the point: `RUSAGE_SELF` of the child alone)."""
+    """Run `code` in a fresh interpreter: exit code, stdout, stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=_env(),
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -68,15 +72,10 @@ def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path) -> None:
     warning = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert len(warning) == 1 and "1 line longer than 64 KiB" in warning[0], err
     assert "Traceback" not in err
-    alone = (
-        "import resource, sys\n"
-        "from eaglebug.checks.logs.parse import analyze_file\n"
-        f"analyze_file({str(log)!r})\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-    )
-    status, out, err = _child(alone, tmp_path)
-    assert status == 0, err
-    assert int(out) / 1024 < RSS_LIMIT_MB, f"{int(out) / 1024:.0f} MB for a 300 MB line"
+    alone = f"from eaglebug.checks.logs.parse import analyze_file\nanalyze_file({str(log)!r})\n"
+    run = run_measured([sys.executable, "-c", alone], cwd=tmp_path, env=_env(), timeout=120)
+    assert run.code == 0, run.err
+    assert run.rss_mb < RSS_LIMIT_MB, f"{run.rss_mb:.0f} MB for a 300 MB line"
 
 
 def test_a_recorded_launch_whose_log_is_a_fifo_does_not_block(tmp_path: Path) -> None:
@@ -99,18 +98,15 @@ def test_a_recorded_launch_whose_log_is_a_fifo_does_not_block(tmp_path: Path) ->
 def test_a_recorded_launch_whose_log_is_one_huge_line_stays_small(tmp_path: Path) -> None:
     log = _one_line_log(tmp_path / "launch-001.log")
     code = (
-        "import resource\n"
         "from pathlib import Path\n"
         "from eaglebug.checks import read_memory_file\n"
         f"memory = read_memory_file(Path({str(log)!r}))\n"
         "print(memory.free_before_load_gib if memory else None)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    status, out, err = _child(code, tmp_path)
-    assert status == 0, err
-    free, peak_kb = out.split()
-    assert free == "70.0"  # the line's start is read: its memory figure is there
-    assert int(peak_kb) / 1024 < RSS_LIMIT_MB
+    run = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=_env(), timeout=120)
+    assert run.code == 0, run.err
+    assert run.out.split() == ["70.0"]  # the line's start is read: its memory figure is there
+    assert run.rss_mb < RSS_LIMIT_MB
 
 
 def test_numbers_no_machine_prints_in_the_memory_lines(
