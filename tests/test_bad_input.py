@@ -275,7 +275,7 @@ def test_a_fifo_as_the_log_is_refused(
         [sys.executable, "-m", "eaglebug", *argv],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
         stdin=subprocess.DEVNULL,
     )

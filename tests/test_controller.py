@@ -35,7 +35,7 @@ from eaglebug.session.problems import ERRORS_LOG, Problem
 from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult
 
-WAIT_S = 30.0
+WAIT_S = 240.0  # only a hung test waits this long
 
 
 @dataclass

@@ -317,7 +317,7 @@ def test_memory_rises_while_the_shards_load(scenario: DemoScenario, server: Serv
 
 def test_standin_without_a_tree_is_a_usage_error(scenario: DemoScenario) -> None:
     run = subprocess.run(
-        scenario.launch_argv, capture_output=True, text=True, timeout=60, check=False
+        scenario.launch_argv, capture_output=True, text=True, timeout=300, check=False
     )
     assert run.returncode == 2
     assert run.stderr.startswith("error: EAGLEBUG_DEMO_SGLANG is not set")
@@ -330,7 +330,7 @@ def test_standin_parses_flags_with_the_trees_own_parser(scenario: DemoScenario) 
         env={**os.environ, **scenario.env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert run.returncode == 2

@@ -77,7 +77,7 @@ class Terminal:
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=120)
         with contextlib.suppress(OSError):
             os.close(self.master)
 
@@ -107,7 +107,7 @@ def test_the_stand_in_exits_when_the_demo_is_gone(tmp_path: Path, ending: int) -
         assert "Load weight begin" in terminal.text() or psutil.pid_exists(record.pid)
         launch_pids = session_pids(record.pid)
         os.kill(terminal.proc.pid, ending)
-        terminal.proc.wait(timeout=30)
+        terminal.proc.wait(timeout=120)
         wait_for(lambda: session_pids(record.pid) == set(), "the stand-in to exit", 15.0)
     finally:
         terminal.close()

@@ -708,7 +708,7 @@ def import_error(root: Path, module: str = "sglang.srt.models.wrapper") -> str:
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=300,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(root)},
     )
     return proc.stderr if proc.returncode else ""

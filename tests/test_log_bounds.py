@@ -90,7 +90,7 @@ def test_a_recorded_launch_whose_log_is_a_fifo_does_not_block(tmp_path: Path) ->
         "from eaglebug.server.calibration import measured_for\n"
         f"print(measured_for(Path({str(tmp_path)!r}), {words!r}))\n"
     )
-    status, out, err = _child(code, tmp_path, timeout=60)
+    status, out, err = _child(code, tmp_path, timeout=300)
     assert (status, out.strip()) == (0, "None"), err
     assert read_memory_file(fifo) is None  # in-process too: refused on the open descriptor
 

@@ -47,7 +47,7 @@ KIMI = Path("python/sglang/srt/models/kimi_k25.py")
 INTERFACE_ERRORS = {"get_embed_and_head", "set_eagle3_layers_to_capture"}
 WIDE = (130, 40)
 FAST = {"sample_interval_s": 0.25, "follow_interval_s": 0.05}
-DEADLINE_S = 30.0
+DEADLINE_S = 240.0  # only a hung test waits this long; a loaded machine must not fail one
 
 
 # -- fixtures -------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_p_sets_a_flag_fix_for_the_next_launch(sglang_0523: Path, tmp_path: Path
         await until(pilot, lambda: session.latest_gpus is not None, "a GPU sample")
         await until(pilot, lambda: checks_settled(app), "the first checks")
         await pilot.press("a")  # re-check now that the GPU is known
-        await until(pilot, memory_warning, "the memory warning", timeout_s=60)
+        await until(pilot, memory_warning, "the memory warning", timeout_s=240)
         finding = await select(
             pilot,
             app,
@@ -83,7 +83,7 @@ def test_p_sets_a_flag_fix_for_the_next_launch(sglang_0523: Path, tmp_path: Path
             pilot,
             lambda: checks_settled(app) and not memory_warning(),
             "the checks with the pending flag",
-            timeout_s=60,
+            timeout_s=240,
         )
         result = app.main.check_result
         assert result is not None and result.preflight is not None
