@@ -19,61 +19,30 @@ how `steps.py` places a line in a file the walk never opened (a model config, a 
 from __future__ import annotations
 
 import ast
-import re
-from dataclasses import dataclass, field
 
-from eaglebug.checks.reach.consumers import is_candidate
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import ModuleFacts, dotted, resolve_relative
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.startup.receivers import Frame, Receivers
 from eaglebug.checks.startup.trace import LAUNCHER, Span, StartupTrace, Visit, milestone
 
 _MAX_FUNCTIONS = 4000
 _MAX_DEPTH = 80
-# The launcher reaches the scheduler through a few files that never touch the model
-# (launch_server -> http_server -> engine): how many such frames the walk stacks up.
-_MAX_ASIDE = 3
-_TABLES_KEPT = 8  # files whose function tables stay in memory during the walk
 # Milestones whose insides are not walked: the server is up by then; a line that only runs
 # there is found by name (see `steps.py`) or is not part of the start-up.
 _UNWALKED = frozenset({"serving", "warmup"})
-_RUNNER_RE = re.compile(rb"\bself\.(model_runner|tp_worker|draft_worker|target_worker)\b")
 
 
-@dataclass
-class _Frame:
-    rel: str
-    module: ModuleFacts
-    role: str
-    instance: ClassRef | None  # the class of `self` (dispatch)
-    owner: ClassRef | None  # the class that defines the function (for super())
-    self_name: str | None
-    locals: dict[str, tuple[ClassRef, ...]] = field(default_factory=dict)
-    workers_var: set[str] = field(default_factory=set)
-    imports: dict[str, str] = field(default_factory=dict)
-    handed: dict[str, str] = field(default_factory=dict)  # parameters defaulting to a function
-    calls: list[tuple[int, int]] = field(default_factory=list)
-
-
-class _Tracer:
+class _Tracer(Receivers):
     def __init__(self, index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]) -> None:
-        self.index = index
-        self.classes = index.classes
+        super().__init__(index, worker_classes)
         self.algorithm = algorithm
-        self.worker_classes = worker_classes
         self.counter = 0
         self.seen: set[tuple[str, str, str, str]] = set()
         self.spans: list[Span] = []
-        self.open: str | None = None
         self.visits: dict[str, list[Visit]] = {}
-        self.attr_types: dict[tuple[str, str], tuple[ClassRef, ...]] = {}
         self.depth = 0
-        self.aside = 0  # frames on the stack in files that do not touch the model
-        self.runtime = 0  # frames on the stack in files that do
-        self.files: list[str] = []  # the file of each frame on the stack
-        self.tables: dict[str, _Table] = {}
         self.first_named: dict[str, int] = {}
-        self.on_way: dict[str, bool] = {}
 
     # -- entry ---------------------------------------------------------------------------
     def run(self) -> StartupTrace:
@@ -89,7 +58,7 @@ class _Tracer:
                 n for n in parsed.tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"
             ]
             body = [s for n in body for s in n.body]  # type: ignore[attr-defined]
-        frame = _Frame(rel, module, "target", None, None, None)
+        frame = Frame(rel, module, "target", None, None, None)
         last = max((getattr(s, "end_lineno", s.lineno) for s in body), default=1)
         first = self.counter
         for stmt in body:
@@ -128,7 +97,7 @@ class _Tracer:
         opened = self._open_span(qualname, role, site)
         positional = fn.args.posonlyargs + fn.args.args
         self_name = positional[0].arg if owner is not None and positional else None
-        frame = _Frame(rel, module, role, instance, owner, self_name)
+        frame = Frame(rel, module, role, instance, owner, self_name)
         defaults = [*[None] * (len(positional) - len(fn.args.defaults)), *fn.args.defaults]
         for arg, default in [
             *zip(positional, defaults, strict=True),
@@ -155,7 +124,7 @@ class _Tracer:
             self.spans.append(Span(name, span_role, start, self.counter, span_site))
             self.open = None
 
-    def _visited(self, frame: _Frame, lines: tuple[int, int], first: int) -> None:
+    def _visited(self, frame: Frame, lines: tuple[int, int], first: int) -> None:
         """The file and the line range identify the function."""
         self.visits.setdefault(frame.rel, []).append(
             Visit(frame.role, first, lines, tuple(frame.calls))
@@ -204,25 +173,6 @@ class _Tracer:
         for method in ("__init__", "__post_init__"):
             self._method(ref, method, role, site)
 
-    def _may_enter(self, rel: str) -> bool:
-        """Off the spine (inside a milestone, or a few files away from the launcher) only the
-        files on the way to the model are walked into; the rest are known by name."""
-        if self._touches_model(rel) or (self.files and self.files[-1] == rel):
-            return True  # the model's way, or the file being walked (parsed already)
-        return self.open is None and self.aside < _MAX_ASIDE and not self.runtime
-
-    def _touches_model(self, rel: str) -> bool:
-        """A file on the way to the model: it uses a runner's model, or it holds a runner or
-        a model worker (the scheduler, the workers, the graph runners)."""
-        known = self.on_way.get(rel)
-        if known is None:
-            entry = self.index.entries.get(rel)
-            data = self.index.files.source(rel) or b""
-            known = self.on_way[rel] = bool(
-                (entry is not None and is_candidate(entry)) or _RUNNER_RE.search(data)
-            )
-        return known
-
     def _method(
         self,
         instance: ClassRef,
@@ -253,20 +203,8 @@ class _Tracer:
             return True
         return False
 
-    def _table(self, rel: str) -> _Table:
-        """The file's functions by name; the few files in use are kept (a syntax tree is ten
-        times its source), the rest parsed again if the walk comes back to them."""
-        table = self.tables.pop(rel, None)
-        if table is None:
-            parsed = self.index.parse_file(rel)
-            table = _Table.of(parsed.tree if parsed else None)
-        self.tables[rel] = table  # the newest last
-        while len(self.tables) > _TABLES_KEPT:
-            self.tables.pop(next(iter(self.tables)))
-        return table
-
     # -- statements and calls ----------------------------------------------------------------
-    def _walk(self, node: ast.AST, frame: _Frame) -> None:
+    def _walk(self, node: ast.AST, frame: Frame) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
         if isinstance(node, ast.ImportFrom):
@@ -294,10 +232,10 @@ class _Tracer:
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             self._bind(node.targets, node.value, frame)
 
-    def _site(self, frame: _Frame, node: ast.AST) -> str:
+    def _site(self, frame: Frame, node: ast.AST) -> str:
         return f"{frame.rel}:{getattr(node, 'lineno', 0)}"
 
-    def _call(self, node: ast.Call, frame: _Frame) -> None:
+    def _call(self, node: ast.Call, frame: Frame) -> None:
         self.counter += 1
         frame.calls.append((node.lineno, self.counter))
         site = self._site(frame, node)
@@ -320,7 +258,7 @@ class _Tracer:
             elif func.id not in frame.locals:
                 self._enter_function(self._resolve(frame, func.id), role, site)
 
-    def _attribute_call(self, func: ast.Attribute, frame: _Frame, role: str, site: str) -> None:
+    def _attribute_call(self, func: ast.Attribute, frame: Frame, role: str, site: str) -> None:
         receiver = func.value
         text = dotted(receiver) or ""
         entered = len(self.seen)
@@ -344,7 +282,7 @@ class _Tracer:
         if len(self.seen) == entered:
             self._milestone_call(func.attr, role, site)
 
-    def _handed_on(self, node: ast.Call, frame: _Frame, role: str, site: str) -> None:
+    def _handed_on(self, node: ast.Call, frame: Frame, role: str, site: str) -> None:
         """Functions passed to a call (`Process(target=f)`, `run_hook(handle_x, args)`) run
         from there: entered before the callee, as a process target starts at once."""
         for arg in [*node.args, *(k.value for k in node.keywords)]:  # functions handed on
@@ -380,110 +318,6 @@ class _Tracer:
             self.spans.append(Span(milestone, span_role, start, self.counter, span_site))
             self.open = None
 
-    def _bind(self, targets: list[ast.expr], value: ast.Call, frame: _Frame) -> None:
-        func = value.func
-        if isinstance(func, ast.Attribute) and func.attr == "create_worker":
-            names = {t.id for t in targets if isinstance(t, ast.Name)}
-            frame.workers_var |= names
-            return
-        classes: tuple[ClassRef, ...] = ()
-        if isinstance(func, ast.Name) and func.id in frame.workers_var:
-            found = [self.classes.cls(q) for q in self.worker_classes]
-            classes = tuple(c for c in found if c is not None)
-        elif (name := dotted(func)) is not None:
-            qualified = self._resolve(frame, name)
-            split = self.index.split_qualified(qualified)
-            rel = self.index.files.module_files.get(split[0]) if split else None
-            if rel is None or not self._touches_model(rel):
-                return  # only the runtime's own objects are followed by their type
-            ref = self.classes.cls(qualified)
-            classes = (ref,) if ref is not None else ()
-        if not classes:
-            return
-        for target in targets:
-            if isinstance(target, ast.Name):
-                frame.locals[target.id] = classes
-            elif (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == frame.self_name
-                and frame.instance is not None
-            ):
-                self.attr_types[(frame.instance.qualname, target.attr)] = classes
-
-    def _receiver_classes(self, receiver: ast.expr, frame: _Frame) -> tuple[ClassRef, ...]:
-        if isinstance(receiver, ast.Name):
-            return frame.locals.get(receiver.id, ())
-        if (
-            isinstance(receiver, ast.Attribute)
-            and isinstance(receiver.value, ast.Name)
-            and receiver.value.id == frame.self_name
-            and frame.instance is not None
-        ):
-            qualname = frame.instance.qualname
-            known = self.attr_types.get((qualname, receiver.attr))
-            if not known and (held := self._property_of(frame.instance, receiver.attr)):
-                known = self.attr_types.get(
-                    (qualname, held)
-                )  # `self.model_runner` -> `_model_runner`
-            if known:
-                return known
-            return tuple(self.classes.inner_classes(frame.instance, receiver.attr))
-        return ()
-
-    def _property_of(self, instance: ClassRef, name: str) -> str | None:
-        """The attribute a property hands back (`return self._model_runner`), as the MRO
-        finds the property; None for anything else."""
-        for owner in self.classes.mro(instance)[0]:
-            facts = owner.facts.methods.get(name)
-            if facts is None:
-                continue
-            if facts.kind != "property":  # known from the index: no file is parsed for it
-                return None
-            fn = self._table(owner.file).methods.get((owner.facts.name, owner.facts.line, name))
-            if fn is None:
-                return None
-            last = fn.body[-1]
-            value = last.value if isinstance(last, ast.Return) else None
-            if (
-                isinstance(value, ast.Attribute)
-                and isinstance(value.value, ast.Name)
-                and fn.args.args
-                and value.value.id == fn.args.args[0].arg
-            ):
-                return value.attr
-            return None
-        return None
-
-    def _named_class(self, receiver: ast.expr, frame: _Frame) -> ClassRef | None:
-        """`ModelConfig` in `ModelConfig.from_server_args(...)`: a class, known from the byte
-        scan of its file before anything is parsed."""
-        if not isinstance(receiver, ast.Name) or receiver.id in frame.locals:
-            return None
-        split = self.index.split_qualified(self._resolve(frame, receiver.id))
-        rel = self.index.files.module_files.get(split[0]) if split else None
-        entry = self.index.entries.get(rel) if rel else None
-        if split is None or entry is None or split[1] not in entry.class_names:
-            return None
-        if rel is None or not self._may_enter(rel):
-            return None
-        return self.classes.cls(f"{split[0]}.{split[1]}")
-
-    def _resolve(self, frame: _Frame, name: str) -> str:
-        head, _, rest = name.partition(".")
-        target = frame.imports.get(head)
-        if target is not None:
-            return f"{target}.{rest}" if rest else target
-        return self.classes.resolve(frame.module, name)
-
-    def _is_function(self, qualified: str) -> bool:
-        split = self.index.split_qualified(qualified)
-        rel = self.index.files.module_files.get(split[0]) if split else None
-        if split is None or rel is None or not self._may_enter(rel):
-            return False
-        module = self.index.module(split[0])
-        return module is not None and (split[1] in module.functions or split[1] in module.imports)
-
 
 def walk(index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]) -> StartupTrace:
     """The tree's start-up under `algorithm`, its draft workers `worker_classes`; a tree
@@ -500,30 +334,6 @@ def _is_main_block(node: ast.stmt) -> bool:
         return False
     sides = [node.test.left, *node.test.comparators]
     return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
-
-
-_Def = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-@dataclass
-class _Table:
-    """A file's functions and methods by name, so the walk finds a callee without a search."""
-
-    functions: dict[str, _Def]
-    methods: dict[tuple[str, int, str], _Def]
-
-    @classmethod
-    def of(cls, tree: ast.Module | None) -> _Table:
-        functions: dict[str, _Def] = {}
-        methods: dict[tuple[str, int, str], _Def] = {}
-        for node in tree.body if tree else ():
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions.setdefault(node.name, node)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        methods[(node.name, node.lineno, item.name)] = item
-        return cls(functions, methods)
 
 
 def startup_trace(
