@@ -89,12 +89,23 @@ def test_anything_else_is_invalid(text: str, kind: object) -> None:
 
 def test_own_types_come_only_from_loaded_eaglebug_modules() -> None:
     """A dynamic field names the type to build; only eaglebug's own dataclasses and enums,
-    from modules this process has already imported, can be built: nothing is imported."""
-    assert "eaglebug.tui.app" not in sys.modules or pytest.skip("imported by another test")
-    planted = '[[], null, [], [], {"own": ["eaglebug.tui.app:EaglebugApp", []]}]'
-    with pytest.raises(codec.Invalid):
-        codec.loads(planted, Node)
-    assert "eaglebug.tui.app" not in sys.modules
+    from modules this process has already imported, can be built: nothing is imported. Run in
+    a fresh interpreter, where no other test has imported the app."""
+    code = (
+        "import sys\n"
+        "from eaglebug.checks.contract import codec\n"
+        "from tests.test_cache_format import Node\n"
+        "assert 'eaglebug.tui.app' not in sys.modules\n"
+        'planted = \'[[], null, [], [], {"own": ["eaglebug.tui.app:EaglebugApp", []]}]\'\n'
+        "try:\n"
+        "    codec.loads(planted, Node)\n"
+        "except codec.Invalid:\n"
+        "    print('invalid', 'eaglebug.tui.app' in sys.modules)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+    assert (run.returncode, run.stdout.strip()) == (0, "invalid False"), run.stderr
 
 
 def test_contract_to_json_is_the_codec_spelling() -> None:
