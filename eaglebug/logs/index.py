@@ -8,7 +8,7 @@ state of a `\\r`-rewritten line, the marker of a line longer than `max_line_byte
 texts of the newest rows stay in memory (`tail_rows`), so following a log never reads it twice.
 
 Rows. The index is a list of segments, one per stretch of one file: each begins with a divider
-row (`──── log launch log launch-002.log ────`, `──── log truncated ────`, ...) followed by the
+row (`──── log launch-002.log ────`, `──── log truncated ────`, ...) followed by the
 lines read from that file after it. A relaunch, a replaced or re-appeared file start a segment
 with a new source; "deleted" and "truncated" start one on the same source. A truncated file's
 earlier lines are gone from the file, so its earlier segments go from the index; so do the
@@ -121,7 +121,7 @@ class LogSource:
 class Restart:
     """A divider: the log restarted (or another launch's log begins) with `label`."""
 
-    label: str  # "launch log launch-002.log", "truncated", "replaced", "deleted", "appeared"
+    label: str  # "launch-002.log", "truncated", "replaced", "deleted", "appeared"
     source: LogSource | None  # where the lines after it are read back from (None: nowhere yet)
     lost: bool = False  # the source was truncated: its earlier lines are gone
 

@@ -286,7 +286,7 @@ class LaunchWatch:
         self._stalled, self._moved_at, self._live_seen = None, self._clock() - quiet_s, None
         self._bar = None
         if path is not None:
-            parts.append(LogPart(Restart(f"launch log {path.name}", self._source), ()))
+            parts.append(LogPart(Restart(path.name, self._source), ()))
 
     def _quiet_for(self, path: Path | None) -> tuple[float, int]:
         """How long the file has not changed, and its size (0, 0 for a log not written yet)."""
