@@ -78,7 +78,7 @@ def test_a_launch_log_comes_as_lines_by_offset_with_its_phase_findings_and_recor
     watch, got = watch_of(workdir)
     watch.step()
     first = got.snapshots[-1]
-    assert [p.restart.label for p in first.parts if p.restart] == ["launch log launch-001.log"]
+    assert [p.restart.label for p in first.parts if p.restart] == ["launch-001.log"]
     assert (first.phase, first.launch_number, first.started_at) == ("launching", 1, 1000.0)
 
     data = CRASH_LOG.read_bytes()
@@ -122,7 +122,7 @@ def test_a_relaunch_switches_to_the_new_log_from_its_start(workdir: Path) -> Non
     watch.step()
     snap = got.snapshots[-1]
     assert snap.parts[0].restart is not None
-    assert snap.parts[0].restart.label == "launch log launch-002.log"
+    assert snap.parts[0].restart.label == "launch-002.log"
     assert lines_of(snap) == [
         ("[2026-01-30 10:40:00 TP0] Load weight begin. avail mem=138.52 GB", 0)
     ]
