@@ -402,3 +402,21 @@ def test_a_test_narrows_what_it_names_on_each_path(tmp_path: Path) -> None:
     x, z = run(m, "a", "f", Top("c"), Top("d")).value
     assert isinstance(x, OneOf) and set(x.values) == {1, 64}
     assert isinstance(z, OneOf) and set(z.values) == {0, 69}  # 5 + 64 only, never 2 + ...
+
+
+def test_none_has_no_attributes(tmp_path: Path) -> None:
+    """`getattr(None, "x", d)` is d and `hasattr(None, "x")` is false: None is no unknown (0.5.6's
+    `getattr(quant_config, "kv_cache_quant_algo", None)` on a model without quantization)."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(config):
+            algo = getattr(config, "kv_cache_quant_algo", None)
+            return algo, hasattr(config, "kv_cache_quant_algo"), isinstance(algo, str)
+    """
+        },
+    )
+    assert run(m, "a", "f", None).value == (None, False, False)
+    attribute = run(m, "a", "f", Top("a config not read")).value
+    assert all(isinstance(v, Top) for v in attribute[:2])

@@ -114,7 +114,11 @@ def _fraction(ctx: Context, out: Prediction) -> None:
     if not name:
         out.unknown.append("this tree has no handle_gpu_memory_settings: no default fraction")
         return
-    args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Flat()]
+    found = ctx.site(name)
+    if found is not None and found[1] is not None:  # a method: its GPU-memory parameter, if any
+        args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else []
+    else:  # 0.5.22's `handle_gpu_memory_settings(server_args)`
+        args = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Flat()]
     values = ctx.values(ctx.target)
     values["mem_fraction_static"] = None
     reading, env = ctx.run(name, args, ctx.target, values)

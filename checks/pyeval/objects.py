@@ -169,6 +169,8 @@ def attribute(m: Machine, owner: Any, attr: str, where: str) -> Any:
 
 def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
     """`owner.attr`, or `_MISSING` when the object certainly has no such attribute."""
+    if owner is None and not attr.startswith("__"):
+        return _MISSING  # None has no attributes of its own (`getattr(None, "x", d)` is d)
     if isinstance(owner, Instance):
         return _instance_attribute(m, owner, attr, where)
     if isinstance(owner, ClassVal):
