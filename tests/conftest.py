@@ -9,6 +9,16 @@ from tests.sglang_releases import release
 
 
 @pytest.fixture(scope="session")
+def sglang_041post7() -> Path:
+    return release("0.4.1.post7")
+
+
+@pytest.fixture(scope="session")
+def sglang_057() -> Path:
+    return release("0.5.7")
+
+
+@pytest.fixture(scope="session")
 def sglang_058post1() -> Path:
     return release("0.5.8.post1")
 

@@ -26,6 +26,7 @@ from eaglebug.checks.memory.model import (
     config_values,
     constructed_config,
     model_facts,
+    runner_rewrites,
     runner_values,
 )
 from eaglebug.checks.memory.reading import Flat, Reading, World, evaluate
@@ -94,6 +95,8 @@ class MemoryLaunch:
     mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
     mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (the tree hands it to an env var)
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
+    quantization: str | None = None  # --quantization (online FP8: memory/unmodelled.py)
+    piecewise_cuda_graph: bool | None = None  # the launch's own choice; None: the tree's default
 
 
 @dataclass(frozen=True)
@@ -312,6 +315,7 @@ class Context:
             value = config.get(f"model_config.{source}", UNSET)
             if value is not UNSET:
                 out[field_name] = value
+        out.update(runner_rewrites(self, shape, config))
         if self.sources.derives_kv_dtype:
             out["kv_cache_dtype"] = self.launch.kv_cache_dtype
         quant = dict(shape.hf).get("quantization_config.quant_method")

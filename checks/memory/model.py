@@ -12,12 +12,13 @@ leave becomes `model_config.<name>` (and, as the runner and the configurator cop
 
 from __future__ import annotations
 
+import ast
 import weakref
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from eaglebug.checks.memory.reading import Flat
+from eaglebug.checks.memory.reading import Flat, evaluate
 from eaglebug.checks.memory.reading import run as run_reading
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
@@ -158,6 +159,35 @@ def _plain(value: object) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_plain(v) for v in value)
     return value is None or isinstance(value, (bool, int, float, str, EnumMember, Intrinsic))
+
+
+def runner_rewrites(
+    ctx: Context, shape: ModelShape, config: dict[str, object]
+) -> dict[str, object]:
+    """The fields the runner writes back into its model config after the load (0.5.7:
+    `full_attention_layer_ids`, the config's own list cut to the runner's layers, or empty
+    where `hasattr(self.model_config, ...)` is false), each the tree's expression evaluated on
+    the model config the construction and the derivations left: a field they did not set, the
+    config does not have."""
+    from eaglebug.checks.memory.rules import CONFIG_REWRITE
+
+    def closed(m: Machine, obj: Instance) -> None:
+        m.heap.closed_paths.add((obj.oid, "model_config"))
+
+    out: dict[str, object] = {}
+    for source in ctx.sources.functions:
+        if not source.qualname.startswith(CONFIG_REWRITE):
+            continue
+        try:
+            node = ast.parse(source.text.strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        ast.increment_lineno(node, source.line - 1)
+        values = {**config, "start_layer": 0, "end_layer": shape.layers}
+        made = evaluate(ctx.index, source.file, node, values, closed)
+        if made is not None:
+            out[source.qualname.lstrip("=")] = made
+    return out
 
 
 def runner_values(facts: ModelFacts) -> dict[str, object]:

@@ -14,6 +14,7 @@ an anchor is missing has no such rule, and the findings say so.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from eaglebug.checks.memory.defaults import (
@@ -64,13 +65,17 @@ REQUEST_LIMIT = "=max_running_requests"
 # if server_args.enable_dp_attention else 1` in `ModelRunner.__init__`), which the runner's
 # request limit divides by, not the server's `--dp-size`.
 RUNNER_DP = "=dp_size"
+# The runner's rewrites of its model config (0.5.7's `load_model`: `self.model_config.
+# full_attention_layer_ids = full_attention_layer_ids`, the layers of its own slice that the
+# config lists): kept as `=model_config.<field>`, the expression of the local it assigns.
+CONFIG_REWRITE = "=model_config."
 _POST_INIT = "ServerArgs.__post_init__"
 # Where the tree keeps its model config, for a release none of whose memory functions live there
 # (0.4.x): its methods (`get_num_kv_heads`) run on the store's `model_config`.
 _MODEL_CONFIG = "sglang.srt.configs.model_config.ModelConfig"
 _FRACTION_SET = "self.mem_fraction_static ="
 _KV_DTYPE_SET = "self.kv_cache_dtype ="
-_ENV_NAME = re.compile(rb"""["'](SGLANG_[A-Z0-9_]+)["']""")
+_ENV_NAME = re.compile(r"""["'](SGLANG_[A-Z0-9_]+)["']""")
 # Words a file must contain to be parsed at all (a byte-level prefilter).
 _WORD_TEXTS = (
     "reserved_mem",
@@ -180,11 +185,14 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
-        env_read.update(m.decode() for m in _ENV_NAME.findall(data))
+        env_read.update(_ENV_NAME.findall(parsed.text))
         if rel.endswith("/model_runner.py"):
             runner = constructor_defaults(parsed.tree, "ModelRunner")
             copies = _runner_copies(parsed.tree)
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
+            rewrites = _config_rewrites(parsed.tree, rel, parsed.text)
+            found.extend(rewrites)
+            always.update(f.qualname for f in rewrites)
             properties = _runner_properties(parsed.tree, rel, lines)
             found.extend(properties)
             always.update(f.qualname for f in properties)
@@ -349,6 +357,37 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
         segment = ast.get_source_segment(text, node.value)
         if segment:
             out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
+    return list(out.values())
+
+
+def _config_rewrites(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.model_config.<field> = <local>` in a `ModelRunner` method, where the method
+    assigned `<local>` before: the local's expression, as `=model_config.<field>`."""
+    out: dict[str, FunctionSource] = {}
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
+            continue
+        for function in cls.body:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            locals_: dict[str, ast.expr] = {}
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    locals_.setdefault(target.id, node.value)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and ast.unparse(target.value) == "self.model_config"
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in locals_
+                ):
+                    value = locals_[node.value.id]
+                    segment = ast.get_source_segment(text, value)
+                    if segment:
+                        name = CONFIG_REWRITE + target.attr
+                        out.setdefault(name, FunctionSource(name, rel, value.lineno, segment))
     return list(out.values())
 
 

@@ -369,4 +369,9 @@ def super_attribute(m: Machine, proxy: Intrinsic, attr: str, where: str) -> Any:
         site = m.source.method(ref, attr)
         if site is not None:
             return _method_value(m, ref, site, bound)
+    # Past the tree's classes: a base outside it whose method a plug-in stands for
+    # (`super().__init__(**kwargs)` reaching transformers' `PretrainedConfig.__init__`).
+    for base in m.source.mro(cls.ref)[1]:
+        if f"{base}.{attr}" in m.intrinsics.calls:
+            return Intrinsic(f"{base}.{attr}", bound)
     return Top(f"{where}: super().{attr} is outside the tree")
