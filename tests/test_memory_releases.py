@@ -212,3 +212,29 @@ def test_058_reads_the_fp8_dsa_layout_from_the_pool_itself(sglang_058post1: Path
     assert abs(fp8.kv_allocated_cell_bytes - logged) <= 1.5
     assert (fp8.kv_allocated_from or "").startswith("sglang/srt/mem_cache/memory_pool.py:")
     assert made("auto").kv_allocated_cell_bytes is None
+
+
+def test_piecewise_graphs_before_the_pool_are_said(sglang_057: Path, tmp_path: Path) -> None:
+    """The reading is of the runner's order: 0.5.7's own model_runner.py with its piecewise
+    capture moved before `init_memory_pool` (the order a release that captures them before
+    sizing the pool has) gives the note, on by the tree's default and off with the flag."""
+    from eaglebug.checks.memory.unmodelled import assumed
+
+    rel = "sglang/srt/model_executor/model_runner.py"
+    text = (sglang_057 / rel).read_text()
+    pool = "        self.init_memory_pool(min_per_gpu_memory, server_args)\n"
+    capture = "        self.init_piecewise_cuda_graphs()\n"
+    assert text.count(pool) == 1 and text.count(capture) == 1
+    moved = text.replace(capture, "").replace(pool, capture + pool)
+    target = tmp_path / rel
+    target.parent.mkdir(parents=True)
+    target.write_text(moved)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang/srt", target.parent):
+        (folder / "__init__.py").write_text("")
+    index = TreeIndex(locate(str(tmp_path)), use_cache=False)
+    notes = assumed(index, {"disable_piecewise_cuda_graph": False}, None, None, False, False)
+    assert len(notes) == 1 and notes[0].startswith(f"{rel}:")
+    line = int(notes[0].split(":")[1])
+    assert "init_piecewise_cuda_graphs" in moved.splitlines()[line - 1]
+    assert assumed(index, {"disable_piecewise_cuda_graph": False}, False, None, False, False) == []
+    assert assumed(index, {"enable_piecewise_cuda_graph": False}, None, None, False, False) == []
