@@ -204,17 +204,37 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
                            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    print(
-        f"{'release':<13} {'launch':<50} {'logged':>9} {'base':>9} {'head':>9}  error base / head"
-    )
-    for name, row in sorted(head.items(), key=lambda kv: (kv[1]["release"], kv[0])):
+    print(f"{'release':<13} {'launch':<50} {'logged':>9} {'base':>9} {'head':>9}  base / head")
+    order = sorted(head.items(), key=lambda kv: (_version(kv[1]["release"]), kv[0]))
+    for name, row in order:
         before = base.get(name, {})
         print(
             f"{row['release']:<13} {name[:50]:<50} {row.get('logged') or '-':>9} "
             f"{before.get('predicted') or '-':>9} {row.get('predicted') or '-':>9}  "
             f"{_error(before)} / {_error(row)}"
         )
+    print("\nper release (launches with a kept config and a logged pool): predicted, mean |error|")
+    for version in sorted({row["release"] for row in head.values()}, key=_version):
+        rows = [(base.get(n, {}), r) for n, r in head.items() if r["release"] == version]
+        wanted = [(b, r) for b, r in rows if "skipped" not in r]
+        if wanted:
+            before = _summary([b for b, _ in wanted])
+            print(f"{version:<13} base {before:<20} head {_summary([r for _, r in wanted])}")
     return 0
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _summary(rows: list[dict[str, Any]]) -> str:
+    errors = [
+        abs(r["predicted"] - r["logged"]) / r["logged"]
+        for r in rows
+        if r.get("predicted") is not None
+    ]
+    mean = f", {100 * sum(errors) / len(errors):.2f}%" if errors else ""
+    return f"{len(errors)} of {len(rows)}{mean}"
 
 
 if __name__ == "__main__":
