@@ -21,6 +21,11 @@ def sglang_053() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sglang_041post7() -> Path:
+    return release("0.4.1.post7")
+
+
+@pytest.fixture(scope="session")
 def sglang_057() -> Path:
     return release("0.5.7")
 

@@ -17,9 +17,22 @@ from pathlib import Path
 
 # 0.5.8.post1: the last release before sglang/srt/models/kimi_k25.py (0.5.9 added it without the
 # speculative methods): `matrix --compare` is tested on that step.
-# 0.5.3 and 0.5.7: the releases before `create_worker` (the scheduler's if/elif chain, the
-# registry of 0.5.7): the interface audit reads their own dispatch.
-RELEASES = ("0.5.3", "0.5.7", "0.5.8.post1", "0.5.9", "0.5.10", "0.5.14", "0.5.22", "0.5.23")
+# 0.4.1.post7: the default fraction set inline in `ServerArgs.__post_init__` and the pool sized
+# by `ModelRunner` itself (tests/test_memory_releases.py, on a real launch's log). 0.5.3 and 0.5.7:
+# the releases before `create_worker` (the scheduler's if/elif chain, the registry of 0.5.7):
+# the interface audit reads their own dispatch; 0.5.7's runner also rewrites its model config's
+# layer lists after the load.
+RELEASES = (
+    "0.4.1.post7",
+    "0.5.3",
+    "0.5.7",
+    "0.5.8.post1",
+    "0.5.9",
+    "0.5.10",
+    "0.5.14",
+    "0.5.22",
+    "0.5.23",
+)
 
 
 def cache_root() -> Path:

@@ -57,7 +57,7 @@ def check(trees: dict[str, TreeIndex]) -> Check:
     def run(
         version: str,
         *flags: str,
-        gpu: GpuArch = SM90,
+        gpu: GpuArch | None = SM90,
         target: Mapping[str, Any] | None = None,
         draft: Mapping[str, Any] | None = None,
         command: tuple[str, ...] = ("python", "-m", "sglang.launch_server"),
@@ -210,6 +210,51 @@ def test_trtllm_mha_needs_topk_one(version: str, check: Check, trees: dict[str, 
         refusals(check(version, *LLAMA_RUN, *TOPK1, "--attention-backend", "trtllm_mha", gpu=SM100))
         == []
     )
+
+
+# -- no GPU in sight (no NVML, no --gpu-arch) ----------------------------------------------------
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_refusals_that_do_not_read_the_gpu_hold_without_one(version: str, check: Check) -> None:
+    """trtllm_mha with top-k 4 (0.5.23), and top-k 4 with page size 16 on a backend outside the
+    tree's list: neither path reads the GPU's architecture, so each is as definite as on any."""
+    paged = refusals(
+        check(
+            version,
+            *LLAMA_RUN,
+            *TOPK4,
+            "--page-size",
+            "16",
+            "--attention-backend",
+            "torch_native",
+            gpu=None,
+        )
+    )
+    assert [f.severity for f in paged] == ["warning"]
+    assert paged[0].attribute == "attention_backend+page_size+speculative_eagle_topk"
+    assert evidence(paged[0]).value("gpu_arch") == "an unknown GPU"
+    if version == "0.5.23":
+        trtllm = refusals(
+            check(version, *LLAMA_RUN, *TOPK4, "--attention-backend", "trtllm_mha", gpu=None)
+        )
+        assert any(
+            "trtllm_mha backend only supports topk = 1" in (evidence(f).sglang_message or "")
+            for f in trtllm
+        )
+
+
+def test_a_rule_that_reads_the_gpu_is_named_not_raised(check: Check) -> None:
+    """DeepSeek-V3 with top-k 4 under 0.5.9: auto's pick, and so the page-size rule, depend on
+    the architecture. With none known no refusal is raised on a guess; the rule is named with
+    the architectures the tree's own probes list on which it refuses (sm100's run, above)."""
+    flags = ("--model-path", "/m/dsv3", "--tp", "8", *EAGLE, *TOPK4)
+    found = check("0.5.9", *flags, gpu=None, target=DEEPSEEK_V3)
+    assert refusals(found) == []
+    named = [f for f in found if "depend on the GPU's architecture" in f.message]
+    assert len(named) == 1
+    on_sm100 = [f for f in refusals(check("0.5.9", *flags, gpu=SM100, target=DEEPSEEK_V3))]
+    where = evidence(on_sm100[0]).read_from
+    assert evidence(named[0]).value("needs_gpu_arch") == ((where, ("sm100",)),)
+    assert "auto picks" not in " ".join(f.message for f in found)  # nothing said accepted
 
 
 # -- rules that read the environment ------------------------------------------------------------

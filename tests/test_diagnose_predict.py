@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eaglebug.cli.predict import launch_words, server_args_of
 from tests.clirun import cli
+from tests.configs import write_hub_model
 from tests.test_memory import models
 
 
@@ -68,3 +70,61 @@ def test_no_model_here_says_why(
     run = cli(capsys, "diagnose", "--log", str(log), "--sglang", str(sglang_0523), "--json")
     predicted = json.loads(run.out)["memory_predicted"]
     assert "max_total_num_tokens" not in predicted and predicted["skipped"]
+
+
+# -- real launches (tests/fixtures/memory/launches22, each with its source URL) -----------------
+LAUNCHES = Path(__file__).parent / "fixtures/memory/launches22"
+
+
+def _record(name: str) -> dict[str, Any]:
+    records = json.loads((LAUNCHES / "launches.json").read_text())["launches"]
+    return next(r for r in records if r["name"] == name)
+
+
+def test_an_elided_server_args_line_gives_the_fields_it_has(
+    tmp_path: Path, sglang_0510: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """Qwen3-8B on one B200 (SGLang's own clean-startup-log reference, 2026-04-27): its
+    `server_args=ServerArgs(model_path='Qwen/Qwen3-8B', ...)` is elided, and the model is a hub
+    id. The field that is there is read; the model is found in the hub cache the user's
+    `HF_HUB_CACHE` names; the prediction lands on the pool the log printed."""
+    record = _record("qwen3_8b_b200_tp1_piecewise_cuda_graph_2026_04_27")
+    server_args = record["server_args_line"].split("  (elided")[0]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([server_args, *record["log"]]) + "\n")
+    args = server_args_of(log)
+    assert args == {"model_path": "Qwen/Qwen3-8B"}
+    hub = tmp_path / "hub"
+    config = json.loads((LAUNCHES / "Qwen3-8B.config.json").read_text())
+    snapshot = write_hub_model(hub, "Qwen/Qwen3-8B", config)
+    weights = int(record["figures"]["weights_gb"] * 1024**3)  # the load's own mem usage
+    (snapshot / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": weights}, "weight_map": {}})
+    )
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    run = cli(capsys, "diagnose", "--log", str(log), "--sglang", str(sglang_0510), "--json")
+    predicted = json.loads(run.out)["memory_predicted"]
+    logged = record["figures"]["max_total_num_tokens"]
+    assert predicted["logged"] == logged
+    assert predicted["ratio"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_kv_line_of_another_rank_stands_for_the_reference_one(tmp_path: Path) -> None:
+    """QwQ-32B over 4 x L4 (0.4.3.post4): every rank sizes the same pool. Here rank 1 has the
+    least free memory before the load and its KV line is not in the log (rank 0's is): the
+    logged pool is rank 0's, not null."""
+    from eaglebug.checks import analyze_file
+
+    record = _record("qwq32b_4xl4_tp4_v0_4_3_post4")
+    lines = record["log"]
+    rank1 = [
+        line.replace("TP0]", "TP1]").replace("avail mem=21.63", "avail mem=21.60")
+        for line in lines
+        if "Load weight" in line
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([*lines, *rank1]) + "\n")
+    memory = analyze_file(log).memory
+    assert memory is not None and memory.rank == "TP1"
+    assert memory.free_before_load_gib == 21.60
+    assert memory.kv_tokens == record["figures"]["max_total_num_tokens"]

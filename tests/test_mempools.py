@@ -228,6 +228,39 @@ def test_anchor_the_dsa_fp8_cell_sglang_logged(index_0523: TreeIndex) -> None:
     assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - logged) <= 1.5
 
 
+def test_the_fp8_dsa_pool_is_reported_as_the_tree_allocates_it(index_059: TreeIndex) -> None:
+    """0.5.9 sizes the budget on a 576-byte latent (43188 bytes a token with the indexer) but
+    allocates each layer's FP8 latent with its per-block scales and a BF16 rope
+    (`calculate_mla_kv_cache_dim`: 656): the token count is the budget's, the KV GiB the
+    allocation's, which is what sglang #14700's log printed a token (162.38 GB / 3627136)."""
+    anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
+    logged = anchor["kv_gb"] * GIB / anchor["tokens"]
+    sources = memory_sources(index_059)
+    shape = model_shape(DEEPSEEK_V32, None)
+    assert not isinstance(shape, str)
+    launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype="fp8_e4m3")
+    made = predict(
+        index_059, sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0)
+    )
+    assert made.kv_cell_bytes == (576 + 132) * 61  # what the budget divides by
+    allocated = made.kv_allocated_cell_bytes
+    assert allocated is not None and abs(allocated - logged) <= 1.5
+    where = made.kv_allocated_from
+    assert where is not None and where.startswith("sglang/srt/model_executor/")
+    tokens = made.max_total_num_tokens
+    assert tokens is not None and made.kv_gib == pytest.approx(tokens * allocated / GIB)
+    plain = predict(
+        index_059,
+        sources,
+        MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True),
+        shape,
+        None,
+        H200_GPU,
+        Weights(DEEPSEEK_V3_BYTES // 8, 0),
+    )
+    assert plain.kv_allocated_cell_bytes is None  # BF16: the pool is the cell
+
+
 # -- hybrid SWA: the full and sliding-window pools ----------------------------------------------
 H100 = GpuMemory(81559 * MIB, "--gpu-mem-gib", int(78.58 * GIB), "--gpu-free-gib")
 

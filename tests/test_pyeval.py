@@ -423,3 +423,48 @@ def test_dict_of_keywords_knows_its_keys_where_its_values_are_unknown(tmp_path: 
     assert keys == ["a", "b", "c"]
     assert isinstance(popped, Top) and b == 2
     assert isinstance(whole, Top)  # `dict(x)` of an unknown: its keys are not known
+
+
+def test_none_has_no_attributes(tmp_path: Path) -> None:
+    """`getattr(None, "x", d)` is d and `hasattr(None, "x")` is false: None is no unknown (0.5.6's
+    `getattr(quant_config, "kv_cache_quant_algo", None)` on a model without quantization)."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(config):
+            algo = getattr(config, "kv_cache_quant_algo", None)
+            return algo, hasattr(config, "kv_cache_quant_algo"), isinstance(algo, str)
+    """
+        },
+    )
+    assert run(m, "a", "f", None).value == (None, False, False)
+    attribute = run(m, "a", "f", Top("a config not read")).value
+    assert all(isinstance(v, Top) for v in attribute[:2])
+
+
+def test_super_reaches_a_plug_in_of_a_base_outside_the_tree(tmp_path: Path) -> None:
+    """`super().__init__(**kwargs)` past the tree's classes runs the plug-in registered for
+    the outside base (transformers' `PretrainedConfig.__init__`: every keyword kept as an
+    attribute, and nothing else); without one it stays unknown."""
+    from eaglebug.checks.pyeval import brains
+
+    files = {
+        "a.py": """
+        from transformers import PretrainedConfig
+        class Text(PretrainedConfig):
+            def __init__(self, layers=2, **kwargs):
+                super().__init__(**kwargs)
+                self.layers = layers
+        def f():
+            t = Text(layers=4, interval=3)
+            return t.layers, t.interval, hasattr(t, "text_config")
+    """
+    }
+    hooks = Intrinsics()
+    brains.register_transformers(hooks)
+    m = machine(tmp_path, files, intrinsics=hooks)
+    assert run(m, "a", "f").value == (4, 3, False)
+    bare = machine(tmp_path / "bare", files)
+    layers, interval, _ = run(bare, "a", "f").value
+    assert layers == 4 and isinstance(interval, Top)

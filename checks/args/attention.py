@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eaglebug.checks.args import resolution
-from eaglebug.checks.args.world import Models, declared_env
+from eaglebug.checks.args.world import Models, declared_env, probes
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
@@ -49,6 +49,11 @@ _FLAG_OF = {
 __all__ = ["ATTENTION_FIELDS", "GpuArch", "check_attention", "parse_gpu_arch"]
 _ANSWER = "attention:"
 _KEEP_ANSWERS = 16
+# What a finding adds where no GPU is in sight (the rules that read the architecture are open).
+_UNKNOWN_GPU = (
+    "(the GPU's architecture is unknown: no GPU through NVML here and no --gpu-arch; pass "
+    "--gpu-arch sm90|sm100|... to decide what reads it)"
+)
 # Each candidate is a run of the tree's resolution (~0.1-0.5 s): how many backends to try.
 _MAX_BACKEND_TRIES = 4
 
@@ -84,14 +89,9 @@ def check_attention(
     if target_config is None or not resolution.has_resolution(index):
         return []  # no argument resolution in this tree: no rules to run
     if gpu is None:
-        return [
-            Finding(
-                id="config.attention_backend",
-                severity="info",
-                message="attention-backend check skipped: the GPU's architecture is unknown "
-                "(no GPU through NVML here); pass --gpu-arch sm90|sm100|...",
-            )
-        ]
+        # No GPU in sight: the rules still run, the capability unknown. A refusal on a path
+        # that does not read it is as definite as on any GPU; those that do are named.
+        gpu = GpuArch(None, "no GPU through NVML here and no --gpu-arch")
     env = declared_env(index, environ)
     subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, env]
     return index.answer_for(
@@ -186,9 +186,73 @@ def _check(
                 evidence=evidence,
             )
         )
-    if not findings:
+    needs = _needs_gpu(index, values, models, run, seen) if gpu.capability is None else []
+    if not findings and not needs:
         findings.extend(_accepted(launch, run, gpu, common))
-    return findings
+        if gpu.capability is None and not findings:
+            findings.append(
+                Finding(
+                    id="config.attention_backend",
+                    severity="info",
+                    message=f"{version}'s attention rules refuse nothing here {_UNKNOWN_GPU}",
+                    evidence=ConfigEvidence.of(common, read_from=run.entry),
+                )
+            )
+    return findings + needs
+
+
+def _needs_gpu(
+    index: TreeIndex,
+    values: dict[str, Any],
+    models: Models,
+    run: resolution.Resolution,
+    seen: set[tuple[str, int]],
+) -> list[Finding]:
+    """The refusals left undecided with the GPU unknown, run again on each architecture the
+    tree's own probes name (`device_capability_majors`): those that refuse on some and not on
+    others are the rules that need the architecture, each named with where it refuses. None is
+    raised to a warning on a guess."""
+    undecided = {
+        (r.rel, r.line): r
+        for r in run.raised
+        if not r.definite and r.reads & ATTENTION_FIELDS and (r.rel, r.line) not in seen
+    }
+    if not undecided:
+        return []
+    majors = sorted({major for probe in probes(index) for major in probe.majors})
+    refused_on: dict[tuple[str, int], list[str]] = {where: [] for where in undecided}
+    for major in majors:
+        again = resolution.resolve(index, values, (major, 0), models)
+        if again is None:
+            continue
+        for r in again.raised:
+            if r.definite and (r.rel, r.line) in refused_on:
+                refused_on[(r.rel, r.line)].append(GpuArch((major, 0), "").name)
+    needs = {where: archs for where, archs in refused_on.items() if archs}
+    if not needs:
+        return []
+    said = [f"{_where(undecided[w])} refuses it on {', '.join(a)}" for w, a in needs.items()]
+    return [
+        Finding(
+            id="config.attention_backend",
+            severity="info",
+            message=f"{len(needs)} attention rule(s) of this tree depend on the GPU's "
+            "architecture, unknown here (no GPU through NVML, no --gpu-arch): "
+            + "; ".join(said)
+            + ". The rules that do not read it were checked; pass --gpu-arch sm90|sm100|... "
+            "to decide these",
+            attribute="+".join(
+                sorted(set().union(*(undecided[w].reads for w in needs)) & ATTENTION_FIELDS)
+            ),
+            evidence=ConfigEvidence.of(
+                {
+                    "gpu_arch": None,
+                    "needs_gpu_arch": {f"{w[0]}:{w[1]}": a for w, a in needs.items()},
+                },
+                read_from=f"{next(iter(needs))[0]}:{next(iter(needs))[1]}",
+            ),
+        )
+    ]
 
 
 def _accepted(
@@ -221,7 +285,8 @@ def _accepted(
         Finding(
             id="config.attention_backend",
             severity="info",
-            message=f"{said}; SGLang's attention rules accept the launch",
+            message=f"{said}; SGLang's attention rules accept the launch"
+            + (f" {_UNKNOWN_GPU}" if gpu.capability is None else ""),
             attribute="attention_backend",
             evidence=ConfigEvidence.of(common, read_from=read_from),
         )

@@ -16,11 +16,13 @@ _ARCH = re.compile(r"^sm_?(\d{2,3})([a-z]?)$")
 
 @dataclass(frozen=True)
 class GpuArch:
-    capability: tuple[int, int]
+    capability: tuple[int, int] | None  # None: no GPU in sight and no --gpu-arch
     source: str  # "--gpu-arch sm90", "NVML (NVIDIA H200)"
 
     @property
     def name(self) -> str:
+        if self.capability is None:
+            return "an unknown GPU"
         return f"sm{self.capability[0]}{self.capability[1]}"
 
 

@@ -177,13 +177,16 @@ class MemoryLines:
             return MemoryLog("", None, None, None, None, None, None, total, requests)
         rank, seen = min(measured.items(), key=lambda item: item[1].begins[:1] or [float("inf")])
         usages = [usage for _, usage in seen.loads]
+        # The pool is one size on every rank (SGLang sizes it on the least free memory across
+        # them): where the reference rank's KV line is missing, another rank's stands.
+        kv = seen.kv or next((r.kv for _, r in sorted(measured.items()) if r.kv), [])
         return MemoryLog(
             rank=rank,
             free_before_load_gib=seen.begins[0] if seen.begins else None,
             target_weights_gib=usages[0] if usages else None,
             draft_weights_gib=usages[1] if len(usages) > 1 else None,
-            kv_tokens=seen.kv[0][0] if seen.kv else None,
-            kv_gib=seen.kv[0][1] if seen.kv else None,
+            kv_tokens=kv[0][0] if kv else None,
+            kv_gib=kv[0][1] if kv else None,
             graph_gib=sum(seen.graphs) if seen.graphs else None,
             max_total_num_tokens=total,
             max_running_requests=requests,

@@ -66,6 +66,15 @@ def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
         "draft_weights_counted": p.draft_counted,
         "draft_weights_counted_from": p.draft_counted_from,
         "kv_gib_per_gpu": round(p.kv_gib, 3) if p.kv_gib is not None else None,
+        # the pool allocates more than the cell its budget divides by (FP8 DSA scales)
+        **(
+            {
+                "kv_allocated_bytes_per_token": p.kv_allocated_cell_bytes,
+                "kv_allocated_from": p.kv_allocated_from,
+            }
+            if p.kv_allocated_cell_bytes is not None
+            else {}
+        ),
         "reserved_gib": round(p.reserved_mb / 1024, 3) if p.reserved_mb is not None else None,
         "graph_reserve_gib": (
             round(p.graph_reserve_mb / 1024, 3) if p.graph_reserve_mb is not None else None

@@ -13,13 +13,22 @@ for what a live process would answer (free memory, dtype sizes, the model config
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from eaglebug.checks.memory import hooks as memhooks
 from eaglebug.checks.memory import hybrid as memhybrid
 from eaglebug.checks.memory import parallel
 from eaglebug.checks.memory.layout import Layout, parallel_layout
-from eaglebug.checks.memory.model import ModelFacts, config_values, model_facts, runner_values
+from eaglebug.checks.memory.model import (
+    ModelFacts,
+    config_values,
+    constructed_config,
+    model_facts,
+    runner_rewrites,
+    runner_values,
+)
 from eaglebug.checks.memory.reading import Flat, Reading, World, evaluate
 from eaglebug.checks.memory.reading import run as run_reading
 from eaglebug.checks.memory.rules import FunctionSource, MemorySources, flag_env
@@ -31,12 +40,14 @@ from eaglebug.checks.memory.shape import model_shape as model_shape
 from eaglebug.checks.pyeval import brains
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.values import EnumMember, FunctionSite, Instance, Top
+from eaglebug.checks.pyeval.state import Call
+from eaglebug.checks.pyeval.values import UNSET, EnumMember, FunctionSite, Instance, Intrinsic, Top
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import ALIASES, algorithm_facts
 
 _ATTENTION_ARCH = "sglang.srt.configs.model_config.AttentionArch"
+_SPEC_MEMBER = "sglang.speculative.member"  # a member of the tree's SpeculativeAlgorithm
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
 MIB = 1 << 20
 _WATCH = frozenset(
@@ -84,6 +95,8 @@ class MemoryLaunch:
     mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
     mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (the tree hands it to an env var)
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (for `envs.X.get()`)
+    quantization: str | None = None  # --quantization (online FP8: memory/unmodelled.py)
+    piecewise_cuda_graph: bool | None = None  # the launch's own choice; None: the tree's default
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,15 @@ class Context:
     table: dict[str, FunctionSource] = field(init=False)
     _facts: dict[int, ModelFacts] = field(init=False, default_factory=dict)
     cache: dict[str, object] = field(init=False, default_factory=dict)  # memory/hybrid.py
+
+    def constructed(self, shape: ModelShape) -> dict[str, object]:
+        """The tree's ModelConfig built for this model (`memory/model.py`), its known fields
+        as `model_config.<name>`."""
+        key = f"constructed:{id(shape)}"
+        if key not in self.cache:
+            self.cache[key] = {}  # while its own construction runs
+            self.cache[key] = constructed_config(self, shape)
+        return self.cache[key]  # type: ignore[return-value]
 
     def facts(self, shape: ModelShape) -> ModelFacts:
         """ModelConfig's derived fields for this model, evaluated once."""
@@ -183,6 +205,7 @@ class Context:
         if launch.kv_cache_dtype not in {"auto", ""} and named is None:
             dtype = Top(f"--kv-cache-dtype {launch.kv_cache_dtype}")
         return {
+            **self.constructed(shape),  # what the tree's ModelConfig sets and nothing below says
             **{f"model_config.hf_config.{k}": v for k, v in shape.hf},
             **{f"model_config.{k}": v for k, v in config_values(shape).items()},
             **config_values(shape),  # ModelConfig's own methods read self.hf_text_config
@@ -266,6 +289,7 @@ class Context:
             "model_config.qk_rope_head_dim": shape.rope_dim,
             "model_config.num_hidden_layers": shape.layers,
             "model_config.quantization": None,
+            "model_config.dtype": brains.dtype(shape.dtype),  # ModelConfig's torch dtype
             "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
@@ -274,7 +298,33 @@ class Context:
                 if runner and self.layout.runner_dp_size is not None
                 else {}
             ),
+            **(self.runner_view(shape, dtype) if runner else {}),
         }
+
+    def runner_view(self, shape: ModelShape, kv_dtype: object) -> dict[str, object]:
+        """The fields the model runner holds under the same names as server arguments: its
+        copies of the model config (`self.dtype = self.model_config.dtype`: torch's dtype where
+        the server args hold "auto"), and the KV dtype as the
+        flag's string where the functions read here derive the runner's own from it (before
+        0.5.7, `init_memory_pool` does); the loaded model's quantization config, as the
+        checkpoint's config.json declares it (`getattr(self.model, "quant_config", None)`)."""
+        config = {**self.constructed(shape), **self.facts(shape).values}
+        config["model_config.dtype"] = brains.dtype(shape.dtype)
+        out: dict[str, object] = {}
+        for field_name, source in self.sources.runner_copies.items():
+            value = config.get(f"model_config.{source}", UNSET)
+            if value is not UNSET:
+                out[field_name] = value
+        out.update(runner_rewrites(self, shape, config))
+        if self.sources.derives_kv_dtype:
+            out["kv_cache_dtype"] = self.launch.kv_cache_dtype
+        quant = dict(shape.hf).get("quantization_config.quant_method")
+        if quant is None:
+            out["model.quant_config"] = None  # a checkpoint without quantization
+        else:
+            algo = dict(shape.hf).get("quantization_config.kv_cache_quant_algo")
+            out["model.quant_config.kv_cache_quant_algo"] = algo
+        return out
 
     def draft_family(self) -> frozenset[str]:
         """The algorithms whose draft layers the runner counts (`eagle_draft_num_layers`):
@@ -314,6 +364,11 @@ class Context:
                     made = EnumMember(cls, facts.canonical(algorithm), None)
                 except Exception:
                     made = Top(f"{algorithm} is not an algorithm of this tree")
+            elif "NONE" in facts.members and facts.predicates:
+                # No algorithm, and a registry the reading cannot fill (0.5.6: members are
+                # registered at import): the NONE member, whose predicates answer as the tree's
+                # own run of each on each member said (`speculative/algorithms.py`).
+                made = Intrinsic(_SPEC_MEMBER, "NONE")
         self.cache["spec_member"] = made
         return made
 
@@ -347,8 +402,10 @@ class Context:
                 avail_gb=avail_gb,
                 environ=environ,
                 layout=self.parallel(),
+                env_read=self.sources.env_read,
             )
             memhybrid.register(self, m, obj)
+            _register_member(m, algorithm_facts(self.index).predicates)
             if extra is not None:
                 extra(m, obj)
 
@@ -403,3 +460,27 @@ class Context:
         if model_config:
             out["model_config"] = model_config
         return out
+
+
+def _register_member(m: Machine, predicates: Mapping[str, frozenset[str]]) -> None:
+    """A `SpeculativeAlgorithm` member by name (`spec_member`): its `is_*()` predicates answer
+    with the tree's own answers for that member, its `name` is the member's."""
+
+    def attribute(call: Call) -> Any:
+        name = str(call.args[0]) if call.args else ""
+        member = call.callee.data if isinstance(call.callee, Intrinsic) else None
+        if name == "name":
+            return member
+        if name in predicates:
+            return Intrinsic(f"{_SPEC_MEMBER}.predicate", (name, member))
+        return Top(f"{_SPEC_MEMBER}.{name} is not read")
+
+    def predicate(call: Call) -> Any:
+        data = call.callee.data if isinstance(call.callee, Intrinsic) else None
+        if not isinstance(data, tuple):
+            return Top(f"{call.where}: a predicate of an unknown member")
+        name, member = data
+        return member in predicates.get(name, frozenset())
+
+    m.intrinsics.call(f"{_SPEC_MEMBER}.__getattr__", attribute)
+    m.intrinsics.call(f"{_SPEC_MEMBER}.predicate", predicate)

@@ -28,6 +28,14 @@ from eaglebug.checks.source.index import TreeIndex
 
 MIB = 1 << 20
 _UTILS = "sglang.srt.utils*"
+_CAPACITY = (
+    "get_device_memory_capacity",
+    "get_nvgpu_memory_capacity",
+    "get_amdgpu_memory_capacity",
+    "get_hpu_memory_capacity",
+    "get_npu_memory_capacity",
+)
+_MODEL_CONFIG = "sglang.srt.configs.model_config.ModelConfig"
 
 
 def register(
@@ -39,15 +47,20 @@ def register(
     avail_gb: float | None,
     environ: Mapping[str, str],
     layout: parallel.Layout,
+    env_read: tuple[str, ...] = (),
 ) -> None:
-    """The plug-ins of one memory reading, answering with the flat object `obj`."""
+    """The plug-ins of one memory reading, answering with the flat object `obj`; `env_read`:
+    the variables the memory functions' modules name besides the ones the tree declares."""
     hooks = m.intrinsics
-    brains.register_all(hooks, environ, None, known=set(env_names(index)))
+    brains.register_all(hooks, environ, None, known=set(env_names(index)) | set(env_read))
     register_platform(hooks, index, None)
     model = Instance(obj.oid, None, "model_config")
     register_resolution(hooks, obj, model)
     total_mib = total_bytes / MIB
-    hooks.call_in(_UTILS, "get_device_memory_capacity", lambda call: total_mib)
+    # The GPU's memory in MiB: `get_device_memory_capacity` (0.4.9 on) and the per-vendor
+    # getters older releases call directly (0.4.x's `__post_init__`: nvidia-smi's answer).
+    for getter in _CAPACITY:
+        hooks.call_in(_UTILS, getter, lambda call: total_mib)
     free = avail_gb if avail_gb is not None else Top("free memory after the load")
     hooks.call_in(_UTILS, "get_available_gpu_memory", lambda call: free)
     parallel.register(hooks, layout)  # the distributed state: the launch's layout
@@ -56,6 +69,10 @@ def register(
     hooks.call_in("sglang.srt.runtime_context", "get_parallel", lambda call: obj)
     hooks.call_in("sglang.srt.distributed*", "get_world_group", lambda call: obj)
     hooks.call("sglang.runtime_context.override", _override(obj))
+    # `ModelConfig.from_server_args(self)` (0.5.3's fraction reads `is_multimodal` from it):
+    # the model config of the launch, which the store holds; a live process reads the same
+    # config.json.
+    hooks.call(f"{_MODEL_CONFIG}.from_server_args", lambda call: model)
     published.publish(m, index, obj)  # the fields the runtime context derives at publish
     hooks.call_matching("sglang.srt.mem_cache*", _pool_class)
     hooks.call("torch._utils._element_size", _element_size)

@@ -132,6 +132,14 @@ def memory_findings(
         mamba_full_memory_ratio=number("--mamba-full-memory-ratio"),
         mamba_ssm_dtype=text("--mamba-ssm-dtype"),
         env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("SGLANG_"))),
+        quantization=text("--quantization"),
+        piecewise_cuda_graph=False
+        if flags.given("--disable-piecewise-cuda-graph")
+        else (
+            True
+            if flags.given("--enable-piecewise-cuda-graph", "--enforce-piecewise-cuda-graph")
+            else None
+        ),
     )
     free = gpu.free_bytes if gpu.free_bytes is not None else gpu.total_bytes
     free_from = gpu.free_source or "not known: the whole GPU assumed free (pass --gpu-free-gib)"

@@ -92,6 +92,11 @@ def parallel_layout(ctx: Context) -> Layout:
     attn_dp = named.get("attn_dp_size", kwargs.get("attn_dp_size"))
     if attn_dp is None:  # 0.5.9 returns no DP width: the one its first line assigns
         attn_dp = _assigned(ctx, function, "attn_dp_size", values, kwargs)
+    if attn_dp is None and isinstance(attn_tp, int) and attn_tp > 0:
+        # Before 0.5.9 the function assigns no DP width either: the attention-DP ranks are the
+        # attention-TP groups the TP world splits into (`initialize_dp_attention`'s
+        # `range(0, tp_size, attn_tp_size)`).
+        attn_dp = launch.tp // attn_tp
     if not isinstance(attn_tp, int) or not isinstance(attn_dp, int):
         unknown.append(f"attention widths not read from {world} ({reading.unknown or returned!r})")
         return Layout(launch.tp, 1, None, resolved, None, resolved_from, tuple(unknown))
@@ -101,15 +106,18 @@ def parallel_layout(ctx: Context) -> Layout:
 
 
 def _returned_names(function: FunctionSite, returned: object) -> dict[str, object]:
-    """The returned tuple by the names the tree's `return a, b, c` gives its parts."""
+    """The returned tuple by the names the tree's `return a, b, c` statements give its parts
+    (each of them: 0.5.8's `return tp_rank, tp_size, 0` without DP attention names the width
+    `attn_tp_size` only in its other return)."""
     if not isinstance(returned, (list, tuple)) or function.node is None:
         return {}
+    out: dict[str, object] = {}
     for node in ast.walk(function.node):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             names = [e.id if isinstance(e, ast.Name) else "" for e in node.value.elts]
             if len(names) == len(returned):
-                return {n: v for n, v in zip(names, returned, strict=True) if n}
-    return {}
+                out.update({n: v for n, v in zip(names, returned, strict=True) if n})
+    return out
 
 
 def _assigned(

@@ -12,8 +12,18 @@ leave becomes `model_config.<name>` (and, as the runner and the configurator cop
 
 from __future__ import annotations
 
+import ast
+import weakref
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
+
+from eaglebug.checks.memory.reading import Flat, evaluate
+from eaglebug.checks.memory.reading import run as run_reading
+from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.values import EnumMember, Instance, Intrinsic, is_known
+from eaglebug.checks.source.index import TreeIndex
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -25,6 +35,7 @@ _DERIVE = (
     "ModelConfig._derive_model_shapes",
     "ModelConfig._derive_hybrid_model",
 )
+_CONFIG = "model_config.hf_config"
 _HARVEST = (
     "is_hybrid_swa",
     "swa_attention_layer_ids",
@@ -81,6 +92,102 @@ def model_facts(ctx: Context, shape: ModelShape) -> ModelFacts:
         values["model_config.sliding_window_size"] = window.value
         where.append(window.anchor)
     return ModelFacts(values, tuple(where))
+
+
+_MODEL_CONFIG_OF = "ModelConfig.from_server_args"
+
+
+def constructed_config(ctx: Context, shape: ModelShape) -> dict[str, object]:
+    """The tree's own `ModelConfig.from_server_args(server_args)` run on the launch: the
+    fields its constructor sets (`is_hybrid` in 0.4.10, `attention_arch`, `num_attention_layers`)
+    where they come out known, as `model_config.<name>`. The checkpoint's config.json is the
+    store's (`get_config`), the generation config none; a field the run leaves unknown is not
+    kept (the store's own, where it has one, stands)."""
+    owner = ctx.sources.model_config_class
+    if not owner:
+        return {}
+    launch = ctx.launch
+    key = (repr(shape), launch.model_path, launch.tp, launch.kv_cache_dtype, launch.algorithm)
+    memo = _BUILT.setdefault(ctx.index, {})
+    if key not in memo:
+        memo[key] = _construct(ctx, shape, owner)
+    return memo[key]
+
+
+# The constructions already run, per tree (in memory: the values are the run's own objects).
+_BUILT: weakref.WeakKeyDictionary[TreeIndex, dict[tuple[object, ...], dict[str, object]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _construct(ctx: Context, shape: ModelShape, owner: str) -> dict[str, object]:
+    module = owner.rpartition(".")[0]
+    site = Source.of(ctx.index).function(module, _MODEL_CONFIG_OF)
+    if site is None:
+        return {}
+
+    def real_config(m: Machine, obj: Instance) -> None:
+        hf = Instance(obj.oid, None, _CONFIG)
+        m.intrinsics.call_in("sglang.srt*", "get_config", lambda call: hf)
+        m.intrinsics.call_in("sglang.srt*", "get_generation_config", lambda call: None)
+        m.intrinsics.calls.pop(f"{owner}.{_MODEL_CONFIG_OF.rpartition('.')[2]}", None)
+
+    values = ctx.values(shape)
+    reading, _ = run_reading(
+        ctx.index,
+        site,
+        None,
+        [Flat()],
+        values,
+        ctx.world(extra=real_config),
+        frozenset(),
+        ctx.path_classes(),
+        None,
+        ctx.roles(),
+    )
+    made = reading.value
+    if not isinstance(made, SimpleNamespace):
+        return {}
+    return {
+        f"model_config.{name}": value
+        for name, value in vars(made).items()
+        if not name.startswith("hf_") and _plain(value) and is_known(value)
+    }
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str, EnumMember, Intrinsic))
+
+
+def runner_rewrites(
+    ctx: Context, shape: ModelShape, config: dict[str, object]
+) -> dict[str, object]:
+    """The fields the runner writes back into its model config after the load (0.5.7:
+    `full_attention_layer_ids`, the config's own list cut to the runner's layers, or empty
+    where `hasattr(self.model_config, ...)` is false), each the tree's expression evaluated on
+    the model config the construction and the derivations left: a field they did not set, the
+    config does not have."""
+    from eaglebug.checks.memory.rules import CONFIG_REWRITE
+
+    def closed(m: Machine, obj: Instance) -> None:
+        m.heap.closed_paths.add((obj.oid, "model_config"))
+
+    out: dict[str, object] = {}
+    for source in ctx.sources.functions:
+        if not source.qualname.startswith(CONFIG_REWRITE):
+            continue
+        try:
+            node = ast.parse(source.text.strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        ast.increment_lineno(node, source.line - 1)
+        values = {**config, "start_layer": 0, "end_layer": shape.layers}
+        made = evaluate(ctx.index, source.file, node, values, closed)
+        if made is not None:
+            out[source.qualname.lstrip("=")] = made
+    return out
 
 
 def runner_values(facts: ModelFacts) -> dict[str, object]:

@@ -17,10 +17,12 @@ from typing import Any
 
 from eaglebug.checks.logs.memory import Overheads
 from eaglebug.checks.memory import hybrid as memhybrid
+from eaglebug.checks.memory import unmodelled
+from eaglebug.checks.memory.allocation import allocation
 from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.layout import Layout
 from eaglebug.checks.memory.reading import ROOTS, Flat
-from eaglebug.checks.memory.rules import REQUEST_LIMIT, MemorySources, kept_expression
+from eaglebug.checks.memory.rules import ANCHORS, REQUEST_LIMIT, MemorySources, kept_expression
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import Instance, Intrinsic, Raised
@@ -66,7 +68,9 @@ class Prediction:
     draft_cell_bytes: int = 0  # 0.5.9: the draft worker's own pool, out of the slack
     max_total_num_tokens: int | None = None
     max_running_requests: int | None = None
-    kv_gib: float | None = None
+    kv_gib: float | None = None  # the pool's bytes as allocated
+    kv_allocated_cell_bytes: int | None = None  # where the allocation differs from the cell
+    kv_allocated_from: str | None = None
     raised: Raised | None = None
     unknown: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
@@ -112,9 +116,14 @@ def _params(ctx: Context, name: str) -> list[str]:
 def _fraction(ctx: Context, out: Prediction) -> None:
     name = ctx.sources.entries["fraction"]
     if not name:
-        out.unknown.append("this tree has no handle_gpu_memory_settings: no default fraction")
+        looked = ", ".join(ANCHORS["fraction"])
+        out.unknown.append(f"this tree sets no default fraction in any of {looked}")
         return
-    args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Flat()]
+    found = ctx.site(name)
+    if found is not None and found[1] is not None:  # a method: its GPU-memory parameter, if any
+        args: list[object] = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else []
+    else:  # 0.5.22's `handle_gpu_memory_settings(server_args)`
+        args = [ctx.gpu.total_bytes / MIB] if _params(ctx, name) else [Flat()]
     values = ctx.values(ctx.target)
     values["mem_fraction_static"] = None
     reading, env = ctx.run(name, args, ctx.target, values)
@@ -194,10 +203,19 @@ def predict(
     elif budget == "profile_max_num_token":
         _pool_059(ctx, out)
     else:
-        out.unknown.append(
-            "this tree has neither _profile_available_bytes nor profile_max_num_token"
-        )
+        looked = ", ".join(ANCHORS["budget"])
+        out.unknown.append(f"this tree sizes no KV budget in any of {looked}")
     _mamba(ctx, out)
+    out.assumed.extend(
+        unmodelled.assumed(
+            index,
+            sources.defaults,
+            launch.piecewise_cuda_graph,
+            launch.quantization,
+            dict(target.hf).get("quantization_config.quant_method") is not None,
+            measured.target_weights_gib is not None,
+        )
+    )
     return out
 
 
@@ -347,6 +365,7 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
         return
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * out.kv_cell_bytes / GIB
+    _allocated(ctx, out, values)
     if ctx.facts(ctx.target).hybrid_swa:  # set_num_tokens_hybrid_swa's split of the pool
         for side in ("full", "swa"):
             made = env.get(f"{side}_max_total_num_tokens")
@@ -366,6 +385,17 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
             out.draft_cell_bytes = reading.value
         else:
             out.unknown.append(f"the draft's cell size not read ({reading.unknown})")
+
+
+def _allocated(ctx: Context, out: Prediction, values: dict[str, object]) -> None:
+    """The KV GiB as the tree allocates the pool (`memory/allocation.py`)."""
+    found = allocation(ctx, values)
+    if found is None or out.kv_cell_bytes is None or out.max_total_num_tokens is None:
+        return
+    cell = out.kv_cell_bytes + found.extra_bytes()
+    out.kv_gib = out.max_total_num_tokens * cell / GIB
+    out.kv_allocated_cell_bytes = cell
+    out.kv_allocated_from = found.read_from
 
 
 def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size: int) -> int | None:

@@ -174,16 +174,22 @@ def run(
     if node is None or isinstance(node, ast.Lambda):
         return Reading(None, unknown=f"{site.qualname} is not read here"), dict(values)
     given = [argument(m, obj, a) for a in args]
+    named = {k: argument(m, obj, v) for k, v in (kwargs or {}).items()}
     params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     if owner:
         cls = ClassVal(owner, m.source.class_ref(owner))
         fn = FuncVal(site, cls, obj, "method")
+        # `init_memory_pool(self, total_gpu_memory, server_args)` (0.5.7): a parameter that
+        # is one of the flat object's names, left out by the caller, is the flat object
+        for name in params[1 + len(given) :]:
+            if name in ROOTS and name not in named:
+                named[name] = obj
     else:
         fn = FuncVal(site)
         # `f(kvc, n)` called as `f(n)`: the flat object is its first parameter
-        if params and params[0] in ROOTS and len(given) + len(kwargs or {}) < len(params):
+        if params and params[0] in ROOTS and len(given) + len(named) < len(params):
             given = [obj, *given]
-    result = m.run(fn, given, {k: argument(m, obj, v) for k, v in (kwargs or {}).items()})
+    result = m.run(fn, given, named)
     env = _flattened(m, obj)
     anchor = site.where
     written = frozenset(key for oid, key in m.heap.writes if oid == obj.oid)

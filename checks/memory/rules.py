@@ -14,6 +14,7 @@ an anchor is missing has no such rule, and the findings say so.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from eaglebug.checks.memory.defaults import (
@@ -64,6 +65,17 @@ REQUEST_LIMIT = "=max_running_requests"
 # if server_args.enable_dp_attention else 1` in `ModelRunner.__init__`), which the runner's
 # request limit divides by, not the server's `--dp-size`.
 RUNNER_DP = "=dp_size"
+# The runner's rewrites of its model config (0.5.7's `load_model`: `self.model_config.
+# full_attention_layer_ids = full_attention_layer_ids`, the layers of its own slice that the
+# config lists): kept as `=model_config.<field>`, the expression of the local it assigns.
+CONFIG_REWRITE = "=model_config."
+_POST_INIT = "ServerArgs.__post_init__"
+# Where the tree keeps its model config, for a release none of whose memory functions live there
+# (0.4.x): its methods (`get_num_kv_heads`) run on the store's `model_config`.
+_MODEL_CONFIG = "sglang.srt.configs.model_config.ModelConfig"
+_FRACTION_SET = "self.mem_fraction_static ="
+_KV_DTYPE_SET = "self.kv_cache_dtype ="
+_ENV_NAME = re.compile(r"""["'](SGLANG_[A-Z0-9_]+)["']""")
 # Words a file must contain to be parsed at all (a byte-level prefilter).
 _WORD_TEXTS = (
     "reserved_mem",
@@ -75,9 +87,12 @@ _WORD_TEXTS = (
     "attn_dp_size",
     "index_topk",
     "mambaish_config",
+    "self.mem_fraction_static = ",  # 0.4.x: the fraction set in `__post_init__`
 )
 ANCHORS: dict[str, tuple[str, ...]] = {
-    "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings"),
+    # Before 0.5.3 the default fraction is set inline in `ServerArgs.__post_init__` (a table
+    # by --tp until 0.4.6, the GPU's memory less a reserve from 0.4.7).
+    "fraction": ("handle_gpu_memory_settings", "_handle_gpu_memory_settings", _POST_INIT),
     "budget": ("_profile_available_bytes", "profile_max_num_token"),
     "cell": ("DefaultPoolConfigurator._compute_cell_size", "get_cell_size_per_token"),
     "draft_cell": ("DefaultPoolConfigurator.__init__",),
@@ -133,6 +148,19 @@ class MemorySources:
     # `Backend.DISABLED` of 0.5.23's cuda_graph_config), by member name.
     graph_backends: dict[str, object] = field(default_factory=dict)
     model_config_class: str = ""  # the tree's ModelConfig (qualified), whose methods run
+    # Does a function read here set the runner's KV dtype from `server_args.kv_cache_dtype`
+    # itself (`init_memory_pool` before 0.5.7)? Then the store holds the flag's string, and
+    # the tree's own code turns it into torch's dtype.
+    derives_kv_dtype: bool = False
+    # The runner's copies of its model config's fields (`self.dtype = self.model_config.dtype`,
+    # `self.is_hybrid = model_config.is_hybrid`): runner field -> model-config field. The flat
+    # store holds the server args under the same names (`dtype` is the flag's "auto"), so the
+    # runner's reading takes these from the model config.
+    runner_copies: dict[str, str] = field(default_factory=dict)
+    # The SGLANG_ variables the memory functions' modules name (`SGLANG_CI_SMALL_KV_SIZE =
+    # os.getenv(...)` in 0.5.6's model_runner.py): the tree's own, whether or not its Envs
+    # declares them, so the launch's environment answers for them.
+    env_read: tuple[str, ...] = ()
 
 
 def memory_sources(index: TreeIndex) -> MemorySources:
@@ -143,8 +171,13 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
     runner: dict[str, object] = {}
+    copies: dict[str, str] = {}
+    env_read: set[str] = set()
+    runner_defs: list[tuple[FunctionSource, set[str]]] = []
     calls: dict[str, set[str]] = {}
     fields: dict[str, dict[str, object]] = {}  # class -> its `name: T = literal` defaults
+    always: set[str] = set()  # kept whether or not an anchor reaches them (0.5.9's hybrid
+    # predicates, read for the finding)
     for rel in sorted(index.entries):
         if not rel.startswith("sglang/srt/") or not _wanted(rel):
             continue
@@ -152,25 +185,41 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         if parsed is None:
             continue
         lines = parsed.text.splitlines(keepends=True)
+        env_read.update(_ENV_NAME.findall(parsed.text))
         if rel.endswith("/model_runner.py"):
             runner = constructor_defaults(parsed.tree, "ModelRunner")
+            copies = _runner_copies(parsed.tree)
             found.extend(_kept_assignments(parsed.tree, rel, parsed.text))
-            found.extend(_runner_properties(parsed.tree, rel, lines))
+            rewrites = _config_rewrites(parsed.tree, rel, parsed.text)
+            found.extend(rewrites)
+            always.update(f.qualname for f in rewrites)
+            properties = _runner_properties(parsed.tree, rel, lines)
+            found.extend(properties)
+            always.update(f.qualname for f in properties)
+            # Before 0.5.7 the runner's own methods hold the arithmetic
+            # (`ModelRunner.profile_max_num_token`, `init_memory_pool`): read where no other
+            # file holds the budget (below), and kept where an anchor reaches them.
+            for qualname, node in _defs(parsed.tree):
+                if qualname.startswith("ModelRunner.") and qualname not in always:
+                    runner_defs.append((_source(qualname, node, rel, lines), _calls(node)))
             continue
         fields.update(field_defaults(parsed.tree))
         for qualname, node in _defs(parsed.tree):
-            end = node.end_lineno or node.lineno
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            text = "".join(lines[start - 1 : end])
-            found.append(FunctionSource(qualname, rel, start, text))
+            found.append(_source(qualname, node, rel, lines))
             calls[qualname] = _calls(node)
+    plain = {f.qualname.rsplit(".", 1)[-1] for f in found}
+    if not plain & set(ANCHORS["budget"]):  # the runner itself sizes the pool (before 0.5.7)
+        for source, called in runner_defs:
+            found.append(source)
+            calls[source.qualname] = called
     names = {f.qualname for f in found} | {f.qualname.rsplit(".", 1)[-1] for f in found}
+    if not any(f.qualname == _POST_INIT and _FRACTION_SET in f.text for f in found):
+        names.discard(_POST_INIT)  # a resolution that sets no fraction is not its anchor
     entries = {
         rule: next((a for a in anchors if a in names), "") for rule, anchors in ANCHORS.items()
     }
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
-    kept.update({REQUEST_LIMIT, RUNNER_DP})
-    kept.update(f.qualname for f in found if f.qualname.startswith("ModelRunner."))
+    kept.update({REQUEST_LIMIT, RUNNER_DP} | always)
     functions = [f for f in found if f.qualname in kept]
     defaults = server_defaults(index)
     for name, value in runner.items():  # the target's runner and model config: what its
@@ -185,7 +234,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             for f in functions
             if f.qualname.startswith("ModelConfig.")
         ),
-        "",
+        _MODEL_CONFIG if index.classes.cls(_MODEL_CONFIG) is not None else "",
     )
     ref = index.classes.cls(model_config) if model_config else None
     parsed = index.parse_file(ref.file) if ref is not None else None
@@ -197,6 +246,13 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
         defaults,
         _graph_backends(index, entries.get("fraction", ""), functions),
         model_config,
+        any(
+            _KV_DTYPE_SET in f.text
+            for f in functions
+            if f.qualname.rsplit(".", 1)[-1] in {entries["budget"], entries["requests"]}
+        ),
+        copies,
+        tuple(sorted(env_read)),
     )
 
 
@@ -302,6 +358,67 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
         if segment:
             out[attr] = FunctionSource(wanted[attr], rel, node.value.lineno, segment)
     return list(out.values())
+
+
+def _config_rewrites(tree: ast.Module, rel: str, text: str) -> list[FunctionSource]:
+    """`self.model_config.<field> = <local>` in a `ModelRunner` method, where the method
+    assigned `<local>` before: the local's expression, as `=model_config.<field>`."""
+    out: dict[str, FunctionSource] = {}
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
+            continue
+        for function in cls.body:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            locals_: dict[str, ast.expr] = {}
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    locals_.setdefault(target.id, node.value)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and ast.unparse(target.value) == "self.model_config"
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in locals_
+                ):
+                    value = locals_[node.value.id]
+                    segment = ast.get_source_segment(text, value)
+                    if segment:
+                        name = CONFIG_REWRITE + target.attr
+                        out.setdefault(name, FunctionSource(name, rel, value.lineno, segment))
+    return list(out.values())
+
+
+def _source(qualname: str, node: ast.FunctionDef, rel: str, lines: list[str]) -> FunctionSource:
+    """A function's text from its first decorator to its last line."""
+    end = node.end_lineno or node.lineno
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    return FunctionSource(qualname, rel, start, "".join(lines[start - 1 : end]))
+
+
+def _runner_copies(tree: ast.Module) -> dict[str, str]:
+    """`self.x = model_config.y` / `self.x = self.model_config.y` in `ModelRunner` (the first
+    of each field): the runner's copies of its model config."""
+    out: dict[str, str] = {}
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
+            continue
+        for node in ast.walk(cls):
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Attribute)
+                and isinstance(node.targets[0].value, ast.Name)
+                and node.targets[0].value.id == "self"
+                and isinstance(node.value, ast.Attribute)
+            ):
+                continue
+            source = ast.unparse(node.value.value)
+            if source in {"model_config", "self.model_config"}:
+                out.setdefault(node.targets[0].attr, node.value.attr)
+    return out
 
 
 def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:

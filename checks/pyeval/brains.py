@@ -112,11 +112,29 @@ def register_transformers(hooks: Intrinsics) -> None:
             return owner
         return inner
 
+    def init(call: Call) -> Any:
+        """`PretrainedConfig.__init__(**kwargs)` keeps every keyword it is given as an
+        attribute (`setattr(self, key, value)` for what its own fields do not take): a
+        sub-config's keys its class does not name (`full_attention_interval` of Qwen3.5's
+        text config) are the config.json's, and what neither they nor its classes set it
+        does not have (`hasattr(text_config, "text_config")` is false)."""
+        owner = call.callee.data if isinstance(call.callee, Intrinsic) else None
+        if isinstance(owner, Instance):
+            for key, value in call.kwargs.items():
+                if owner.key(key) not in call.machine.fields(owner):
+                    call.machine.heap.set(owner.oid, owner.key(key), value)
+            if not owner.path:  # a config built from config.json's keys: a key it lacks, it
+                call.machine.heap.closed.add(owner.oid)  # lacks (as the store's own configs)
+        return None
+
     for base in (
         "transformers.PretrainedConfig",
+        "transformers.PreTrainedConfig",
         "transformers.configuration_utils.PretrainedConfig",
+        "transformers.configuration_utils.PreTrainedConfig",
     ):
         hooks.call(f"{base}.get_text_config", text_config)
+        hooks.call(f"{base}.__init__", init)
 
     def made(call: Call) -> Any:
         """`DeepseekV3Config(**text_config)`: a config whose attributes are the keywords it

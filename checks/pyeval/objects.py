@@ -169,6 +169,8 @@ def attribute(m: Machine, owner: Any, attr: str, where: str) -> Any:
 
 def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
     """`owner.attr`, or `_MISSING` when the object certainly has no such attribute."""
+    if owner is None and not attr.startswith("__"):
+        return _MISSING  # None has no attributes of its own (`getattr(None, "x", d)` is d)
     if isinstance(owner, Instance):
         return _instance_attribute(m, owner, attr, where)
     if isinstance(owner, ClassVal):
@@ -367,4 +369,9 @@ def super_attribute(m: Machine, proxy: Intrinsic, attr: str, where: str) -> Any:
         site = m.source.method(ref, attr)
         if site is not None:
             return _method_value(m, ref, site, bound)
+    # Past the tree's classes: a base outside it whose method a plug-in stands for
+    # (`super().__init__(**kwargs)` reaching transformers' `PretrainedConfig.__init__`).
+    for base in m.source.mro(cls.ref)[1]:
+        if f"{base}.{attr}" in m.intrinsics.calls:
+            return Intrinsic(f"{base}.{attr}", bound)
     return Top(f"{where}: super().{attr} is outside the tree")

@@ -13,6 +13,7 @@ there is nothing to predict and the measured figures stand alone.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ _FLAGS = {
     "speculative_eagle_topk": "--speculative-eagle-topk",
     "speculative_num_draft_tokens": "--speculative-num-draft-tokens",
 }
+# The variables that say where the Hugging Face hub cache is (`checks/models/source.py`).
+_HUB_LOCATION = frozenset({"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"})
 _HEAD_BYTES = 256 * 1024
 _OBJECT_REPR = re.compile(r"<[^<>\n]*>")
 _LONG_NUMBER = re.compile(rf"(?<![\w.])\d{{{MAX_DIGITS + 1},}}")
@@ -64,19 +67,80 @@ def server_args_of(path: Path) -> dict[str, Any] | None:
     try:
         call = ast.parse(line.strip(), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    if not isinstance(call, ast.Call):
-        return None
+        call = None
+    if isinstance(call, ast.Call):
+        pairs = [(str(k.arg), k.value) for k in call.keywords]
+    else:  # a line elided with `...` or cut short: the fields that are there, one by one
+        pairs = _fields(line)
+        if not pairs:
+            return None
     found: dict[str, Any] = {}
-    for keyword in call.keywords:
+    for name, node in pairs:
         try:
-            value = ast.literal_eval(keyword.value)
+            value = ast.literal_eval(node)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue  # an object repr, not a literal: not a flag anyway
+        if _elided(value):
+            continue  # `cuda_graph_bs=[1, 2, ...]`: part of the value is not there
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = _number(value)  # 1e400 or a 30-digit count: not given
-        found[str(keyword.arg)] = value
+        found[name] = value
     return found
+
+
+_FIELD = re.compile(r"\s*([A-Za-z_]\w*)\s*=(.*)", re.DOTALL)
+
+
+def _fields(line: str) -> list[tuple[str, ast.expr]]:
+    """`name=value` parts of `ServerArgs(...)` split at its top-level commas (outside quotes
+    and brackets), each value parsed alone: a part that does not parse (`...`, a value cut
+    mid-way) is left out, the rest stand."""
+    text = line.strip()
+    if not text.startswith("ServerArgs("):
+        return []
+    parts: list[str] = []
+    depth, quote, start, i = 0, "", len("ServerArgs("), len("ServerArgs(")
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:  # the repr's own closing bracket
+                break
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:i])
+    out: list[tuple[str, ast.expr]] = []
+    for part in parts:
+        match = _FIELD.fullmatch(part)
+        if match is None:
+            continue
+        try:
+            value = ast.parse(match.group(2).strip(), mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        out.append((match.group(1), value))
+    return out
+
+
+def _elided(value: object) -> bool:
+    if value is Ellipsis:
+        return True
+    if isinstance(value, (list, tuple, set)):
+        return any(_elided(v) for v in value)
+    if isinstance(value, dict):
+        return any(_elided(v) for v in value.values())
+    return False
 
 
 def _number(value: float) -> float | None:
@@ -123,8 +187,11 @@ def predicted(sglang: str, log: Path, measured: MemoryLog | None) -> dict[str, A
         return {"skipped": "the log has no free memory before the load (Load weight begin)"}
     free = int(measured.free_before_load_gib * GIB)
     gpu = GpuMemory(free, "the log's avail mem before the load", free, "the log")
+    # Where the model's files are on this host (a hub id is looked up in the hub cache the
+    # user's environment names); the server's own variables are not this shell's, so no more.
+    where = {k: v for k, v in os.environ.items() if k in _HUB_LOCATION}
     try:
-        result = preflight(TreeIndex(locate(sglang)), words, {}, gpu)
+        result = preflight(TreeIndex(locate(sglang)), words, where, gpu)
     except InputError as exc:
         return {"skipped": str(exc)}
     memory = next((f for f in result.findings if f.id == "config.memory"), None)
