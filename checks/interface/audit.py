@@ -8,7 +8,6 @@ each class. A whole audit is kept as a tree answer, so asking again costs nothin
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from eaglebug.checks.contract.findings import Finding, sort_findings
@@ -22,8 +21,6 @@ from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_fac
 from eaglebug.checks.startup import steps
 
 __all__ = ["AuditResult", "ClassReport", "audit", "find_class", "worker_scopes"]
-
-_SCOPES: weakref.WeakKeyDictionary[TreeIndex, WorkerScopes] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -89,10 +86,7 @@ def audit(
 def worker_scopes(index: TreeIndex, algo: AlgorithmFacts) -> WorkerScopes:
     """Which algorithms run each worker function: one per index, since what it learns of
     the workers holds for every audit of the tree."""
-    scopes = _SCOPES.get(index)
-    if scopes is None:
-        scopes = _SCOPES[index] = WorkerScopes(index, algo)
-    return scopes
+    return index.kept("interface.worker_scopes", lambda: WorkerScopes(index, algo))
 
 
 def _reports(

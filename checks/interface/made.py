@@ -11,7 +11,6 @@ called there is the object it makes; its `__init__`, a model, is not run).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from eaglebug.checks.pyeval.budget import Budget
@@ -81,12 +80,6 @@ class MadeBy:
         return out
 
 
-_MADE: weakref.WeakKeyDictionary[TreeIndex, MadeBy] = weakref.WeakKeyDictionary()
-
-
 def made_by(index: TreeIndex) -> MadeBy:
     """One per index: what a method returns does not depend on the audit that asks."""
-    found = _MADE.get(index)
-    if found is None:
-        found = _MADE[index] = MadeBy(index)
-    return found
+    return index.kept("interface.made_by", lambda: MadeBy(index))

@@ -13,7 +13,6 @@ leave becomes `model_config.<name>` (and, as the runner and the configurator cop
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -23,7 +22,6 @@ from eaglebug.checks.memory.reading import run as run_reading
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import EnumMember, Instance, Intrinsic, is_known
-from eaglebug.checks.source.index import TreeIndex
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -108,16 +106,11 @@ def constructed_config(ctx: Context, shape: ModelShape) -> dict[str, object]:
         return {}
     launch = ctx.launch
     key = (repr(shape), launch.model_path, launch.tp, launch.kv_cache_dtype, launch.algorithm)
-    memo = _BUILT.setdefault(ctx.index, {})
+    # The constructions already run on this tree (in memory: the values are the run's own objects).
+    memo: dict[tuple[object, ...], dict[str, object]] = ctx.index.kept("memory.built", dict)
     if key not in memo:
         memo[key] = _construct(ctx, shape, owner)
     return memo[key]
-
-
-# The constructions already run, per tree (in memory: the values are the run's own objects).
-_BUILT: weakref.WeakKeyDictionary[TreeIndex, dict[tuple[object, ...], dict[str, object]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def _construct(ctx: Context, shape: ModelShape, owner: str) -> dict[str, object]:

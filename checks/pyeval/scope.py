@@ -91,11 +91,7 @@ class Source:
 
     @classmethod
     def of(cls, index: TreeIndex) -> Source:
-        found = getattr(index, "_pyeval_source", None)
-        if not isinstance(found, Source):
-            found = cls(index)
-            index._pyeval_source = found  # type: ignore[attr-defined]
-        return found
+        return index.kept("pyeval.source", lambda: cls(index))
 
     # -- modules -----------------------------------------------------------------------------
     def file_of(self, module: str) -> str | None:

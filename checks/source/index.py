@@ -79,6 +79,7 @@ class TreeIndex:
         else:  # walk now: the answers wait for its verdict
             self.answers.settle(self.files.walk(), self.files.walk_warnings)
         self.external: ExternalPackage | None = None
+        self._kept: dict[str, object] = {}
         if external is not None:
             self.use_external(external)
 
@@ -132,6 +133,16 @@ class TreeIndex:
     def save(self) -> None:
         self.files.save()
         self.answers.save()
+
+    def kept(self, key: str, make: Callable[[], T]) -> T:
+        """An in-memory object that lives as long as this index (the workers' scopes, the
+        evaluator's tables of the tree): held by the index itself, so it goes with it. A
+        module-level map keyed by the index, weak or not, whose values point back at the index
+        keeps every index of a long session alive (gigabytes in a TUI left open, or a suite)."""
+        found = self._kept.get(key)
+        if found is None:
+            found = self._kept[key] = make()
+        return found  # type: ignore[return-value]
 
     # -- tree-wide answers ----------------------------------------------------------------
     def answer(self, key: str, kind: object, compute: Callable[[], T]) -> T:
