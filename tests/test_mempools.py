@@ -35,7 +35,7 @@ from tests.memconfigs import (
 from tests.test_memory import H200, details, memory, one
 
 # The real-release indexes, shared with test_memory (the same module-scoped fixtures).
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -51,7 +51,7 @@ _REPLICATED = re.compile(
 )
 
 
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 
 
 @pytest.fixture(scope="module")
