@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -24,17 +23,7 @@ from pathlib import Path
 
 from audit_vs_grep import AuditFailed, Run, audit_argv, default_tree, run_audit
 from preflight import preflight_argv, write_models
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def install(source: Path, target: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-         str(source)],
-        check=True, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    shutil.rmtree(source / "build", ignore_errors=True)
+from side_by_side import install_base_and_head
 
 
 def on_path(site: Path, run: Callable[[], Run]) -> Run:
@@ -60,15 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     tree: Path = args.sglang.expanduser().resolve() if args.sglang else default_tree()
     with tempfile.TemporaryDirectory(prefix="eaglebug-base-") as tmp:
         scratch = Path(tmp)
-        worktree = scratch / "base-src"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(worktree), args.base],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
         try:
-            sites = {"base": scratch / "base", "head": scratch / "head"}
-            install(worktree, sites["base"])
-            install(REPO, sites["head"])
+            sites = install_base_and_head(args.base, scratch)
             target, draft = write_models(scratch)
             commands = {
                 "audit": audit_argv(tree, "KimiK25ForConditionalGeneration"),
@@ -95,11 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         except AuditFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)],
-                check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
     print(f"tree: {tree}\nbase: {args.base}   runs: {args.runs} (best of each, interleaved)")
     print(f"{'command':<12}{'cache':<7}{'base':>10}{'head':>10}{'head/base':>11}")
     for name in commands:

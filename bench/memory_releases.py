@@ -24,12 +24,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from side_by_side import install_base_and_head
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests/fixtures/memory/launches22"
@@ -149,15 +150,6 @@ def worker() -> int:
     return 0
 
 
-def _install(source: Path, target: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-         str(source)],
-        check=True, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    shutil.rmtree(source / "build", ignore_errors=True)
-
-
 def _run(site: Path) -> dict[str, dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1"}
     done = subprocess.run(
@@ -189,21 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         return worker()
     with tempfile.TemporaryDirectory(prefix="eaglebug-mem-") as tmp:
         scratch = Path(tmp)
-        tree = scratch / "base-src"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.base],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
         try:
-            _install(tree, scratch / "base")
-            _install(REPO, scratch / "head")
-            base, head = _run(scratch / "base"), _run(scratch / "head")
+            sites = install_base_and_head(args.base, scratch)
+            base, head = _run(sites["base"]), _run(sites["head"])
         except (subprocess.CalledProcessError, RuntimeError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
-                           check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     print(f"{'release':<13} {'launch':<50} {'logged':>9} {'base':>9} {'head':>9}  base / head")
     order = sorted(head.items(), key=lambda kv: (_version(kv[1]["release"]), kv[0]))
     for name, row in order:

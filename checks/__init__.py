@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eaglebug.checks.contract.errors import InputError as InputError
+    from eaglebug.checks.contract.errors import closest_hint as closest_hint
     from eaglebug.checks.contract.errors import one_line as one_line
     from eaglebug.checks.contract.evidence import ConfigEvidence as ConfigEvidence
     from eaglebug.checks.contract.evidence import InterfaceEvidence as InterfaceEvidence
@@ -140,6 +141,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
     "InProcess": ("eaglebug.checks.source.files", "InProcess"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
+    "closest_hint": ("eaglebug.checks.contract.errors", "closest_hint"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
     "Listing": ("eaglebug.checks.source.walk", "Listing"),
     "LogAnalyzer": ("eaglebug.checks.logs.parse", "LogAnalyzer"),
@@ -266,6 +268,7 @@ __all__ = [
     "audit",
     "bar_line",
     "cache_dir",
+    "closest_hint",
     "compare_matrices",
     "delegate_names",
     "env_and_argv",

@@ -13,6 +13,21 @@ import pytest
 
 from eaglebug.cli.parser import main
 
+# The keys every finding of `--json` carries, whichever command wrote it (the findings contract).
+FINDING_KEYS = frozenset(
+    {
+        "id",
+        "severity",
+        "message",
+        "role",
+        "class",
+        "attribute",
+        "call_sites",
+        "delegate",
+        "fix",
+    }
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:

@@ -4,6 +4,7 @@ import gc
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,66 +16,42 @@ from tests.live import hermetic_demo_env, prepared_demo
 from tests.sglang_releases import release
 
 
-@pytest.fixture(scope="session")
-def sglang_053() -> Path:
-    return release("0.5.3")
+def _release_tree(name: str, version: str) -> Any:
+    """A session fixture `name`: the SGLang release `version`, fetched once into the shared cache."""
+
+    @pytest.fixture(scope="session", name=name)
+    def tree() -> Path:
+        return release(version)
+
+    return tree
 
 
-@pytest.fixture(scope="session")
-def sglang_041post7() -> Path:
-    return release("0.4.1.post7")
+def _release_index(name: str, tree: str) -> Any:
+    """A module fixture `name`: one uncached index of the release fixture `tree` per test
+    module, so later checks in the module reuse its parsed facts and no module sees another's."""
+
+    @pytest.fixture(scope="module", name=name)
+    def index(request: pytest.FixtureRequest) -> TreeIndex:
+        return TreeIndex(locate(str(request.getfixturevalue(tree))), use_cache=False)
+
+    return index
 
 
-@pytest.fixture(scope="session")
-def sglang_057() -> Path:
-    return release("0.5.7")
+sglang_041post7 = _release_tree("sglang_041post7", "0.4.1.post7")
+sglang_053 = _release_tree("sglang_053", "0.5.3")
+sglang_057 = _release_tree("sglang_057", "0.5.7")
+sglang_058post1 = _release_tree("sglang_058post1", "0.5.8.post1")
+sglang_059 = _release_tree("sglang_059", "0.5.9")
+sglang_0510 = _release_tree("sglang_0510", "0.5.10")
+sglang_0514 = _release_tree("sglang_0514", "0.5.14")
+sglang_0522 = _release_tree("sglang_0522", "0.5.22")
+sglang_0523 = _release_tree("sglang_0523", "0.5.23")
 
-
-@pytest.fixture(scope="session")
-def sglang_058post1() -> Path:
-    return release("0.5.8.post1")
-
-
-@pytest.fixture(scope="session")
-def sglang_059() -> Path:
-    return release("0.5.9")
-
-
-@pytest.fixture(scope="session")
-def sglang_0510() -> Path:
-    return release("0.5.10")
-
-
-@pytest.fixture(scope="session")
-def sglang_0514() -> Path:
-    return release("0.5.14")
-
-
-@pytest.fixture(scope="session")
-def sglang_0522() -> Path:
-    return release("0.5.22")
-
-
-@pytest.fixture(scope="session")
-def sglang_0523() -> Path:
-    return release("0.5.23")
-
-
-# One uncached index of a release per test module: later checks in the module reuse its
-# parsed facts, and no module sees another's.
-@pytest.fixture(scope="module")
-def index_059(sglang_059: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_059)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0510(sglang_0510: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0510)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0523(sglang_0523: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0523)), use_cache=False)
+index_041 = _release_index("index_041", "sglang_041post7")
+index_059 = _release_index("index_059", "sglang_059")
+index_0510 = _release_index("index_0510", "sglang_0510")
+index_0522 = _release_index("index_0522", "sglang_0522")
+index_0523 = _release_index("index_0523", "sglang_0523")
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,41 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from eaglebug.demo import DemoScenario
 from eaglebug.demo import scenario as scenario_module
-from eaglebug.server.state import LaunchRecord, load_state
+from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
 from tests import gitrepo
 
 CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
+NO_SUCH_PID = 4_194_304  # Linux's largest pid_max: no process ever has it
+
+
+def recorded_launch(scenario: DemoScenario, log_name: str, **fields: Any) -> Path:
+    """The demo's state file holding one launch of the demo's command, whose process is gone
+    and whose log is `logs/<log_name>` (made empty here); `fields` fill the rest of its record
+    (`started_at`, `phase`, ...). Returns the log, for the test to write what the launch said."""
+    logs = state_dir(scenario.workdir) / "logs"
+    logs.mkdir(parents=True)
+    log = logs / log_name
+    log.write_text("")
+    launch = LaunchRecord(
+        number=1,
+        argv=scenario.launch_argv,
+        env_additions={},
+        log=str(log),
+        pid=NO_SUCH_PID,
+        create_time=0.0,
+        **fields,
+    )
+    save_state(scenario.workdir, State(launches=[launch]))
+    return log
 
 
 def session_pids(sid: int) -> set[int]:

@@ -75,6 +75,7 @@ def check(trees: dict[str, TreeIndex]) -> Check:
 
 
 def refusals(findings: list[Finding]) -> list[Finding]:
+    """The refusals (an accepted launch has one info finding: what it will run)."""
     return [f for f in findings if f.severity != "info"]
 
 

@@ -19,7 +19,6 @@ import pytest
 from eaglebug.checks.args import resolution as attnrules
 from eaglebug.checks.args import world as attnworld
 from eaglebug.checks.args.attention import check_attention, parse_gpu_arch
-from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import FlagFix
 from eaglebug.checks.launch.command import parse_launch
@@ -29,6 +28,7 @@ from eaglebug.checks.pyeval.values import OneOf
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.synthetic import line_of, write_tree
+from tests.test_attention import evidence, refusals
 
 SERVER_ARGS = """
 from __future__ import annotations
@@ -213,16 +213,6 @@ def resolved(index: TreeIndex, *flags: str, arch: str = "sm90") -> attnrules.Res
     return result
 
 
-def refused(findings: list[Finding]) -> list[Finding]:
-    """The refusals (an accepted launch has one info finding: what it will run)."""
-    return [f for f in findings if f.severity != "info"]
-
-
-def details(finding: Finding) -> ConfigEvidence:
-    assert isinstance(finding.evidence, ConfigEvidence)
-    return finding.evidence
-
-
 def test_probe_majors_are_read_from_the_partial(index: TreeIndex) -> None:
     [probe] = attnworld.probes(index)
     assert (probe.name, probe.majors) == ("is_sm100_supported", (10,))
@@ -256,8 +246,8 @@ def test_rule_reads_the_snapped_page_size(index: TreeIndex, tree: Path) -> None:
     local tuple and the values as the tree's f-string would."""
     [finding] = run(index, *SPEC, "--attention-backend", "flashmla")
     assert finding.severity == "warning"
-    assert details(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, '# the rule')}"
-    assert details(finding).sglang_message == (
+    assert evidence(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, '# the rule')}"
+    assert evidence(finding).sglang_message == (
         "topk 4 with page size 64 needs ('flashinfer', 'fa3'); got 'flashmla'"
     )
     assert finding.fix is not None  # the backends the message names, in its order, that pass
@@ -266,12 +256,12 @@ def test_rule_reads_the_snapped_page_size(index: TreeIndex, tree: Path) -> None:
 
 def test_rule_other_sides(index: TreeIndex) -> None:
     triton = ("--attention-backend", "triton")
-    assert refused(run(index, *SPEC, *triton, "--page-size", "1")) == []
+    assert refusals(run(index, *SPEC, *triton, "--page-size", "1")) == []
     assert [f.severity for f in run(index, *SPEC, *triton, "--page-size", "8")] == ["warning"]
     [accepted] = run(index, *SPEC, *triton, "--page-size", "1")
     assert accepted.message.startswith("the triton attention backend on sm90 (page size 1, ")
     assert (
-        refused(run(index, *SPEC, *triton, "--page-size", "8", "--speculative-eagle-topk", "1"))
+        refusals(run(index, *SPEC, *triton, "--page-size", "8", "--speculative-eagle-topk", "1"))
         == []
     )
 
@@ -291,10 +281,10 @@ def test_early_return_guards_the_rule(index: TreeIndex) -> None:
 
 def test_assert_is_a_refusal(index: TreeIndex, tree: Path) -> None:
     [finding] = [f for f in run(index, *SPEC, "--page-size", "512") if f.severity != "info"]
-    assert details(finding).value("raises") == "AssertionError"
-    assert details(finding).sglang_message == "page_size above 256 is not supported"
+    assert evidence(finding).value("raises") == "AssertionError"
+    assert evidence(finding).sglang_message == "page_size above 256 is not supported"
     assert (
-        details(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, 'assert self.page_size')}"
+        evidence(finding).read_from == f"{SERVER}:{line_of(tree, SERVER, 'assert self.page_size')}"
     )
 
 
@@ -305,7 +295,7 @@ def test_factory_assert_on_capability_is_an_error_after_the_load(
         f for f in run(index, "--attention-backend", "fa3", arch="sm100") if f.severity != "info"
     ]
     assert [(f.severity, f.role) for f in found] == [("error", "target")]
-    assert details(found[0]).read_from == f"{REG}:{line_of(tree, REG, 'assert major == 9')}"
+    assert evidence(found[0]).read_from == f"{REG}:{line_of(tree, REG, 'assert major == 9')}"
     assert found[0].fix is not None and found[0].fix.text() == "--attention-backend flashinfer"
     assert [
         f for f in run(index, "--attention-backend", "fa3", arch="sm90") if f.severity != "info"
@@ -323,7 +313,7 @@ def test_factory_raise_on_mla_hits_the_draft_only(index: TreeIndex) -> None:
         target=MLA,
     )
     errors = [f for f in found if f.severity == "error"]
-    assert [(f.role, details(f).sglang_message) for f in errors] == [
+    assert [(f.role, evidence(f).sglang_message) for f in errors] == [
         ("draft", "trtllm_mla needs an MLA model")
     ]
     assert isinstance(errors[0].fix, FlagFix)
@@ -344,25 +334,25 @@ def test_factory_raise_on_mla_hits_the_draft_only(index: TreeIndex) -> None:
 
 def test_a_local_carries_the_fields_it_was_read_from(index: TreeIndex) -> None:
     """`backend = self.attention_backend; if backend == ...`: the test reads the backend."""
-    [finding] = refused(
+    [finding] = refusals(
         run(index, *SPEC, "--attention-backend", "torch_native", "--page-size", "1")
     )
-    assert details(finding).sglang_message == "torch_native cannot serve speculative decoding"
+    assert evidence(finding).sglang_message == "torch_native cannot serve speculative decoding"
     assert finding.attribute == "attention_backend"
-    assert refused(run(index, "--attention-backend", "torch_native")) == []
+    assert refusals(run(index, "--attention-backend", "torch_native")) == []
 
 
 def test_enum_members_compare_by_identity(index: TreeIndex) -> None:
     """A helper returns an enum member; the caller compares it with another member."""
-    found = refused(
+    found = refusals(
         run(index, "--attention-backend", "trtllm_mha", "--page-size", "1", arch="sm100")
     )
-    assert [details(f).sglang_message for f in found] == ["the fast mode needs pages"]
+    assert [evidence(f).sglang_message for f in found] == ["the fast mode needs pages"]
     assert (
-        refused(run(index, "--attention-backend", "trtllm_mha", "--page-size", "16", arch="sm100"))
+        refusals(run(index, "--attention-backend", "trtllm_mha", "--page-size", "16", arch="sm100"))
         == []
     )
-    assert refused(run(index, "--attention-backend", "triton", "--page-size", "1")) == []
+    assert refusals(run(index, "--attention-backend", "triton", "--page-size", "1")) == []
 
 
 def test_nvidia_backends_come_from_the_choice_sections(index: TreeIndex) -> None:

@@ -13,9 +13,6 @@ from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.source.index import TreeIndex
-from tests import test_memory
-
-index_059, index_0523 = test_memory.index_059, test_memory.index_0523
 
 
 def launch(index: TreeIndex, *flags: str) -> LaunchSpec:

@@ -21,6 +21,14 @@ from tests.test_tui import FAST, run, until
 GIB = 1024**3
 
 
+def session_of(tmp_path: Path, tp: int) -> Session:
+    """A read-only session watching a server log that says `--tp <tp>`: how many GPUs the
+    launch uses, so the panel knows whether they fit."""
+    log = tmp_path / "server.log"
+    log.write_text(f"[2026-01-30 10:36:00] server_args=ServerArgs(tp_size={tp})\n")
+    return Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+
+
 class TwoNodes:
     """A GPU source like the Prometheus one: two hosts, two GPUs each, node-b gone stale."""
 
@@ -56,9 +64,7 @@ class TwoNodes:
 
 def test_each_node_has_its_header_and_its_own_rows(tmp_path: Path) -> None:
     source = TwoNodes()
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=4)\n")
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    session = session_of(tmp_path, tp=4)
     # The sampler thread takes its first sample at start and then waits an hour: the test
     # takes every later sample itself, so no sample of the thread races the change to stale.
     app = build_app(session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600})
@@ -137,9 +143,7 @@ def test_when_the_gpus_do_not_fit_each_node_is_one_row_and_x_shows_every_gpu(
 
     source = Fleet()
     source.lost = ("node-b", 3)
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=16)\n")
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    session = session_of(tmp_path, tp=16)
     app = build_app(session, source, run_checks=False, **FAST)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
@@ -165,9 +169,7 @@ def test_when_the_gpus_do_not_fit_each_node_is_one_row_and_x_shows_every_gpu(
 
 def test_gpus_that_fit_keep_their_own_rows(tmp_path: Path) -> None:
     source = Fleet(nodes=2, per_node=4)
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=8)\n")
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    session = session_of(tmp_path, tp=8)
     app = build_app(session, source, run_checks=False, **FAST)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
@@ -190,9 +192,7 @@ class ServingNodes(TwoNodes):
 
 
 def test_each_servers_acceptance_shows_in_the_gpu_panel(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-30 10:36:00] server_args=ServerArgs(tp_size=4)\n")
-    session = Session(SessionConfig(tmp_path / "work", log_path=log, readonly=True))
+    session = session_of(tmp_path, tp=4)
     app = build_app(session, ServingNodes(), run_checks=False, **FAST)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:

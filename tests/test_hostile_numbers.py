@@ -26,7 +26,7 @@ from tests.configs import eagle3, llama, write_model
 from tests.test_memory import EAGLE3_LLAMA31_8B, LLAMA31_8B, LLAMA31_8B_BYTES
 
 # The releases' indexes, built once per module (test_memory's fixtures).
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 
 LAUNCH = ["python", "-m", "sglang.launch_server"]
 HUGE = "9" * 5000

@@ -28,6 +28,7 @@ from eaglebug.checks.logs.parse import (
 )
 from eaglebug.checks.logs.scan import scan_file
 from eaglebug.cli.diagnose import diagnose_command
+from tests.clirun import FINDING_KEYS
 from tests.logjson import comparable
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -663,17 +664,7 @@ def test_diagnose_json_shape_and_exit_1_on_errors(
     }
     (finding,) = data["findings"]
     assert finding["ranks"] == TP8
-    assert {
-        "id",
-        "severity",
-        "message",
-        "role",
-        "class",
-        "attribute",
-        "call_sites",
-        "delegate",
-        "fix",
-    } <= set(finding)
+    assert set(finding) >= FINDING_KEYS
     assert finding["class"] == "KimiK25ForConditionalGeneration"
     assert finding["call_sites"][0]["line"] == 365
 

@@ -26,7 +26,7 @@ from tests.memconfigs import QWEN3_NEXT_80B, QWEN3_NEXT_80B_BYTES
 from tests.test_memory import ANCHORS, H200, details, memory, one
 from tests.test_mempools import H200_GPU
 
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 GIB = 1 << 30
 # The config classes' files a synthetic copy needs beside the memory files.
 

@@ -40,21 +40,6 @@ H100 = GpuMemory(81559 * MIB, "--gpu-mem-gib", int(78.58 * GIB), "--gpu-free-gib
 H200 = GpuMemory(143771 * MIB, "--gpu-mem-gib", int(139.5 * GIB), "--gpu-free-gib")
 
 
-@pytest.fixture(scope="module")
-def index_059(sglang_059: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_059)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0523(sglang_0523: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0523)), use_cache=False)
-
-
-@pytest.fixture(scope="module")
-def index_0522(sglang_0522: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_0522)), use_cache=False)
-
-
 @pytest.fixture(params=["0.5.9", "0.5.23"])
 def index(request: pytest.FixtureRequest) -> TreeIndex:
     name = "index_059" if request.param == "0.5.9" else "index_0523"

@@ -50,11 +50,6 @@ def _llama_on_h100(index: TreeIndex) -> tuple[Prediction, dict[str, Any]]:
     return made, figures
 
 
-@pytest.fixture(scope="module")
-def index_041(sglang_041post7: Path) -> TreeIndex:
-    return TreeIndex(locate(str(sglang_041post7)), use_cache=False)
-
-
 def test_a_041_launch_is_read_by_its_own_release(index_041: TreeIndex) -> None:
     """0.4.1.post7 sets the default fraction inline in `ServerArgs.__post_init__` (0.88 on a
     GPU this size) and sizes the pool in `ModelRunner.profile_max_num_token`: both run here,

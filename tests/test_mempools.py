@@ -35,7 +35,7 @@ from tests.memconfigs import (
 from tests.test_memory import H200, details, memory, one
 
 # The real-release indexes, shared with test_memory (the same module-scoped fixtures).
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -209,23 +209,31 @@ def test_a_dsa_cell_adds_the_indexer_k_cache(index: TreeIndex, tmp_path: Path) -
     assert sparse["max_total_num_tokens"] < plain["max_total_num_tokens"]
 
 
+def _dsv32_at_dp8(index: TreeIndex, kv_cache_dtype: str = "auto") -> Prediction:
+    """DeepSeek-V3.2 on 8 x H200 with DP attention 8, as the tree sizes its KV pools (the
+    launch of sglang #14700's log)."""
+    shape = model_shape(DEEPSEEK_V32, None)
+    assert not isinstance(shape, str)
+    launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype=kv_cache_dtype)
+    weights = Weights(DEEPSEEK_V3_BYTES // 8, 0)
+    return predict(index, memory_sources(index), launch, shape, None, H200_GPU, weights)
+
+
+def _logged_dsv32_cell() -> float:
+    """The bytes a token sglang #14700's log printed: 162.38 GB over 3627136 tokens."""
+    anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
+    return float(anchor["kv_gb"] * GIB / anchor["tokens"])
+
+
 def test_anchor_the_dsa_fp8_cell_sglang_logged(index_0523: TreeIndex) -> None:
     """sglang #14700: DeepSeek-V3.2 with an FP8 KV cache logged 3627136 tokens in 162.38 GB
     per rank: 48069 bytes a token (+-1.5 from the two decimals). 0.5.23's arithmetic
     (calculate_mla_kv_cache_dim's FP8 layout: 512 + 512 / 128 x 4 + 64 x 2 bytes, plus the
     indexer's 132) gives exactly 656 x 61 + 132 x 61 = 48068; 0.5.9 sized the latent at 576
     bytes and says 43188, which the later release's log does not match."""
-    anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
-    logged = anchor["kv_gb"] * GIB / anchor["tokens"]
-    sources = memory_sources(index_0523)
-    shape = model_shape(DEEPSEEK_V32, None)
-    assert not isinstance(shape, str)
-    launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype="fp8_e4m3")
-    made = predict(
-        index_0523, sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0)
-    )
+    made = _dsv32_at_dp8(index_0523, "fp8_e4m3")
     assert made.kv_cell_bytes == (656 + 132) * 61
-    assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - logged) <= 1.5
+    assert made.kv_cell_bytes is not None and abs(made.kv_cell_bytes - _logged_dsv32_cell()) <= 1.5
 
 
 def test_the_fp8_dsa_pool_is_reported_as_the_tree_allocates_it(index_059: TreeIndex) -> None:
@@ -233,31 +241,15 @@ def test_the_fp8_dsa_pool_is_reported_as_the_tree_allocates_it(index_059: TreeIn
     allocates each layer's FP8 latent with its per-block scales and a BF16 rope
     (`calculate_mla_kv_cache_dim`: 656): the token count is the budget's, the KV GiB the
     allocation's, which is what sglang #14700's log printed a token (162.38 GB / 3627136)."""
-    anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
-    logged = anchor["kv_gb"] * GIB / anchor["tokens"]
-    sources = memory_sources(index_059)
-    shape = model_shape(DEEPSEEK_V32, None)
-    assert not isinstance(shape, str)
-    launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype="fp8_e4m3")
-    made = predict(
-        index_059, sources, launch, shape, None, H200_GPU, Weights(DEEPSEEK_V3_BYTES // 8, 0)
-    )
+    made = _dsv32_at_dp8(index_059, "fp8_e4m3")
     assert made.kv_cell_bytes == (576 + 132) * 61  # what the budget divides by
     allocated = made.kv_allocated_cell_bytes
-    assert allocated is not None and abs(allocated - logged) <= 1.5
+    assert allocated is not None and abs(allocated - _logged_dsv32_cell()) <= 1.5
     where = made.kv_allocated_from
     assert where is not None and where.startswith("sglang/srt/model_executor/")
     tokens = made.max_total_num_tokens
     assert tokens is not None and made.kv_gib == pytest.approx(tokens * allocated / GIB)
-    plain = predict(
-        index_059,
-        sources,
-        MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True),
-        shape,
-        None,
-        H200_GPU,
-        Weights(DEEPSEEK_V3_BYTES // 8, 0),
-    )
+    plain = _dsv32_at_dp8(index_059)
     assert plain.kv_allocated_cell_bytes is None  # BF16: the pool is the cell
 
 

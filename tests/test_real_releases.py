@@ -15,6 +15,7 @@ from eaglebug.checks.reach.consumers import is_candidate
 from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from tests.clirun import FINDING_KEYS
 from tests.live import run_eaglebug
 
 KIMI = "KimiK25ForConditionalGeneration"
@@ -153,19 +154,8 @@ def test_cli_json_on_059_follows_the_findings_contract(sglang_059: Path) -> None
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert data["sglang"]["version"] == "0.5.9"
-    keys = {
-        "id",
-        "severity",
-        "message",
-        "role",
-        "class",
-        "attribute",
-        "call_sites",
-        "delegate",
-        "fix",
-    }
     for finding in data["findings"]:
-        assert keys <= set(finding)
+        assert set(finding) >= FINDING_KEYS
         assert finding["severity"] in {"error", "warning", "info"}
         for site in finding["call_sites"]:
             assert set(site) == {"file", "line", "code"}

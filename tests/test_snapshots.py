@@ -26,7 +26,6 @@ from textual.widgets import OptionList, Sparkline  # noqa: TID251 (a UI test dri
 from eaglebug.demo import DemoScenario
 from eaglebug.demo.memfile import DRIVER_IDLE_BYTES
 from eaglebug.gpu.simulated import SimulatedSource
-from eaglebug.server.state import LaunchRecord, State, save_state, state_dir
 from eaglebug.session.progress import CheckProgress
 from eaglebug.session.session import CheckResult, Session
 from eaglebug.tui.app import EaglebugApp, build_app
@@ -39,6 +38,7 @@ from eaglebug.tui.widgets.gpu_panel import GpuRow
 from eaglebug.tui.widgets.header import PhaseHeader
 from eaglebug.tui.widgets.log_panel import LogPanel
 from tests import gitrepo
+from tests.live import recorded_launch
 
 Snap = Callable[..., bool]
 
@@ -50,7 +50,6 @@ GPUS = 8
 SAMPLES = 6  # GPU samples in the sparklines
 WIDE = (130, 40)
 NARROW = (80, 24)
-NO_SUCH_PID = 4_194_304  # Linux's largest pid_max: no process ever has it
 WAIT_S = 240.0  # upper bound on any one wait (a hung test); each test takes about 1.5 s
 
 
@@ -84,23 +83,15 @@ def pinned_app(scenario: DemoScenario, *, crashed_log: Path | None = None) -> Ea
     memory check depends on it.
     """
     if crashed_log is not None:
-        logs = state_dir(scenario.workdir) / "logs"
-        logs.mkdir(parents=True)
-        log = logs / "launch-001-20260130-103600.log"
-        shutil.copyfile(crashed_log, log)
-        record = LaunchRecord(
-            number=1,
-            argv=scenario.launch_argv,
-            env_additions={},
-            log=str(log),
-            pid=NO_SUCH_PID,
-            create_time=0.0,
+        log = recorded_launch(
+            scenario,
+            "launch-001-20260130-103600.log",
             started_at=FIXED_S - LAUNCH_AGO_S,
             phase="crashed",
             outcome="crashed",
             exit_code=1,
         )
-        save_state(scenario.workdir, State(launches=[record]))
+        shutil.copyfile(crashed_log, log)
     session = PinnedSession(demo_session(scenario).config)
     gpus = SimulatedSource(
         gpus=scenario.tp,

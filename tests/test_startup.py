@@ -369,15 +369,21 @@ def test_0509_sizes_the_targets_pools_before_the_draft_loads_and_0523_after(
     assert _first(new, "kv_pools", "target") > _first(new, "draft_load", "draft")
 
 
-def test_seed_preflight_lists_the_findings_in_start_up_order_with_their_cost(
-    sglang_059: Path, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
-) -> None:
+def kimi_tp8_launch(tmp_path: Path) -> tuple[str, ...]:
+    """Kimi-K2.5 with its EAGLE3 draft at --tp 8, the checkpoints' indexes saying 120 GiB and
+    1 GiB a GPU: the launch whose findings the start-up order places."""
     target, draft = pair(tmp_path, kimi_k25(), kimi_k25_eagle3())
     sizes = {target: 8 * 120 * 1024**3, draft: 8 * 1024**3}
     for folder, size in sizes.items():
         index = {"metadata": {"total_size": size}, "weight_map": {}}
         (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    words = (*LAUNCH, *spec_pair(target, draft), "--tp", "8", "--trust-remote-code")
+    return (*LAUNCH, *spec_pair(target, draft), "--tp", "8", "--trust-remote-code")
+
+
+def test_seed_preflight_lists_the_findings_in_start_up_order_with_their_cost(
+    sglang_059: Path, tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    words = kimi_tp8_launch(tmp_path)
     code, out, err = cli(
         "preflight", "--sglang", str(sglang_059), "--gpu-mem-gib", "141", "--json", "--", *words
     )
@@ -425,12 +431,7 @@ def test_0523_places_the_kv_budget_after_both_loads_through_the_workers_runner_p
     `self._model_runner`): the walk follows it into ModelRunner.alloc_memory_pool and the
     KV-cache configurator, so a fraction too small for the weights is placed at the KV pools,
     after the target's and the draft's loads, with both loads' cost."""
-    target, draft = pair(tmp_path, kimi_k25(), kimi_k25_eagle3())
-    sizes = {target: 8 * 120 * 1024**3, draft: 8 * 1024**3}
-    for folder, size in sizes.items():
-        index = {"metadata": {"total_size": size}, "weight_map": {}}
-        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    words = (*LAUNCH, *spec_pair(target, draft), "--tp", "8", "--trust-remote-code")
+    words = kimi_tp8_launch(tmp_path)
     flags = ("--sglang", str(sglang_0523), "--gpu-mem-gib", "141", "--json", "--")
     code, out, err = cli("preflight", *flags, *words, "--mem-fraction-static", "0.5")
     assert code == 1, err

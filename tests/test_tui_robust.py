@@ -18,7 +18,7 @@ from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import OptionList, Static  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
-from eaglebug.server.state import LaunchRecord, State, load_state, save_state, state_dir
+from eaglebug.server.state import load_state, state_dir
 from eaglebug.session.controller import ApplyPatch, Relaunch
 from eaglebug.session.problems import ERRORS_LOG
 from eaglebug.session.progress import CheckProgress
@@ -29,6 +29,7 @@ from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
 from eaglebug.tui.widgets.checks_panel import ChecksPanel
 from tests import gitrepo
+from tests.live import recorded_launch
 from tests.test_tui import (
     FAST,
     KIMI,
@@ -46,7 +47,6 @@ from tests.test_tui import (
 from tests.test_tui import _hermetic as _hermetic
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
-NO_SUCH_PID = 4_194_304
 SET_EAGLE3 = "set_eagle3_layers_to_capture"
 
 
@@ -249,28 +249,10 @@ def test_a_superseded_check_result_never_reaches_the_screen(scenario: DemoScenar
 # -- the cursor -----------------------------------------------------------------------------
 
 
-def crashed_launch_with_an_empty_log(scenario: DemoScenario) -> Path:
-    logs = state_dir(scenario.workdir) / "logs"
-    logs.mkdir(parents=True)
-    log = logs / "launch-001.log"
-    log.write_text("")
-    launch = LaunchRecord(
-        number=1,
-        argv=scenario.launch_argv,
-        env_additions={},
-        log=str(log),
-        pid=NO_SUCH_PID,
-        create_time=0.0,
-        started_at=0.0,
-    )
-    save_state(scenario.workdir, State(launches=[launch]))
-    return log
-
-
 def test_the_cursor_stays_on_its_finding_when_a_log_finding_lands_above_it(
     scenario: DemoScenario,
 ) -> None:
-    log = crashed_launch_with_an_empty_log(scenario)
+    log = recorded_launch(scenario, "launch-001.log", started_at=0.0)
     app = demo(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:

@@ -17,9 +17,9 @@ from eaglebug.server.state import LaunchRecord, State, load_state, save_state, s
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import Session, SessionConfig
 from eaglebug.session.watch import LaunchWatch, WatchSnapshot
+from tests.live import NO_SUCH_PID
 
 CRASH_LOG = Path(__file__).parent / "fixtures" / "logs" / "missing_method_8ranks.log"
-NO_SUCH_PID = 4_194_304
 
 
 class Collect:

@@ -20,7 +20,7 @@ import pytest
 from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors, header_sizes
-from eaglebug.checks.memory.weights import fold, per_rank_bytes, rank_weights
+from eaglebug.checks.memory.weights import RankWeights, fold, per_rank_bytes, rank_weights
 from eaglebug.checks.models.source import ModelSource
 from eaglebug.checks.orchestrator import GpuMemory, preflight
 from eaglebug.checks.source.index import TreeIndex
@@ -51,7 +51,7 @@ _REPLICATED = re.compile(
 )
 
 
-index, index_059, index_0523 = test_memory.index, test_memory.index_059, test_memory.index_0523
+index = test_memory.index
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +64,24 @@ def _layout(tp: int, dp: int = 1, dp_attention: bool = False, pp: int = 1) -> La
     return Layout(tp, tp, dp, 1, pp, dp_attention)
 
 
+def _headers(folder: Path) -> CheckpointTensors:
+    """The checkpoint's tensors from its headers (that they read is part of every test here)."""
+    read = checkpoint_tensors(folder)
+    assert not isinstance(read, str)
+    return read
+
+
+def _deepseek_ranks(
+    index: TreeIndex,
+    read: CheckpointTensors,
+    layout: Layout,
+    environ: dict[str, str] | None = None,
+) -> RankWeights:
+    """What one rank of DeepSeek-V3 holds under `layout`, as the tree's layers place it."""
+    entry = index.exporters_of("DeepseekV3ForCausalLM")[0]
+    return rank_weights(index, entry, DEEPSEEK_V3, read, layout, environ)
+
+
 def _source(folder: Path) -> ModelSource:
     return ModelSource(
         str(folder), folder, "local folder", json.loads((folder / "config.json").read_text())
@@ -74,8 +92,7 @@ def _source(folder: Path) -> ModelSource:
 def test_the_headers_give_each_tensors_exact_bytes(tmp_path: Path) -> None:
     tensors = llama_tensors(LLAMA31_8B)
     folder = write_checkpoint(tmp_path / "llama", LLAMA31_8B, tensors)
-    read = checkpoint_tensors(folder)
-    assert not isinstance(read, str)
+    read = _headers(folder)
     assert read.files == 4 and len(read.sizes) == len(tensors)
     # The tensors built from the published config add up to the published index's total_size.
     assert read.total_bytes == LLAMA31_8B_BYTES
@@ -112,8 +129,7 @@ def test_llama_at_tp8_keeps_only_its_norms_whole(index: TreeIndex, tmp_path: Pat
     tensors = llama_tensors(LLAMA31_8B)
     folder = write_checkpoint(tmp_path / "llama", LLAMA31_8B, tensors)
     entry = index.exporters_of("LlamaForCausalLM")[0]
-    read = checkpoint_tensors(folder)
-    assert not isinstance(read, str)
+    read = _headers(folder)
     found = rank_weights(index, entry, LLAMA31_8B, read, _layout(8))
     norms = sum(nbytes(t) for t in tensors if "norm" in t[0])
     assert found.replicated_bytes == norms == 65 * 4096 * 2
@@ -124,10 +140,8 @@ def test_llama_at_tp8_keeps_only_its_norms_whole(index: TreeIndex, tmp_path: Pat
 def test_deepseek_v3_at_tp8_holds_its_replicated_parts_whole(
     index: TreeIndex, deepseek: Path
 ) -> None:
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
-    entry = index.exporters_of("DeepseekV3ForCausalLM")[0]
-    found = rank_weights(index, entry, DEEPSEEK_V3, read, _layout(8))
+    read = _headers(deepseek)
+    found = _deepseek_ranks(index, read, _layout(8))
     built = {n: s for n, s in read.sizes.items() if ".layers.61." not in n}  # NextN: the draft's
     whole = sum(s for n, s in built.items() if _REPLICATED.search(n))
     assert found.not_built_bytes == read.total_bytes - sum(built.values())
@@ -145,11 +159,9 @@ def test_deepseek_v3_at_tp8_holds_its_replicated_parts_whole(
 def test_dp_attention_keeps_the_attention_whole_on_each_rank(
     index: TreeIndex, deepseek: Path
 ) -> None:
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
-    entry = index.exporters_of("DeepseekV3ForCausalLM")[0]
-    plain = rank_weights(index, entry, DEEPSEEK_V3, read, _layout(8))
-    dp = rank_weights(index, entry, DEEPSEEK_V3, read, _layout(8, dp=8, dp_attention=True))
+    read = _headers(deepseek)
+    plain = _deepseek_ranks(index, read, _layout(8))
+    dp = _deepseek_ranks(index, read, _layout(8, dp=8, dp_attention=True))
     # --dp-size 8 --enable-dp-attention: attention TP 8 // 8 = 1, as the tree derives it.
     assert dp.attn_tp == 1 and dp.attn_tp_from.startswith("sglang/srt/")
     attention = sum(
@@ -167,10 +179,8 @@ def test_preflight_carries_the_per_rank_figure_and_says_how(
     launch = ["python", "-m", "sglang.launch_server", "--model-path", str(deepseek), "--tp", "8"]
     found = [f for f in preflight(index_0523, launch, {}, H200).findings if f.id == "config.memory"]
     details = found[0].to_json()["details"]
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
-    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
-    expected = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(8)).per_rank_bytes
+    read = _headers(deepseek)
+    expected = _deepseek_ranks(index_0523, read, _layout(8)).per_rank_bytes
     assert details["weights_gib_per_gpu"] == round(expected / GIB, 3)
     assert details["weights_from"].startswith("target: safetensors headers (")
     assert "GiB replicated on every rank" in details["weights_from"]
@@ -343,10 +353,8 @@ def test_the_eagle3_draft_matches_what_sglang_logged_for_it(
 def test_pipeline_stages_follow_the_trees_get_pp_indices(
     index_0523: TreeIndex, deepseek: Path
 ) -> None:
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
-    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
-    found = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(4, pp=2))
+    read = _headers(deepseek)
+    found = _deepseek_ranks(index_0523, read, _layout(4, pp=2))
     # 61 layers over 2 stages: the tree gives the extra layer to the last stage (30 + 31).
     assert found.pp_note is not None
     assert "0-29, 30-60" in found.pp_note and "distributed/utils.py:" in found.pp_note
@@ -361,12 +369,10 @@ def test_pipeline_stages_follow_the_trees_get_pp_indices(
 
 
 def test_the_servers_environment_reaches_the_layers(index_0523: TreeIndex, deepseek: Path) -> None:
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
-    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
-    plain = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(8))
+    read = _headers(deepseek)
+    plain = _deepseek_ranks(index_0523, read, _layout(8))
     env = {"SGLANG_ENABLE_EMBED_REPLICATION": "1"}  # get_embedding_tp_kwargs reads it
-    replicated = rank_weights(index_0523, entry, DEEPSEEK_V3, read, _layout(8), env)
+    replicated = _deepseek_ranks(index_0523, read, _layout(8), env)
     embed = read.sizes["model.embed_tokens.weight"]
     assert replicated.per_rank_bytes - plain.per_rank_bytes == pytest.approx(embed * 7 / 8, abs=1)
 
@@ -391,8 +397,7 @@ def test_a_wrappers_language_model_is_walked_with_its_own_renames(index_0523: Tr
 def test_a_larger_tp_shrinks_only_the_split_part(index: TreeIndex, deepseek: Path) -> None:
     """The `--tp` alternative config.memory offers re-divides the weights: what every rank
     holds whole stays whole."""
-    read = checkpoint_tensors(deepseek)
-    assert not isinstance(read, str)
+    read = _headers(deepseek)
     source = _source(deepseek)
     at8 = per_rank_bytes(index, source, _layout(8), read.total_bytes, "x", 8)
     at16 = per_rank_bytes(index, source, _layout(16), read.total_bytes, "x", 16)
@@ -408,10 +413,9 @@ def test_folding_the_experts_keeps_every_figure(index_0523: TreeIndex, deepseek:
     named, folded = checkpoint_tensors(deepseek), checkpoint_tensors(deepseek, fold)
     assert not isinstance(named, str) and not isinstance(folded, str)
     assert folded.total_bytes == named.total_bytes and len(folded.sizes) * 20 < len(named.sizes)
-    entry = index_0523.exporters_of("DeepseekV3ForCausalLM")[0]
     layout = _layout(8, dp=8, dp_attention=True)
-    a = rank_weights(index_0523, entry, DEEPSEEK_V3, named, layout)
-    b = rank_weights(index_0523, entry, DEEPSEEK_V3, folded, layout)
+    a = _deepseek_ranks(index_0523, named, layout)
+    b = _deepseek_ranks(index_0523, folded, layout)
     assert a.per_rank_bytes == pytest.approx(b.per_rank_bytes, abs=2)
     assert (a.replicated_bytes, a.unplaced, a.unread) == (b.replicated_bytes, b.unplaced, b.unread)
 

@@ -26,7 +26,7 @@ from eaglebug.checks.args.world import Models, World, runner, world
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.serverargs import cli_renames
-from eaglebug.checks.pyeval.machine import Machine, Result
+from eaglebug.checks.pyeval.machine import Result
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import Write
 from eaglebug.checks.pyeval.values import (
@@ -193,16 +193,6 @@ def registry(index: TreeIndex) -> dict[str, FunctionSite]:
     return out
 
 
-def _machine(
-    index: TreeIndex,
-    values: Mapping[str, Any],
-    capability: tuple[int, int] | None,
-    models: Models,
-    mla: bool | None,
-) -> World:
-    return world(Machine(Source.of(index)), index, values, capability, models, mla)
-
-
 def _args_call(w: World, site: FunctionSite, args: list[Any]) -> Result:
     """Run a function of the resolution: a `ServerArgs` method on the args, or a pipeline
     function handed them."""
@@ -218,7 +208,7 @@ def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models
     site = Source.of(index).function("sglang.srt.server_args", "ServerArgs.check_server_args")
     if site is None:
         return []
-    w = _machine(index, resolved, None, models, models.target_mla)
+    w = world(index, resolved, None, models, models.target_mla)
     result = _args_call(w, site, [])
     return list(result.raised)
 
@@ -230,7 +220,7 @@ def resolve(
     site = entry(index)
     if site is None:
         return None
-    w = _machine(index, values, capability, models, models.target_mla)
+    w = world(index, values, capability, models, models.target_mla)
     result = _args_call(w, site, [])
     resolved = dict(w.machine.fields(w.args))
     writes = {
@@ -319,7 +309,7 @@ def factory_raises(
     served = models
     if role == "draft":
         served = Models(models.draft_architectures, (), mla, None, models.draft_config or {})
-    w = _machine(index, resolved, capability, served, mla)
+    w = world(index, resolved, capability, served, mla)
     result = w.machine.run(FuncVal(site), [runner(w, mla)], {})
     return [raised for raised in result.raised if raised.definite]
 
@@ -358,7 +348,7 @@ def _draft_backend(
         module = rel[:-3].replace("/", ".")
         site = source.function(module, "resolve_draft_worker_attention_backend")
         if site is not None:
-            w = _machine(index, resolved, capability, models, models.target_mla)
+            w = world(index, resolved, capability, models, models.target_mla)
             value = w.machine.run(FuncVal(site), [], {}).value
             return value, site.where
     explicit = resolved.get("speculative_draft_attention_backend")

@@ -26,6 +26,7 @@ from typing import Any
 from eaglebug.checks.pyeval import brains
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.machine import Machine
+from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
     UNSET,
@@ -181,14 +182,15 @@ class World:
 
 
 def world(
-    machine: Machine,
     index: TreeIndex,
     values: Mapping[str, Any],
     capability: tuple[int, int] | None,
     models: Models,
     mla: bool | None,
 ) -> World:
-    """Fill `machine`'s plug-ins and inputs for one run (`mla`: of the model being served)."""
+    """A fresh machine over `index`, its plug-ins and inputs filled for one run (`mla`: of the
+    model being served)."""
+    machine = Machine(Source.of(index))
     hooks = machine.intrinsics
     brains.register_all(hooks, models.environ, capability, known=set(env_names(index)))
     args = machine.bag(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class InputError(Exception):
     """Input eaglebug cannot work with: a wrong path, an unknown class, an unreadable file.
@@ -27,3 +30,13 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or ch == "\t" else ascii(ch)[1:-1] for ch in text)
+
+
+def closest_hint(
+    word: str, names: Iterable[str], found: str, otherwise: str, cutoff: float = 0.6
+) -> str:
+    """The hint for an unknown name: `found` with the (up to three) `names` closest to `word`
+    put in its `{}` ("did you mean {}?"), or `otherwise` when none is close (difflib's ratio
+    below `cutoff`)."""
+    close = difflib.get_close_matches(word, sorted(names), n=3, cutoff=cutoff)
+    return found.format(", ".join(close)) if close else otherwise

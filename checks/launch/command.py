@@ -7,7 +7,6 @@ prefixes (`--tp` for `--tp-size`), since SGLang's parser allows them.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -15,7 +14,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
 
@@ -191,11 +190,12 @@ def _lookup(option: str, table: dict[str, FlagSpec], version: str) -> FlagSpec:
             f"ambiguous flag {option}: SGLang {version} could mean {', '.join(prefixed[:6])}",
             "spell the flag out in full",
         )
-    close = difflib.get_close_matches(option, sorted(table), n=3, cutoff=0.7)
-    hint = (
-        f"did you mean {', '.join(close)}?"
-        if close
-        else f"`python -m sglang.launch_server --help` lists SGLang {version}'s flags"
+    hint = closest_hint(
+        option,
+        table,
+        "did you mean {}?",
+        f"`python -m sglang.launch_server --help` lists SGLang {version}'s flags",
+        cutoff=0.7,
     )
     raise InputError(f"unknown flag {option} for SGLang {version}", hint)
 

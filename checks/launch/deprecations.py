@@ -22,7 +22,7 @@ from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
-from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.launch.flags import annotated_parts, server_flags
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.source.initfacts import template_text
@@ -152,15 +152,10 @@ def _from_add_argument(node: ast.Call, rel: str, actions: dict[str, _Action]) ->
 
 
 def _from_field(node: ast.AnnAssign, name: str, rel: str) -> Deprecated | None:
-    ann = node.annotation
-    if not (
-        isinstance(ann, ast.Subscript)
-        and dotted(ann.value) in {"A", "Annotated", "typing.Annotated"}
-        and isinstance(ann.slice, ast.Tuple)
-        and len(ann.slice.elts) >= 2
-    ):
+    annotated = annotated_parts(node.annotation)
+    if annotated is None:
         return None
-    meta = ann.slice.elts[1]
+    _, meta = annotated
     help_text = _text(meta)
     option = "--" + name.replace("_", "-")
     if isinstance(meta, ast.Call):

@@ -111,6 +111,19 @@ def _argparse_dest(options: list[str]) -> str:
     return name.replace("-", "_")
 
 
+def annotated_parts(annotation: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """The type and the first metadata of a field annotated `Annotated[type, meta, ...]` (or
+    through its alias `A[...]`), else None: how ServerArgs' fields carry their flags."""
+    if not (
+        isinstance(annotation, ast.Subscript)
+        and dotted(annotation.value) in {"A", "Annotated", "typing.Annotated"}
+        and isinstance(annotation.slice, ast.Tuple)
+        and len(annotation.slice.elts) >= 2
+    ):
+        return None
+    return annotation.slice.elts[0], annotation.slice.elts[1]
+
+
 def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
     specs: list[FlagSpec] = []
     for node in ast.walk(tree):
@@ -178,15 +191,10 @@ def _annotated_fields(tree: ast.Module, rel: str) -> list[FlagSpec]:
         for stmt in cls.body:
             if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
                 continue
-            ann = stmt.annotation
-            if not (
-                isinstance(ann, ast.Subscript)
-                and dotted(ann.value) in {"A", "Annotated", "typing.Annotated"}
-                and isinstance(ann.slice, ast.Tuple)
-                and len(ann.slice.elts) >= 2
-            ):
+            annotated = annotated_parts(stmt.annotation)
+            if annotated is None:
                 continue
-            type_expr, meta = ann.slice.elts[0], ann.slice.elts[1]
+            type_expr, meta = annotated
             name = stmt.target.id
             keywords: dict[str, ast.expr] = {}
             if isinstance(meta, ast.Call) and dotted(meta.func) in {"Arg", "arg_utils.Arg"}:

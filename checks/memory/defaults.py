@@ -14,6 +14,7 @@ from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source.classfacts import class_string
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.initfacts import self_assignment
 
 ARGS_FILES = ("sglang/srt/server_args.py",)
 
@@ -124,16 +125,10 @@ def constructor_defaults(tree: ast.Module, name: str) -> dict[str, object]:
         )
         out: dict[str, object] = {}
         for stmt in init.body:
-            if (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Attribute)
-                and isinstance(stmt.targets[0].value, ast.Name)
-                and stmt.targets[0].value.id == "self"
-                and isinstance(stmt.value, ast.Name)
-            ):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
+                attr = self_assignment(stmt)
                 default = given.get(stmt.value.id)
-                if isinstance(default, ast.Constant):
-                    out[stmt.targets[0].attr] = default.value
+                if attr is not None and isinstance(default, ast.Constant):
+                    out[attr] = default.value
         return out
     return {}

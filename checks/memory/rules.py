@@ -29,6 +29,7 @@ from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
+from eaglebug.checks.source.initfacts import self_assignment
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -341,17 +342,11 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
     wanted = {"max_running_requests": REQUEST_LIMIT, "dp_size": RUNNER_DP}
     out: dict[str, FunctionSource] = {}
     for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Attribute)
-            and node.targets[0].attr in wanted
-            and node.targets[0].attr not in out
-            and isinstance(node.targets[0].value, ast.Name)
-            and node.targets[0].value.id == "self"
-        ):
+        if not isinstance(node, ast.Assign):
             continue
-        attr = node.targets[0].attr
+        attr = self_assignment(node)
+        if attr is None or attr not in wanted or attr in out:
+            continue
         if attr == "max_running_requests" and not isinstance(node.value, ast.Call):
             continue
         segment = ast.get_source_segment(text, node.value)
@@ -406,18 +401,13 @@ def _runner_copies(tree: ast.Module) -> dict[str, str]:
         if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
             continue
         for node in ast.walk(cls):
-            if not (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Attribute)
-                and isinstance(node.targets[0].value, ast.Name)
-                and node.targets[0].value.id == "self"
-                and isinstance(node.value, ast.Attribute)
-            ):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)):
                 continue
-            source = ast.unparse(node.value.value)
-            if source in {"model_config", "self.model_config"}:
-                out.setdefault(node.targets[0].attr, node.value.attr)
+            attr = self_assignment(node)
+            if attr is None:
+                continue
+            if ast.unparse(node.value.value) in {"model_config", "self.model_config"}:
+                out.setdefault(attr, node.value.attr)
     return out
 
 

@@ -56,28 +56,27 @@ def method_node(index: TreeIndex, provider: Provider) -> ast.FunctionDef | None:
     return None
 
 
-def _init_owner(index: TreeIndex, ref: ClassRef, attribute: str) -> ClassRef | None:
-    """The class in `ref`'s MRO whose `__init__` assigns `self.<attribute>`."""
+def _init_assigning(
+    index: TreeIndex, ref: ClassRef, attribute: str
+) -> tuple[ClassRef, ast.FunctionDef] | None:
+    """The class in `ref`'s MRO whose `__init__` assigns `self.<attribute>`, and that
+    `__init__`'s node."""
     order, _, _ = index.classes.mro(ref)
-    return next((c for c in order if attribute in c.facts.init_attrs), None)
-
-
-def _init_of(index: TreeIndex, owner: ClassRef) -> ast.FunctionDef | None:
-    method = owner.facts.methods.get("__init__")
-    if method is None:
+    owner = next((c for c in order if attribute in c.facts.init_attrs), None)
+    method = owner.facts.methods.get("__init__") if owner is not None else None
+    if owner is None or method is None:
         return None
     provider = Provider("__init__", owner.qualname, "method", owner.file, method.line, ())
-    return method_node(index, provider)
+    init = method_node(index, provider)
+    return (owner, init) if init is not None else None
 
 
 def flavour(index: TreeIndex, ref: ClassRef) -> Flavour | None:
     """EAGLE-3 or not, from the constant `__init__` gives `capture_aux_hidden_states`."""
-    owner = _init_owner(index, ref, CAPTURE_FLAG)
-    if owner is None:
+    found = _init_assigning(index, ref, CAPTURE_FLAG)
+    if found is None:
         return None
-    init = _init_of(index, owner)
-    if init is None:
-        return None
+    owner, init = found
     values = set()
     line = 0
     for node in ast.walk(init):
@@ -97,12 +96,10 @@ def flavour(index: TreeIndex, ref: ClassRef) -> Flavour | None:
 
 def lm_head(index: TreeIndex, ref: ClassRef, config: Mapping[str, Any]) -> LmHead | None:
     """The draft's `__init__` run over its config: lm_head from the target, tied, or its own."""
-    owner = _init_owner(index, ref, _LM_HEAD)
-    if owner is None:
+    found = _init_assigning(index, ref, _LM_HEAD)
+    if found is None:
         return None
-    init = _init_of(index, owner)
-    if init is None:
-        return None
+    owner, init = found
     tracked = frozenset({_LM_FROM_TARGET, _LM_HEAD})
     effects = method_effects(index, owner, init, owner.file, config, {}, tracked)
     if effects is None:

@@ -12,14 +12,13 @@ files are never walked.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.source.answers import Answers
 from eaglebug.checks.source.classes import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
 from eaglebug.checks.source.classfacts import ModuleFacts
@@ -208,11 +207,11 @@ def find_class(index: TreeIndex, name: str) -> ClassRef:
                 f"{rel}: {why}; class {short!r} is defined there, so it cannot be audited",
                 f"fix the file (python -m py_compile {index.path_of(rel)} shows where)",
             )
-        close = difflib.get_close_matches(short, sorted(classes.all_class_names()), n=3, cutoff=0.6)
-        hint = (
-            f"did you mean {', '.join(close)}?"
-            if close
-            else "check the spelling; class names are case-sensitive"
+        hint = closest_hint(
+            short,
+            classes.all_class_names(),
+            "did you mean {}?",
+            "check the spelling; class names are case-sensitive",
         )
         raise InputError(
             f"class {name!r} not found in the SGLang tree at {index.tree.package_dir}", hint

@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 SELF_CALL = "@self:"  # an inner object made by a method of the instance: `@self:<method>`
 
 
+def self_assignment(node: ast.Assign) -> str | None:
+    """`x` when `node` is `self.x = <value>` with that one target, else None: how a class's
+    methods set the attributes the checks read."""
+    if len(node.targets) != 1:
+        return None
+    target = node.targets[0]
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return target.attr if target.value.id == "self" else None
+    return None
+
+
 def dotted(node: ast.expr) -> str | None:
     """`a.b.c` for Name/Attribute chains, else None."""
     parts: list[str] = []

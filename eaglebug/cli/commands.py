@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import importlib.util
 import os
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaglebug.checks import Answers, InputError, SglangTree, locate
+from eaglebug.checks import Answers, InputError, SglangTree, closest_hint, locate
 from eaglebug.cli import replies
 from eaglebug.cli.output import json_text, write_json
 
@@ -141,11 +140,11 @@ def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) 
     exported = index.exporters_of(arch)
     if exported:
         return exported[0].qualname
-    close = difflib.get_close_matches(arch, sorted(index.registry()), n=3, cutoff=0.6)
-    hint = (
-        f"closest registered: {', '.join(close)}"
-        if close
-        else "is the model supported by this SGLang version?"
+    hint = closest_hint(
+        arch,
+        index.registry(),
+        "closest registered: {}",
+        "is the model supported by this SGLang version?",
     )
     raise InputError(
         f"architecture {arch!r} is not registered by any EntryClass in this tree", hint

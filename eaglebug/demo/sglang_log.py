@@ -79,35 +79,8 @@ def _timing(n: int, total: int, elapsed_s: float) -> tuple[str, str]:
     return remaining, f"{rate:5.2f}it/s" if rate >= 1 else f"{1 / rate:5.2f}s/it"
 
 
-class ShardBar:
-    """`Loading safetensors checkpoint shards:  45% Completed | 29/64 [00:06<00:07,  4.61it/s]`."""
-
-    def __init__(
-        self, log: SglangLog, total: int, desc: str = "Loading safetensors checkpoint shards"
-    ) -> None:
-        self.log = log
-        self.total = max(total, 1)
-        self.desc = desc
-        self.started_s = time.monotonic()
-        self.update(0)
-
-    def update(self, n: int) -> None:
-        elapsed_s = time.monotonic() - self.started_s
-        remaining, rate = _timing(n, self.total, elapsed_s)
-        pct = 100 * n / self.total
-        self.log.write_raw(
-            f"\r{self.desc}: {pct:3.0f}% Completed | {n}/{self.total} "
-            f"[{format_interval(elapsed_s)}<{remaining}, {rate}]\n"
-        )
-
-
-_BLOCKS = " ▏▎▍▌▋▊▉"
-
-
-class TqdmBar:
-    """A default tqdm bar: `desc:  50%|█████     | 2/4 [00:01<00:01,  1.98it/s]`, `\\r`-joined."""
-
-    WIDTH = 10  # tqdm's bar width when it cannot ask a terminal
+class _Bar:
+    """A progress bar written into the log as it advances, started at 0 of `total`."""
 
     def __init__(self, log: SglangLog, total: int, desc: str) -> None:
         self.log = log
@@ -115,6 +88,39 @@ class TqdmBar:
         self.desc = desc
         self.started_s = time.monotonic()
         self.update(0)
+
+    def update(self, n: int) -> None:
+        raise NotImplementedError
+
+    def _times(self, n: int) -> str:
+        """tqdm's `[elapsed<remaining, rate]` at `n` done."""
+        elapsed_s = time.monotonic() - self.started_s
+        remaining, rate = _timing(n, self.total, elapsed_s)
+        return f"[{format_interval(elapsed_s)}<{remaining}, {rate}]"
+
+
+class ShardBar(_Bar):
+    """`Loading safetensors checkpoint shards:  45% Completed | 29/64 [00:06<00:07,  4.61it/s]`."""
+
+    def __init__(
+        self, log: SglangLog, total: int, desc: str = "Loading safetensors checkpoint shards"
+    ) -> None:
+        super().__init__(log, total, desc)
+
+    def update(self, n: int) -> None:
+        pct = 100 * n / self.total
+        self.log.write_raw(
+            f"\r{self.desc}: {pct:3.0f}% Completed | {n}/{self.total} {self._times(n)}\n"
+        )
+
+
+_BLOCKS = " ▏▎▍▌▋▊▉"
+
+
+class TqdmBar(_Bar):
+    """A default tqdm bar: `desc:  50%|█████     | 2/4 [00:01<00:01,  1.98it/s]`, `\\r`-joined."""
+
+    WIDTH = 10  # tqdm's bar width when it cannot ask a terminal
 
     def _bar(self, fraction: float) -> str:
         eighths = int(fraction * self.WIDTH * 8)
@@ -125,12 +131,10 @@ class TqdmBar:
     def update(self, n: int, desc: str | None = None) -> None:
         if desc is not None:
             self.desc = desc
-        elapsed_s = time.monotonic() - self.started_s
-        remaining, rate = _timing(n, self.total, elapsed_s)
         fraction = n / self.total
         self.log.write_raw(
             f"\r{self.desc}: {100 * fraction:3.0f}%|{self._bar(fraction)}| {n}/{self.total} "
-            f"[{format_interval(elapsed_s)}<{remaining}, {rate}]"
+            + self._times(n)
         )
 
     def close(self) -> None:
