@@ -66,3 +66,47 @@ def test_0_5_7_the_registry_factories_pick_the_worker(index_057: TreeIndex) -> N
     assert workers[f"{_SPEC}.standalone_worker.StandaloneWorker"] == {"STANDALONE"}
     assert workers[f"{_SPEC}.ngram_worker.NGRAMWorker"] == {"NGRAM"}
     assert workers[f"{_SPEC}.multi_layer_eagle_worker.MultiLayerEagleWorker"] == set()
+
+
+def _finding(index: TreeIndex, cls: str, role: str) -> list[tuple[str, tuple[str, ...]]]:
+    target, draft = (cls, None) if role == "target" else (None, cls)
+    result = audit(index, target, "EAGLE3", draft)
+    return [
+        (f.severity, f.evidence.assumed if f.evidence is not None else ())  # type: ignore[attr-defined]
+        for f in result.findings
+        if f.attribute == "set_eagle3_layers_to_capture" and f.role == role
+    ]
+
+
+def test_0_5_3_the_drafts_runner_is_built_with_cuda_graphs_off(index_053: TreeIndex) -> None:
+    """0.5.3's EAGLE worker sets `server_args.disable_cuda_graph = True` before it builds the
+    draft's runner (`eagle_worker.py:106`); its `init_device_graphs` returns early unless
+    `self.device` is "cpu", the one undecided test: what `CudaGraphRunner.__init__` asks of the
+    model is a warning for a draft, resting on that test, not an error."""
+    found = _finding(index_053, "sglang.srt.models.mimo_mtp.MiMoMTP", "draft")
+    assert [severity for severity, _ in found] == ["warning"]
+    assumed = " ".join(found[0][1])
+    assert "self.server_args.disable_cuda_graph" in assumed
+    assert "eagle_worker.py:106 sets disable_cuda_graph = True" in assumed
+
+
+def test_0_5_3_the_targets_runner_keeps_the_requirement(index_053: TreeIndex) -> None:
+    """The target's runner is built with the launch's own values: the requirement stands."""
+    found = _finding(index_053, "sglang.srt.models.mimo_mtp.MiMoMTP", "target")
+    assert [severity for severity, _ in found] == ["error"]
+
+
+def test_0_5_9_the_drafts_runner_reaches_the_graph_runner_only_on_a_cpu(
+    index_059: TreeIndex,
+) -> None:
+    """0.5.9's EAGLE worker turns CUDA graphs off for the draft's runner too
+    (`eagle_worker.py:112`): its build reaches `CudaGraphRunner.__init__` only past the early
+    return on `disable_cuda_graph`, an undecided test that the draft's value enters."""
+    from eaglebug.checks.interface.roles import role_reacher
+
+    workers = frozenset({f"{_SPEC}.eagle_worker"})
+    scope = "sglang.srt.model_executor.cuda_graph_runner.CudaGraphRunner.__init__"
+    found = role_reacher(index_059).reach(scope, workers, lambda _fn: True)
+    assert found.reached is None
+    assert any("self.server_args.disable_cuda_graph" in t for t in found.assumed)
+    assert any("eagle_worker.py:112 sets disable_cuda_graph = True" in w for w in found.read_from)

@@ -22,6 +22,7 @@ from eaglebug.checks.contract.fixes import PatchFix
 from eaglebug.checks.interface.delegates import Delegate, find_delegate, picked_by, summary
 from eaglebug.checks.interface.delegation import DelegationPlanner
 from eaglebug.checks.interface.made import made_by
+from eaglebug.checks.interface.roles import by_role
 from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
 from eaglebug.checks.reach.flags import flags
@@ -223,6 +224,9 @@ class ClassAudit:
         missing_required: list[str] = []
         for attribute in sorted(candidates):
             required = [u for u in candidates[attribute] if possible(u.conds, self.context(u.role))]
+            required, undecided = by_role(
+                self.index, required, self.role, frozenset(self.scopes.own), self.serves
+            )
             if not required:
                 continue
             provider = self.provider(attribute)
@@ -231,7 +235,7 @@ class ClassAudit:
                 self.general_missing(attribute, required)
             elif provider is None:
                 missing_required.append(attribute)
-                self.missing(attribute, speculative)
+                self.missing(attribute, speculative, undecided)
             else:
                 self.report.provided.append((attribute, provider))
                 self.present(attribute, provider, required)
@@ -266,8 +270,15 @@ class ClassAudit:
         )
         self.report.findings.append(finding)
 
-    def _evidence(self, uses: list[ResolvedUse], **extra: Any) -> InterfaceEvidence:
-        assumed = tuple(
+    def serves(self, scope: str) -> bool:
+        """Does worker code `scope` run for the algorithm at hand (None: not worker code)?"""
+        served = self.scopes.algorithms(scope)
+        return served is None or self.algorithm in served
+
+    def _evidence(
+        self, uses: list[ResolvedUse], assumed: tuple[str, ...] = (), **extra: Any
+    ) -> InterfaceEvidence:
+        assumed = assumed + tuple(
             f"{e} is outside the SGLang tree; assumed to provide no SGLang names"
             for e in self.externals
         )
@@ -289,7 +300,11 @@ class ClassAudit:
             )
         return self._delegates[attribute]
 
-    def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
+    def missing(
+        self, attribute: str, uses: list[ResolvedUse], undecided: tuple[str, ...] = ()
+    ) -> None:
+        """`undecided`: every use rests on a test the draft's own values enter (`roles.py`);
+        then a warning that says so, not an error on a guess."""
         cls = self.ref.facts.name
         dynamic = self.classes.dynamic_getattr(self.ref)
         delegate = self.find_delegate(attribute)
@@ -312,10 +327,11 @@ class ClassAudit:
             f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
         )
         fix = None
-        evidence = self._evidence(uses)
+        evidence = self._evidence(uses, undecided)
         if delegate is not None:
             evidence = self._evidence(
                 uses,
+                undecided,
                 delegate_classes=delegate.classes,
                 delegate_provider=delegate.provider.owner,
                 delegate_lacking=delegate.lacking,
@@ -324,11 +340,13 @@ class ClassAudit:
             )
             message += "; " + summary(delegate)
             fix = self._delegation(attribute, delegate)
+        if undecided:
+            message += "; only if the draft's runner reaches the call (see assumed)"
         self._report(
             attribute,
             uses,
             id="interface.missing",
-            severity="error",
+            severity="warning" if undecided else "error",
             message=message,
             delegate=delegate.attribute if delegate else None,
             fix=fix,
