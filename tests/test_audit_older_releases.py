@@ -78,21 +78,39 @@ def _finding(index: TreeIndex, cls: str, role: str) -> list[tuple[str, tuple[str
     ]
 
 
-def test_0_5_3_the_drafts_runner_is_built_with_cuda_graphs_off(index_053: TreeIndex) -> None:
-    """0.5.3's EAGLE worker sets `server_args.disable_cuda_graph = True` before it builds the
-    draft's runner (`eagle_worker.py:106`); its `init_device_graphs` returns early unless
-    `self.device` is "cpu", the one undecided test: what `CudaGraphRunner.__init__` asks of the
-    model is a warning for a draft, resting on that test, not an error."""
-    found = _finding(index_053, "sglang.srt.models.mimo_mtp.MiMoMTP", "draft")
+@pytest.mark.parametrize(
+    ("release", "written"),
+    [
+        ("053", "eagle_worker.py:106"),
+        ("057", "eagle_worker.py:111"),
+        ("059", "eagle_worker.py:112"),
+    ],
+)
+def test_the_drafts_runner_is_built_with_cuda_graphs_off(
+    request: pytest.FixtureRequest, release: str, written: str
+) -> None:
+    """The EAGLE worker sets `server_args.disable_cuda_graph = True` before it builds the
+    draft's runner; its `init_device_graphs` then returns early unless `self.device` is "cpu",
+    the one undecided test: what `CudaGraphRunner.__init__` asks of the model is a warning for a
+    draft, resting on that test, not an error. The runner's own calls are decided for the draft
+    (0.5.7/0.5.9: `eagle_use_aux_hidden_state` is the target runner's, and the FlashInfer
+    autotune path returns `not self.is_draft_worker`): they are not asked of it at all."""
+    index = request.getfixturevalue(f"index_{release}")
+    found = _finding(index, "sglang.srt.models.mimo_mtp.MiMoMTP", "draft")
     assert [severity for severity, _ in found] == ["warning"]
     assumed = " ".join(found[0][1])
     assert "self.server_args.disable_cuda_graph" in assumed
-    assert "eagle_worker.py:106 sets disable_cuda_graph = True" in assumed
+    assert f"{written} sets disable_cuda_graph = True" in assumed
+    assert "model_runner.py" not in assumed  # only the graph runner's call rests on the device
 
 
-def test_0_5_3_the_targets_runner_keeps_the_requirement(index_053: TreeIndex) -> None:
+@pytest.mark.parametrize("release", ["053", "059"])
+def test_the_targets_runner_keeps_the_requirement(
+    request: pytest.FixtureRequest, release: str
+) -> None:
     """The target's runner is built with the launch's own values: the requirement stands."""
-    found = _finding(index_053, "sglang.srt.models.mimo_mtp.MiMoMTP", "target")
+    index = request.getfixturevalue(f"index_{release}")
+    found = _finding(index, "sglang.srt.models.mimo_mtp.MiMoMTP", "target")
     assert [severity for severity, _ in found] == ["error"]
 
 
@@ -106,7 +124,8 @@ def test_0_5_9_the_drafts_runner_reaches_the_graph_runner_only_on_a_cpu(
 
     workers = frozenset({f"{_SPEC}.eagle_worker"})
     scope = "sglang.srt.model_executor.cuda_graph_runner.CudaGraphRunner.__init__"
-    found = role_reacher(index_059).reach(scope, workers, lambda _fn: True)
+    reacher = role_reacher(index_059, algorithm_facts(index_059))
+    found = reacher.reach(scope, 0, "EAGLE3", workers, lambda _fn: True)
     assert found.reached is None
     assert any("self.server_args.disable_cuda_graph" in t for t in found.assumed)
     assert any("eagle_worker.py:112 sets disable_cuda_graph = True" in w for w in found.read_from)
