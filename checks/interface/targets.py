@@ -17,11 +17,13 @@ gives no target, and the use stands as for any runner.
 from __future__ import annotations
 
 import ast
+import os
+import re
 from dataclasses import dataclass
 
-from eaglebug.checks.reach.scanner import last_name
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.files import read_file
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 
 # Nodes whose body the evaluator does not run as written: a loop over an unknown is not run
@@ -38,7 +40,12 @@ _DEFERRED = (
     ast.DictComp,
     ast.GeneratorExp,
 )
-_MAX_MENTIONS = 64  # a class named more often than this is everywhere: not decided here
+_MAX_MENTIONS = 64
+# A call on a name that holds a runner (`model_runner.x(`, `self.draft_model_runner.x(`,
+# `runners[i].x(`): which methods of a runner the runtime calls from outside it.
+_RUNNER_CALL = re.compile(
+    rb"[Rr]unners?\w{0,64}(?:\[[^\]\n]{0,256}\]|\(\))?\s*\.\s*(\w+)\s*\("
+)  # a class named more often than this is everywhere: not decided here
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,9 @@ class Targets:
 
     def __init__(self, index: TreeIndex) -> None:
         self.index = index
-        self._named: dict[str, list[tuple[str, ast.FunctionDef | None, ast.stmt, bool]] | None]
-        self._named = {}
-        self._outside: dict[str, bool] = {}
+        self._outside: set[str] | None = None
         self._methods: dict[str, dict[str, ast.FunctionDef]] = {}
+        self._calls: dict[str, dict[str, dict[str, bool]]] = {}
 
     def target(self, scope: str, line: int, runner: ClassRef) -> Target | None:
         """Where the runner's start-up reaches a use taken in `scope` (module.Class.method) at
@@ -74,7 +80,7 @@ class Targets:
         owner = next((r for r in order if r.qualname == qualified), None)
         if owner is not None:
             fn = methods.get(method)
-            if fn is None or self.called_outside(method):
+            if fn is None or not _holds(fn, owner.file, line, order) or self.called_outside(method):
                 return None
             found = _innermost(fn, line)
             if found is None:
@@ -90,17 +96,39 @@ class Targets:
             if not named:
                 return None
             statements, goals = set(), set()
-            for rel, fn, stmt, deferred in named:
-                if rel not in runner_files or fn is None or deferred:
+            for rel, fn_name, lineno, deferred in named:
+                if rel not in runner_files or not fn_name or deferred:
                     return None  # built elsewhere, or not as written: not decided here
-                if methods.get(fn.name) is not fn or self.called_outside(fn.name):
+                fn = methods.get(fn_name)
+                if fn is None or not _holds(fn, rel, lineno, order) or self.called_outside(fn_name):
                     return None
-                statements.add((rel, stmt.lineno))
-                goals.add(fn.name)
-        chain = _chain(methods, goals)
+                statements.add((rel, lineno))
+                goals.add(fn_name)
+        chain = _chain(methods, goals, self._call_graph(order, methods))
         if chain is None:
             return None
         return Target(frozenset(statements), chain)
+
+    def _call_graph(
+        self, order: list[ClassRef], methods: dict[str, ast.FunctionDef]
+    ) -> dict[str, dict[str, bool]]:
+        """Per runner method, the methods it calls on self, each with whether every such call
+        is plain (not under a loop, nested function or comprehension). Once per runner."""
+        key = ",".join(r.qualname for r in order)
+        if key not in self._calls:
+            graph: dict[str, dict[str, bool]] = {}
+            for name, fn in methods.items():
+                found: dict[str, bool] = {}
+                for node, deferred in _walk(fn):
+                    if (
+                        isinstance(node, ast.Call)
+                        and isinstance(node.func, ast.Attribute)
+                        and dotted(node.func.value) == "self"
+                    ):
+                        found[node.func.attr] = found.get(node.func.attr, True) and not deferred
+                graph[name] = found
+            self._calls[key] = graph
+        return self._calls[key]
 
     def methods(self, order: list[ClassRef]) -> dict[str, ast.FunctionDef]:
         """The runner's methods as its lookup order resolves them."""
@@ -119,20 +147,23 @@ class Targets:
             self._methods[key] = found
         return self._methods[key]
 
-    def naming(self, cls: ClassRef) -> list[tuple[str, ast.FunctionDef | None, ast.stmt, bool]]:
-        """Every statement of the tree that names `cls` (or a subclass) as a value: (file, its
-        function, the statement, whether it sits where the evaluator would not run it)."""
-        if cls.qualname not in self._named:
-            self._named[cls.qualname] = self._naming(cls)
-        return self._named[cls.qualname] or []
+    def naming(self, cls: ClassRef) -> list[tuple[str, str, int, bool]]:
+        """Every statement of the runtime that names `cls` (or a subclass) as a value: (file,
+        its method or "" outside one, the statement's line, whether it sits where the evaluator
+        would not run it). A tree answer: a warm audit does not search again."""
+        return self.index.answer(
+            f"named-as-value:{cls.qualname}",
+            list[tuple[str, str, int, bool]],
+            lambda: self._naming(cls),
+        )
 
-    def _naming(self, cls: ClassRef) -> list[tuple[str, ast.FunctionDef | None, ast.stmt, bool]]:
+    def _naming(self, cls: ClassRef) -> list[tuple[str, str, int, bool]]:
         names = {cls.facts.name}
-        out: list[tuple[str, ast.FunctionDef | None, ast.stmt, bool]] = []
+        out: list[tuple[str, str, int, bool]] = []
         todo = [cls.facts.name]
         while todo:
             name = todo.pop()
-            for rel in self.index.entries:
+            for rel in self.index.files.runtime_files():
                 parsed = parsed_with(self.index, rel, name)
                 if parsed is None:
                     continue
@@ -140,32 +171,42 @@ class Targets:
                     if sub not in names:
                         names.add(sub)
                         todo.append(sub)
-                out.extend((rel, *found) for found in _value_mentions(parsed.tree, name))
-        return out if len(out) <= _MAX_MENTIONS else [("", None, ast.Pass(), True)]
+                out.extend(
+                    (rel, fn.name if fn is not None else "", stmt.lineno, deferred)
+                    for fn, stmt, deferred in _value_mentions(parsed.tree, name)
+                )
+        return out if len(out) <= _MAX_MENTIONS else [("", "", 0, True)]
 
     def called_outside(self, method: str) -> bool:
-        """Is `method` called on a runner other than `self` anywhere in the tree (a receiver
+        """Is `method` called on a runner other than `self` anywhere in the runtime (a receiver
         named for a runner, as the consumer scan names them: `model_runner.init_x()`)?"""
-        if method not in self._outside:
-            self._outside[method] = self._called_outside(method)
-        return self._outside[method]
+        if self._outside is None:
+            self._outside = set(
+                self.index.answer("called-on-a-runner", list[str], self._runner_calls)
+            )
+        return method in self._outside
 
-    def _called_outside(self, method: str) -> bool:
-        needle = f".{method}("
-        for rel in self.index.entries:
-            parsed = parsed_with(self.index, rel, needle)
-            if parsed is None:
-                continue
-            for node in ast.walk(parsed.tree):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == method
-                    and dotted(node.func.value) != "self"
-                    and "runner" in (last_name(node.func.value) or "").lower()
-                ):
-                    return True
-        return False
+    def _runner_calls(self) -> list[str]:
+        """The method names the runtime calls on a runner's name, one pass over the bytes."""
+        files = self.index.files
+        root = str(files.tree.root)
+        found: set[str] = set()
+        for rel in files.runtime_files():
+            data = files.held(rel)
+            if data is None:
+                try:
+                    data = read_file(os.path.join(root, rel), files.entries[rel].size)
+                except OSError:
+                    continue
+            if b"unner" in data:
+                found.update(m.decode() for m in _RUNNER_CALL.findall(data))
+        return sorted(found)
+
+
+def _holds(fn: ast.FunctionDef, rel: str, lineno: int, order: list[ClassRef]) -> bool:
+    """Is the statement at `lineno` of `rel` inside `fn` (the method the lookup order gives)?"""
+    owner = next((r for r in order if r.file == rel and fn.name in r.facts.methods), None)
+    return owner is not None and fn.lineno <= lineno <= (fn.end_lineno or fn.lineno)
 
 
 def _innermost(fn: ast.FunctionDef, line: int) -> ast.stmt | None:
@@ -185,20 +226,12 @@ def _innermost(fn: ast.FunctionDef, line: int) -> ast.stmt | None:
     return found
 
 
-def _chain(methods: dict[str, ast.FunctionDef], goals: set[str]) -> frozenset[str] | None:
-    """The runner's methods on a self-call path from `__init__` to a goal; None when a call on
-    the way sits where the evaluator would not run it, or no path starts at `__init__`."""
-    calls: dict[str, dict[str, bool]] = {}  # method -> called method -> every call is plain
-    for name, fn in methods.items():
-        found: dict[str, bool] = {}
-        for node, deferred in _walk(fn):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and dotted(node.func.value) == "self"
-            ):
-                found[node.func.attr] = found.get(node.func.attr, True) and not deferred
-        calls[name] = found
+def _chain(
+    methods: dict[str, ast.FunctionDef], goals: set[str], calls: dict[str, dict[str, bool]]
+) -> frozenset[str] | None:
+    """The runner's methods on a self-call path from `__init__` to a goal, and the methods the
+    tests on the way call; None when a call on the way sits where the evaluator would not run
+    it, or no path starts at `__init__`."""
     on_path = set(goals)
     changed = True
     while changed:
