@@ -148,8 +148,14 @@ class RoleReacher:
         key = (scope, line, algorithm, builders)
         if key not in self._memo:
             self.algorithm = algorithm
-            builds = [self.build(s, algorithm) for s in builders]
-            self._memo[key] = self._reach(scope, line, algorithm, builds)
+            # Where no runner the tree names `ModelRunner` could decide the use, running the
+            # builders would decide nothing: the use stands (the safe answer) without them.
+            runners = self.index.classes.classes_named(_RUNNER_SUFFIX)
+            if runners and all(self.targets.target(scope, line, r) is None for r in runners):
+                self._memo[key] = _STANDS
+            else:
+                builds = [self.build(s, algorithm) for s in builders]
+                self._memo[key] = self._reach(scope, line, algorithm, builds)
         return self._memo[key]
 
     def _reach(
