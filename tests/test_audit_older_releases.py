@@ -66,3 +66,66 @@ def test_0_5_7_the_registry_factories_pick_the_worker(index_057: TreeIndex) -> N
     assert workers[f"{_SPEC}.standalone_worker.StandaloneWorker"] == {"STANDALONE"}
     assert workers[f"{_SPEC}.ngram_worker.NGRAMWorker"] == {"NGRAM"}
     assert workers[f"{_SPEC}.multi_layer_eagle_worker.MultiLayerEagleWorker"] == set()
+
+
+def _finding(index: TreeIndex, cls: str, role: str) -> list[tuple[str, tuple[str, ...]]]:
+    target, draft = (cls, None) if role == "target" else (None, cls)
+    result = audit(index, target, "EAGLE3", draft)
+    return [
+        (f.severity, f.evidence.assumed if f.evidence is not None else ())  # type: ignore[attr-defined]
+        for f in result.findings
+        if f.attribute == "set_eagle3_layers_to_capture" and f.role == role
+    ]
+
+
+@pytest.mark.parametrize(
+    ("release", "written"),
+    [
+        ("053", "eagle_worker.py:106"),
+        ("057", "eagle_worker.py:111"),
+        ("059", "eagle_worker.py:112"),
+    ],
+)
+def test_the_drafts_runner_is_built_with_cuda_graphs_off(
+    request: pytest.FixtureRequest, release: str, written: str
+) -> None:
+    """The EAGLE worker sets `server_args.disable_cuda_graph = True` before it builds the
+    draft's runner; its `init_device_graphs` then returns early unless `self.device` is "cpu",
+    the one undecided test: what `CudaGraphRunner.__init__` asks of the model is a warning for a
+    draft, resting on that test, not an error. The runner's own calls are decided for the draft
+    (0.5.7/0.5.9: `eagle_use_aux_hidden_state` is the target runner's, and the FlashInfer
+    autotune path returns `not self.is_draft_worker`): they are not asked of it at all."""
+    index = request.getfixturevalue(f"index_{release}")
+    found = _finding(index, "sglang.srt.models.mimo_mtp.MiMoMTP", "draft")
+    assert [severity for severity, _ in found] == ["warning"]
+    assumed = " ".join(found[0][1])
+    assert "self.server_args.disable_cuda_graph" in assumed
+    assert f"{written} sets disable_cuda_graph = True" in assumed
+    assert "model_runner.py" not in assumed  # only the graph runner's call rests on the device
+
+
+@pytest.mark.parametrize("release", ["053", "059"])
+def test_the_targets_runner_keeps_the_requirement(
+    request: pytest.FixtureRequest, release: str
+) -> None:
+    """The target's runner is built with the launch's own values: the requirement stands."""
+    index = request.getfixturevalue(f"index_{release}")
+    found = _finding(index, "sglang.srt.models.mimo_mtp.MiMoMTP", "target")
+    assert [severity for severity, _ in found] == ["error"]
+
+
+def test_0_5_9_the_drafts_runner_reaches_the_graph_runner_only_on_a_cpu(
+    index_059: TreeIndex,
+) -> None:
+    """0.5.9's EAGLE worker turns CUDA graphs off for the draft's runner too
+    (`eagle_worker.py:112`): its build reaches `CudaGraphRunner.__init__` only past the early
+    return on `disable_cuda_graph`, an undecided test that the draft's value enters."""
+    from eaglebug.checks.interface.roles import role_reacher
+
+    workers = frozenset({f"{_SPEC}.eagle_worker"})
+    scope = "sglang.srt.model_executor.cuda_graph_runner.CudaGraphRunner.__init__"
+    reacher = role_reacher(index_059, algorithm_facts(index_059))
+    found = reacher.reach(scope, 0, "EAGLE3", workers, lambda _fn: True)
+    assert found.reached is None
+    assert any("self.server_args.disable_cuda_graph" in t for t in found.assumed)
+    assert any("eagle_worker.py:112 sets disable_cuda_graph = True" in w for w in found.read_from)

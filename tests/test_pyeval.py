@@ -352,6 +352,40 @@ def test_a_decided_branch_that_ends_an_undecided_path_ends_it(tmp_path: Path) ->
     assert "eagle worker" not in values and "frozen worker" in values
 
 
+def test_an_observer_sees_the_statements_each_path_runs(tmp_path: Path) -> None:
+    """`on_statement` sees a statement only where a path runs it, with that path's tests: a
+    decided early return hides what follows; an undecided one leaves it on an undecided path
+    (0.5.3's `init_device_graphs` with CUDA graphs off: decided for a draft on a GPU, undecided
+    where the device is not known)."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(device, off):
+            if device != "cpu" and off:
+                return None
+            built = "graph runner"
+            return built
+    """
+        },
+    )
+    seen: list[tuple[int, bool]] = []
+
+    class Statements(Observer):
+        def on_statement(self, frame: Any, stmt: Any) -> None:
+            if stmt.lineno == 5:
+                seen.append((stmt.lineno, all(t.definite for t in frame.tests)))
+
+    m.observer = Statements()
+    run(m, "a", "f", "cuda", True)
+    assert seen == []  # returned before it
+    run(m, "a", "f", "cuda", False)
+    assert seen == [(5, True)]
+    seen.clear()
+    run(m, "a", "f", Top("device"), True)
+    assert seen == [(5, False)]  # run, on the path where the return was not taken
+
+
 def test_a_fork_does_not_write_through_to_the_other_path(tmp_path: Path) -> None:
     """Copy on write: the path run first must not change the object the second path starts
     from (0.5.9's TRT-LLM page size must not leak into the path without that backend)."""

@@ -1,10 +1,11 @@
 """The audit of one class in one role: the runtime's uses that reach it, and what it lacks.
 
-The uses come from the tree (`reach.py`); those the role, the algorithm and the worker code
-in play can run are required (`guards.py`, `workers.py`); each required attribute the class
-does not provide is a finding, with the inner object that could provide it (`audit/delegates.py`)
-and the delegation that fixes it (`audit/delegation.py`). Present attributes are checked too: stubs,
-guarded delegations that silently do nothing, and signatures the calls cannot bind to.
+The uses come from the tree (`reach/resolve.py`); those the role, the algorithm and the worker
+code in play can run are required (`reach/guards.py`, `workers.py`; for a missing attribute, the
+role's own runner must reach them: `roles.py`); each required attribute the class does not
+provide is a finding, with the inner object that could provide it (`delegates.py`) and the
+delegation that fixes it (`delegation.py`). Present attributes are checked too (`present.py`):
+stubs, guarded delegations that silently do nothing, and signatures the calls cannot bind to.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.contract.evidence import InterfaceEvidence, Site
-from eaglebug.checks.contract.findings import CallSite, Finding, Severity
+from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.fixes import PatchFix
 from eaglebug.checks.interface.delegates import Delegate, find_delegate, picked_by, summary
 from eaglebug.checks.interface.delegation import DelegationPlanner
 from eaglebug.checks.interface.made import made_by
+from eaglebug.checks.interface.present import present, sites
+from eaglebug.checks.interface.roles import by_role
 from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
 from eaglebug.checks.reach.flags import flags
@@ -59,13 +62,6 @@ def _in_scope(use: ResolvedUse, scopes: WorkerScopes, algorithm: str) -> bool:
         if served is not None and algorithm not in served:
             return False
     return True
-
-
-def _sites(uses: Iterable[ResolvedUse]) -> tuple[CallSite, ...]:
-    seen: dict[tuple[str, int], CallSite] = {}
-    for u in uses:
-        seen.setdefault((u.file, u.use.line), CallSite(u.file, u.use.line, u.use.code))
-    return tuple(sorted(seen.values(), key=lambda s: (s.file, s.line)))
 
 
 def _site_evidence(uses: Iterable[ResolvedUse]) -> tuple[Site, ...]:
@@ -223,15 +219,20 @@ class ClassAudit:
         missing_required: list[str] = []
         for attribute in sorted(candidates):
             required = [u for u in candidates[attribute] if possible(u.conds, self.context(u.role))]
+            provider = self.provider(attribute)
+            undecided: tuple[str, ...] = ()
+            if provider is None:  # only a missing attribute's verdict rests on the role's path
+                required, undecided = by_role(self.index, required, self.role, self.algorithm,
+                                              self.algo, frozenset(self.scopes.own),
+                                              self.serves)  # fmt: skip
             if not required:
                 continue
-            provider = self.provider(attribute)
             speculative = [u for u in required if self.speculative(u)]
             if provider is None and not speculative:
                 self.general_missing(attribute, required)
             elif provider is None:
                 missing_required.append(attribute)
-                self.missing(attribute, speculative)
+                self.missing(attribute, speculative, undecided)
             else:
                 self.report.provided.append((attribute, provider))
                 self.present(attribute, provider, required)
@@ -259,15 +260,22 @@ class ClassAudit:
             role=self.role,
             class_=self.ref.qualname,
             attribute=attribute,
-            call_sites=_sites(uses),
+            call_sites=sites(uses),
             delegate=delegate,
             fix=fix,
             evidence=evidence,
         )
         self.report.findings.append(finding)
 
-    def _evidence(self, uses: list[ResolvedUse], **extra: Any) -> InterfaceEvidence:
-        assumed = tuple(
+    def serves(self, scope: str) -> bool:
+        """Does worker code `scope` run for the algorithm at hand (None: not worker code)?"""
+        served = self.scopes.algorithms(scope)
+        return served is None or self.algorithm in served
+
+    def _evidence(
+        self, uses: list[ResolvedUse], assumed: tuple[str, ...] = (), **extra: Any
+    ) -> InterfaceEvidence:
+        assumed = assumed + tuple(
             f"{e} is outside the SGLang tree; assumed to provide no SGLang names"
             for e in self.externals
         )
@@ -289,7 +297,11 @@ class ClassAudit:
             )
         return self._delegates[attribute]
 
-    def missing(self, attribute: str, uses: list[ResolvedUse]) -> None:
+    def missing(
+        self, attribute: str, uses: list[ResolvedUse], undecided: tuple[str, ...] = ()
+    ) -> None:
+        """`undecided`: every use rests on a test the draft's own values enter (`roles.py`);
+        then a warning that says so, not an error on a guess."""
         cls = self.ref.facts.name
         dynamic = self.classes.dynamic_getattr(self.ref)
         delegate = self.find_delegate(attribute)
@@ -312,10 +324,11 @@ class ClassAudit:
             f"{cls} has no {attribute}, which the {self.role} model needs for {self.algorithm}"
         )
         fix = None
-        evidence = self._evidence(uses)
+        evidence = self._evidence(uses, undecided)
         if delegate is not None:
             evidence = self._evidence(
                 uses,
+                undecided,
                 delegate_classes=delegate.classes,
                 delegate_provider=delegate.provider.owner,
                 delegate_lacking=delegate.lacking,
@@ -324,11 +337,13 @@ class ClassAudit:
             )
             message += "; " + summary(delegate)
             fix = self._delegation(attribute, delegate)
+        if undecided:
+            message += "; only if the draft's runner reaches the call (see assumed)"
         self._report(
             attribute,
             uses,
             id="interface.missing",
-            severity="error",
+            severity="warning" if undecided else "error",
             message=message,
             delegate=delegate.attribute if delegate else None,
             fix=fix,
@@ -424,65 +439,7 @@ class ClassAudit:
         )
 
     def present(self, attribute: str, provider: Provider, uses: list[ResolvedUse]) -> None:
-        method = provider.method
-        cls = self.ref.facts.name
-        if method is None:
-            return
-        evidence = self._evidence(uses, provided_by=provider.owner, chain=provider.chain)
-        if method.stub:
-            self._report(
-                attribute,
-                uses,
-                id="interface.stub",
-                severity="error",
-                message=f"{cls}.{attribute} only raises NotImplementedError ({provider.owner})",
-                evidence=evidence,
-            )
-            return
-        if method.guarded_delegate is not None:
-            inner_attr, inner_method = method.guarded_delegate
-            inner_classes = self.classes.inner_classes(self.ref, inner_attr)
-            lacking = [
-                c.qualname for c in inner_classes if self.classes.lookup(c, inner_method) is None
-            ]
-            if lacking:
-                names = ", ".join(x.rsplit(".", 1)[-1] for x in lacking)
-                self._report(
-                    attribute,
-                    uses,
-                    id="interface.stub",
-                    severity="warning",
-                    message=(
-                        f"{cls}.{attribute} delegates to self.{inner_attr} only if it has "
-                        f"{inner_method}; {names} does not, so the call silently does nothing"
-                    ),
-                    delegate=inner_attr,
-                    evidence=dataclasses.replace(evidence, delegate_lacking=tuple(lacking)),
-                )
-        if method.kind in {"method", "classmethod", "staticmethod"}:
-            bad = [
-                u
-                for u in uses
-                if u.use.is_call
-                and not method.signature.accepts(u.use.n_args, u.use.keywords, u.use.star)
-            ]
-            if bad:
-                signature = f"{attribute}({method.signature.text})"
-                speculative = [u for u in bad if self.speculative(u)]
-                bad = speculative or bad
-                owner = provider.owner.rsplit(".", 1)[-1]
-                self._report(
-                    attribute,
-                    bad,
-                    id="interface.signature",
-                    # Outside speculative decoding it is another feature's problem: info.
-                    severity="error" if speculative else "info",
-                    message=(
-                        f"{owner}.{attribute}({method.signature.text}) cannot accept the "
-                        f"call shape used at {len(_sites(bad))} call site(s)"
-                    ),
-                    evidence=dataclasses.replace(evidence, signature=signature),
-                )
+        present(self, attribute, provider, uses)
 
     def family(self, missing_required: list[str], all_uses: list[ResolvedUse]) -> None:
         """get_X/set_X come in pairs: upstream delegates both even where one is draft-only."""

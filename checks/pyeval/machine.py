@@ -234,6 +234,7 @@ class Machine:
     def block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
             self.tick()
+            self.observer.on_statement(self.stack[-1], stmt)
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:

@@ -55,6 +55,10 @@ class Observer:
         """Any attribute assignment as written, whatever its object evaluated to (the
         object may be unknown: `self.model.layers_to_capture = ...` on an unread `model`)."""
 
+    def on_statement(self, frame: Frame, stmt: ast.stmt) -> None:
+        """A statement about to run, on the path `frame.tests` says (a loop the reading does
+        not run is not entered: its body's statements are not seen)."""
+
     def on_call(self, call: Call) -> Any:
         """A call about to be made; a value other than UNSET is taken as its result."""
         return UNSET
