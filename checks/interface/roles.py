@@ -28,7 +28,6 @@ The target's runner is built by the scheduler with the launch's values: its uses
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -428,12 +427,6 @@ def by_role(
     return kept, (tuple(dict.fromkeys(notes)) if kept and every_undecided else ())
 
 
-_REACHERS: weakref.WeakKeyDictionary[TreeIndex, RoleReacher] = weakref.WeakKeyDictionary()
-
-
 def role_reacher(index: TreeIndex, algo: AlgorithmFacts) -> RoleReacher:
     """One per index: what the builders hand over does not depend on the audit that asks."""
-    found = _REACHERS.get(index)
-    if found is None:
-        found = _REACHERS[index] = RoleReacher(index, algo)
-    return found
+    return index.kept("interface.role_reacher", lambda: RoleReacher(index, algo))
