@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from eaglebug.checks.source.index import TreeIndex
@@ -92,3 +94,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     Frozen, they are skipped; the process ends right after."""
     del config
     gc.freeze()
+
+
+# A worker reading the real releases peaks near this much (the largest test files hold several
+# releases' indexes at once): `-n auto` starts no more workers than the free memory holds.
+WORKER_PEAK_GIB = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker per core the process may use, as far as the free memory allows."""
+    del config
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    free_gib = psutil.virtual_memory().available / 2**30
+    return max(1, min(cores or 1, int(free_gib // WORKER_PEAK_GIB)))

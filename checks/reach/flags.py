@@ -18,7 +18,8 @@ from collections.abc import Callable
 from eaglebug.checks.reach.conditions import Cond, Flag, Origin, negated
 from eaglebug.checks.reach.consumers import assignments
 from eaglebug.checks.reach.flagvalues import Lookup, MakeReader, value_paths
-from eaglebug.checks.reach.scanner import FunctionScanner, Stack, exits_early
+from eaglebug.checks.reach.scanner import FunctionScanner, Stack
+from eaglebug.checks.reach.shapes import exits_early
 from eaglebug.checks.reach.uses import ConsumerFacts
 from eaglebug.checks.source.answers import MISSING
 from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_nodes, module_imports

@@ -30,7 +30,8 @@ from eaglebug.checks.reach.conditions import (
     substitute,
 )
 from eaglebug.checks.reach.consumers import assignments
-from eaglebug.checks.reach.scanner import FunctionScanner, Stack, exits_early
+from eaglebug.checks.reach.scanner import FunctionScanner, Stack
+from eaglebug.checks.reach.shapes import exits_early
 from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_params
 
 # (class name or None, function name) -> the function, for the callee of an assignment.
