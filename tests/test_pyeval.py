@@ -502,3 +502,28 @@ def test_super_reaches_a_plug_in_of_a_base_outside_the_tree(tmp_path: Path) -> N
     bare = machine(tmp_path / "bare", files)
     layers, interval, _ = run(bare, "a", "f").value
     assert layers == 4 and isinstance(interval, Top)
+
+
+def test_an_f_string_of_an_unknown_is_unknown_and_its_message_still_reads(tmp_path: Path) -> None:
+    """`f"{len(x)}"` with `x` unknown is no known string (a comparison with it decides
+    nothing: 0.5.7's eagle_worker.py:127 builds such a string), yet a raise's message built
+    from it reads with the unknown part as written."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(x):
+            made = f"{{\\"n\\": {len(x)}}}"
+            same = made == '{"n": 3}'
+            if x.big:
+                raise ValueError(f"too many: {len(x)} items")
+            return made, same, f"{3:>3}"
+    """
+        },
+    )
+    result = run(m, "a", "f", Top("x"))
+    made, same, known = result.value
+    assert isinstance(made, Top) and made.text == '{"n": {len(x)}}' and made.truth is True
+    assert isinstance(same, Top)  # not False on a guess
+    assert known == "  3"
+    assert [r.message for r in result.raised] == ["too many: {len(x)} items"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
 from eaglebug.checks.pyeval.state import Test
-from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, truth
+from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, message_text, truth
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
@@ -28,12 +28,12 @@ def raise_(m: Machine, stmt: ast.stmt, exc: ast.expr | None, msg: ast.expr | Non
         kind = ast.unparse(exc.func)
         if exc.args:
             made = m.expr(exc.args[0])
-            message = made if isinstance(made, str) else None
+            message = message_text(made)
     elif exc is not None:
         kind = ast.unparse(exc)
     elif msg is not None:
         made = m.expr(msg)
-        message = made if isinstance(made, str) else None
+        message = message_text(made)
     kind = kind.rsplit(".", 1)[-1]
     record(m, stmt, kind, message, ())
     raise _end_after_raise(m, kind)
@@ -49,7 +49,7 @@ def check_assert(m: Machine, stmt: ast.Assert, test: ast.expr, msg: ast.expr | N
     message = None
     if msg is not None:
         made = m.expr(msg)
-        message = made if isinstance(made, str) else None
+        message = message_text(made)
     extra = (Test(f"not ({ast.unparse(test)})", reads, told is False),)
     record(m, stmt, "AssertionError", message, extra)
     if told is False:

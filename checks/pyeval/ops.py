@@ -203,10 +203,11 @@ def _equal(x: Any, y: Any) -> bool | None:
 
 
 def fstring(parts: list[ast.expr], evaluate: Callable[[ast.expr], Any]) -> Any:
-    """An f-string's text with the format specs applied (`f"{x:.2f}"`); an unknown part stays
-    `{expression}` in the text and the whole is still a string: a message is readable even when
-    a value in it is not known."""
+    """An f-string's text with the format specs applied (`f"{x:.2f}"`). With an unknown part
+    the value is unknown (a comparison with it decides nothing), and its text, that part left
+    as `{expression}`, is kept for a message that reads it (`Top.text`)."""
     out: list[str] = []
+    unknown: list[str] = []
     for part in parts:
         if isinstance(part, ast.Constant):
             out.append(str(part.value))
@@ -221,7 +222,10 @@ def fstring(parts: list[ast.expr], evaluate: Callable[[ast.expr], Any]) -> Any:
             spec = made if isinstance(made, str) else ""
         if isinstance(value, (Top, OneOf, _OBJECTS)):
             shown = show(value)
-            out.append(shown if shown is not None else "{" + ast.unparse(part.value) + "}")
+            if shown is None:
+                unknown.append(ast.unparse(part.value))
+                shown = "{" + unknown[-1] + "}"
+            out.append(shown)
             continue
         try:
             if part.conversion == ord("r"):
@@ -235,6 +239,10 @@ def fstring(parts: list[ast.expr], evaluate: Callable[[ast.expr], Any]) -> Any:
         except (TypeError, ValueError):
             text = str(value)
         out.append(text)
+    if unknown:
+        text = "".join(out)
+        truth_known = True if any(isinstance(p, ast.Constant) and p.value for p in parts) else None
+        return Top(f"an f-string of unknown {', '.join(unknown)}", truth=truth_known, text=text)
     return "".join(out)
 
 

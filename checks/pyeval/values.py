@@ -38,6 +38,9 @@ class Top:
     # The exception Python's builtin raised on known values (`int("40960.5")`: ValueError): a
     # `try` around the call runs its matching `except` (`machine.py`); elsewhere, unknown.
     error: str | None = None
+    # How it reads where only its text is wanted (a raise's message): an f-string with an
+    # unknown part, `{expression}` in place of that part. The value itself stays unknown.
+    text: str | None = None
 
     def __bool__(self) -> bool:
         raise TypeError(f"an unknown value has no truth value ({self.why}): use truth()")
@@ -257,3 +260,11 @@ def one_of(values: Iterable[Any], limit: int) -> Any:
     if len(out) > limit:
         return Top(f"more than {limit} alternatives", frozenset(reads))
     return OneOf(tuple(out))
+
+
+def message_text(value: Any) -> str | None:
+    """A value as a message reads it: a string, or an f-string's text with its unknown parts
+    left as `{expression}` (`Top.text`); None for anything else."""
+    if isinstance(value, str):
+        return value
+    return value.text if isinstance(value, Top) else None
