@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -40,24 +39,6 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def _child(code: str, cwd: Path, timeout: float = 120) -> tuple[int, str, str]:
-    """Run `code` in a fresh interpreter: exit code, stdout, stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(),
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise AssertionError("the child blocked (killed after the timeout)") from None
-    return proc.returncode, out.decode(), err.decode()
-
-
 def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path) -> None:
     log = _one_line_log(tmp_path / "one-line.log")
     code = (
@@ -65,13 +46,13 @@ def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path) -> None:
         "from eaglebug.cli.parser import main\n"
         f"sys.exit(main(['diagnose', '--log', {str(log)!r}, '--json']))\n"
     )
-    status, out, err = _child(code, tmp_path)
-    assert status in {0, 1}, err
-    data = json.loads(out)
+    run = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=_env(), timeout=120)
+    assert run.code in {0, 1}, run.err
+    data = json.loads(run.out)
     assert data["lines_cut"]["count"] == 1 and data["lines_cut"]["first_offset"] == 0
-    warning = [line for line in err.splitlines() if line.startswith("warning: ")]
-    assert len(warning) == 1 and "1 line longer than 64 KiB" in warning[0], err
-    assert "Traceback" not in err
+    warning = [line for line in run.err.splitlines() if line.startswith("warning: ")]
+    assert len(warning) == 1 and "1 line longer than 64 KiB" in warning[0], run.err
+    assert "Traceback" not in run.err
     alone = f"from eaglebug.checks.logs.parse import analyze_file\nanalyze_file({str(log)!r})\n"
     run = run_measured([sys.executable, "-c", alone], cwd=tmp_path, env=_env(), timeout=120)
     assert run.code == 0, run.err
@@ -90,8 +71,8 @@ def test_a_recorded_launch_whose_log_is_a_fifo_does_not_block(tmp_path: Path) ->
         "from eaglebug.server.calibration import measured_for\n"
         f"print(measured_for(Path({str(tmp_path)!r}), {words!r}))\n"
     )
-    status, out, err = _child(code, tmp_path, timeout=300)
-    assert (status, out.strip()) == (0, "None"), err
+    run = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=_env(), timeout=300)
+    assert (run.code, run.out.strip()) == (0, "None"), run.err
     assert read_memory_file(fifo) is None  # in-process too: refused on the open descriptor
 
 
