@@ -13,6 +13,9 @@ Both sides are separate processes, so the audit's interpreter start-up counts ju
 process start does. As in a real install, the audit runs from compiled bytecode: the children
 write it under a scratch `PYTHONPYCACHEPREFIX` (never into the repository, and even where
 `PYTHONDONTWRITEBYTECODE` is set), and one untimed audit compiles it before anything is timed.
+The children run the `eaglebug` that the Python running this script has installed: for
+figures as a user gets them, run it with a venv that holds a plain (not editable) install,
+e.g. `python -m venv V && V/bin/pip install . && V/bin/python bench/audit_vs_grep.py`.
 Peak RSS comes from `os.wait4` on each audit child. An extra row, for information only, times
 grep over the `.py` files alone: a wheel may ship large binaries (0.5.23 has ~45 MB of `.so`)
 that plain grep reads and the audit never does.
@@ -78,7 +81,9 @@ def run_child(argv: list[str], env: dict[str, str] | None = None, capture: bool 
         target_out = out if capture else subprocess.DEVNULL
         target_err = err if capture else subprocess.DEVNULL
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=target_out, stderr=target_err, env=env, cwd=REPO)
+        # From the file system's root: `python -m eaglebug` puts its working folder first on
+        # the path, and from the repository that would be the source folder, not the install.
+        proc = subprocess.Popen(argv, stdout=target_out, stderr=target_err, env=env, cwd=os.sep)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting
@@ -94,11 +99,16 @@ def time_grep(tree: Path, runs: int, only_py: bool = False) -> float:
     return min(run_child(argv, capture=False).seconds for _ in range(runs))
 
 
+def eaglebug_command() -> list[str]:
+    """The console script installed beside this Python, as a user runs it; else `-m eaglebug`
+    (which also imports `runpy`, a few milliseconds that a warm run notices)."""
+    script = Path(sys.executable).parent / "eaglebug"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "eaglebug"]
+
+
 def audit_argv(tree: Path, model_class: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "eaglebug",
+        *eaglebug_command(),
         "audit",
         "--sglang",
         str(tree),

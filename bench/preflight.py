@@ -31,6 +31,7 @@ from audit_vs_grep import (
     AuditFailed,
     audit_argv,
     default_tree,
+    eaglebug_command,
     run_audit,
     table,
     time_cold,
@@ -80,7 +81,7 @@ def write_models(scratch: Path) -> tuple[Path, Path]:
 
 def preflight_argv(tree: Path, target: Path, draft: Path) -> list[str]:
     return [
-        sys.executable, "-m", "eaglebug", "preflight", "--sglang", str(tree), "--json",
+        *eaglebug_command(), "preflight", "--sglang", str(tree), "--json",
         "--gpu-mem-gib", "141", "--gpu-arch", "sm90", "--",
         "python", "-m", "sglang.launch_server", "--model-path", str(target),
         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft),

@@ -545,8 +545,13 @@ def test_help_lists_every_binding_of_the_main_screen_with_its_tooltip(
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
-        table = app.screen.query(Static).last()
+        # The screen is current before its children are mounted: wait for the table itself.
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#key-table")),
+            "the help screen's key table",
+        )
+        table = app.screen.query_one("#key-table", Static)
         text = plain(table.content)
         lines = text.splitlines()
         for binding in MainScreen.BINDINGS:

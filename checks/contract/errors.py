@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -38,5 +37,7 @@ def closest_hint(
     """The hint for an unknown name: `found` with the (up to three) `names` closest to `word`
     put in its `{}` ("did you mean {}?"), or `otherwise` when none is close (difflib's ratio
     below `cutoff`)."""
+    import difflib  # only for a refusal: not on every run's import path
+
     close = difflib.get_close_matches(word, sorted(names), n=3, cutoff=cutoff)
     return found.format(", ".join(close)) if close else otherwise

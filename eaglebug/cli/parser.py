@@ -10,7 +10,8 @@ import argparse
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from eaglebug import __version__
 from eaglebug.checks import InputError, one_line
@@ -19,6 +20,12 @@ from eaglebug.cli.numbers import count, number
 
 EXIT_USAGE = 2
 FORMATS = ("text", "md", "json", "html", "sarif")  # matrix's
+
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 
 class Parser(argparse.ArgumentParser):
@@ -102,14 +109,7 @@ def stall_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="eaglebug",
-        description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
-    )
-    parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-
+def _audit_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "audit",
         help="which attributes the speculative workers need that a model class lacks",
@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     _class_flags(p, required=True)
     p.set_defaults(run=commands.audit_command)
 
+
+def _preflight_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "preflight",
         help="every launch blocker of one launch command, before the first launch",
@@ -152,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
     p.set_defaults(run=commands.preflight_command)
 
+
+def _fix_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "fix",
         help="generate the missing delegation methods; --apply writes and commits them",
@@ -173,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=commands.fix_command)
 
+
+def _matrix_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "matrix",
         help="every registered class x every speculative algorithm x role of a release: "
@@ -197,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parse cache")
     p.set_defaults(run=_matrix)
 
+
+def _hook_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "hook",
         help="the pre-commit hook: audit the model classes defined in FILES, every algorithm",
@@ -222,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="*", metavar="FILE", help="the files to look at")
     p.set_defaults(run=_hook)
 
+
+def _launch_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "launch",
         help="start the server detached (survives this shell), output to a new log per launch",
@@ -231,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("launch", nargs=argparse.REMAINDER, help="the launch command, after --")
     p.set_defaults(run=launches.launch_command)
 
+
+def _stop_parser(sub: Subparsers) -> None:
     p = sub.add_parser("stop", help="stop the server launched here: the whole process tree")
     p.add_argument(
         "--grace",
@@ -242,10 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=launches.stop_command)
 
+
+def _status_parser(sub: Subparsers) -> None:
     p = sub.add_parser("status", help="launches recorded in this folder and whether they run")
     p.add_argument("--json", action="store_true", help="print the launches as JSON")
     p.set_defaults(run=launches.status_command)
 
+
+def _diagnose_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "diagnose",
         help="read a server log: the launch phase, loading progress and failures",
@@ -275,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_diagnose)
 
+
+def _gpus_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "gpus",
         help="one look at the GPUs: this host's (NVML) or every node's (Prometheus)",
@@ -292,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     p.set_defaults(run=_gpus)
 
+
+def _probe_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "probe",
         help="a few fixed prompts to a running server: its acceptance length and speed",
@@ -322,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_probe)
 
+
+def _undo_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "undo", help="revert eaglebug's newest fix commit (git revert, never a reset)"
     )
@@ -330,6 +352,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=commands.undo_command)
+
+
+_COMMANDS: dict[str, Callable[[Subparsers], None]] = {
+    "audit": _audit_parser,
+    "preflight": _preflight_parser,
+    "fix": _fix_parser,
+    "matrix": _matrix_parser,
+    "hook": _hook_parser,
+    "launch": _launch_parser,
+    "stop": _stop_parser,
+    "status": _status_parser,
+    "diagnose": _diagnose_parser,
+    "gpus": _gpus_parser,
+    "probe": _probe_parser,
+    "undo": _undo_parser,
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only` the root and that one command: building every
+    subcommand's options costs more than a warm audit's own work (argparse, gettext)."""
+    parser = Parser(
+        prog="eaglebug",
+        description="Find, fix and watch what breaks when a model meets SGLang speculative decoding.",
+    )
+    parser.add_argument("--version", action="version", version=f"eaglebug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name, add in _COMMANDS.items():
+        if only is None or name == only:
+            add(sub)
     return parser
 
 
@@ -368,14 +420,15 @@ _TREE_READERS = frozenset({"audit", "preflight", "matrix", "hook"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=words[0] if words and words[0] in _COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
     if args.command not in _TREE_READERS:
         return _collected_rarely(args)
-    program = _is_the_program(list(sys.argv[1:] if argv is None else argv))
+    program = _is_the_program(words)
     code = _uncollected(args, restore=not program)
     if program:
         _end_now(code)

@@ -4,8 +4,6 @@ may be another environment)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -25,6 +23,8 @@ def sglang_of(python: str) -> str | None:
     """The sglang package folder that `python` would import, found without importing it."""
     if not os.path.basename(python).startswith("python"):
         return None
+    import subprocess  # here, not on the path of every preflight: most never ask
+
     try:
         proc = subprocess.run(
             [python, "-c", _PROBE], capture_output=True, text=True, timeout=30, check=False
@@ -44,6 +44,9 @@ def path_of(python: str, env: Mapping[str, str]) -> list[str] | None:
     python at all."""
     if not os.path.basename(python).startswith("python"):
         return None
+    import shutil
+    import subprocess
+
     found = shutil.which(python, path=env.get("PATH"))
     if found is None or os.path.realpath(found) == os.path.realpath(sys.executable):
         return None

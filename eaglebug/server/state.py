@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -213,6 +212,8 @@ def _temp_file(folder: Path, suffix: str) -> tuple[int, str]:
     """A new file beside the state file (its descriptor and path); `InputError` if the folder
     takes none, said as the state file that cannot be written."""
     try:
+        import tempfile  # for a write only: a preflight that reads the state never needs it
+
         return tempfile.mkstemp(prefix=".state.", suffix=suffix, dir=folder)
     except OSError as exc:
         raise _cannot_write(folder, exc) from None

@@ -57,7 +57,7 @@ class HelpScreen(ModalScreen[None]):
                 "[bold]eaglebug keys[/]  (Ctrl+P: command palette)", classes="dialog-title"
             )
             with VerticalScroll():
-                yield Static(key_table(self.groups))
+                yield Static(key_table(self.groups), id="key-table")
 
     def action_close(self) -> None:
         self.dismiss(None)
