@@ -119,7 +119,7 @@ def ours(version: str, case: dict[str, Any]) -> Prediction:
     assert not isinstance(target, str) and not isinstance(draft, str)
     launch = MemoryLaunch("model", tp=case["tp"], algorithm=case["algorithm"])
     weights = Weights(case["target_bytes"] // case["tp"], case["draft_bytes"] // case["tp"])
-    return predict(memory_sources(index), launch, target, draft, case["gpu"], weights)
+    return predict(index, memory_sources(index), launch, target, draft, case["gpu"], weights)
 
 
 def anchors() -> list[str]:
@@ -142,9 +142,9 @@ def anchors() -> list[str]:
             "m", tp=8, mem_fraction_static=0.88, algorithm="NEXTN" if draft_gb else None
         )
         draft = shape if draft_gb else None
-        made = predict(sources, launch, shape, draft, H200, Weights(0, 0), log.overheads())
+        made = predict(index, sources, launch, shape, draft, H200, Weights(0, 0), log.overheads())
         fraction = minimum_fraction(
-            sources, launch, shape, draft, H200, Weights(0, 0), 1, log.overheads()
+            index, sources, launch, shape, draft, H200, Weights(0, 0), 1, log.overheads()
         )
         said = made.raised.message if made.raised else "(no raise)"
         rows.append(
