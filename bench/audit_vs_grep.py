@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from report import rss_row, table, timed_row
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.5.23"
 DEFAULT_CLASS = "KimiK25ForConditionalGeneration"
@@ -43,7 +45,6 @@ NEEDLE = "get_embed_and_head"
 
 COLD_GOAL = 3.0  # cold audit seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm audit seconds / grep seconds
-RSS_GOAL_MB = 200.0
 
 
 class AuditFailed(Exception):
@@ -155,34 +156,6 @@ def time_warm(argv: list[str], runs: int, scratch: Path) -> list[Run]:
     return [run_audit(argv, scratch, scratch / "warm") for _ in range(runs)]
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-Row = tuple[str, str, str, str]  # what, figure, goal, verdict
-
-
-def timed_row(
-    what: str, seconds: float, base_s: float, goal: float | None, against: str = " grep"
-) -> Row:
-    """A time as a ratio to the baseline's from the same run: against `goal` (the most that
-    ratio may be) with a verdict, or, with no goal, for information."""
-    ratio = seconds / base_s
-    if goal is None:
-        return (what, f"{seconds:.3f} s", f"info: {ratio:.2f}x", "")
-    return (
-        what,
-        f"{seconds:.3f} s",
-        f"<= {goal:g}x{against}: {ratio:.2f}x",
-        verdict(ratio <= goal),
-    )
-
-
-def rss_row(what: str, rss_mb: float) -> Row:
-    """A peak RSS against the benchmarks' one memory goal."""
-    return (what, f"{rss_mb:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss_mb <= RSS_GOAL_MB))
-
-
 def report(
     tree: Path, runs: int, grep_s: float, grep_py_s: float, cold: list[Run], warm: list[Run]
 ) -> str:
@@ -208,15 +181,6 @@ def report(
         f"runs: {runs} (best time, worst RSS); audit exit code {cold[0].exit_code}",
     ]
     return "\n".join(lines + table(rows))
-
-
-def table(rows: list[Row]) -> list[str]:
-    """The benchmarks' report rows (what, figure, goal, verdict) as aligned columns."""
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -30,12 +30,9 @@ from audit_vs_grep import (
     AuditFailed,
     audit_argv,
     default_tree,
-    rss_row,
-    table,
     time_cold,
-    timed_row,
-    verdict,
 )
+from report import rss_row, table, timed_row, verdict
 
 GOAL = 2.0  # with / without
 MODULE = "sglang/srt/layers/generated_table.py"

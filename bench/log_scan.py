@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from audit_vs_grep import Run, run_child
+from report import verdict
 
 REPO = Path(__file__).resolve().parent.parent
 RATIO_GOAL = 2.0
@@ -207,10 +208,6 @@ def check(run: Run) -> None:
 def best(argv: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, Run]:
     results = [run_child(argv, env=env) for _ in range(runs)]
     return min(r.seconds for r in results), max(results, key=lambda r: r.max_rss_mb)
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
 
 
 def main() -> int:

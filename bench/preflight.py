@@ -30,14 +30,12 @@ from audit_vs_grep import (
     AuditFailed,
     audit_argv,
     default_tree,
-    rss_row,
     run_audit,
-    table,
     time_cold,
     time_grep,
-    timed_row,
     warm_up,
 )
+from report import rss_row, table, timed_row
 
 COLD_GOAL = 5.0  # cold preflight seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm preflight seconds / grep seconds
