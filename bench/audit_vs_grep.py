@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from report import rss_row, table, timed_row
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.5.23"
 DEFAULT_CLASS = "KimiK25ForConditionalGeneration"
@@ -46,7 +48,6 @@ NEEDLE = "get_embed_and_head"
 
 COLD_GOAL = 3.0  # cold audit seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm audit seconds / grep seconds
-RSS_GOAL_MB = 200.0
 
 
 class AuditFailed(Exception):
@@ -165,10 +166,6 @@ def time_warm(argv: list[str], runs: int, scratch: Path) -> list[Run]:
     return [run_audit(argv, scratch, scratch / "warm") for _ in range(runs)]
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def report(
     tree: Path, runs: int, grep_s: float, grep_py_s: float, cold: list[Run], warm: list[Run]
 ) -> str:
@@ -176,7 +173,6 @@ def report(
     warm_s = min(r.seconds for r in warm)
     cold_rss = max(r.max_rss_mb for r in cold)
     warm_rss = max(r.max_rss_mb for r in warm)
-    cold_ratio, warm_ratio = cold_s / grep_s, warm_s / grep_s
     rows = [
         ("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", ""),
         (
@@ -185,45 +181,16 @@ def report(
             f"info: cold {cold_s / grep_py_s:.2f}x, warm {warm_s / grep_py_s:.2f}x",
             "",
         ),
-        (
-            "audit cold (best)",
-            f"{cold_s:.3f} s",
-            f"<= {COLD_GOAL:g}x grep: {cold_ratio:.2f}x",
-            verdict(cold_ratio <= COLD_GOAL),
-        ),
-        (
-            "audit warm (best)",
-            f"{warm_s:.3f} s",
-            f"<= {WARM_GOAL:g}x grep: {warm_ratio:.2f}x",
-            verdict(warm_ratio <= WARM_GOAL),
-        ),
-        (
-            "peak RSS cold (max)",
-            f"{cold_rss:.0f} MB",
-            f"<= {RSS_GOAL_MB:g} MB",
-            verdict(cold_rss <= RSS_GOAL_MB),
-        ),
-        (
-            "peak RSS warm (max)",
-            f"{warm_rss:.0f} MB",
-            f"<= {RSS_GOAL_MB:g} MB",
-            verdict(warm_rss <= RSS_GOAL_MB),
-        ),
+        timed_row("audit cold (best)", cold_s, grep_s, COLD_GOAL),
+        timed_row("audit warm (best)", warm_s, grep_s, WARM_GOAL),
+        rss_row("peak RSS cold (max)", cold_rss),
+        rss_row("peak RSS warm (max)", warm_rss),
     ]
     lines = [
         f"tree: {tree}",
         f"runs: {runs} (best time, worst RSS); audit exit code {cold[0].exit_code}",
     ]
     return "\n".join(lines + table(rows))
-
-
-def table(rows: list[tuple[str, str, str, str]]) -> list[str]:
-    """The benchmarks' report rows (what, figure, goal, verdict) as aligned columns."""
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

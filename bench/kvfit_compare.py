@@ -18,7 +18,6 @@ made at all).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -27,17 +26,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from eaglebug.checks.logs.memory import MemoryLog  # noqa: E402
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape  # noqa: E402
-from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict  # noqa: E402
+from eaglebug.checks.memory.plan import Prediction, Weights, predict  # noqa: E402
 from eaglebug.checks.memory.rules import memory_sources  # noqa: E402
 from eaglebug.checks.source.index import TreeIndex  # noqa: E402
 from eaglebug.checks.source.tree import locate  # noqa: E402
 from tests import memconfigs  # noqa: E402
+from tests.memanchors import ANCHORS, H200, inferencex_2128  # noqa: E402
 from tests.sglang_releases import release  # noqa: E402
 
 H100 = Gpu(81559 * MIB, int(78.58 * GIB))  # the docs-CI H100: 78.58 GB free before the load
-H200 = Gpu(143771 * MIB, int(139.5 * GIB))
 CASES: list[dict[str, Any]] = [
     {
         "name": "Llama-3.1-8B + EAGLE-3, 1 x H100 80 GB",
@@ -123,29 +121,15 @@ def ours(version: str, case: dict[str, Any]) -> Prediction:
 
 
 def anchors() -> list[str]:
-    data = json.loads((ROOT / "tests/fixtures/memory/anchors.json").read_text())["anchors"]
-    by_name = {a["name"]: a for a in data}
+    by_name = ANCHORS
     rows: list[str] = []
     dsv4 = by_name["dsv4_pro_h200_tp8_no_kv_budget"]
     index = TreeIndex(locate(str(release("0.5.23"))), use_cache=False)
-    sources = memory_sources(index)
-    shape = model_shape(memconfigs.DEEPSEEK_V3, None)
-    assert not isinstance(shape, str)
-    m = dsv4["measured"]
-    free = m["avail_after_target_gb"] + m["target_weights_gb"]
     for draft_gb, key in (
         (0.0, "minimum_mem_fraction_static"),
-        (3.07, "minimum_mem_fraction_static_mtp"),
+        (dsv4["sglang"]["draft_weights_gb"], "minimum_mem_fraction_static_mtp"),
     ):
-        log = MemoryLog("TP0", free, m["target_weights_gb"], draft_gb or None, *[None] * 5)
-        launch = MemoryLaunch(
-            "m", tp=8, mem_fraction_static=0.88, algorithm="NEXTN" if draft_gb else None
-        )
-        draft = shape if draft_gb else None
-        made = predict(index, sources, launch, shape, draft, H200, Weights(0, 0), log.overheads())
-        fraction = minimum_fraction(
-            index, sources, launch, shape, draft, H200, Weights(0, 0), 1, log.overheads()
-        )
+        made, fraction = inferencex_2128(index, draft_gb)
         said = made.raised.message if made.raised else "(no raise)"
         rows.append(
             f"  DeepSeek-V4-Pro {'+ MTP ' if draft_gb else ''}8 x H200 --mem-fraction-static 0.88: "

@@ -36,7 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from audit_vs_grep import Run, run_child
+from audit_vs_grep import Run, eaglebug_command, run_child
+from report import verdict
 
 REPO = Path(__file__).resolve().parent.parent
 RATIO_GOAL = 2.0
@@ -182,14 +183,8 @@ def diagnose_env(scratch: Path) -> dict[str, str]:
     return env
 
 
-def installed_eaglebug() -> list[str]:
-    """The console script pip installed beside this interpreter, else `python -m eaglebug`."""
-    script = Path(sys.executable).parent / "eaglebug"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "eaglebug"]
-
-
 def diagnose_argv(log: Path) -> list[str]:
-    return [*installed_eaglebug(), "diagnose", "--log", str(log), "--json"]
+    return [*eaglebug_command(), "diagnose", "--log", str(log), "--json"]
 
 
 def check(run: Run) -> None:
@@ -207,10 +202,6 @@ def check(run: Run) -> None:
 def best(argv: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, Run]:
     results = [run_child(argv, env=env) for _ in range(runs)]
     return min(r.seconds for r in results), max(results, key=lambda r: r.max_rss_mb)
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
 
 
 def main() -> int:

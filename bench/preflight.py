@@ -27,18 +27,16 @@ import tempfile
 from pathlib import Path
 
 from audit_vs_grep import (
-    RSS_GOAL_MB,
     AuditFailed,
     audit_argv,
     default_tree,
     eaglebug_command,
     run_audit,
-    table,
     time_cold,
     time_grep,
-    verdict,
     warm_up,
 )
+from report import rss_row, table, timed_row
 
 COLD_GOAL = 5.0  # cold preflight seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm preflight seconds / grep seconds
@@ -124,20 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = [
         ("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", ""),
-        (
-            "preflight cold (best)",
-            f"{cold_s:.3f} s",
-            f"<= {COLD_GOAL:g}x grep: {cold_s / grep_s:.2f}x",
-            verdict(cold_s / grep_s <= COLD_GOAL),
-        ),
-        (
-            "preflight warm (best)",
-            f"{warm_s:.3f} s",
-            f"<= {WARM_GOAL:g}x grep: {warm_s / grep_s:.2f}x",
-            verdict(warm_s / grep_s <= WARM_GOAL),
-        ),
+        timed_row("preflight cold (best)", cold_s, grep_s, COLD_GOAL),
+        timed_row("preflight warm (best)", warm_s, grep_s, WARM_GOAL),
         ("audit warm (best)", f"{audit_s:.3f} s", f"info: preflight {warm_s / audit_s:.2f}x", ""),
-        ("peak RSS (max)", f"{rss:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss <= RSS_GOAL_MB)),
+        rss_row("peak RSS (max)", rss),
     ]
     print(f"tree: {tree}\nruns: {args.runs} (best time, worst RSS)")
     print("\n".join(table(rows)))

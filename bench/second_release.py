@@ -29,17 +29,15 @@ from pathlib import Path
 
 from audit_vs_grep import (
     REPO,
-    RSS_GOAL_MB,
     AuditFailed,
     Run,
     audit_argv,
     run_audit,
-    table,
     time_cold,
     time_grep,
-    verdict,
 )
 from preflight import preflight_argv, write_models
+from report import rss_row, table, timed_row
 
 GOAL = 2.0  # second-release preflight seconds / grep seconds
 
@@ -95,34 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         ("audit_second", audit_second),
     )}  # fmt: skip
     rss = max(r.max_rss_mb for r in (*cold, *second, *audit_cold, *audit_second))
-    ratio = best["second"] / grep_s
     rows = [
         ("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", ""),
-        (
-            "preflight cold (best)",
-            f"{best['cold']:.3f} s",
-            f"info: {best['cold'] / grep_s:.2f}x",
-            "",
-        ),
-        (
-            f"preflight {args.new} after {args.old}",
-            f"{best['second']:.3f} s",
-            f"<= {GOAL:g}x grep: {ratio:.2f}x",
-            verdict(ratio <= GOAL),
-        ),
-        (
-            "audit cold (best)",
-            f"{best['audit_cold']:.3f} s",
-            f"info: {best['audit_cold'] / grep_s:.2f}x",
-            "",
-        ),
-        (
-            f"audit {args.new} after {args.old}",
-            f"{best['audit_second']:.3f} s",
-            f"info: {best['audit_second'] / grep_s:.2f}x",
-            "",
-        ),
-        ("peak RSS (max)", f"{rss:.0f} MB", f"<= {RSS_GOAL_MB:g} MB", verdict(rss <= RSS_GOAL_MB)),
+        timed_row("preflight cold (best)", best["cold"], grep_s, None),
+        timed_row(f"preflight {args.new} after {args.old}", best["second"], grep_s, GOAL),
+        timed_row("audit cold (best)", best["audit_cold"], grep_s, None),
+        timed_row(f"audit {args.new} after {args.old}", best["audit_second"], grep_s, None),
+        rss_row("peak RSS (max)", rss),
     ]
     print(f"old: {old_tree}\nnew: {new_tree}\nruns: {args.runs} (best time, worst RSS)")
     print("\n".join(table(rows)))

@@ -29,8 +29,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot  # noqa: TID251 (drives the Textual app)
+from textual.screen import Screen  # noqa: TID251 (drives the Textual app)
 from textual.widgets import OptionList  # noqa: TID251 (drives the Textual app)
 
 from eaglebug.demo import DemoScenario
@@ -103,6 +105,12 @@ class Story:
         await self.pilot.press(key)
         await self.until(shown, what)
 
+    async def shot_of(self, key: str, screen: type[Screen[Any]], name: str, close: str) -> None:
+        """`key` opens `screen` over the main one: its screenshot `name`, then `close` shuts it."""
+        await self.press_until(key, lambda: isinstance(self.app.screen, screen), name)
+        await self.shot(name)
+        await self.press_until(close, lambda: self.app.screen is self.app.main, "the main screen")
+
     async def launch(self, number: int, phase: str) -> None:
         """r, y; then wait for this launch to reach `phase` (and the re-check after it)."""
         await self.press_until("r", lambda: self.app.screen is not self.app.main, "the confirm")
@@ -121,18 +129,10 @@ class Story:
 
         interface = "interface.missing"
         await self.select(lambda i, a: i == interface and a == "set_eagle3_layers_to_capture")
-        await self.press_until("enter", lambda: isinstance(app.screen, EvidenceScreen), "evidence")
-        await self.shot("evidence")
-        await self.press_until("escape", lambda: app.screen is main, "the main screen")
-        await self.press_until("p", lambda: isinstance(app.screen, DiffModal), "the diff")
-        await self.shot("diff")
-        await self.press_until("n", lambda: app.screen is main, "the main screen")
-        await self.press_until("g", lambda: isinstance(app.screen, GuideScreen), "the guide")
-        await self.shot("guide")
-        await self.press_until("escape", lambda: app.screen is main, "the main screen")
-        await self.press_until("question_mark", lambda: isinstance(app.screen, HelpScreen), "help")
-        await self.shot("help")
-        await self.press_until("escape", lambda: app.screen is main, "the main screen")
+        await self.shot_of("enter", EvidenceScreen, "evidence", close="escape")
+        await self.shot_of("p", DiffModal, "diff", close="n")
+        await self.shot_of("g", GuideScreen, "guide", close="escape")
+        await self.shot_of("question_mark", HelpScreen, "help", close="escape")
 
         # Launch as the user would by hand: it crashes where SGLang 0.5.9 does.
         await self.launch(1, "crashed")

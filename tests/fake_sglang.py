@@ -9,28 +9,26 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import KW_ONLY, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+@dataclass(eq=False)
 class FakeSglang:
-    """Answers `max_new_tokens` tokens per request in steps of `accept` tokens."""
+    """Answers `max_new_tokens` tokens per request in steps of `accept` tokens; after
+    `stop_after` requests it drops the connection. Serves on a free port from construction."""
 
-    def __init__(
-        self,
-        accept: float,
-        stop_after: int | None = None,
-        *,
-        server_info: bool = True,
-        metrics: bool = False,
-    ) -> None:
-        self.accept = accept
-        self.server_info = server_info
-        self.metrics = metrics
-        self.stop_after = stop_after
-        self.requests: list[dict[str, Any]] = []
-        self.verify_steps = 0
-        self.tokens = 0
+    accept: float
+    stop_after: int | None = None
+    _: KW_ONLY
+    server_info: bool = True  # answers /server_info (and /get_server_info)
+    metrics: bool = False  # answers /metrics
+    requests: list[dict[str, Any]] = field(default_factory=list, init=False)
+    verify_steps: int = field(default=0, init=False)
+    tokens: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 MINI = REPO / "examples" / "sglang-mini"
 KIMI = "KimiK25ForConditionalGeneration"
 LAUNCH = ["python", "-m", "sglang.launch_server"]
+HUGE = "9" * 5000
 
 
 def refused(run: Run, *needles: str) -> str:
@@ -44,8 +45,11 @@ def models(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def preflight(capsys: pytest.CaptureFixture[str], sglang: Path, *words: str) -> Run:
-    return cli(capsys, "preflight", "--sglang", str(sglang), "--", *LAUNCH, *words)
+def preflight(
+    capsys: pytest.CaptureFixture[str], sglang: Path, *words: str, options: tuple[str, ...] = ()
+) -> Run:
+    """`preflight` of the launch `words`; `options` are eaglebug's own (before the `--`)."""
+    return cli(capsys, "preflight", "--sglang", str(sglang), *options, "--", *LAUNCH, *words)
 
 
 def eagle(models: Path, draft: str = "draft") -> list[str]:
@@ -136,17 +140,8 @@ def test_launch_flag_values_no_launch_can_use(
 def test_gpu_mem_gib_must_be_a_positive_finite_number(
     sglang_059: Path, models: Path, capsys: pytest.CaptureFixture[str], value: str, flag: str
 ) -> None:
-    run = cli(
-        capsys,
-        "preflight",
-        "--sglang",
-        str(sglang_059),
-        flag,
-        value,
-        "--",
-        *LAUNCH,
-        "--model-path",
-        str(models / "target"),
+    run = preflight(
+        capsys, sglang_059, "--model-path", str(models / "target"), options=(flag, value)
     )
     refused(run, flag)
 
@@ -155,12 +150,28 @@ def test_gpu_mem_gib_must_be_a_positive_finite_number(
 
 LAUNCH_ROW = {
     "number": 1,
-    "argv": ["python", "-m", "sglang.launch_server"],
+    "argv": LAUNCH,
     "env_additions": {},
     "log": "launch-001.log",
     "pid": 4_194_304,
     "create_time": 1.0,
     "started_at": 1.0,
+}
+# Numbers no pid or time can be (issue 24; the other hostile numbers: test_hostile_numbers.py).
+NUMBER_STATES = {
+    "pid of 31 digits": json.dumps({"schema": 1, "launches": [{**LAUNCH_ROW, "pid": 10**30}]}),
+    "pid past a C int": json.dumps({"schema": 1, "launches": [{**LAUNCH_ROW, "pid": 2**40}]}),
+    "pid of 5000 digits": json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}).replace(
+        "4194304", HUGE
+    ),
+    "create_time 1e400": json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}).replace(
+        '"create_time": 1.0', '"create_time": 1e400'
+    ),
+    "started_at NaN": json.dumps({"schema": 1, "launches": [LAUNCH_ROW]}).replace(
+        '"started_at": 1.0', '"started_at": NaN'
+    ),
+    "number a bool": json.dumps({"schema": 1, "launches": [{**LAUNCH_ROW, "number": True}]}),
+    "exit_code 2**40": json.dumps({"schema": 1, "launches": [{**LAUNCH_ROW, "exit_code": 2**40}]}),
 }
 BAD_STATES: dict[str, bytes] = {
     "not UTF-8": b"\xff\xfe{}",
@@ -186,26 +197,30 @@ BAD_STATES: dict[str, bytes] = {
     "missing pid": json.dumps(
         {"schema": 1, "launches": [{k: v for k, v in LAUNCH_ROW.items() if k != "pid"}]}
     ).encode(),
+    **{case: text.encode() for case, text in NUMBER_STATES.items()},
 }
 
 
-def argv_of(command: str) -> list[str]:
-    """The command's words; `launch` with a command to launch (it would start nothing)."""
+@pytest.fixture(params=["status", "stop", "launch", "probe"])
+def reads_state(request: pytest.FixtureRequest) -> list[str]:
+    """The words of a command that reads the state file first; `launch` with a command to
+    launch (it would start nothing)."""
+    command: str = request.param
     return [command] + (["--", sys.executable, "-c", "pass"] if command == "launch" else [])
 
 
 @pytest.mark.parametrize("case", sorted(BAD_STATES))
-@pytest.mark.parametrize("command", ["status", "stop", "launch"])
 def test_a_bad_state_file_is_reported_not_crashed_on(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     case: str,
-    command: str,
+    reads_state: list[str],
 ) -> None:
     state = state_file_in(tmp_path, monkeypatch, BAD_STATES[case])
-    line = refused(cli(capsys, *argv_of(command)), str(state))
+    line = refused(cli(capsys, *reads_state), str(state))
     assert "not a state file eaglebug can read" in line
+    assert HUGE not in line, "a 5000-digit number is echoed back"
     assert state.read_bytes() == BAD_STATES[case], "the bad file was overwritten"
     assert sorted(p.name for p in state.parent.iterdir()) == ["state.json"], "something started"
 
@@ -219,14 +234,13 @@ def test_a_state_file_without_newer_fields_still_reads(
     assert run.out.startswith("launch 1: exited, pid 4194304"), run.out
 
 
-@pytest.mark.parametrize("command", ["status", "stop", "launch"])
 def test_state_folder_that_is_a_file_or_a_file_that_is_a_folder(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    command: str,
+    reads_state: list[str],
 ) -> None:
-    argv = argv_of(command)
+    argv = reads_state
     (tmp_path / "a").mkdir()
     monkeypatch.chdir(tmp_path / "a")
     (tmp_path / "a" / ".eaglebug").write_text("not a folder\n")

@@ -50,6 +50,12 @@ def release_index(request: pytest.FixtureRequest, version: str) -> TreeIndex:
     return TreeIndex(locate(str(folder)), use_cache=False)
 
 
+@pytest.fixture(params=["0.5.14", "0.5.23"])
+def mtp_index(request: pytest.FixtureRequest) -> TreeIndex:
+    """A release that drafts with a model's own MTP layers (0.5.14 and the newest)."""
+    return release_index(request, request.param)
+
+
 def model(tmp_path: Path, name: str, config: dict[str, Any]) -> Path:
     folder = tmp_path / name
     folder.mkdir()
@@ -74,31 +80,25 @@ def test_rename_table_is_read_from_model_config(
     assert draft_renames(index).of("LlamaForCausalLMEagle3") is None
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.23"])
-def test_mtp_draft_is_audited_as_its_draft_mode_class(
-    request: pytest.FixtureRequest, version: str, tmp_path: Path
-) -> None:
-    index = release_index(request, version)
+def test_mtp_draft_is_audited_as_its_draft_mode_class(mtp_index: TreeIndex, tmp_path: Path) -> None:
     ernie = model(tmp_path, "ernie", ERNIE)
     flags = ["--model-path", str(ernie), "--speculative-algorithm", "EAGLE"]
-    result = preflight(index, [*LAUNCH, *flags, "--speculative-draft-model-path", str(ernie)], {})
+    result = preflight(
+        mtp_index, [*LAUNCH, *flags, "--speculative-draft-model-path", str(ernie)], {}
+    )
     assert draft_reports(result) == ["Ernie4_5_MoeForCausalLMMTP"]
     draft_errors = [f for f in result.findings if f.role == "draft" and f.severity == "error"]
     assert [f.attribute for f in draft_errors if f.id.startswith("interface.")] == []
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.23"])
-def test_target_as_draft_is_audited_in_the_draft_role(
-    request: pytest.FixtureRequest, version: str, tmp_path: Path
-) -> None:
-    index = release_index(request, version)
+def test_target_as_draft_is_audited_in_the_draft_role(mtp_index: TreeIndex, tmp_path: Path) -> None:
     target = model(tmp_path, "dsv3", DEEPSEEK_V3)
     words = [*LAUNCH, "--model-path", str(target), "--speculative-algorithm", "EAGLE", "--tp", "8"]
-    result = preflight(index, words, {})
+    result = preflight(mtp_index, words, {})
     assert draft_reports(result) == ["DeepseekV3ForCausalLMNextN"]
     # A target the tree gives no default draft: nothing audited in the draft role.
     ernie = model(tmp_path, "ernie", ERNIE)
     alone = preflight(
-        index, [*LAUNCH, "--model-path", str(ernie), "--speculative-algorithm", "EAGLE3"], {}
+        mtp_index, [*LAUNCH, "--model-path", str(ernie), "--speculative-algorithm", "EAGLE3"], {}
     )
     assert draft_reports(alone) == []

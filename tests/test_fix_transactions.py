@@ -58,6 +58,14 @@ def mini_repo(tmp_path: Path) -> Path:
     return gitrepo.init(repo)
 
 
+@pytest.fixture
+def before_fix(mini_repo: Path, capsys: pytest.CaptureFixture[str]) -> bytes:
+    """`fix --apply` committed in the mini repository; Kimi's file as it was before."""
+    original = (mini_repo / MINI_KIMI).read_bytes()
+    assert fix(capsys, mini_repo / "python").code == 0
+    return original
+
+
 def _no_identity(repo: Path) -> None:
     gitrepo.git(repo, "config", "--unset", "user.email")
     gitrepo.git(repo, "config", "user.useConfigOnly", "true")
@@ -182,28 +190,26 @@ def test_a_symlink_out_of_the_repository_is_refused_for_a_commit(
 
 
 def test_undo_leaves_unrelated_staged_work_staged(
-    mini_repo: Path, capsys: pytest.CaptureFixture[str]
+    mini_repo: Path, before_fix: bytes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kimi = mini_repo / MINI_KIMI
-    original = kimi.read_bytes()
-    assert fix(capsys, mini_repo / "python").code == 0
     notes = mini_repo / "NOTES.md"
     notes.write_text("work in progress\n")
     gitrepo.git(mini_repo, "add", "NOTES.md")
     staged = gitrepo.git(mini_repo, "diff", "--cached")
     run = cli(capsys, "undo", "--repo", str(mini_repo))
     assert run.code == 0, run.err
-    assert kimi.read_bytes() == original
+    assert kimi.read_bytes() == before_fix
     assert gitrepo.changed_files(mini_repo) == [MINI_KIMI], "the revert took the staged file"
     assert gitrepo.git(mini_repo, "diff", "--cached") == staged
     assert gitrepo.status(mini_repo) == "A  NOTES.md"
     assert "This reverts commit" in gitrepo.message(mini_repo)
 
 
+@pytest.mark.usefixtures("before_fix")
 def test_undo_after_a_later_commit_on_the_same_lines_is_refused(
     mini_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert fix(capsys, mini_repo / "python").code == 0
     kimi = mini_repo / MINI_KIMI
     text = kimi.read_text()
     kimi.write_text(text.replace("return self.language_model.get_embed_and_head()", "return None"))
@@ -214,15 +220,13 @@ def test_undo_after_a_later_commit_on_the_same_lines_is_refused(
 
 
 def test_undo_after_a_later_commit_elsewhere_in_the_file_still_reverts(
-    mini_repo: Path, capsys: pytest.CaptureFixture[str]
+    mini_repo: Path, before_fix: bytes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kimi = mini_repo / MINI_KIMI
-    original = kimi.read_text()
-    assert fix(capsys, mini_repo / "python").code == 0
     kimi.write_text("# a header added later\n" + kimi.read_text())
     gitrepo.commit_all(mini_repo, "a later edit elsewhere")
     assert cli(capsys, "undo", "--repo", str(mini_repo)).code == 0
-    assert kimi.read_text() == "# a header added later\n" + original
+    assert kimi.read_text() == "# a header added later\n" + before_fix.decode()
     assert gitrepo.status(mini_repo) == ""
 
 

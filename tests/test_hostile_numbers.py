@@ -3,7 +3,8 @@ bool in config.json, the state file and the launch command, read by the one read
 (`checks/contract/numbers.py`). None of them ends in a traceback or `internal error`; what
 cannot be a figure is refused in one line or, where it only calibrates, passed over with a
 warning. (Numbers in log lines are tested with the log reader; HTTP ones in
-`test_hostile_http.py` and `test_hostile_prometheus.py`.)
+`test_hostile_http.py` and `test_hostile_prometheus.py`; the state file's among the bad state
+files of `test_bad_input.py`.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from eaglebug.checks.source.index import TreeIndex
 from eaglebug.server.calibration import measured_for
 from eaglebug.server.state import LaunchRecord, State, save_state
 from tests import test_memory
-from tests.clirun import cli, refused, state_file_in
+from tests.clirun import cli, refused
 from tests.configs import eagle3, llama, write_model
 from tests.test_memory import EAGLE3_LLAMA31_8B, LLAMA31_8B, LLAMA31_8B_BYTES
 
@@ -159,46 +160,6 @@ def test_context_length_nan_at_the_cli(
     run = cli(capsys, "preflight", "--sglang", str(sglang_0523), "--", *LAUNCH,
               "--model-path", str(target), "--context-length", "nan")  # fmt: skip
     refused(run, "--context-length nan: SGLang refuses it (ArgumentTypeError: Invalid integer")
-
-
-# -- the state file: status, stop, launch -----------------------------------------------------
-
-ROW = {
-    "number": 1,
-    "argv": LAUNCH,
-    "env_additions": {},
-    "log": "launch-001.log",
-    "pid": 4_194_304,
-    "create_time": 1.0,
-    "started_at": 1.0,
-}
-STATES = {
-    "pid of 31 digits": json.dumps({"schema": 1, "launches": [{**ROW, "pid": 10**30}]}),
-    "pid past a C int": json.dumps({"schema": 1, "launches": [{**ROW, "pid": 2**40}]}),
-    "pid of 5000 digits": json.dumps({"schema": 1, "launches": [ROW]}).replace("4194304", HUGE),
-    "create_time 1e400": json.dumps({"schema": 1, "launches": [ROW]}).replace(
-        '"create_time": 1.0', '"create_time": 1e400'
-    ),
-    "started_at NaN": json.dumps({"schema": 1, "launches": [ROW]}).replace(
-        '"started_at": 1.0', '"started_at": NaN'
-    ),
-    "number a bool": json.dumps({"schema": 1, "launches": [{**ROW, "number": True}]}),
-    "exit_code 2**40": json.dumps({"schema": 1, "launches": [{**ROW, "exit_code": 2**40}]}),
-}
-
-
-@pytest.mark.parametrize("case", sorted(STATES))
-@pytest.mark.parametrize("command", ["status", "stop", "probe"])
-def test_a_state_file_number_no_pid_can_be(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    case: str,
-    command: str,
-) -> None:
-    state_file_in(tmp_path, monkeypatch, STATES[case])
-    line = refused(cli(capsys, command), "not a state file eaglebug can read")[0]
-    assert HUGE not in line
 
 
 # -- calibration from the state file ------------------------------------------------------------

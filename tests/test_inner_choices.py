@@ -269,12 +269,15 @@ def _real(root: Path, cls: str) -> AuditResult:
     return audit(TreeIndex(locate(str(root)), use_cache=False), cls)
 
 
-@pytest.mark.parametrize("release", ["sglang_0514", "sglang_0522", "sglang_0523"])
-def test_minicpmv_forwards_to_its_versioned_model(
-    release: str, request: pytest.FixtureRequest
-) -> None:
-    root = request.getfixturevalue(release)
-    result = _real(root, "MiniCPMV")
+@pytest.fixture(params=["sglang_0514", "sglang_0522", "sglang_0523"])
+def release_root(request: pytest.FixtureRequest) -> Path:
+    """The tree of a release whose wrappers pick their inner model in each of these ways."""
+    root: Path = request.getfixturevalue(request.param)
+    return root
+
+
+def test_minicpmv_forwards_to_its_versioned_model(release_root: Path) -> None:
+    result = _real(release_root, "MiniCPMV")
     attributes = {f.attribute for f in result.findings}
     # nn.Module's methods reach MiniCPMV through __getattr__ on every version's class
     assert not {"named_modules", "forward", "parameters"} & attributes
@@ -284,16 +287,12 @@ def test_minicpmv_forwards_to_its_versioned_model(
     # own `init_llm` makes (`self.llm`), so the delegate is the path one level further in
     f = only(findings_for(result, "get_embed_and_head"))
     assert (f.severity, f.delegate) == ("error", "minicpmv.llm")
-    text = (root / "sglang/srt/models/minicpmv.py").read_text()
+    text = (release_root / "sglang/srt/models/minicpmv.py").read_text()
     assert "self.minicpmv = minicpmv" in text and "_SUPPORT_VERSION = {" in text
 
 
-@pytest.mark.parametrize("release", ["sglang_0514", "sglang_0522", "sglang_0523"])
-def test_llava_delegates_to_the_registry_picked_language_model(
-    release: str, request: pytest.FixtureRequest
-) -> None:
-    root = request.getfixturevalue(release)
-    result = _real(root, "LlavaForConditionalGeneration")
+def test_llava_delegates_to_the_registry_picked_language_model(release_root: Path) -> None:
+    result = _real(release_root, "LlavaForConditionalGeneration")
     f = only(findings_for(result, "set_eagle3_layers_to_capture"))
     assert (f.severity, f.delegate) == ("error", "language_model")
     details = f.to_json()["details"]
@@ -301,7 +300,7 @@ def test_llava_delegates_to_the_registry_picked_language_model(
         "the registry, from self.text_config (sglang/srt/models/llava.py:"
     )
     # the language models llava.py itself imports lead the list (and give the fix's signature)
-    source = (root / "sglang/srt/models/llava.py").read_text()
+    source = (release_root / "sglang/srt/models/llava.py").read_text()
     imported = sorted(
         f"{module}.{name}"
         for module, name in re.findall(
@@ -314,7 +313,7 @@ def test_llava_delegates_to_the_registry_picked_language_model(
     assert "provide it (LlamaForCausalLM, " in f.message
     assert "return self.language_model.set_eagle3_layers_to_capture(" in planned(f)
     # with the text config naming Llama, the choice is resolved: one class, nothing lacking
-    index = TreeIndex(locate(str(root)), use_cache=False)
+    index = TreeIndex(locate(str(release_root)), use_cache=False)
     index.use_model_config({"text_config": {"architectures": ["LlamaForCausalLM"]}})
     g = only(findings_for(audit(index, "LlavaForConditionalGeneration"), f.attribute or ""))
     assert g.to_json()["details"]["delegate_class"] == ["sglang.srt.models.llama.LlamaForCausalLM"]

@@ -22,8 +22,11 @@ ONE_LINE_BYTES = 300 * 1024 * 1024
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _one_line_log(path: Path) -> Path:
-    """A real 300 MB file that is one line (no newline at all), written a block at a time."""
+@pytest.fixture
+def one_line_log(tmp_path: Path) -> Path:
+    """A launch's log that is a real 300 MB file of one line (no newline at all), written a
+    block at a time."""
+    path = tmp_path / "launch-001.log"
     block = b"[2026-01-30 10:36:00 TP0] Load weight begin. avail mem=70.00 GB " + b"x" * (
         1024 * 1024
     )
@@ -39,12 +42,11 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path) -> None:
-    log = _one_line_log(tmp_path / "one-line.log")
+def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path, one_line_log: Path) -> None:
     code = (
         "import sys\n"
         "from eaglebug.cli.parser import main\n"
-        f"sys.exit(main(['diagnose', '--log', {str(log)!r}, '--json']))\n"
+        f"sys.exit(main(['diagnose', '--log', {str(one_line_log)!r}, '--json']))\n"
     )
     run = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=_env(), timeout=120)
     assert run.code in {0, 1}, run.err
@@ -53,7 +55,8 @@ def test_a_300_mb_single_line_log_is_not_held_whole(tmp_path: Path) -> None:
     warning = [line for line in run.err.splitlines() if line.startswith("warning: ")]
     assert len(warning) == 1 and "1 line longer than 64 KiB" in warning[0], run.err
     assert "Traceback" not in run.err
-    alone = f"from eaglebug.checks.logs.parse import analyze_file\nanalyze_file({str(log)!r})\n"
+    alone = "from eaglebug.checks.logs.parse import analyze_file\n"
+    alone += f"analyze_file({str(one_line_log)!r})\n"
     run = run_measured([sys.executable, "-c", alone], cwd=tmp_path, env=_env(), timeout=120)
     assert run.code == 0, run.err
     assert run.rss_mb < RSS_LIMIT_MB, f"{run.rss_mb:.0f} MB for a 300 MB line"
@@ -76,12 +79,13 @@ def test_a_recorded_launch_whose_log_is_a_fifo_does_not_block(tmp_path: Path) ->
     assert read_memory_file(fifo) is None  # in-process too: refused on the open descriptor
 
 
-def test_a_recorded_launch_whose_log_is_one_huge_line_stays_small(tmp_path: Path) -> None:
-    log = _one_line_log(tmp_path / "launch-001.log")
+def test_a_recorded_launch_whose_log_is_one_huge_line_stays_small(
+    tmp_path: Path, one_line_log: Path
+) -> None:
     code = (
         "from pathlib import Path\n"
         "from eaglebug.checks import read_memory_file\n"
-        f"memory = read_memory_file(Path({str(log)!r}))\n"
+        f"memory = read_memory_file(Path({str(one_line_log)!r}))\n"
         "print(memory.free_before_load_gib if memory else None)\n"
     )
     run = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=_env(), timeout=120)

@@ -20,6 +20,7 @@ from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.configs import write_model
+from tests.memanchors import ANCHORS, inferencex_2128
 from tests.memconfigs import (
     DEEPSEEK_V3,
     DEEPSEEK_V3_BYTES,
@@ -544,13 +545,7 @@ def test_flag_fixes_replace_the_same_spelling_and_go_last() -> None:
     ]
 
 
-# -- anchors: SGLang's own numbers from public logs (tests/fixtures/memory/anchors.json) ----
-ANCHORS = {
-    a["name"]: a
-    for a in json.loads(
-        (Path(__file__).parent / "fixtures" / "memory" / "anchors.json").read_text()
-    )["anchors"]
-}
+# -- anchors: SGLang's own numbers from public logs (tests/memanchors.py) ---------------------
 
 
 def test_anchor_the_minimum_fraction_sglang_printed_on_8_h200(index_0523: TreeIndex) -> None:
@@ -558,46 +553,14 @@ def test_anchor_the_minimum_fraction_sglang_printed_on_8_h200(index_0523: TreeIn
     printed a minimum viable fraction of 0.9113 (0.9335 with the 3.07 GB MTP draft). The
     budget arithmetic is evaluated with the logged figures (free before the load = avail +
     usage); the cell (not reached before the raise) is DeepSeek-V3's MLA shape."""
-    from eaglebug.checks.logs.memory import MemoryLog
-    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
-    from eaglebug.checks.memory.plan import Weights, minimum_fraction, predict
-    from eaglebug.checks.memory.rules import memory_sources
-
-    anchor = ANCHORS["dsv4_pro_h200_tp8_no_kv_budget"]
-    measured = anchor["measured"]
-    sources = memory_sources(index_0523)
-    shape = model_shape(DEEPSEEK_V3, None)
-    assert not isinstance(shape, str)
-    gpu = Gpu(143771 * MIB, int(139.5 * GIB))
-    free = measured["avail_after_target_gb"] + measured["target_weights_gb"]
+    sglang = ANCHORS["dsv4_pro_h200_tp8_no_kv_budget"]["sglang"]
     for draft_gb, printed in (
-        (0.0, anchor["sglang"]["minimum_mem_fraction_static"]),
-        (anchor["sglang"]["draft_weights_gb"], anchor["sglang"]["minimum_mem_fraction_static_mtp"]),
+        (0.0, sglang["minimum_mem_fraction_static"]),
+        (sglang["draft_weights_gb"], sglang["minimum_mem_fraction_static_mtp"]),
     ):
-        log = MemoryLog(
-            "TP0",
-            free,
-            measured["target_weights_gb"],
-            draft_gb or None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        algorithm = "NEXTN" if draft_gb else None
-        launch = MemoryLaunch(
-            "deepseek-ai/DeepSeek-V4-Pro", tp=8, mem_fraction_static=0.88, algorithm=algorithm
-        )
-        draft = shape if draft_gb else None
-        made = predict(
-            index_0523, sources, launch, shape, draft, gpu, Weights(0, 0), log.overheads()
-        )
+        made, ours = inferencex_2128(index_0523, draft_gb)
         assert made.raised is not None and made.raised.message is not None
         assert "Loaded weights leave no GPU memory for the KV cache" in made.raised.message
-        ours = minimum_fraction(
-            index_0523, sources, launch, shape, draft, gpu, Weights(0, 0), 1, log.overheads()
-        )
         assert ours is not None and abs(ours - printed) <= 0.001, (ours, printed)
 
 

@@ -102,6 +102,15 @@ def only(findings: list[Finding]) -> Finding:
     return findings[0]
 
 
+def expected(result: PreflightResult, finding_id: str, found: bool) -> Finding | None:
+    """The one finding with this id where the case should raise it; None (after checking
+    there is none) where it should not."""
+    if not found:
+        assert with_id(result, finding_id) == []
+        return None
+    return only(with_id(result, finding_id))
+
+
 def pair(tmp_path: Path, target: dict[str, Any], draft: dict[str, Any]) -> tuple[Path, Path]:
     return write_model(tmp_path / "target", target), write_model(tmp_path / "draft", draft)
 
@@ -326,11 +335,9 @@ def test_context_length_draft_against_target(
     target, draft = pair(tmp_path, llama(), eagle3(max_position_embeddings=draft_len))
     more = ("--context-length", context) if context else ()
     result = run(index_059, *spec_pair(target, draft, *more))
-    found = with_id(result, "config.context_length")
-    if not blocked:
-        assert found == []
+    finding = expected(result, "config.context_length", blocked)
+    if finding is None:
         return
-    finding = only(found)
     assert finding.severity == "error" and finding.role == "draft"
     assert finding.to_json()["details"]["draft_max_position_embeddings"] == draft_len
     assert finding.to_json()["details"]["target_context_length"] == int(context or 8192)
@@ -345,11 +352,9 @@ def test_context_length_longer_than_the_targets_own_is_an_error(
 ) -> None:
     target, draft = pair(tmp_path, llama(), eagle3(max_position_embeddings=32768))
     result = run(index_059, *spec_pair(target, draft, "--context-length", context))
-    found = with_id(result, "config.context_length")
-    if not blocked:
-        assert found == []
+    finding = expected(result, "config.context_length", blocked)
+    if finding is None:
         return
-    finding = only(found)
     assert finding.severity == "error" and finding.role == "target"
     assert isinstance(finding.evidence, ConfigEvidence)
     assert finding.evidence.to_json() == {"target_context_length": 8192, "requested": 16384}
@@ -434,11 +439,9 @@ def test_vocab(
     target = write_model(tmp_path / "t", llama())
     draft = write_model(tmp_path / "d", eagle3(**draft_overrides), weight_map=weight_map)
     result = run(index_059, *spec_pair(target, draft))
-    found = with_id(result, "config.vocab")
-    if attribute is None:
-        assert found == []
+    finding = expected(result, "config.vocab", attribute is not None)
+    if finding is None:
         return
-    finding = only(found)
     assert (finding.severity, finding.role, finding.attribute) == ("error", "draft", attribute)
 
 
@@ -470,11 +473,9 @@ def test_hidden_size(
 ) -> None:
     target, draft = pair(tmp_path, llama(), eagle3(**draft_overrides))
     result = run(index_059, *spec_pair(target, draft))
-    found = with_id(result, "config.hidden_size")
-    if attribute is None:
-        assert found == []
+    finding = expected(result, "config.hidden_size", attribute is not None)
+    if finding is None:
         return
-    finding = only(found)
     assert (finding.severity, finding.attribute) == ("error", attribute)
     assert finding.to_json()["details"]["target"] == 4096
 
@@ -493,11 +494,9 @@ def test_aux_layer_ids_inside_the_targets_layers(
         tmp_path, llama(), eagle3(eagle_config={"eagle_aux_hidden_state_layer_ids": ids})
     )
     result = run(index_059, *spec_pair(target, draft))
-    found = with_id(result, "config.aux_layers")
-    if not outside:
-        assert found == []
+    finding = expected(result, "config.aux_layers", bool(outside))
+    if finding is None:
         return
-    finding = only(found)
     assert finding.severity == "error"
     details = finding.to_json()["details"]
     assert (details["ids"], details["target_layers"]) == (ids, 32)
@@ -532,11 +531,9 @@ def test_tp_divisibility(
         config["kv_lora_rank"] = 512
     target = write_model(tmp_path / "t", config)
     result = run(index_059, "--model-path", str(target), "--tp", str(tp))
-    found = with_id(result, "config.tp_divisibility")
-    if attribute is None:
-        assert found == []
+    finding = expected(result, "config.tp_divisibility", attribute is not None)
+    if finding is None:
         return
-    finding = only(found)
     assert (finding.severity, finding.role, finding.attribute) == ("error", "target", attribute)
     assert finding.to_json()["details"]["tp"] == tp
 

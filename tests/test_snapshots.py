@@ -18,9 +18,11 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
+from textual.screen import Screen  # noqa: TID251 (a UI test drives Textual)
 from textual.widgets import OptionList, Sparkline  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.demo import DemoScenario
@@ -202,26 +204,27 @@ def test_main_crashed_launch(snap_compare: Snap, scenario: DemoScenario) -> None
     assert snap_compare(app, terminal_size=WIDE, run_before=checked_with_crash)
 
 
-def test_evidence(snap_compare: Snap, scenario: DemoScenario) -> None:
-    """Enter on set_eagle3_layers_to_capture: call sites, guards, delegate, the fix."""
+def on_set_eagle3(
+    snap_compare: Snap, scenario: DemoScenario, key: str, screen: type[Screen[Any]]
+) -> bool:
+    """After the checks, `key` on set_eagle3_layers_to_capture opens `screen`: the snapshot."""
     run = then(
         checked,
-        ("enter",),
-        lambda app: isinstance(app.screen, EvidenceScreen),
+        (key,),
+        lambda app: isinstance(app.screen, screen),
         "set_eagle3_layers_to_capture",
     )
-    assert snap_compare(pinned_app(scenario), terminal_size=WIDE, run_before=run)
+    return snap_compare(pinned_app(scenario), terminal_size=WIDE, run_before=run)
+
+
+def test_evidence(snap_compare: Snap, scenario: DemoScenario) -> None:
+    """Enter on set_eagle3_layers_to_capture: call sites, guards, delegate, the fix."""
+    assert on_set_eagle3(snap_compare, scenario, "enter", EvidenceScreen)
 
 
 def test_diff(snap_compare: Snap, scenario: DemoScenario) -> None:
     """p on set_eagle3_layers_to_capture: the patch as a diff, waiting for y or n."""
-    run = then(
-        checked,
-        ("p",),
-        lambda app: isinstance(app.screen, DiffModal),
-        "set_eagle3_layers_to_capture",
-    )
-    assert snap_compare(pinned_app(scenario), terminal_size=WIDE, run_before=run)
+    assert on_set_eagle3(snap_compare, scenario, "p", DiffModal)
 
 
 def test_guide(snap_compare: Snap, scenario: DemoScenario) -> None:

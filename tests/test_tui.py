@@ -179,14 +179,18 @@ def head(scenario: DemoScenario) -> git.Commit:
     return git.Repo(scenario.sglang_root).head.commit
 
 
+def as_found(scenario: DemoScenario) -> tuple[bytes, git.Commit]:
+    """Kimi's file and the tree's HEAD before the test acts, for `assert_untouched`."""
+    return (scenario.sglang_root / KIMI).read_bytes(), head(scenario)
+
+
 # -- 1. the whole demo loop -----------------------------------------------------------------
 
 
 def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> None:
     app = demo(scenario)
     kimi = scenario.sglang_root / KIMI
-    original = kimi.read_bytes()
-    imported = head(scenario)
+    original, imported = as_found(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         # The checks fail before anything launches: the two missing methods and the context.
@@ -368,9 +372,7 @@ def test_a_dirty_file_is_refused_with_an_error_and_left_as_it_is(scenario: DemoS
 @pytest.mark.parametrize("key", ["n", "escape"])
 def test_no_and_escape_change_nothing(scenario: DemoScenario, key: str) -> None:
     app = demo(scenario)
-    kimi = scenario.sglang_root / KIMI
-    original = kimi.read_bytes()
-    imported = head(scenario)
+    original, imported = as_found(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: checks_settled(app), "the first checks")
@@ -410,9 +412,7 @@ def footer_actions(app: EaglebugApp) -> set[str]:
 
 def test_readonly_hides_and_ignores_patch_undo_and_relaunch(scenario: DemoScenario) -> None:
     app = demo(scenario, readonly=True)
-    kimi = scenario.sglang_root / KIMI
-    original = kimi.read_bytes()
-    imported = head(scenario)
+    original, imported = as_found(scenario)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: checks_settled(app), "the first checks")

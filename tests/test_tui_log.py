@@ -52,11 +52,19 @@ def crash_log(tmp_path: Path) -> Path:
     return log
 
 
-async def read_whole(pilot: Pilot[None], logs: LogPanel) -> None:
-    """The whole crash log is in the panel and its failure is pinned."""
+@pytest.fixture
+def app(tmp_path: Path) -> EaglebugApp:
+    """The watch of a copy of the crash log (`app_for`)."""
+    return app_for(crash_log(tmp_path), tmp_path)
+
+
+async def read_whole(pilot: Pilot[None], app: EaglebugApp) -> LogPanel:
+    """The log panel, once the whole crash log is in it and its failure is pinned."""
+    logs = app.main.query_one(LogPanel)
     await until(pilot, lambda: len(logs.lines) == 1 + len(CRASH_LINES), "the whole log")
     await until(pilot, lambda: logs.pin.crash is not None, "the crash line")
     await pilot.pause()
+    return logs
 
 
 def crash_position(view: LogView) -> int:
@@ -66,13 +74,11 @@ def crash_position(view: LogView) -> int:
     return at
 
 
-def test_eight_ranks_read_as_one_row_and_f_unfolds_them(tmp_path: Path) -> None:
-    app = app_for(crash_log(tmp_path), tmp_path)
+def test_eight_ranks_read_as_one_row_and_f_unfolds_them(app: EaglebugApp) -> None:
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        logs = app.main.query_one(LogPanel)
+        logs = await read_whole(pilot, app)
         view = logs.view
-        await read_whole(pilot, logs)
         assert view.folded and view.row_count == len(logs.lines) - FOLDED
         at = next(y for y, text in enumerate(view.lines) if "Capture cuda graph begin" in text)
         view.jump(at)
@@ -105,13 +111,11 @@ def test_eight_ranks_read_as_one_row_and_f_unfolds_them(tmp_path: Path) -> None:
     run(app, script, size=(120, 40))
 
 
-def test_the_crash_line_wraps_whole_at_120_columns_and_w_cuts_it(tmp_path: Path) -> None:
-    app = app_for(crash_log(tmp_path), tmp_path)
+def test_the_crash_line_wraps_whole_at_120_columns_and_w_cuts_it(app: EaglebugApp) -> None:
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        logs = app.main.query_one(LogPanel)
+        logs = await read_whole(pilot, app)
         view = logs.view
-        await read_whole(pilot, logs)
         # The pin says it, whole, while the line is far above the end.
         pin = logs.pin
         assert pin.display and EXCEPTION in str(getattr(pin.content, "plain", pin.content))
@@ -137,13 +141,13 @@ def test_the_crash_line_wraps_whole_at_120_columns_and_w_cuts_it(tmp_path: Path)
     run(app, script, size=(120, 40))
 
 
-def test_the_crash_line_is_pinned_until_scrolled_to_then_not(tmp_path: Path) -> None:
-    app = app_for(crash_log(tmp_path), tmp_path)
+def test_the_crash_line_is_pinned_until_scrolled_to_then_not(
+    app: EaglebugApp, tmp_path: Path
+) -> None:
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        logs = app.main.query_one(LogPanel)
+        logs = await read_whole(pilot, app)
         view = logs.view
-        await read_whole(pilot, logs)
         assert view.following and logs.pin.display
         at = crash_position(view)
         await pilot.press("tab")  # from the checks to the log
@@ -183,11 +187,10 @@ def test_the_crash_line_is_pinned_until_scrolled_to_then_not(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("size", [(120, 40), (130, 40), (200, 50)])
-def test_the_log_gets_the_most_width_side_by_side(tmp_path: Path, size: tuple[int, int]) -> None:
-    app = app_for(crash_log(tmp_path), tmp_path)
+def test_the_log_gets_the_most_width_side_by_side(app: EaglebugApp, size: tuple[int, int]) -> None:
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        await read_whole(pilot, app.main.query_one(LogPanel))
+        await read_whole(pilot, app)
         await until(pilot, lambda: bool(app.main.query(".gpu-row")), "the GPU rows")
         await pilot.pause()
         gpus, log, checks = (app.main.query_one(f"#{n}").region for n in ("gpus", "log", "checks"))
@@ -202,12 +205,10 @@ def test_the_log_gets_the_most_width_side_by_side(tmp_path: Path, size: tuple[in
     run(app, script, size=size)
 
 
-def test_at_80x24_the_log_keeps_rows_under_its_pin(tmp_path: Path) -> None:
-    app = app_for(crash_log(tmp_path), tmp_path)
+def test_at_80x24_the_log_keeps_rows_under_its_pin(app: EaglebugApp) -> None:
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        logs = app.main.query_one(LogPanel)
-        await read_whole(pilot, logs)
+        logs = await read_whole(pilot, app)
         assert app.main.has_class("narrow") and logs.pin.display
         assert logs.region.width == 80
         assert logs.pin.region.height == 2

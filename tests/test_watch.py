@@ -65,6 +65,13 @@ def watch_of(workdir: Path, log_path: Path | None = None) -> tuple[LaunchWatch, 
     return LaunchWatch(session, got.snapshot, on_problem=got.problem), got
 
 
+def server_log(folder: Path, text: str) -> Path:
+    """The log of a server started elsewhere (what `watch --log` follows), holding `text`."""
+    log = folder / "server.log"
+    log.write_text(text)
+    return log
+
+
 def lines_of(snap: WatchSnapshot) -> list[tuple[str, int]]:
     return [(line.text, line.offset) for part in snap.parts for line in part.lines]
 
@@ -150,8 +157,7 @@ def test_a_watched_log_records_no_phase_in_someone_elses_launch(
 def test_a_log_that_cannot_be_read_is_one_problem_and_the_watch_recovers(
     workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-30 10:36:03 TP0] Init torch distributed begin.\n")
+    log = server_log(tmp_path, "[2026-01-30 10:36:03 TP0] Init torch distributed begin.\n")
     watch, got = watch_of(workdir, log_path=log)
     real_poll = LogFollower.poll
     failing = [True]
@@ -181,8 +187,7 @@ def test_a_log_that_cannot_be_read_is_one_problem_and_the_watch_recovers(
 def test_a_bug_in_a_beat_is_an_internal_error_with_its_traceback_on_file(
     workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("a line\n")
+    log = server_log(tmp_path, "a line\n")
     watch, got = watch_of(workdir, log_path=log)
 
     def broken(self: object, line: str, offset: int | None = None) -> None:
@@ -198,8 +203,7 @@ def test_a_bug_in_a_beat_is_an_internal_error_with_its_traceback_on_file(
 
 
 def test_the_thread_publishes_and_stops(workdir: Path, tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text("one\n")
+    log = server_log(tmp_path, "one\n")
     watch, got = watch_of(workdir, log_path=log)
     watch.start()
     try:

@@ -11,7 +11,7 @@ and, in full, to `fix_detail`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from eaglebug.checks.contract import codec
 
@@ -119,12 +119,12 @@ class Choice:
     @property
     def env(self) -> EnvFix | None:
         """The option the TUI can set for the next launch."""
-        return next((o for o in self.options if isinstance(o, EnvFix)), None)
+        return option_of(self, EnvFix)
 
     @property
     def flag(self) -> FlagFix | None:
         """The first flag option (what `p` sets when the choice has no env option)."""
-        return next((o for o in self.options if isinstance(o, FlagFix)), None)
+        return option_of(self, FlagFix)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "choice", "options": [o.to_json() for o in self.options]}
@@ -133,19 +133,24 @@ class Choice:
 Fix: TypeAlias = PatchFix | EnvFix | FlagFix | AdviceFix | Choice
 
 
-def flag_of(fix: Fix | None) -> FlagFix | None:
-    """The launch flag a finding's fix sets, alone or as the first flag option."""
-    if isinstance(fix, FlagFix):
+OptionT = TypeVar("OptionT", EnvFix, FlagFix)
+
+
+def option_of(fix: Fix | None, kind: type[OptionT]) -> OptionT | None:
+    """The launch change of this kind a finding's fix makes: the fix itself, or the first
+    option of that kind in a choice."""
+    if isinstance(fix, kind):
         return fix
     if isinstance(fix, Choice):
-        return fix.flag
+        return next((o for o in fix.options if isinstance(o, kind)), None)
     return None
+
+
+def flag_of(fix: Fix | None) -> FlagFix | None:
+    """The launch flag a finding's fix sets, alone or as the first flag option."""
+    return option_of(fix, FlagFix)
 
 
 def env_of(fix: Fix | None) -> EnvFix | None:
     """The environment fix a finding offers, alone or as one option."""
-    if isinstance(fix, EnvFix):
-        return fix
-    if isinstance(fix, Choice):
-        return fix.env
-    return None
+    return option_of(fix, EnvFix)

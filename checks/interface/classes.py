@@ -74,33 +74,32 @@ def _site_evidence(uses: Iterable[ResolvedUse]) -> tuple[Site, ...]:
     return tuple(out[k] for k in sorted(out))
 
 
+@dataclass(eq=False)
 class ClassAudit:
-    def __init__(
-        self,
-        index: TreeIndex,
-        ref: ClassRef,
-        algorithm: str,
-        role: str,
-        algo: AlgorithmFacts,
-        scopes: WorkerScopes,
-    ) -> None:
-        self.index = index
-        self.classes = index.classes
-        self.scopes = scopes
-        self.ref = ref
-        self.algorithm = algorithm
-        self.role = role
-        self.algo = algo
-        self._lookups: dict[str, Provider | None] = {}
-        self.flag_table: dict[str, list[tuple[Cond, ...]]] = {}
-        # What does not depend on the algorithm, shared by `for_algorithm`'s copies.
-        self._contexts: dict[tuple[str, str], GuardContext] = {}
-        self._speculative: dict[int, bool] = {}  # id of a use -> needs speculative decoding
-        self._delegates: dict[str, Delegate | None] = {}
-        self._plans: dict[tuple[str, str, str], PatchFix] = {}
-        _, self.externals, self.nn_module = self.classes.mro(ref)
-        self.report = ClassReport(ref, role, algorithm, external_bases=list(self.externals))
-        self.planner = DelegationPlanner(index, ref)
+    """One class audited in one role under one algorithm (`run` over the tree's uses)."""
+
+    index: TreeIndex
+    ref: ClassRef
+    algorithm: str
+    role: str
+    algo: AlgorithmFacts
+    scopes: WorkerScopes
+    _lookups: dict[str, Provider | None] = field(init=False, default_factory=dict)
+    flag_table: dict[str, list[tuple[Cond, ...]]] = field(init=False, default_factory=dict)
+    # What does not depend on the algorithm, shared by `for_algorithm`'s copies.
+    _contexts: dict[tuple[str, str], GuardContext] = field(init=False, default_factory=dict)
+    # id of a use -> needs speculative decoding
+    _speculative: dict[int, bool] = field(init=False, default_factory=dict)
+    _delegates: dict[str, Delegate | None] = field(init=False, default_factory=dict)
+    _plans: dict[tuple[str, str, str], PatchFix] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.classes = self.index.classes
+        _, self.externals, self.nn_module = self.classes.mro(self.ref)
+        self.report = ClassReport(
+            self.ref, self.role, self.algorithm, external_bases=list(self.externals)
+        )
+        self.planner = DelegationPlanner(self.index, self.ref)
 
     def for_algorithm(self, algorithm: str) -> ClassAudit:
         """The same class and role audited under another algorithm. Attribute lookups, the

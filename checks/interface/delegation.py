@@ -318,7 +318,8 @@ class DelegationPlanner:
         return self._parsed
 
     def plan(self, attribute: str, delegate: str, inner_class: str, provider: Provider) -> PatchFix:
-        def refuse(reason: str) -> PatchFix:
+        def fix(method: PlannedMethod | None, refused: str | None = None) -> PatchFix:
+            """The fix for this attribute: the planned method, or why there is none."""
             return PatchFix(
                 self.ref.qualname,
                 attribute,
@@ -326,9 +327,12 @@ class DelegationPlanner:
                 inner_class,
                 provider.owner,
                 self.ref.file,
-                None,
-                reason,
+                method,
+                refused,
             )
+
+        def refuse(reason: str) -> PatchFix:
+            return fix(None, reason)
 
         parsed = self._wrapper()
         cls = _class_node(parsed.tree, self.ref.facts.name) if parsed else None
@@ -376,12 +380,4 @@ class DelegationPlanner:
             tuple(sorted(generated.imports)),
             tuple(f"{attribute}: annotation dropped for {d}" for d in generated.dropped),
         )
-        return PatchFix(
-            self.ref.qualname,
-            attribute,
-            delegate,
-            inner_class,
-            provider.owner,
-            self.ref.file,
-            method,
-        )
+        return fix(method)

@@ -75,6 +75,30 @@ OOM_FIX_DEFAULT = (
     "graphs and activations"
 )
 
+# The categories whose finding is what failed, the line that says so, and one advice.
+_PLAIN: dict[str, tuple[str, str]] = {
+    "config_mismatch": (
+        "weight shapes do not match the model",
+        "check that config.json matches the checkpoint, and that the draft was trained for "
+        "this target (eaglebug preflight compares the configs)",
+    ),
+    "cuda_graph_capture": (
+        "CUDA graph capture failed",
+        "lower --mem-fraction-static or --cuda-graph-max-bs (SGLang's own advice below), "
+        "or --disable-cuda-graph to confirm",
+    ),
+    "backend_unsupported": (
+        "not supported on this GPU or with these options",
+        "pick another --attention-backend (or --speculative-attention-mode / quantisation) "
+        "that supports this GPU and speculative decoding, as the message says",
+    ),
+    "tokenizer": (
+        "the tokenizer failed",
+        "check --tokenizer-path and that the model folder has its tokenizer files; "
+        "--trust-remote-code for custom tokenizers",
+    ),
+}
+
 
 def describe(
     category: str, m: re.Match[str], text: str, phase: str, site: CallSite | None
@@ -205,12 +229,10 @@ def describe(
         )
         if port:
             result.details = {"port": int(port)}
-    elif category == "config_mismatch":
-        result.message = f"weight shapes do not match the model: {excerpt(first, 160)}"
-        result.fix = AdviceFix(
-            "check that config.json matches the checkpoint, and that the draft was trained for "
-            "this target (eaglebug preflight compares the configs)"
-        )
+    elif category in _PLAIN:
+        what, advice = _PLAIN[category]
+        result.message = f"{what}: {excerpt(first, 160)}"
+        result.fix = AdviceFix(advice)
     elif category == "weights_or_path":
         result.message = f"model files not found or not readable: {excerpt(first, 160)}"
         if "Unrecognized model in" in text or "model_type` key" in text:
@@ -243,18 +265,6 @@ def describe(
         if "watchdog" in text.lower() or "ProcessGroupNCCL" in text:
             advice += "; NCCL's watchdog only reported it: NCCL itself is not the cause"
         result.fix = AdviceFix(advice)
-    elif category == "cuda_graph_capture":
-        result.message = f"CUDA graph capture failed: {excerpt(first, 160)}"
-        result.fix = AdviceFix(
-            "lower --mem-fraction-static or --cuda-graph-max-bs (SGLang's own advice below), "
-            "or --disable-cuda-graph to confirm"
-        )
-    elif category == "backend_unsupported":
-        result.message = f"not supported on this GPU or with these options: {excerpt(first, 160)}"
-        result.fix = AdviceFix(
-            "pick another --attention-backend (or --speculative-attention-mode / quantisation) "
-            "that supports this GPU and speculative decoding, as the message says"
-        )
     elif category == "hang":
         timeout, soft = m["timeout"], m["soft"] == "True"
         during = _DURING.get(phase, phase)
@@ -270,12 +280,6 @@ def describe(
             "if a step is legitimately that slow"
         )
         result.details = {"watchdog_timeout_s": float_text(timeout), "soft": soft}
-    elif category == "tokenizer":
-        result.message = f"the tokenizer failed: {excerpt(first, 160)}"
-        result.fix = AdviceFix(
-            "check --tokenizer-path and that the model folder has its tokenizer files; "
-            "--trust-remote-code for custom tokenizers"
-        )
     said = lp.SGLANG_ADVICE_RX.search(text)
     if said is not None:
         lines = [x.strip() for x in said["advice"].splitlines() if x.strip()][:6]

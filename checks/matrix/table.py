@@ -14,7 +14,7 @@ again of an unchanged tree, it is read back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from eaglebug.checks.contract.findings import Finding
@@ -44,12 +44,7 @@ class Missing:
     fixable: bool  # the fix is a delegation eaglebug can write (`eaglebug fix`)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "attribute": self.attribute,
-            "finding": self.finding,
-            "delegate": self.delegate,
-            "fixable": self.fixable,
-        }
+        return asdict(self)  # every field, under its own name
 
 
 @dataclass(frozen=True)

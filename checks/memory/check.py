@@ -194,18 +194,11 @@ def _larger_tp(inputs: MemoryInputs, tokens: int) -> int | None:
 
 
 def _fraction_for(inputs: MemoryInputs, tokens: int) -> float | None:
-    return minimum_fraction(
-        inputs.index,
-        inputs.sources,
-        inputs.launch,
-        inputs.target,
-        inputs.draft,
-        inputs.gpu,
-        inputs.weights,
-        tokens,
-        inputs.measured.overheads() if inputs.measured else None,
-        inputs.config_class,
-    )
+    def tokens_at(fraction: float) -> int:
+        trial = replace(inputs.launch, mem_fraction_static=fraction)
+        return _predict(inputs, trial).max_total_num_tokens or 0
+
+    return minimum_fraction(tokens_at, tokens)
 
 
 def _actual(inputs: MemoryInputs) -> str:

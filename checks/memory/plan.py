@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from eaglebug.checks.logs.memory import Overheads
@@ -410,28 +410,11 @@ def _request_limit(ctx: Context, env: dict[str, object], tokens: int, pool_size:
     return made if isinstance(made, int) else None
 
 
-def minimum_fraction(
-    index: TreeIndex,
-    sources: MemorySources,
-    launch: MemoryLaunch,
-    target: ModelShape,
-    draft: ModelShape | None,
-    gpu: Gpu,
-    weights: Weights,
-    tokens_needed: int,
-    measured: Overheads | None = None,
-    config_class: str | None = None,
-) -> float | None:
-    """The smallest --mem-fraction-static (to 0.001) for which the tree's own arithmetic gives
-    a pool of at least `tokens_needed` tokens; None when no fraction below 1 does."""
-
-    def tokens(fraction: float) -> int:
-        trial = replace(launch, mem_fraction_static=fraction)
-        made = predict(
-            index, sources, trial, target, draft, gpu, weights, measured, config_class
-        ).max_total_num_tokens
-        return made or 0
-
+def minimum_fraction(tokens_at: Callable[[float], int], tokens_needed: int) -> float | None:
+    """The smallest --mem-fraction-static (to 0.001) at which `tokens_at` (the tree's own
+    arithmetic: `predict`'s pool at that fraction) gives at least `tokens_needed` tokens; None
+    when no fraction below 1 does."""
+    tokens = tokens_at
     lo, hi = 0, 999  # in thousandths
     if tokens(hi / 1000) < tokens_needed:
         return None

@@ -33,7 +33,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
 
 from eaglebug.logs.follow import (
     DEFAULT_MAX_LINE_BYTES,
@@ -42,6 +41,7 @@ from eaglebug.logs.follow import (
     clean_line,
     strip_ansi,
 )
+from eaglebug.logs.rows import RowSequence
 
 DIVIDER = "──── log "  # how a "log restarted" divider row starts
 BLOCK_BYTES = 1 << 20  # what a search reads at once
@@ -169,7 +169,7 @@ class IndexView:
     rows: int
 
 
-class LogIndex(Sequence[str]):
+class LogIndex(RowSequence[str]):
     """Every row of a followed log, by offset; `index[row]` is its text. One thread adds."""
 
     def __init__(self, max_segments: int = MAX_SEGMENTS, tail_rows: int = TAIL_ROWS) -> None:
@@ -236,17 +236,7 @@ class LogIndex(Sequence[str]):
     def __len__(self) -> int:
         return self._rows
 
-    @overload
-    def __getitem__(self, row: int) -> str: ...
-    @overload
-    def __getitem__(self, row: slice) -> list[str]: ...
-    def __getitem__(self, row: int | slice) -> str | list[str]:
-        if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(self._rows))]
-        if row < 0:
-            row += self._rows
-        if not 0 <= row < self._rows:
-            raise IndexError(row)
+    def row(self, row: int) -> str:
         tail_start = self._rows - len(self._tail)
         if row >= tail_start:
             return self._tail[row - tail_start]

@@ -23,7 +23,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol, overload
+from typing import Protocol
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
@@ -36,6 +36,7 @@ from textual.strip import Strip
 
 from eaglebug.logs.fold import Folds, folded_text
 from eaglebug.logs.index import DIVIDER, LogIndex
+from eaglebug.logs.rows import RowSequence
 
 # Presentation only: what to colour. What a line *means* is checks.logparse's job.
 MILESTONE = re.compile(
@@ -76,7 +77,7 @@ class Rows(Protocol):
     def position(self, row: int) -> int | None: ...
 
 
-class Matches(Sequence[int]):
+class Matches(RowSequence[int]):
     """The rows a filter shows, in order: those a search of the rows up to `split` found, then
     the newer ones tested as they arrived (each part sorted, the first all below `split`)."""
 
@@ -88,15 +89,7 @@ class Matches(Sequence[int]):
     def __len__(self) -> int:
         return len(self.found) + len(self.newer)
 
-    @overload
-    def __getitem__(self, i: int) -> int: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[int]: ...
-    def __getitem__(self, i: int | slice) -> int | list[int]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
+    def row(self, i: int) -> int:
         found = len(self.found)
         return self.found[i] if i < found else self.newer[i - found]
 
@@ -107,7 +100,7 @@ class Matches(Sequence[int]):
         return base + at if at < len(part) and part[at] == row else None
 
 
-class ShownLines(Sequence[str]):
+class ShownLines(RowSequence[str]):
     """The texts of the rows on show (read back on access; a folded row's own text)."""
 
     def __init__(self, view: LogView) -> None:
@@ -116,17 +109,7 @@ class ShownLines(Sequence[str]):
     def __len__(self) -> int:
         return self._view.row_count
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
+    def row(self, i: int) -> str:
         return self._view.index[self._view.row_at(i)]
 
     def __iter__(self) -> Iterator[str]:

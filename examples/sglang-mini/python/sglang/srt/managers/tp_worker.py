@@ -22,10 +22,8 @@ class TpModelWorker:
         nccl_port: int = 0,
         is_draft_worker: bool = False,
     ) -> None:
+        # The placement (gpu_id, tp_rank, nccl_port) only travels on to the ModelRunner here.
         self.server_args = server_args
-        self.gpu_id = gpu_id
-        self.tp_rank = tp_rank
-        self.nccl_port = nccl_port
         self.is_draft_worker = is_draft_worker
 
         self.model_config = ModelConfig.from_server_args(

@@ -28,12 +28,10 @@ class ModelRunner:
         nccl_port: int,
         is_draft_worker: bool = False,
     ) -> None:
+        # The placement (gpu_id, tp_rank, tp_size, nccl_port) is SGLang's distributed set-up,
+        # which the stand-in, on no GPU, does not do.
         self.model_config = model_config
         self.server_args = server_args
-        self.gpu_id = gpu_id
-        self.tp_rank = tp_rank
-        self.tp_size = tp_size
-        self.nccl_port = nccl_port
         self.is_draft_worker = is_draft_worker
         self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
         self.req_to_token_pool = None
