@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from audit_vs_grep import REPO
 from preflight import preflight_argv, write_models
+from second_release import release_options, release_tree
 
 # Runs in the child: eaglebug's own `main`, with ast.parse recording (file, seconds).
 _CHILD = """
@@ -47,13 +47,6 @@ except SystemExit as exc:
 with open(out, "w") as f:
     json.dump({"code": code, "seen": seen}, f)
 """
-
-
-def _release(version: str) -> Path:
-    sys.path.insert(0, str(REPO))
-    from tests.sglang_releases import release
-
-    return release(version)
 
 
 def parsed_files(tree: Path, scratch: Path) -> tuple[int, dict[str, float]]:
@@ -90,11 +83,10 @@ def same_bytes(old: Path, new: Path, rel: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
-    parser.add_argument("--old", default="0.5.22", help="the release first audited")
-    parser.add_argument("--new", default="0.5.23", help="the release upgraded to")
+    release_options(parser)
     parser.add_argument("--top", type=int, default=12, metavar="N", help="changed files listed")
     args = parser.parse_args(argv)
-    old, new = _release(args.old), _release(args.new)
+    old, new = release_tree(args.old), release_tree(args.new)
     with tempfile.TemporaryDirectory(prefix="eaglebug-bench-") as tmp:
         code, seconds = parsed_files(new, Path(tmp))
     if code not in (0, 1):

@@ -42,11 +42,18 @@ from report import rss_row, table, timed_row
 GOAL = 2.0  # second-release preflight seconds / grep seconds
 
 
-def _release(version: str) -> Path:
+def release_tree(version: str) -> Path:
+    """The unpacked release, downloaded once by the test helper if missing."""
     sys.path.insert(0, str(REPO))
     from tests.sglang_releases import release
 
     return release(version)
+
+
+def release_options(parser: argparse.ArgumentParser) -> None:
+    """--old and --new: the release a user had, and the one they upgrade to."""
+    parser.add_argument("--old", default="0.5.22", help="the release first audited")
+    parser.add_argument("--new", default="0.5.23", help="the release upgraded to")
 
 
 def _second(old: list[str], new: list[str], runs: int, scratch: Path, tag: str) -> list[Run]:
@@ -63,13 +70,12 @@ def _second(old: list[str], new: list[str], runs: int, scratch: Path, tag: str) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
-    parser.add_argument("--old", default="0.5.22", help="the release first audited")
-    parser.add_argument("--new", default="0.5.23", help="the release upgraded to")
+    release_options(parser)
     parser.add_argument("--runs", type=int, default=3, metavar="N", help="timed runs (default 3)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    old_tree, new_tree = _release(args.old), _release(args.new)
+    old_tree, new_tree = release_tree(args.old), release_tree(args.new)
     grep_s = time_grep(new_tree, args.runs)
     with tempfile.TemporaryDirectory(prefix="eaglebug-bench-") as tmp:
         scratch = Path(tmp)
