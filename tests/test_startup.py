@@ -16,6 +16,7 @@ import pytest
 from eaglebug.checks.contract.findings import Step, sort_findings
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from eaglebug.checks.startup.receivers import _uses_runner
 from eaglebug.checks.startup.steps import Place, step_at, step_text, trace_for
 from eaglebug.checks.startup.trace import StartupTrace
 from tests.synthetic import audit_tree, findings_for, line_of, write_tree
@@ -440,3 +441,21 @@ def test_0523_places_the_kv_budget_after_both_loads_through_the_workers_runner_p
     step = memory["step"]
     assert step["name"] == "kv_pools" and step["after_loads"] == ["target", "draft"]
     assert step["loaded_bytes_per_gpu"] == 121 * 1024**3
+
+
+@pytest.mark.parametrize(
+    ("source", "uses"),
+    [
+        (b"self.model_runner.forward()", True),  # at the file's first byte
+        (b"x = 1\n    self.tp_worker = w\n", True),
+        (b"(self.draft_worker)", True),
+        (b"return self.target_worker\n", True),
+        (b"myself.model_runner = 1\n", False),  # `self` must be a whole word
+        (b"_self.model_runner = 1\n", False),
+        (b"self.model_runner_config = 1\n", False),  # and the attribute too
+        (b"myself.model_runner; self.tp_worker", True),  # a later match still counts
+        (b"self . model_runner", False),
+    ],
+)
+def test_a_file_uses_a_runner_where_self_is_a_whole_word(source: bytes, uses: bool) -> None:
+    assert _uses_runner(source) is uses

@@ -157,8 +157,11 @@ class WorkerScopes:
         """Is `method` called on something other than self anywhere in the worker modules?"""
         if method not in self._elsewhere:
             pattern = re.compile(rf"(?<!\bself)\.{re.escape(method)}\s*\(")
+            dotted_name = f".{method}"  # the pattern's one literal: most files stop here
             self._elsewhere[method] = any(
-                (parsed := self.index.parse_file(rel)) is not None and pattern.search(parsed.text)
+                (parsed := self.index.parse_file(rel)) is not None
+                and dotted_name in parsed.text
+                and pattern.search(parsed.text) is not None
                 for rel in self._module_files()
             )
         return self._elsewhere[method]

@@ -22,7 +22,18 @@ from eaglebug.checks.source.index import TreeIndex
 # (launch_server -> http_server -> engine): how many such frames the walk stacks up.
 MAX_ASIDE = 3
 _TABLES_KEPT = 8  # files whose function tables stay in memory during the walk
-_RUNNER_RE = re.compile(rb"\bself\.(model_runner|tp_worker|draft_worker|target_worker)\b")
+# `self.<a runner or worker>`, searched from its literal start: a leading `\b` (or lookbehind)
+# makes the engine try every byte of the file, ten times slower (0.5.23: 60 ms of a cold audit).
+_RUNNER_RE = re.compile(rb"self\.(?:model_runner|tp_worker|draft_worker|target_worker)\b")
+
+
+def _uses_runner(data: bytes) -> bool:
+    """Does the file say `self.model_runner` (or a worker) where `self` is a whole word?"""
+    for match in _RUNNER_RE.finditer(data):
+        before = data[match.start() - 1 : match.start()]
+        if not (before.isalnum() or before == b"_"):
+            return True
+    return False
 
 
 @dataclass
@@ -94,7 +105,7 @@ class Receivers:
             entry = self.index.entries.get(rel)
             data = self.index.files.source(rel) or b""
             known = self.on_way[rel] = bool(
-                (entry is not None and is_candidate(entry)) or _RUNNER_RE.search(data)
+                (entry is not None and is_candidate(entry)) or _uses_runner(data)
             )
         return known
 
