@@ -4,23 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+from eaglebug.checks import SEVERITY_ORDER, one_line, sort_findings
+
+if TYPE_CHECKING:  # names for annotations: an audit's report loads no preflight machinery
     from rich.console import Console
 
-    from eaglebug.checks import Patch
+    from eaglebug.checks import (
+        AuditResult,
+        ClassReport,
+        ExternalPackage,
+        Finding,
+        Patch,
+        PreflightResult,
+    )
     from eaglebug.git.fixing import Applied
-
-from eaglebug.checks import (
-    SEVERITY_ORDER,
-    AuditResult,
-    ClassReport,
-    ExternalPackage,
-    Finding,
-    PreflightResult,
-    one_line,
-    sort_findings,
-    step_text,
-)
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -127,6 +124,8 @@ def _startup_order(console: Console, findings: list[Finding]) -> None:
     ordered = [f for f in sort_findings(findings) if f.step is not None and f.severity != "info"]
     if not ordered:
         return
+    from eaglebug.checks import step_text  # preflight's: the start-up order's engine
+
     console.print()
     console.print(
         "[bold]in start-up order[/] [dim](what the launch would hit first comes first)[/]"
