@@ -22,6 +22,7 @@ import pytest
 from textual.binding import Binding  # noqa: TID251 (reads the Textual app's bindings)
 
 import eaglebug.tui
+from eaglebug.cli import options as cli_options
 from eaglebug.cli import parser as cli
 from eaglebug.tui import entry
 
@@ -186,7 +187,7 @@ def parse(words: list[str]) -> None:
     elif first == "--version" or (
         first is not None and first not in entry.TUI_MODES and not first.startswith("-")
     ):
-        cli.build_parser().parse_args(words)
+        cli_options.build_parser().parse_args(words)
     else:
         entry._parser().parse_args(options)
 

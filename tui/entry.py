@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks import InputError
+from eaglebug.cli import options as cli_options
 from eaglebug.cli import parser as cli
 from eaglebug.cli.numbers import count, number
 from eaglebug.cli.numbers import stall_limits as limits_of
@@ -32,7 +33,7 @@ TUI_MODES = {"demo", "watch", "guide"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = cli.Parser(
+    p = cli_options.Parser(
         prog="eaglebug",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -82,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SM",
         help="the GPUs' architecture for the attention checks (sm90, sm100, ...), when NVML cannot tell",
     )
-    cli.stall_flags(p)  # the same limits `diagnose` takes, for the log.stalled warning
+    cli_options.stall_flags(p)  # the same limits `diagnose` takes, for the log.stalled warning
     return p
 
 
@@ -131,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run_mode(args, launch_words)
     except InputError as exc:
-        cli.write_error(exc)
-        return cli.EXIT_USAGE
+        cli_options.write_error(exc)
+        return cli_options.EXIT_USAGE
 
 
 def _run_mode(args: argparse.Namespace, launch_words: list[str]) -> int:
