@@ -5,6 +5,7 @@ memory history kept per node's GPU."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
@@ -205,3 +206,45 @@ def test_each_servers_acceptance_shows_in_the_gpu_panel(tmp_path: Path) -> None:
         )
 
     run(app, script)
+
+
+def test_a_sample_that_reaches_rows_not_yet_composed_fills_them(tmp_path: Path) -> None:
+    """Two samples handled before Textual composes the rows the first one mounted (a loaded
+    machine, a burst of log lines in between): the second fills those rows, nothing raises,
+    and each row ends on the newest sample."""
+    source = TwoNodes()
+    session = session_of(tmp_path, tp=4)
+    app = build_app(session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600})
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        panel = app.main.query_one(GpuPanel)
+        panel.every_gpu = True
+        await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "the first sample's rows")
+        source.used = 30 * GIB
+        first = source.sample()
+        source.used = 40 * GIB
+        newest = source.sample()
+        moved = replace(first, gpus=(*first.gpus, *other_host(first)))
+        newer = replace(newest, gpus=(*newest.gpus, *other_host(newest)))
+        panel.show(moved, {}, source.describe())  # mounts node-c's rows
+        panel.show(newer, {}, source.describe())  # reaches them in the same tick
+        rows = {row.key: row for row in panel.query(GpuRow)}
+        assert ("node-c", 0) in rows
+
+        def text(key: tuple[str, int]) -> str:
+            return "".join(str(t.render()) for t in rows[key].query(".gpu-text").results(Static))
+
+        await until(pilot, lambda: "40.0/80G" in text(("node-c", 0)), "node-c's row to fill")
+        assert "40.0/80G" in text(("node-a", 0))
+        assert not [n for n in notes if n.severity == "error"]
+
+    run(app, script)
+
+
+def other_host(snapshot: BoxSnapshot) -> tuple[GpuSnapshot, ...]:
+    """Node-a's GPUs again as a third host's: rows the panel has not mounted yet."""
+    return tuple(
+        replace(g, host="node-c", uuid=f"GPU-node-c-{g.index}")
+        for g in snapshot.gpus
+        if g.host == "node-a"
+    )

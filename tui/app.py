@@ -9,6 +9,7 @@ notifications (`tui.runner`); nothing a feed does can end the app.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -16,7 +17,9 @@ from pathlib import Path
 
 from textual import on
 from textual.app import App, SystemCommand
+from textual.message import Message
 from textual.screen import Screen
+from textual.types import NoActiveAppError
 
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot
@@ -109,25 +112,29 @@ class EaglebugApp(App[None]):
         self.gpu_source.close()
 
     # -- the feeds' callbacks (on their threads) -----------------------------------------------
-    def _sampled(self, snapshot: BoxSnapshot) -> None:
-        if not self._stopping.is_set():
-            self.main.post_message(GpuSampled(snapshot))
-
-    def _watched(self, snapshot: WatchSnapshot) -> None:
-        if not self._stopping.is_set():
-            self.main.post_message(WatchUpdated(snapshot))
-
-    def _accepted(self, snapshot: AcceptanceSnapshot) -> None:
-        if not self._stopping.is_set():
-            self.main.post_message(AcceptanceSampled(snapshot))
-
-    def _controlled(self, event: Event) -> None:
+    def _to_main(self, message: Message) -> None:
+        """The check of `_stopping` races with shutdown: once the main screen is detached,
+        Textual finds no app from it and raises on a post from another thread. The message
+        had nothing left to update then."""
         if self._stopping.is_set():
             return
+        with contextlib.suppress(NoActiveAppError):
+            self.main.post_message(message)
+
+    def _sampled(self, snapshot: BoxSnapshot) -> None:
+        self._to_main(GpuSampled(snapshot))
+
+    def _watched(self, snapshot: WatchSnapshot) -> None:
+        self._to_main(WatchUpdated(snapshot))
+
+    def _accepted(self, snapshot: AcceptanceSnapshot) -> None:
+        self._to_main(AcceptanceSampled(snapshot))
+
+    def _controlled(self, event: Event) -> None:
         if isinstance(event, ChecksProgressed):  # high-rate: coalesced in the queue
-            self.main.post_message(CheckProgressed(event))
+            self._to_main(CheckProgressed(event))
         else:
-            self.main.post_message(ControllerReported(event))
+            self._to_main(ControllerReported(event))
 
     def report_problem(self, problem: Problem) -> None:
         """Show a problem of any thread's work as a notification."""

@@ -83,20 +83,27 @@ def _mean(histories: list[list[float]]) -> list[float]:
     return [sum(h[-width + i] for h in histories) / len(histories) for i in range(width)]
 
 
+def _row_parts() -> tuple[Static, Sparkline]:
+    """A row's text and sparkline, made with the row: the next sample may reach a row the
+    panel has mounted but Textual has not composed yet, and must find them."""
+    return Static(classes="gpu-text"), Sparkline([0.0], classes="gpu-spark")
+
+
 class NodeRow(Horizontal):
     """A node's GPUs in one row, when the panel shows nodes rather than GPUs."""
 
     def __init__(self, host: str) -> None:
         super().__init__(classes="node-row")
         self.host = host
+        self._text, self._spark = _row_parts()
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="gpu-text")
-        yield Sparkline([0.0], classes="gpu-spark")
+        yield self._text
+        yield self._spark
 
     def show(self, gpus: list[GpuSnapshot], history: list[float]) -> None:
-        self.query_one(".gpu-text", Static).update(node_line(self.host, gpus), layout=False)
-        self.query_one(Sparkline).data = history or [0.0]
+        self._text.update(node_line(self.host, gpus), layout=False)
+        self._spark.data = history or [0.0]
 
 
 class GpuRow(Horizontal):
@@ -104,17 +111,18 @@ class GpuRow(Horizontal):
         super().__init__(classes="gpu-row")
         self.key = key
         self._shown: Text | None = None
+        self._text, self._spark = _row_parts()
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="gpu-text")
-        yield Sparkline([0.0], classes="gpu-spark")
+        yield self._text
+        yield self._spark
 
     def show(self, gpu: GpuSnapshot, history: list[float]) -> None:
         line = gpu_line(gpu)
         if line != self._shown:  # one line of a fixed width: never a relayout
             self._shown = line
-            self.query_one(".gpu-text", Static).update(line, layout=False)
-        self.query_one(Sparkline).data = history or [0.0]
+            self._text.update(line, layout=False)
+        self._spark.data = history or [0.0]
         self.set_class(gpu.state == "lost", "lost")
         self.set_class(gpu.state == "stale", "stale")
 
