@@ -226,15 +226,16 @@ class ClassAudit:
                                               self.serves)  # fmt: skip
             if not required:
                 continue
-            speculative = [u for u in required if self.speculative(u)]
-            if provider is None and not speculative:
-                self.general_missing(attribute, required)
-            elif provider is None:
-                missing_required.append(attribute)
-                self.missing(attribute, speculative, undecided)
-            else:
+            if provider is not None:  # `present` asks which uses are speculative, if any fail
                 self.report.provided.append((attribute, provider))
                 self.present(attribute, provider, required)
+                continue
+            speculative = [u for u in required if self.speculative(u)]
+            if not speculative:
+                self.general_missing(attribute, required)
+            else:
+                missing_required.append(attribute)
+                self.missing(attribute, speculative, undecided)
         self.family(missing_required, uses)
         return self.report
 

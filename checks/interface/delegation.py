@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from eaglebug.checks.contract.fixes import PatchFix, PlannedMethod
 from eaglebug.checks.reach.consumers import find_function
 from eaglebug.checks.source.classes import ClassRef, Provider
-from eaglebug.checks.source.facts import Parsed
+from eaglebug.checks.source.facts import MISSING, Fact, Parsed
 from eaglebug.checks.source.index import TreeIndex
 
 _TYPING = frozenset(
@@ -239,6 +239,9 @@ def _forward_problem(index: TreeIndex, ref: ClassRef, delegate: str) -> str | No
     )
 
 
+_STYLE: Fact[tuple[str, str]] = Fact("style", tuple[str, str])
+
+
 @dataclass(frozen=True)
 class FileStyle:
     """How the wrapper's file is written: its indent unit, the class body's indent, quotes."""
@@ -248,7 +251,17 @@ class FileStyle:
     quote: str
 
 
-def file_style(text: str, cls: ast.ClassDef) -> FileStyle:
+def file_style(text: str, cls: ast.ClassDef, kept: tuple[str, str] | None = None) -> FileStyle:
+    """`kept`: the file's indent unit and quote, if already known (`text_style`)."""
+    unit, quote = kept or text_style(text)
+    first = cls.body[0]
+    line = text.splitlines()[first.lineno - 1] if first.lineno <= text.count("\n") + 1 else ""
+    body = line[: len(line) - len(line.lstrip())] or unit
+    return FileStyle(unit, body, quote)
+
+
+def text_style(text: str) -> tuple[str, str]:
+    """The file's indent unit and its quote, by the majority of its string literals."""
     unit, counts = "    ", {'"': 0, "'": 0}
     seen_indent = False
     try:
@@ -261,10 +274,7 @@ def file_style(text: str, cls: ast.ClassDef) -> FileStyle:
                     counts[quote] += 1
     except (tokenize.TokenError, SyntaxError):
         pass
-    first = cls.body[0]
-    line = text.splitlines()[first.lineno - 1] if first.lineno <= text.count("\n") + 1 else ""
-    body = line[: len(line) - len(line.lstrip())] or unit
-    return FileStyle(unit, body, "'" if counts["'"] > counts['"'] else '"')
+    return unit, "'" if counts["'"] > counts['"'] else '"'
 
 
 def requote(text: str, quote: str) -> str:
@@ -317,6 +327,18 @@ class DelegationPlanner:
             self._parsed = self.index.parse_file(self.ref.file)
         return self._parsed
 
+    def _kept_style(self, text: str) -> tuple[str, str]:
+        """Tokenizing a whole file costs more than planning its class's methods: the style is
+        kept with the file's facts (by its bytes), for every class of the file and every run."""
+        external = self.index.classes.external
+        if external is not None and external.owns(self.ref.file):
+            return text_style(text)
+        kept = self.index.recall(self.ref.file, _STYLE)
+        if kept is MISSING:
+            kept = text_style(text)
+            self.index.remember(self.ref.file, _STYLE, kept)
+        return kept
+
     def plan(self, attribute: str, delegate: str, inner_class: str, provider: Provider) -> PatchFix:
         def fix(method: PlannedMethod | None, refused: str | None = None) -> PatchFix:
             """The fix for this attribute: the planned method, or why there is none."""
@@ -355,7 +377,7 @@ class DelegationPlanner:
             )
             inner_fn = hit[1] if hit else None
         if self._style is None:
-            self._style = file_style(text, cls)
+            self._style = file_style(text, cls, self._kept_style(text))
         style = self._style
         try:
             generated = _generate(

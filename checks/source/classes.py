@@ -106,11 +106,15 @@ class ClassIndex:
         # An out-of-tree model package the registry loads (`external.py`), and how it does.
         self.external: PackageFiles | None = None
         self.external_rule: ExternalRule | None = None
+        # Lookup orders by class, for this index's files: an audit of every registered class
+        # asks for the same few hundred orders hundreds of thousands of times.
+        self._orders: dict[str, tuple[tuple[ClassRef, ...], tuple[str, ...], bool]] = {}
 
     def use_external(self, files: PackageFiles, rule: ExternalRule) -> None:
         self.external = files
         self.external_rule = rule
         self._candidates = {}
+        self._orders = {}  # a base may now resolve into the package
 
     def use_model_config(self, config: Mapping[str, object]) -> None:
         """With the target's `config.json` known, a class the registry picks from one of its
@@ -319,10 +323,13 @@ class ClassIndex:
 
     def mro(self, ref: ClassRef) -> tuple[list[ClassRef], list[str], bool]:
         """Depth-first, left to right: the classes whose members `ref` sees, in lookup order."""
-        order: list[ClassRef] = []
-        externals: list[str] = []
-        nn_module = self._visit(ref, order, externals, set())
-        return order, externals, nn_module
+        found = self._orders.get(ref.qualname)
+        if found is None or found[0][0].facts is not ref.facts:  # the same class, as parsed here
+            order: list[ClassRef] = []
+            externals: list[str] = []
+            nn_module = self._visit(ref, order, externals, set())
+            found = self._orders[ref.qualname] = (tuple(order), tuple(externals), nn_module)
+        return list(found[0]), list(found[1]), found[2]
 
     def _visit(
         self, current: ClassRef, order: list[ClassRef], externals: list[str], seen: set[str]
