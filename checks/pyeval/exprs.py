@@ -13,7 +13,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval import calls, objects, ops
-from eaglebug.checks.pyeval.state import Call
+from eaglebug.checks.pyeval.state import Call, source_text
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -68,7 +68,7 @@ def expr(m: Machine, node: ast.expr) -> Any:
         case ast.IfExp(test=test, body=body, orelse=orelse):
             told = truth(expr(m, test))
             if told is None:
-                m.assume(f"{where(m, node)}: undecided: {ast.unparse(test)}")
+                m.assume(f"{where(m, node)}: undecided: {source_text(test)}")
                 return one_of((expr(m, body), expr(m, orelse)), m.budget.alternatives)
             return expr(m, body if told else orelse)
         case ast.NamedExpr(target=ast.Name(id=name), value=value):

@@ -12,7 +12,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
-from eaglebug.checks.pyeval.state import Test
+from eaglebug.checks.pyeval.state import Test, source_text
 from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, message_text, truth
 
 if TYPE_CHECKING:
@@ -50,12 +50,12 @@ def check_assert(m: Machine, stmt: ast.Assert, test: ast.expr, msg: ast.expr | N
     if msg is not None:
         made = m.expr(msg)
         message = message_text(made)
-    extra = (Test(f"not ({ast.unparse(test)})", reads, told is False),)
+    extra = (Test(f"not ({source_text(test)})", reads, told is False),)
     record(m, stmt, "AssertionError", message, extra)
     if told is False:
         raise _end_after_raise(m, "AssertionError")
     # undecided: the path where it holds goes on, on that assumption
-    m.stack[-1].tests.append(Test(ast.unparse(test), reads, False))
+    m.stack[-1].tests.append(Test(source_text(test), reads, False))
 
 
 def try_(m: Machine, stmt: ast.Try) -> None:

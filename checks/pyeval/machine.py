@@ -43,7 +43,16 @@ from eaglebug.checks.pyeval.protocol import (
     Thrown,
 )
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Call, Frame, Heap, Test, Write, merge_heaps, merge_locals
+from eaglebug.checks.pyeval.state import (
+    Call,
+    Frame,
+    Heap,
+    Test,
+    Write,
+    merge_heaps,
+    merge_locals,
+    source_text,
+)
 from eaglebug.checks.pyeval.values import (
     UNSET,
     ClassVal,
@@ -375,7 +384,7 @@ class Machine:
         frame = self.stack[-1]
         value, reads = self.measured(test)
         told = truth(value)
-        text = ast.unparse(test)
+        text = source_text(test)
         if told is not None:
             taken, other = (body, orelse) if told else (orelse, body)
             said = text if told else f"not ({text})"

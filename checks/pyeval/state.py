@@ -8,7 +8,9 @@ the path it is on, and what it returned so far.
 
 from __future__ import annotations
 
+import ast
 import itertools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,11 +19,20 @@ from eaglebug.checks.pyeval.scope import ModuleTable
 from eaglebug.checks.pyeval.values import ClassVal, FunctionSite, Top, one_of
 
 if TYPE_CHECKING:
-    import ast
-
     from eaglebug.checks.pyeval.machine import Machine
 
 _ORDER = itertools.count()
+_TEXTS: weakref.WeakKeyDictionary[ast.AST, str] = weakref.WeakKeyDictionary()
+
+
+def source_text(node: ast.AST) -> str:
+    """A test as written, for the path's tests and the assumptions: the same branch is run
+    for every launch, GPU and hook that reaches it, and unparsing it again each time was a
+    sixth of a warm index's preflight. Kept only while its syntax tree lives."""
+    text = _TEXTS.get(node)
+    if text is None:
+        text = _TEXTS[node] = ast.unparse(node)
+    return text
 
 
 @dataclass(frozen=True)
