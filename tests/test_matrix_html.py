@@ -5,13 +5,15 @@ on click."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.clirun import cli
+from eaglebug.cli.parser import main
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; `.ci/run` installs it when missing
 ARGS = [
@@ -35,19 +37,30 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
+@pytest.fixture(scope="module")
+def matrix_file(sglang_059: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page, made once for the module: each test opens it in its own tab (the matrix of a
+    whole release takes seconds; the tests only read it)."""
+    out, err = io.StringIO(), io.StringIO()
+    scratch = tmp_path_factory.mktemp("matrix")
+    with pytest.MonkeyPatch.context() as env:  # set up before the per-test cache is
+        env.setenv("XDG_CACHE_HOME", str(scratch / "xdg-cache"))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["matrix", "--sglang", str(sglang_059), "--format", "html"])
+    assert code == 0, err.getvalue()
+    html = out.getvalue()
+    assert "<script src" not in html and "<link" not in html  # self-contained
+    path = scratch / "matrix.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
 @pytest.fixture
-def page(
-    browser: Browser, capsys: pytest.CaptureFixture[str], sglang_059: Path, tmp_path: Path
-) -> Iterator[Page]:
-    run = cli(capsys, "matrix", "--sglang", str(sglang_059), "--format", "html")
-    assert run.code == 0, run.err
-    assert "<script src" not in run.out and "<link" not in run.out  # self-contained
-    path = tmp_path / "matrix.html"
-    path.write_text(run.out, encoding="utf-8")
+def page(browser: Browser, matrix_file: Path) -> Iterator[Page]:
     tab = browser.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.goto(path.as_uri())
+    tab.goto(matrix_file.as_uri())
     yield tab
     tab.close()
     assert errors == []

@@ -106,8 +106,9 @@ class Fleet:
     process: subprocess.Popen[bytes]
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
+@contextlib.contextmanager
+def running_fleet(tmp_path: Path) -> Iterator[Fleet]:
+    """Two nodes' exporters and a real Prometheus scraping them, once both are scraped."""
     binary = shutil.which("prometheus")
     assert binary, "Prometheus is needed: apt-get install prometheus (.ci/run installs it)"
     nodes = [Node("node-a", [70000, 70100], accept_length=3.1), Node("node-b", [512, 600])]
@@ -153,7 +154,23 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
             node.stop()
 
 
-def test_the_snapshot_is_what_the_nodes_serve(fleet: Fleet) -> None:
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    """A fleet of the test's own, for a test that changes it (stops a node, Prometheus)."""
+    with running_fleet(tmp_path) as fleet:
+        yield fleet
+
+
+@pytest.fixture(scope="module")
+def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """One fleet for the tests that only read it: Prometheus takes seconds to start and
+    scrape, time the machine spends waiting."""
+    with running_fleet(tmp_path_factory.mktemp("fleet")) as fleet:
+        yield fleet
+
+
+def test_the_snapshot_is_what_the_nodes_serve(shared_fleet: Fleet) -> None:
+    fleet = shared_fleet
     snapshot = PrometheusSource(fleet.url).sample()
     assert snapshot.unavailable is None
     got = {(g.host, g.index): g for g in snapshot.gpus}
@@ -165,9 +182,10 @@ def test_the_snapshot_is_what_the_nodes_serve(fleet: Fleet) -> None:
     assert got[("node-b", 1)].used_bytes == 600 * MIB
 
 
-def test_sglangs_own_gauges_come_per_server(fleet: Fleet) -> None:
+def test_sglangs_own_gauges_come_per_server(shared_fleet: Fleet) -> None:
     """A node whose SGLang serves /metrics (--enable-metrics) shows its acceptance; one
     without is simply absent, not an error."""
+    fleet = shared_fleet
     snapshot = PrometheusSource(fleet.url).sample()
     [serving] = snapshot.serving
     assert serving.accept_length == pytest.approx(3.1)
@@ -176,8 +194,9 @@ def test_sglangs_own_gauges_come_per_server(fleet: Fleet) -> None:
 
 
 def test_the_headless_command_lists_both_nodes(
-    fleet: Fleet, capsys: pytest.CaptureFixture[str]
+    shared_fleet: Fleet, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    fleet = shared_fleet
     run = cli(capsys, "gpus", "--prometheus", fleet.url, "--json")
     assert run.code == 0, run.err
     data = json.loads(run.out)
