@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -265,8 +266,19 @@ def test_registry_picked_class_with_a_config_that_names_none(tmp_path: Path) -> 
 # -- the real releases ---------------------------------------------------------------------
 
 
-def _real(root: Path, cls: str) -> AuditResult:
-    return audit(TreeIndex(locate(str(root)), use_cache=False), cls)
+@pytest.fixture(scope="module")
+def indexes() -> Iterator[dict[Path, TreeIndex]]:
+    """One index per release for this module, no model config given: a release is parsed
+    once for both wrappers (a test that gives a config makes its own), and let go after."""
+    kept: dict[Path, TreeIndex] = {}
+    yield kept
+    kept.clear()
+
+
+def _real(indexes: dict[Path, TreeIndex], root: Path, cls: str) -> AuditResult:
+    if root not in indexes:
+        indexes[root] = TreeIndex(locate(str(root)), use_cache=False)
+    return audit(indexes[root], cls)
 
 
 @pytest.fixture(params=["sglang_0514", "sglang_0522", "sglang_0523"])
@@ -276,8 +288,10 @@ def release_root(request: pytest.FixtureRequest) -> Path:
     return root
 
 
-def test_minicpmv_forwards_to_its_versioned_model(release_root: Path) -> None:
-    result = _real(release_root, "MiniCPMV")
+def test_minicpmv_forwards_to_its_versioned_model(
+    indexes: dict[Path, TreeIndex], release_root: Path
+) -> None:
+    result = _real(indexes, release_root, "MiniCPMV")
     attributes = {f.attribute for f in result.findings}
     # nn.Module's methods reach MiniCPMV through __getattr__ on every version's class
     assert not {"named_modules", "forward", "parameters"} & attributes
@@ -291,8 +305,10 @@ def test_minicpmv_forwards_to_its_versioned_model(release_root: Path) -> None:
     assert "self.minicpmv = minicpmv" in text and "_SUPPORT_VERSION = {" in text
 
 
-def test_llava_delegates_to_the_registry_picked_language_model(release_root: Path) -> None:
-    result = _real(release_root, "LlavaForConditionalGeneration")
+def test_llava_delegates_to_the_registry_picked_language_model(
+    indexes: dict[Path, TreeIndex], release_root: Path
+) -> None:
+    result = _real(indexes, release_root, "LlavaForConditionalGeneration")
     f = only(findings_for(result, "set_eagle3_layers_to_capture"))
     assert (f.severity, f.delegate) == ("error", "language_model")
     details = f.to_json()["details"]
