@@ -15,7 +15,7 @@ from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
 from eaglebug.gpu.sampler import Sampler
 from eaglebug.gpu.snapshot import BoxSnapshot, GpuSnapshot
 from eaglebug.session.session import Session, SessionConfig
-from eaglebug.tui.app import build_app
+from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.widgets.gpu_panel import GpuPanel, GpuRow
 from tests.test_tui import FAST, run, until
 
@@ -63,19 +63,32 @@ class TwoNodes:
         return "Prometheus http://127.0.0.1:9090, DCGM exporter"
 
 
-def test_each_node_has_its_header_and_its_own_rows(tmp_path: Path) -> None:
+def two_nodes_app(tmp_path: Path) -> tuple[TwoNodes, EaglebugApp]:
+    """The app over two nodes of two GPUs. The sampler thread takes its first sample at start
+    and then waits an hour: the test takes every later sample itself, so no sample of the
+    thread races what the test changes."""
     source = TwoNodes()
     session = session_of(tmp_path, tp=4)
-    # The sampler thread takes its first sample at start and then waits an hour: the test
-    # takes every later sample itself, so no sample of the thread races the change to stale.
-    app = build_app(session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600})
+    return source, build_app(
+        session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600}
+    )
+
+
+async def four_rows(pilot: Pilot[None], app: EaglebugApp) -> GpuPanel:
+    """The panel once it shows a row per GPU, as `x` asks: without it, whether the four rows
+    fit (and so whether the panel shows a row per node instead) depends on when the first
+    layout lands."""
+    panel = app.main.query_one(GpuPanel)
+    panel.every_gpu = True
+    await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "four GPU rows")
+    return panel
+
+
+def test_each_node_has_its_header_and_its_own_rows(tmp_path: Path) -> None:
+    source, app = two_nodes_app(tmp_path)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        panel = app.main.query_one(GpuPanel)
-        # A row per GPU, as `x` asks: without it, whether the four rows fit (and so whether
-        # the panel shows a row per node instead) depends on when the first layout lands.
-        panel.every_gpu = True
-        await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "four GPU rows")
+        panel = await four_rows(pilot, app)
         keys = [row.key for row in panel.query(GpuRow)]
         assert keys == [("node-a", 0), ("node-a", 1), ("node-b", 0), ("node-b", 1)]
         headers = [str(h.render()) for h in panel.query(".gpu-node").results(Static)]
@@ -212,14 +225,10 @@ def test_a_sample_that_reaches_rows_not_yet_composed_fills_them(tmp_path: Path) 
     """Two samples handled before Textual composes the rows the first one mounted (a loaded
     machine, a burst of log lines in between): the second fills those rows, nothing raises,
     and each row ends on the newest sample."""
-    source = TwoNodes()
-    session = session_of(tmp_path, tp=4)
-    app = build_app(session, source, run_checks=False, **{**FAST, "sample_interval_s": 3600})
+    source, app = two_nodes_app(tmp_path)
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
-        panel = app.main.query_one(GpuPanel)
-        panel.every_gpu = True
-        await until(pilot, lambda: len(panel.query(GpuRow)) == 4, "the first sample's rows")
+        panel = await four_rows(pilot, app)  # the first sample's rows
         source.used = 30 * GIB
         first = source.sample()
         source.used = 40 * GIB
