@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from audit_vs_grep import eaglebug_command  # bench/ is on the path of a bench run
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.5.23"
 
@@ -70,7 +72,7 @@ def side(tree: Path, name: str, sample: int) -> dict[str, float]:
         [sys.executable, "-c", _SIDE, str(tree), name, str(sample)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd="/",  # the installed eaglebug, not the source folder the repository holds
     )
     if done.returncode != 0:
         raise SystemExit(f"{name} failed: {done.stderr.strip()[-500:]}")
@@ -84,7 +86,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=30, help="classes for the ratio (30)")
     args = parser.parse_args()
     tree = args.sglang or default_tree()
-    argv = [sys.executable, "-m", "eaglebug", "matrix", "--sglang", str(tree), "--format", "json"]
+    argv = [*eaglebug_command(), "matrix", "--sglang", str(tree), "--format", "json"]
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "XDG_CACHE_HOME": cache}
         seconds = []
@@ -93,7 +95,7 @@ def main() -> int:
                 for kept in Path(cache, "eaglebug").glob("answers-*"):
                     kept.unlink()
             start = time.perf_counter()
-            whole = subprocess.run(argv, capture_output=True, cwd=REPO, env=env)
+            whole = subprocess.run(argv, capture_output=True, cwd="/", env=env)
             seconds.append(f"{time.perf_counter() - start:.1f} s {step}")
             if whole.returncode != 0:
                 print(whole.stderr.decode(errors="replace"), file=sys.stderr)
