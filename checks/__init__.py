@@ -111,6 +111,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.package import stamp_key as stamp_key
     from eaglebug.checks.source.tree import SglangTree as SglangTree
     from eaglebug.checks.source.tree import locate as locate
+    from eaglebug.checks.source.trees import ParsedTrees as ParsedTrees
     from eaglebug.checks.source.walk import Listing as Listing
     from eaglebug.checks.source.walk import list_tree as list_tree
     from eaglebug.checks.startup.steps import step_text as step_text
@@ -152,6 +153,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "NO_ANSWER": ("eaglebug.checks.source.answers", "MISSING"),
     "NotJson": ("eaglebug.checks.contract.numbers", "NotJson"),
     "Patch": ("eaglebug.checks.interface.patching", "Patch"),
+    "ParsedTrees": ("eaglebug.checks.source.trees", "ParsedTrees"),
     "PatchFix": ("eaglebug.checks.contract.fixes", "PatchFix"),
     "PreflightResult": ("eaglebug.checks.orchestrator", "PreflightResult"),
     "Report": ("eaglebug.checks.logs.acceptance", "Report"),
@@ -251,6 +253,7 @@ __all__ = [
     "MemoryLog",
     "ModelSource",
     "NotJson",
+    "ParsedTrees",
     "Patch",
     "PatchFix",
     "PreflightResult",

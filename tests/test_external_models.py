@@ -489,6 +489,7 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
     assert gitrepo.git(user_repo, "diff", "--cached") == ""
     again = session.run_checks()
     assert not [f for f in again.findings if f.role == "target" and f.severity == "error"]
+    assert session.parsed_trees().hits > 0  # the re-check took the tree's unchanged files
 
 
 @pytest.mark.parametrize("release", ["sglang_0514", "sglang_0522", "sglang_0523"])

@@ -42,6 +42,7 @@ from eaglebug.checks.source.facts import (
 from eaglebug.checks.source.fingerprint import Fingerprint
 from eaglebug.checks.source.store import Stamps, Store, digest, load_stamps, save_stamps
 from eaglebug.checks.source.tree import SglangTree
+from eaglebug.checks.source.trees import ParsedTrees
 from eaglebug.checks.source.walk import Listing, Stamp, list_tree
 
 T = TypeVar("T")
@@ -92,12 +93,15 @@ class SourceFiles:
         mapper: Mapper = in_process,
         listing: Callable[[], Listing] | None = None,
         parsed: Callable[[str], None] | None = None,
+        shared: ParsedTrees | None = None,
     ) -> None:
         """`listing`, when given, makes the walk (`walk.list_tree`) for this tree; `parsed`
-        hears of each file parsed here (a front end counts them while a cold run parses)."""
+        hears of each file parsed here (a front end counts them while a cold run parses);
+        `shared`, the trees a long-lived process keeps across its indexes (`trees.py`)."""
         self.tree = tree
         self.listing = listing
         self.parsed = parsed
+        self.shared = shared
         self.use_cache = use_cache
         self.warnings = warnings
         self.mapper = mapper
@@ -272,9 +276,15 @@ class SourceFiles:
         hit = self._asts.get(rel)
         if hit is not None:
             return hit[0]
-        parsed = parse(rel, data)
-        if isinstance(parsed, str) or os.getpid() != self._pid:
+        if os.getpid() != self._pid:
+            return parse(rel, data)
+        key = digest(rel, data) if self.shared is not None else ""
+        kept = self.shared.get(key) if self.shared is not None else None
+        parsed = kept if kept is not None else parse(rel, data)
+        if isinstance(parsed, str):
             return parsed
+        if self.shared is not None and kept is None:
+            self.shared.put(key, parsed, len(data))
         self._asts[rel] = (parsed, len(data))
         self._ast_bytes += len(data)
         while self._ast_bytes > PARSED_SOURCE_BYTES and len(self._asts) > 1:

@@ -33,6 +33,7 @@ from eaglebug.checks.source.facts import Fact, FileEntry, Missing, Parsed
 from eaglebug.checks.source.files import Mapper, SourceFiles, in_process
 from eaglebug.checks.source.package import PackageFiles
 from eaglebug.checks.source.tree import SglangTree
+from eaglebug.checks.source.trees import ParsedTrees
 from eaglebug.checks.source.walk import Listing
 
 __all__ = [
@@ -60,17 +61,19 @@ class TreeIndex:
         listing: Callable[[], Listing] | None = None,
         external: ExternalPackage | None = None,
         parsed: Callable[[str], None] | None = None,
+        shared: ParsedTrees | None = None,
     ) -> None:
         """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
         the caller has read them already (to answer before building an index), are reused;
         `listing` gives the walk of the tree, when the caller had it made meanwhile;
         `external`, an out-of-tree model package the registry loads (`use_external`);
-        `parsed` hears of each file parsed in this process (progress for a front end)."""
+        `parsed` hears of each file parsed in this process (progress for a front end);
+        `shared`, syntax trees kept by a long-lived process for its next index (`trees.py`)."""
         self.tree = tree
         self.use_cache = use_cache
         self.warnings: list[str] = []
         self.answers = answers if answers is not None else Answers(tree, use_cache)
-        self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing, parsed)
+        self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing, parsed, shared)
         self.classes = ClassIndex(self.files, self.answers)
         if self.answers.quick:  # the tree is as the answers left it: walk only if needed
             self.warnings.extend(self.answers.walk_warnings)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, afte
         ClassReport,
         GpuArch,
         GpuMemory,
+        ParsedTrees,
         Patch,
         PreflightResult,
         SglangTree,
@@ -94,6 +95,9 @@ class Session:
         self._tree: SglangTree | None = None
         self._index: TreeIndex | None = None  # the last checks' index, for class names
         self._index_lock = threading.Lock()
+        # The syntax trees of this session's checks, for the next: a re-check after a flag, a
+        # fix or a relaunch parses only the files that changed (`checks/source/trees.py`).
+        self._parsed: ParsedTrees | None = None
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
         self._nvml_arch: tuple[GpuArch | None] | None = None  # NVML's answer, once asked
@@ -138,6 +142,13 @@ class Session:
         return {**launched, **state.pending_flags}
 
     # -- checks ---------------------------------------------------------------------------
+    def parsed_trees(self) -> ParsedTrees:
+        if self._parsed is None:
+            from eaglebug.checks import ParsedTrees
+
+            self._parsed = ParsedTrees()
+        return self._parsed
+
     def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
         """Preflight of the launch command (with accepted env fixes), and the patches for it;
         `progress` hears which stage runs and how many of the tree's files are done."""
@@ -157,6 +168,7 @@ class Session:
             self.tree(),
             mapper=InProcess(tracker.files if tracker is not None else None),
             parsed=tracker.parsed if tracker is not None else None,
+            shared=self.parsed_trees(),
         )
         with self._index_lock:
             self._index = index
@@ -329,7 +341,8 @@ class Session:
                 return []
             from eaglebug.checks import TreeIndex, audit
 
-            index = TreeIndex(self.tree(), external=external)  # the launch's package too
+            # the launch's package too; the trees of the checks that found what this fixes
+            index = TreeIndex(self.tree(), external=external, shared=self.parsed_trees())
             return audit(index, target, algorithm, draft).findings
 
         from eaglebug.git.fixing import apply_patch
