@@ -38,6 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from report import rss_row, table, timed_row
 
@@ -105,6 +106,21 @@ def eaglebug_command() -> list[str]:
     (which also imports `runpy`, a few milliseconds that a warm run notices)."""
     script = Path(sys.executable).parent / "eaglebug"
     return [str(script)] if script.exists() else [sys.executable, "-m", "eaglebug"]
+
+
+def python_side(script: str, args: list[str], what: str, env: dict[str, str] | None = None) -> Any:
+    """One side of an in-process comparison: `script` run by this Python with the installed
+    eaglebug (from `/`, not the repository's source folder), its last stdout line as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env=env,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def audit_argv(tree: Path, model_class: str) -> list[str]:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from audit_vs_grep import eaglebug_command  # bench/ is on the path of a bench run
+from audit_vs_grep import eaglebug_command, python_side  # bench/ is on a bench run's path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.5.23"
@@ -68,15 +68,7 @@ def default_tree() -> Path:
 
 
 def side(tree: Path, name: str, sample: int) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _SIDE, str(tree), name, str(sample)],
-        capture_output=True,
-        text=True,
-        cwd="/",  # the installed eaglebug, not the source folder the repository holds
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{name} failed: {done.stderr.strip()[-500:]}")
-    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, float] = python_side(_SIDE, [str(tree), name, str(sample)], name)
     return result
 
 

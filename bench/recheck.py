@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from audit_vs_grep import python_side
 from preflight import preflight_argv, write_models
 from report import table, timed_row
 from second_release import release_tree
@@ -42,17 +42,9 @@ print(json.dumps({"seconds": seconds, "findings": len(again.findings),
 
 
 def side(tree: Path, words: list[str], shared: bool, scratch: Path) -> dict[str, float]:
-    cache = tempfile.mkdtemp(dir=scratch)
-    done = subprocess.run(
-        [sys.executable, "-c", _SIDE, str(tree), json.dumps(words), "shared" if shared else "-"],
-        capture_output=True,
-        text=True,
-        cwd="/",  # the installed eaglebug, not the repository's source folder
-        env={**os.environ, "XDG_CACHE_HOME": cache},
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"a re-check failed: {done.stderr.strip()[-500:]}")
-    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    env = {**os.environ, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=scratch)}
+    args = [str(tree), json.dumps(words), "shared" if shared else "-"]
+    result: dict[str, float] = python_side(_SIDE, args, "a re-check", env)
     return result
 
 
