@@ -3,7 +3,7 @@ tree without it.
 
 Why: a generated module (a table of numbers on one line) that the consumer scan selects took
 5 GB and more than a minute to parse (issues 21, 24); the source limits
-(`checks/contract/limits.py`) skip it with one warning. This copies the release's `.py` files
+(`eaglebug/checks/contract/limits.py`) skip it with one warning. This copies the release's `.py` files
 into a scratch folder twice, adds the module to one copy (`sglang/srt/layers/`, calling into
 a runner's model so its bytes select it), and times a cold `eaglebug audit --json` of each
 (fresh cache per run, best of N), with each run's peak RSS; the findings must be the same.

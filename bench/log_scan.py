@@ -10,7 +10,7 @@ parses the lines around what its patterns find; this checks that it stays close 
 The log is generated (default ~1 GB, `--size-mb`): the launch of an 8-GPU EAGLE-3 server, then
 decode/prefill batch lines and HTTP access lines with advancing timestamps, then all eight ranks
 crashing with one CUDA out-of-memory traceback, and the SIGQUIT line. grep gets the failure
-patterns of `checks/logs/patterns.py` (`GREP_FAILURE_PATTERN`) as one extended regex.
+patterns of `eaglebug/checks/logs/patterns.py` (`GREP_FAILURE_PATTERN`) as one extended regex.
 
 Both sides are separate processes timed the same way (best of `--runs`, after an untimed warm-up
 that also fills the page cache and compiles the bytecode), so interpreter start-up counts for

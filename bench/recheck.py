@@ -4,7 +4,7 @@ kept from the first.
 Why: the TUI checks the launch again after every flag, fix or relaunch, each time with a new
 index (a fix changes the tree). The facts of unchanged files come from the store, but the
 evaluator needs their syntax trees; the session keeps them across its checks, by the digest of
-each file's bytes (`checks/source/trees.py`). This measures, in the same run, each side in a
+each file's bytes (`eaglebug/checks/source/trees.py`). This measures, in the same run, each side in a
 fresh process and a fresh cache folder, what `Session.run_checks` does twice: the seed launch
 (Kimi-K2.5 + EAGLE-3, --tp 8, as `preflight.py`) checked, then checked again with one more flag
 (`--mem-fraction-static 0.8`: a new question, so no kept answer serves it). Timed: the second

@@ -1,7 +1,7 @@
 """How much of a preflight a second release could reuse: the files it parses, and how many are
 byte-identical in the release before.
 
-Why: the facts store keys each file's facts by its bytes (`checks/source/store.py`), so a file
+Why: the facts store keys each file's facts by its bytes (`eaglebug/checks/source/store.py`), so a file
 that did not change between releases is never learnt again. The speed issue asks for the first
 preflight after an upgrade (0.5.22 to 0.5.23) at 2x grep, and `second_release.py` measures
 that; this says what any reuse by content can reach at best. It runs one cold preflight of the

@@ -1,7 +1,7 @@
 """A user upgrades SGLang: how long the first preflight of the new release takes next to grep.
 
 Why: the facts store keys each file's facts by the hash of its path and bytes
-(`checks/source/store.py`), so what a second release shares with the first is not learnt
+(`eaglebug/checks/source/store.py`), so what a second release shares with the first is not learnt
 again (issue 21). How much that is, `release_overlap.py` says: from 0.5.22 to 0.5.23, 1,897
 of 4,719 files changed, among them most of what a preflight parses (scheduler, model config,
 server arguments), which is parsed and evaluated again whatever is kept. This measures, in the same run and on the same

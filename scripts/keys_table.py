@@ -6,7 +6,7 @@
 
 README.md holds the main screen's keys (what a newcomer needs); docs/tui.md holds every
 screen's. `tests/test_keys_table.py` runs the check, so a key added, renamed or re-described in
-`tui/` fails the suite until the docs say the same (STYLE.md practice 7).
+`eaglebug/tui/` fails the suite until the docs say the same (STYLE.md practice 7).
 """
 
 from __future__ import annotations

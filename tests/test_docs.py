@@ -71,7 +71,7 @@ def engine_ids() -> set[str]:
     (the `CategoryRule`s and every `Result` made with a literal category)."""
     ids: set[str] = set()
     log_family = False
-    for path in sorted((ROOT / "checks").rglob("*.py")):
+    for path in sorted((ROOT / "eaglebug" / "checks").rglob("*.py")):
         tree = ast.parse(_text(path), filename=str(path))
         constants = _str_constants(tree)
         for node in ast.walk(tree):
@@ -315,12 +315,7 @@ REPO_PATH = re.compile(
 def test_every_repository_path_named_exists(page: Path) -> None:
     missing = []
     for path in set(REPO_PATH.findall(_text(page))):
-        # `eaglebug/...` names a module of the installed namespace; its source is where
-        # setuptools' package-dir maps it from.
-        candidates = [ROOT / path]
-        if path.startswith("eaglebug/checks/") or path.startswith("eaglebug/tui/"):
-            candidates.append(ROOT / path.removeprefix("eaglebug/"))
-        if not any(c.exists() for c in candidates):
+        if not (ROOT / path).exists():
             missing.append(path)
     assert not missing, f"{page.name} names paths that do not exist: {sorted(missing)}"
 

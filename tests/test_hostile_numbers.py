@@ -1,6 +1,6 @@
 """Numbers from outside, built for real (issue 24): a 5,000-digit integer, `1e400`, NaN and a
 bool in config.json, the state file and the launch command, read by the one reader
-(`checks/contract/numbers.py`). None of them ends in a traceback or `internal error`; what
+(`eaglebug/checks/contract/numbers.py`). None of them ends in a traceback or `internal error`; what
 cannot be a figure is refused in one line or, where it only calibrates, passed over with a
 warning. (Numbers in log lines are tested with the log reader; HTTP ones in
 `test_hostile_http.py` and `test_hostile_prometheus.py`; the state file's among the bad state

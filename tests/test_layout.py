@@ -58,5 +58,5 @@ def test_the_code_stamp_sees_an_edit_in_a_subfolder(
 
 def test_the_code_stamp_covers_the_installed_engine() -> None:
     folders = cache._code_folders()
-    assert any(Path(f, "source", "cache.py").is_file() for f in folders)
+    assert any(Path(f, "checks", "source", "cache.py").is_file() for f in folders)
     assert any(Path(f, "cli").is_dir() for f in folders)  # the CLI renders cached answers

@@ -1,4 +1,4 @@
-"""Syntax trees kept across the indexes of one process (`checks/source/trees.py`), as the TUI's
+"""Syntax trees kept across the indexes of one process (`eaglebug/checks/source/trees.py`), as the TUI's
 session keeps them between its checks: a second index of the same tree takes the trees of the
 files that did not change, parses the one a fix changed, and answers as a fresh index does."""
 

@@ -1,4 +1,4 @@
-"""The one evaluator on small code shapes: each rule of `checks/pyeval` shown on a few lines."""
+"""The one evaluator on small code shapes: each rule of `eaglebug/checks/pyeval` shown on a few lines."""
 
 from __future__ import annotations
 

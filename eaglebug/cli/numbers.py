@@ -3,7 +3,7 @@
 argparse's `type=float` takes `nan`, `inf` and `-1` and `type=int` any size; what eaglebug
 computes with them then fails far from the flag (`ValueError: cannot convert float NaN to
 integer`). These converters read the flag with the one reader of numbers from outside
-(`checks/contract/numbers.py`) and refuse such values at the flag, as argparse usage errors.
+(`eaglebug/checks/contract/numbers.py`) and refuse such values at the flag, as argparse usage errors.
 """
 
 from __future__ import annotations

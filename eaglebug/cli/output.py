@@ -1,7 +1,7 @@
 """What the headless commands write: JSON that is JSON, and outside text that is safe.
 
 `--json` output goes through `json_text` only: `allow_nan=False`, so a NaN or an infinity that
-reached a result (every reader of outside numbers refuses them: `checks/contract/numbers.py`)
+reached a result (every reader of outside numbers refuses them: `eaglebug/checks/contract/numbers.py`)
 is a bug that says so, never `NaN` or `Infinity` on stdout, which no JSON reader takes. Text
 from outside eaglebug (a Prometheus label, a server's settings, a path from the state file) is
 written through `one_line`, the one terminal-safe rendering the TUI uses too.

@@ -40,7 +40,7 @@ _FLAGS = {
     "speculative_eagle_topk": "--speculative-eagle-topk",
     "speculative_num_draft_tokens": "--speculative-num-draft-tokens",
 }
-# The variables that say where the Hugging Face hub cache is (`checks/models/source.py`).
+# The variables that say where the Hugging Face hub cache is (`eaglebug/checks/models/source.py`).
 _HUB_LOCATION = frozenset({"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"})
 _HEAD_BYTES = 256 * 1024
 _OBJECT_REPR = re.compile(r"<[^<>\n]*>")

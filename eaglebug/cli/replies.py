@@ -1,4 +1,4 @@
-"""Whole replies of the headless CLI, kept with the tree's answers (`checks/source/answers.py`).
+"""Whole replies of the headless CLI, kept with the tree's answers (`eaglebug/checks/source/answers.py`).
 
 Why: a warm `audit --json` or `preflight --json` should cost about a stat of the tree. The
 engine's own answers already make it cheap to recompute, but loading the engine and the

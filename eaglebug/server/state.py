@@ -2,7 +2,7 @@
 
 It is what lets a new eaglebug process (after closing the TUI or losing SSH) re-attach to the
 server an earlier one launched. Written through a temporary file and an atomic rename. It is
-read as a whole with the one number reader (`checks/contract/numbers.py`) and checked against
+read as a whole with the one number reader (`eaglebug/checks/contract/numbers.py`) and checked against
 the record types (every field's type, pids in a C int's positive range, times finite): a file
 that is not UTF-8, not JSON, or holds a pid of "abc", -1, 12.5, 2**40 or 5,000 digits is one
 `InputError` naming the file and how to move it aside, never a crash and never a signal sent

@@ -2,7 +2,7 @@
 
 Why: the cold audit's biggest costs are per-file and independent (looking at ~2,000 runtime
 files as bytes, parsing the consumer candidates, the flag search), and a GPU box has cores to
-spare. `checks/` starts no process (its ruff rules forbid it), so the headless CLI hands this
+spare. `eaglebug/checks/` starts no process (its ruff rules forbid it), so the headless CLI hands this
 mapper to the index; the TUI and the tests keep the in-process default.
 
 How: the items' indexes, largest first, go into a pipe; `fork()` gives the helper the job and

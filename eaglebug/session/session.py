@@ -96,7 +96,7 @@ class Session:
         self._index: TreeIndex | None = None  # the last checks' index, for class names
         self._index_lock = threading.Lock()
         # The syntax trees of this session's checks, for the next: a re-check after a flag, a
-        # fix or a relaunch parses only the files that changed (`checks/source/trees.py`).
+        # fix or a relaunch parses only the files that changed (`eaglebug/checks/source/trees.py`).
         self._parsed: ParsedTrees | None = None
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler

@@ -335,7 +335,7 @@ MODEL_CLASS_RX = re.compile(
     r"|(?:Model|MTP|Eagle\w*|NextN)$"
 )
 # Methods SGLang's speculative workers call on the model object (DESIGN.md). A table, not the
-# interface audit's reading (checks/interface): a log is read without a tree.
+# interface audit's reading (eaglebug/checks/interface): a log is read without a tree.
 INTERFACE_METHODS = frozenset(
     {
         "set_eagle3_layers_to_capture",

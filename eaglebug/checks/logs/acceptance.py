@@ -63,7 +63,7 @@ DEFAULT_RULES = AcceptanceRules(
     metric_rate="sglang:spec_accept_rate",
     server_info_key="avg_spec_accept_length",
     server_info_paths=("/server_info", "/get_server_info"),
-    source="sglang 0.5.9 and 0.5.23 (see checks/logs/acceptance.py)",
+    source="sglang 0.5.9 and 0.5.23 (see eaglebug/checks/logs/acceptance.py)",
 )
 
 _FSTRING_NEEDLE = b'f"accept len: {'

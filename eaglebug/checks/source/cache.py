@@ -70,15 +70,9 @@ def code_stamp() -> str:
 
 
 def _code_folders() -> list[str]:
-    """The folders of the `eaglebug` distribution: the package and the engine (separate
-    folders in an editable install, one inside the other in a wheel)."""
-    folders: list[str] = []
-    for name in ("eaglebug", "eaglebug.checks"):
-        spec = importlib.util.find_spec(name)
-        for folder in (spec.submodule_search_locations or []) if spec else []:
-            if not any(folder.startswith(seen + os.sep) or folder == seen for seen in folders):
-                folders.append(folder)
-    return folders
+    """The folders of the `eaglebug` package (the engine and the CLI are inside it)."""
+    spec = importlib.util.find_spec("eaglebug")
+    return list(spec.submodule_search_locations or []) if spec else []
 
 
 def cache_dir() -> Path:

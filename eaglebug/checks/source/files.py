@@ -10,7 +10,7 @@ with a warning that names it, unread when its size says so.
 
 Work over many files (the byte-level look, parsing what the extractors want, the flag
 search) goes through a `Mapper`. The default maps in this process; the CLI hands in one that
-splits the work with a helper process (`eaglebug/session/forkmap.py`), since `checks/`
+splits the work with a helper process (`eaglebug/session/forkmap.py`), since `eaglebug/checks/`
 starts no process.
 """
 

@@ -8,7 +8,7 @@ skipped with one warning line that names it and the limit, and the rest is check
 
 from __future__ import annotations
 
-# -- the audited tree's source files (`checks/source/`) ---------------------------------------
+# -- the audited tree's source files (`eaglebug/checks/source/`) ---------------------------------------
 # The largest `.py` file of any SGLang release so far is 327 KB (0.5.14's server_args.py): a
 # file over this is generated data, not code the runtime's model interface lives in. It is
 # skipped unread (a 10 MB one-line file took 5 GB to parse).
@@ -28,7 +28,7 @@ SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
 # run peaks at ~190 MB.
 PARSED_SOURCE_BYTES = 5_000_000
 
-# -- model folders (`checks/models/`, `checks/memory/`) ----------------------------------------
+# -- model folders (`eaglebug/checks/models/`, `eaglebug/checks/memory/`) ----------------------------------------
 # A model's config.json is a few KB (the largest public ones, with quantization tables per
 # layer, reach a few hundred KB).
 CONFIG_FILE_BYTES = 8 << 20
@@ -40,7 +40,7 @@ MODEL_INDEX_BYTES = 64 << 20
 # parsed as JSON would take ~1 GB; a header over this limit is refused with a warning.
 SAFETENSORS_HEADER_BYTES = 32 << 20
 
-# -- eaglebug's own caches (`checks/source/cache.py`) -------------------------------------------
+# -- eaglebug's own caches (`eaglebug/checks/source/cache.py`) -------------------------------------------
 # A cache file bigger than this is not read (a miss): the facts of two whole releases take
 # ~20 MB, and a planted or runaway file must not be read whole.
 CACHE_FILE_BYTES = 128 << 20

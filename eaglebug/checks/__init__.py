@@ -2,7 +2,7 @@
 
 Nothing in this package starts a process, touches git or NVML, or imports the code it audits.
 
-This module is the engine's facade: the front ends (`eaglebug/`, `tui/`) import only from it,
+This module is the engine's facade: the front ends (`eaglebug/`, `eaglebug/tui/`) import only from it,
 never from a subpackage (import-linter checks that in CI). Its names load on first use, so a
 command that needs little of the engine (`eaglebug status`, `eaglebug gpus`) does not pay for
 importing all of it. The subpackages, from the bottom: `contract` (findings, evidence,
