@@ -180,6 +180,55 @@ def test_a_new_file_drops_the_answers(mini: Path) -> None:
     assert "extra_attr" in {f.attribute for f in audit(index, KIMI).findings}
 
 
+def _edit_in_place(path: Path, text: str) -> None:
+    """Rewrite a file as an editor that truncates does: its folder's mtime stays as it was."""
+    folder = path.parent.stat().st_mtime_ns
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(before, before + 1_000_000_000))
+    assert path.parent.stat().st_mtime_ns == folder
+
+
+def test_an_edit_to_a_file_outside_the_runtime_that_an_answer_read_is_seen(mini: Path) -> None:
+    """The answers' fingerprint stats the runtime's files and the others a run read: here a
+    base class that lives outside `sglang/srt/`, reached by an import."""
+    mixin = mini / "python/sglang/contrib/heads.py"
+    mixin.parent.mkdir()
+    mixin.write_text("class Heads:\n    pass\n")
+    kimi = mini / "python/sglang/srt/models/kimi_k25.py"
+    kimi.write_text(
+        kimi.read_text()
+        .replace(
+            "from typing import Any\n",
+            "from typing import Any\n\nfrom sglang.contrib.heads import Heads\n",
+        )
+        .replace("(nn.Module):", "(nn.Module, Heads):", 1)
+    )
+    assert "get_embed_and_head" in errors(mini)
+    _edit_in_place(
+        mixin,
+        "class Heads:\n    def get_embed_and_head(self):\n"
+        "        return self.language_model.get_embed_and_head()\n",
+    )
+    index = TreeIndex(locate(str(mini)))
+    assert not index.answers.quick, "the answers read heads.py: its edit must be noticed"
+    assert "get_embed_and_head" not in errors(mini)
+
+
+def test_an_edit_to_a_file_no_answer_read_keeps_the_answers(mini: Path) -> None:
+    """A wheel ships thousands of files outside the runtime (kernels, tests); stat'ing them
+    all would double a warm run's check for files no answer looked at."""
+    unread = mini / "python/sglang/test/helpers.py"
+    unread.parent.mkdir()
+    unread.write_text("X = 1\n")
+    cold = errors(mini)
+    _edit_in_place(unread, "X = 2\n")
+    assert TreeIndex(locate(str(mini))).answers.quick
+    assert errors(mini) == cold
+    unread.unlink()  # a file gone: its folder says so, and the walk decides
+    assert not TreeIndex(locate(str(mini))).answers.quick
+
+
 def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m eaglebug ...`, and (on stderr's last line) whether the engine was loaded."""
     probe = (

@@ -60,12 +60,12 @@ def serve_front_end(index: TreeIndex) -> ServeFrontEnd:
 
 def _serve_front_end(index: TreeIndex) -> ServeFrontEnd:
     rel = "sglang/cli/serve.py"
-    if rel not in index.entries:
+    # Read through the tree's files: within the caps, and outside the runtime, so the
+    # answers' fingerprint must keep its stamps (`SourceFiles.read_here`).
+    data = index.files.source(rel) if rel in index.entries else None
+    if data is None:
         return ServeFrontEnd(False, False)
-    try:
-        text = (index.tree.root / rel).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ServeFrontEnd(False, False)
+    text = data.decode("utf-8", errors="replace")
     return ServeFrontEnd(
         "def _normalize_positional_model_path" in text, "def _extract_model_type_override" in text
     )

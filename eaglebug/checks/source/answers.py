@@ -40,6 +40,7 @@ class Answers:
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: tuple[str, ...] = ()
         self.dirty = False
+        self._checked: set[str] = set()  # files the adopted answers' fingerprint stat'ed
         self._pending: tuple[_Meta, dict[str, bytes]] | None = None  # valid if the walk agrees
         # Did the saved fingerprint hold, checked without a walk (the walk's warnings, too,
         # then come from here)?
@@ -64,7 +65,8 @@ class Answers:
             self._pending = (meta, stored)
 
     def _adopt(self, meta: _Meta, stored: dict[str, bytes]) -> None:
-        _fingerprint, self.walk_warnings, warnings = meta
+        fingerprint, self.walk_warnings, warnings = meta
+        self._checked = fingerprint.checked()
         self._stored = stored
         self._warnings = {k: v for k, v in warnings.items() if k in stored}
 
@@ -77,6 +79,19 @@ class Answers:
             self.dirty = True
         self.fingerprint = fingerprint
         self.walk_warnings = tuple(walk_warnings)
+
+    def depend_on(self, walked: Fingerprint | None, read: Callable[[str], bool]) -> None:
+        """Before a save: keep the stamps of the files an answer may depend on, those this
+        run `read` and those the answers adopted from an earlier run depended on (the
+        stamps from this run's walk, `walked`, where there was one)."""
+        base = walked if walked is not None else self.fingerprint
+        if base is None:
+            return
+        before = self._checked
+        narrowed = base.narrowed(lambda rel: read(rel) or rel in before)
+        if narrowed != self.fingerprint:
+            self.fingerprint, self.dirty = narrowed, True
+        self._checked = narrowed.checked()
 
     def get(self, key: str, warnings: list[str], kind: object) -> object:
         """The answer under `key` (or `MISSING`), decoded as a `kind`, its warnings appended to

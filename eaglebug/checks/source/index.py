@@ -134,6 +134,8 @@ class TreeIndex:
 
     def save(self) -> None:
         self.files.save()
+        walked = self.files.fingerprint if self.files.scanned else None
+        self.answers.depend_on(walked, self.files.read_here)
         self.answers.save()
 
     def kept(self, key: str, make: Callable[[], T]) -> T:
