@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -50,6 +51,13 @@ class Node:
     extra: object = None
 
 
+class Span(NamedTuple):
+    """A record of the other kind: what a warm run reads is kept as NamedTuples."""
+
+    start: int
+    label: str = ""
+
+
 def test_values_come_back_as_they_went() -> None:
     value = Node(
         (Leaf("a"), Node((Leaf("b", 2.5),), Colour.RED, frozenset({"x", "y"}))),
@@ -61,6 +69,11 @@ def test_values_come_back_as_they_went() -> None:
     assert codec.loads(text, Node) == value
     cond: Cond = Not(And((Flag("enable_x"), Or((Pred("is_eagle"), Opaque("x > 1"))))))
     assert codec.loads(codec.dumps(cond, Cond), Cond) == cond
+    spans = (Span(1, "a"), [Span(2)], {"k": Span(3, "c")})
+    kind = tuple[Span, list[Span], dict[str, Span]]
+    back = codec.loads(codec.dumps(spans, kind), kind)
+    assert back == spans and type(back[0]) is Span and type(back[2]["k"]) is Span
+    assert codec.named(Span(4, "d")) == {"start": 4, "label": "d"}
 
 
 @pytest.mark.parametrize(
@@ -80,6 +93,10 @@ def test_values_come_back_as_they_went() -> None:
         ("not json", Leaf),
         ('"00 ff"', bytes),  # hex is written without spaces
         ('"zz"', bytes),
+        ("[1]", Span),  # a NamedTuple's fields are all written, defaults too
+        ('[1, "a", 2]', Span),
+        ('["1", "a"]', Span),
+        ('{"start": 1, "label": "a"}', Span),
     ],
 )
 def test_anything_else_is_invalid(text: str, kind: object) -> None:

@@ -7,9 +7,8 @@ import functools
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from eaglebug.checks import Answers, InputError, SglangTree, closest_hint, locate
 from eaglebug.cli import replies
@@ -151,8 +150,7 @@ def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) 
     )
 
 
-@dataclass(frozen=True)
-class _Answered:
+class _Answered(NamedTuple):
     """What a tree command computed: its JSON text (None when it printed the text report), its
     exit code, and the folders outside the tree it read (None: some it cannot stamp)."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from eaglebug.checks import InputError
@@ -19,6 +18,8 @@ EXIT_OK, EXIT_FINDINGS = 0, 1
 
 
 def launch_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict  # here: a warm `audit` that loads this module never needs it
+
     from eaglebug.server.launcher import Server
 
     words = launch_words(args)
@@ -41,6 +42,8 @@ def launch_command(args: argparse.Namespace) -> int:
 
 
 def stop_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from eaglebug.server.launcher import Server
 
     server = Server(Path.cwd())
@@ -63,6 +66,8 @@ def stop_command(args: argparse.Namespace) -> int:
 
 
 def status_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from eaglebug.server.launcher import Server
 
     server = Server(Path.cwd())

@@ -18,8 +18,8 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from eaglebug.checks import NO_ANSWER as MISSING
 from eaglebug.checks import Answers
@@ -27,8 +27,7 @@ from eaglebug.checks import Answers
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     warnings: tuple[str, ...]  # said on stderr, `warning: ` first, before the answer
     stdout: str
     code: int

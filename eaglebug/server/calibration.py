@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks import InputError
-from eaglebug.server.state import LaunchRecord, load_state
+from eaglebug.server import STATE_DIR
 
-if TYPE_CHECKING:  # the log reader loads only when a recorded launch is there to read
+if TYPE_CHECKING:  # the log reader loads only when a recorded launch is there to read, and
+    # the state's records only when there is a state folder (a warm preflight has none to read)
     from eaglebug.checks import MemoryLog
+    from eaglebug.server.state import LaunchRecord
 
 
 # What one GPU's memory figures can be: no GPU made has more than this (a B300 has 288 GB).
@@ -34,6 +36,10 @@ def measured_for(
 ) -> MemoryLog | None:
     """What the newest recorded launch of these words measured about memory, if any; a
     launch whose figures cannot be a GPU's is passed over, and `warnings` say so."""
+    if not (workdir / STATE_DIR).is_dir():
+        return None  # no launch recorded here (a file in its place: the state's owner says so)
+    from eaglebug.server.state import load_state
+
     try:
         state = load_state(workdir)
     except InputError:

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eaglebug.checks import InputError, NotJson, float_value, int_value, strict_json
+from eaglebug.server import STATE_DIR, STATE_FILE
 
-STATE_DIR = ".eaglebug"
-STATE_FILE = "state.json"
 SCHEMA = 1
 
 

@@ -1,17 +1,19 @@
-"""One codec for every value eaglebug keeps on disk: dataclasses to JSON and back, by their types.
+"""One codec for every value eaglebug keeps on disk: records to JSON and back, by their types.
 
 Why: a cache is data. A pickle names the code that rebuilds it, so a file planted in the cache
 folder ran that code (issue 24). Here the *reader* says what it expects (`decode(data, kind)`),
-the type annotations of the dataclasses say the rest, and only those types are built: anything
+the type annotations of the records say the rest, and only those types are built: anything
 else in a file (another shape, a wrong type, a truncated text) raises `Invalid`, which every
 cache treats as a miss. Nothing read can name a function to call.
 
 What it knows, from the annotations: `None`, `bool`, `int`, `float`, `str`, `bytes`, paths; `tuple`
 (fixed or `...`), `list`, `set`, `frozenset`, `dict`; unions (`X | None`, `int | str`, unions of
-dataclasses, told apart by a tag); `Literal`; enums (by value); dataclasses, frozen or not
-(their init fields, in order). `object`/`Any` positions hold plain values, containers of them,
-and this package's own dataclasses and enums (tagged with their module and name; found only
-among modules already imported, never imported for the file's sake).
+dataclasses, told apart by a tag); `Literal`; enums (by value); records: dataclasses, frozen or
+not (their init fields, in order), and `NamedTuple`s (the few records a warm run reads, which
+would otherwise pay for `dataclasses` and its generated methods before printing a kept reply).
+`object`/`Any` positions hold plain values, containers of them, and this package's own
+records and enums (tagged with their module and name; found only among modules already
+imported, never imported for the file's sake).
 
 Two spellings: `encode` gives the compact form the caches store (a dataclass as the list of
 its fields); `named` gives the readable form of the JSON contract (a dataclass as an object of
@@ -21,7 +23,6 @@ its fields), for the `to_json` of evidence and fixes that are plain field dumps.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import enum
 import json
 import sys
@@ -89,13 +90,14 @@ def loads(text: str | bytes, kind: object) -> Any:
 def named(value: object) -> dict[str, Json]:
     """A dataclass as an object of its fields by name (tuples as lists, nested dataclasses
     the same way): the JSON contract's form, where a `to_json` would only list the fields."""
-    if not dataclasses.is_dataclass(value) or isinstance(value, type):
-        raise TypeError(f"{type(value).__name__} is not a dataclass instance")
-    return {f.name: _named(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = None if isinstance(value, type) else _fields_of(type(value), init_only=False)
+    if names is None:
+        raise TypeError(f"{type(value).__name__} is not a record")
+    return {name: _named(getattr(value, name)) for name in names}
 
 
 def _named(value: object) -> Json:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if not isinstance(value, type) and _fields_of(type(value)) is not None:
         return named(value)
     if isinstance(value, enum.Enum):
         return value.value
@@ -180,8 +182,8 @@ def _build(coder: _Coder, kind: object, owner: dict[str, Any] | None) -> None:
         _dict(coder, args, owner)
     elif isinstance(kind, type) and issubclass(kind, enum.Enum):
         _enum(coder, kind)
-    elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        _dataclass(coder, kind)
+    elif isinstance(kind, type) and (names := _fields_of(kind)) is not None:
+        _record(coder, kind, names)
     elif isinstance(kind, type) and kind in (tuple, list, dict, set, frozenset):
         _coder_of_bare(coder, kind)
     else:
@@ -361,8 +363,20 @@ def _enum(coder: _Coder, kind: type[enum.Enum]) -> None:
     coder.enc, coder.dec, coder.tag = (lambda v: v.value), dec, kind.__name__
 
 
-def _dataclass(coder: _Coder, kind: type) -> None:
-    """A dataclass as the list of its init fields, in order; decoded by their annotations."""
+def _fields_of(kind: type, init_only: bool = True) -> list[str] | None:
+    """A record type's fields (a dataclass's init fields, or a NamedTuple's), in order; None
+    for any other type. (`dataclasses` is loaded already wherever a dataclass exists.)"""
+    if hasattr(kind, "__dataclass_fields__"):
+        import dataclasses
+
+        return [f.name for f in dataclasses.fields(kind) if f.init or not init_only]
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return list(kind._fields)
+    return None
+
+
+def _record(coder: _Coder, kind: type, names: list[str]) -> None:
+    """A record as the list of its fields, in order; decoded by their annotations."""
     coder.tag = kind.__name__
     module = sys.modules.get(kind.__module__)
     namespace = dict(vars(module)) if module is not None else {}
@@ -370,11 +384,9 @@ def _dataclass(coder: _Coder, kind: type) -> None:
         hints = typing.get_type_hints(kind, globalns=namespace, include_extras=True)
     except (NameError, TypeError) as exc:
         raise TypeError(f"cannot read the annotations of {kind.__qualname__}: {exc}") from None
-    fields = [f for f in dataclasses.fields(kind) if f.init]
-    names = [f.name for f in fields]
     # Filled in below: a recursive type reaches this coder while its fields are being built.
     coders: list[_Coder] = []
-    n = len(fields)
+    n = len(names)
 
     def enc(value: Any) -> Json:
         if type(value) is not kind:
@@ -387,7 +399,7 @@ def _dataclass(coder: _Coder, kind: type) -> None:
         return kind(*[c.dec(d) for c, d in zip(coders, data, strict=True)])
 
     coder.enc, coder.dec = enc, dec
-    coders.extend(_coder(hints[f.name], namespace) for f in fields)
+    coders.extend(_coder(hints[name], namespace) for name in names)
 
 
 def _coder_of_bare(coder: _Coder, kind: type) -> None:
@@ -419,7 +431,7 @@ def _dyn_enc(value: Any) -> Json:
         return {"bytes": bytes_enc(value)}
     kind = type(value)
     if kind.__module__.startswith(_OWN) and (
-        dataclasses.is_dataclass(kind) or issubclass(kind, enum.Enum)
+        _fields_of(kind) is not None or issubclass(kind, enum.Enum)
     ):
         return {"own": [f"{kind.__module__}:{kind.__qualname__}", _coder(kind).enc(value)]}
     raise TypeError(f"the codec does not keep a {kind.__qualname__} in an `object` field")
@@ -476,8 +488,8 @@ def _own_type(name: Json) -> type:
         found = vars(found).get(part) if hasattr(found, "__dict__") else None
     if (
         isinstance(found, type)
-        and (dataclasses.is_dataclass(found) or issubclass(found, enum.Enum))
+        and (_fields_of(found) is not None or issubclass(found, enum.Enum))
         and found.__module__ == module_name
     ):
         return found
-    raise Invalid(f"{name!r:.80} is not a dataclass or enum of eaglebug")
+    raise Invalid(f"{name!r:.80} is not a record or enum of eaglebug")

@@ -7,15 +7,14 @@ preflight answers from its cache) without loading the tree interpreter.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from eaglebug.checks.contract.errors import InputError
 
 _ARCH = re.compile(r"^sm_?(\d{2,3})([a-z]?)$")
 
 
-@dataclass(frozen=True)
-class GpuArch:
+class GpuArch(NamedTuple):
     capability: tuple[int, int] | None  # None: no GPU in sight and no --gpu-arch
     source: str  # "--gpu-arch sm90", "NVML (NVIDIA H200)"
 

@@ -34,9 +34,8 @@ import os
 import stat
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eaglebug.checks.contract.limits import CACHE_FILE_BYTES
 
@@ -97,8 +96,7 @@ def store_path() -> Path:
     return cache_dir() / "facts.cache"
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(NamedTuple):
     """A cache file as read: its `meta` (JSON), and its values as JSON texts, by key."""
 
     meta: Any

@@ -18,9 +18,8 @@ from __future__ import annotations
 import importlib.machinery
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from eaglebug.checks.contract.errors import InputError
 
@@ -36,8 +35,7 @@ _HINT = (
 )
 
 
-@dataclass(frozen=True)
-class ExternalPackage:
+class ExternalPackage(NamedTuple):
     """A model package outside the SGLang tree: its import name, the path entry it was found
     under (module names and file paths are relative to it), and how it was named."""
 
@@ -145,8 +143,7 @@ def launch_search_path(
     return list(dict.fromkeys(found))
 
 
-@dataclass(frozen=True)
-class ExternalRule:
+class ExternalRule(NamedTuple):
     """How the audited tree loads an external package (read from its registry)."""
 
     read_from: str  # where the registry reads the variable, `file:line`

@@ -19,15 +19,14 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from eaglebug.checks.source.walk import Stamp
 
 UNCHECKED = -2  # the size of a file kept by name only (-1 is a file that cannot be stat'ed)
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(NamedTuple):
     folders: tuple[str, ...]  # relative to the tree root
     folder_mtimes: bytes  # array("q") of mtimes in ns, one per folder (-1: not statable)
     files: str  # relative paths joined by "\0", in sorted order
@@ -51,7 +50,7 @@ class Fingerprint:
         for i, name in enumerate(self.names()):
             if not checked(name):
                 sizes[i], mtimes[i] = UNCHECKED, UNCHECKED
-        return replace(self, file_sizes=sizes.tobytes(), file_mtimes=mtimes.tobytes())
+        return self._replace(file_sizes=sizes.tobytes(), file_mtimes=mtimes.tobytes())
 
     def names(self) -> list[str]:
         return self.files.split("\0") if self.files else []

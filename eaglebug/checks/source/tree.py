@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.inputs import regular_file
@@ -15,8 +15,7 @@ _HINT = (
 )
 
 
-@dataclass(frozen=True)
-class SglangTree:
+class SglangTree(NamedTuple):
     """The `sglang` package folder; module names are relative to its parent."""
 
     package_dir: Path

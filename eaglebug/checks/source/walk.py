@@ -8,14 +8,13 @@ the engine; `source/files.py` makes it here otherwise.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from stat import S_ISDIR, S_ISREG
+from typing import NamedTuple
 
 Stamp = tuple[str, int, int]  # (path relative to the tree root, size, mtime in ns)
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(NamedTuple):
     # Each regular `.py` file, and each warning (text) where the walk met it: a FIFO named
     # *.py, a folder that cannot be listed.
     found: tuple[Stamp | str, ...]
