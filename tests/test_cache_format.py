@@ -395,3 +395,41 @@ def test_a_record_whose_uses_do_not_decode_is_scanned_again(mini: Path) -> None:
     cache.write(cache.store_path(), None, store.meta, values)
     cache.answers_path(locate(str(mini)).root).unlink()
     assert _findings(_audit(mini)) == expected
+
+
+def test_field_defaults_are_kept_with_each_files_facts(
+    sglang_0522: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server-args fields' defaults are learnt in the flags' pass over the same ~90 files
+    and kept with each file's facts (by its bytes): a new release re-reads only the files that
+    changed, and no file is parsed a second time for them."""
+    from eaglebug.checks.args.resolution import field_defaults
+    from eaglebug.checks.launch.flags import flag_files
+    from eaglebug.checks.source import files
+
+    first = TreeIndex(locate(str(sglang_0522)))
+    old = field_defaults(first)
+    first.save()
+    index = TreeIndex(locate(str(sglang_0523)))
+    shared = {
+        rel
+        for rel in flag_files(index)
+        if rel in first.entries
+        and (sglang_0522 / rel).read_bytes() == (sglang_0523 / rel).read_bytes()
+    }
+    assert len(shared) > 20, "0.5.22 and 0.5.23 share most of their server-args files"
+    parsed: list[str] = []
+    parse = files.parse
+
+    def counting(rel: str, data: bytes) -> object:
+        parsed.append(rel)
+        return parse(rel, data)
+
+    monkeypatch.setattr(files, "parse", counting)
+    new = field_defaults(index)
+    assert shared.isdisjoint(parsed), sorted(shared & set(parsed))[:5]
+    assert len(parsed) == len(set(parsed)), "a file parsed twice"
+    monkeypatch.undo()
+    fresh = TreeIndex(locate(str(sglang_0523)), use_cache=False)
+    assert new == field_defaults(fresh), "the same defaults as a run with no cache"
+    assert new["tp_size"] == old["tp_size"] == 1

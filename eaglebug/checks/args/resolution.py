@@ -24,7 +24,12 @@ from typing import Any
 
 from eaglebug.checks.args.world import Models, World, runner, world
 from eaglebug.checks.launch.command import LaunchSpec
-from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.launch.flags import (
+    FIELD_DEFAULTS,
+    field_defaults_in,
+    flag_files,
+    server_flags,
+)
 from eaglebug.checks.launch.serverargs import cli_renames
 from eaglebug.checks.pyeval.machine import Result
 from eaglebug.checks.pyeval.scope import Source
@@ -39,12 +44,12 @@ from eaglebug.checks.pyeval.values import (
     truth,
 )
 from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.facts import MISSING
 from eaglebug.checks.source.index import TreeIndex
 
 _ARGS_FILE = "sglang/srt/server_args.py"
 _ARGS_CLASS = "sglang.srt.server_args.ServerArgs"
 _PIPELINE = "sglang/srt/arg_groups/pipeline.py"
-_FIELD_FOLDERS = ("sglang/srt/arg_groups/",)
 _REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
 _SPECULATIVE = "sglang/srt/speculative/"
 _RUNNER = "sglang/srt/model_executor/model_runner.py"
@@ -73,25 +78,15 @@ def field_defaults(index: TreeIndex) -> dict[str, Any]:
 
 
 def _field_defaults(index: TreeIndex) -> dict[str, Any]:
+    server_flags(index)  # the flags' pass over the same files learns each one's defaults
     out: dict[str, Any] = {}
-    for rel in index.entries:
-        if rel != _ARGS_FILE and not rel.startswith(_FIELD_FOLDERS):
-            continue
-        parsed = index.parse_file(rel)
-        if parsed is None or "class " not in parsed.text:
-            continue
-        for cls in (n for n in ast.walk(parsed.tree) if isinstance(n, ast.ClassDef)):
-            for stmt in cls.body:
-                if (
-                    isinstance(stmt, ast.AnnAssign)
-                    and isinstance(stmt.target, ast.Name)
-                    and stmt.value is not None
-                ):
-                    try:
-                        value = ast.literal_eval(stmt.value)
-                    except (ValueError, SyntaxError, TypeError):
-                        continue
-                    out.setdefault(stmt.target.id, value)
+    for rel in flag_files(index):
+        found = index.recall(rel, FIELD_DEFAULTS)
+        if found is MISSING:  # a default the cache could not keep: read it again
+            parsed = index.parse_file(rel)
+            found = field_defaults_in(parsed.tree) if parsed is not None else {}
+        for name, value in found.items():
+            out.setdefault(name, value)
     return out
 
 

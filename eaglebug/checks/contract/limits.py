@@ -23,10 +23,11 @@ SOURCE_LINE_CHARS = 10_000
 SOURCE_MARKS = 80_000
 SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
 # Parsed trees kept in memory at once (`source/files.py`), counted by their source's size (a
-# tree takes ~25x that): the seed preflight on 0.5.23 parses ~5.8 MB of source in its main
-# process; with 5 MB kept, each file is parsed once (at 4 MB, 0.5 MB is parsed again) and the
-# run peaks at ~190 MB.
-PARSED_SOURCE_BYTES = 5_000_000
+# tree takes ~27x that: 135 of the 183 MB traced at the end of the seed preflight on 0.5.23).
+# That preflight parses ~7.1 MB of source in its main process: with 5 MB kept, 0.4 MB of it
+# is parsed again and the run peaked at 199-201 MB, at the 200 MB goal; with 4 MB, 1.1 MB is
+# parsed again (a tenth of a second, within the run-to-run noise) and it peaks at 191-192 MB.
+PARSED_SOURCE_BYTES = 4_000_000
 
 # -- model folders (`eaglebug/checks/models/`, `eaglebug/checks/memory/`) ----------------------------------------
 # A model's config.json is a few KB (the largest public ones, with quantization tables per

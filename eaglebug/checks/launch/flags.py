@@ -14,9 +14,10 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.source.classfacts import dotted
+from eaglebug.checks.source.facts import MISSING, Fact
 
 if TYPE_CHECKING:  # parsing a launch (`launch.py`) needs the flag shapes, not the index
     from eaglebug.checks.source.facts import Parsed
@@ -238,28 +239,44 @@ def server_flags(index: TreeIndex) -> list[FlagSpec]:
     return index.answer("server_flags", list[FlagSpec], lambda: _server_flags(index))
 
 
+def flag_files(index: TreeIndex) -> list[str]:
+    """The files that declare the tree's server args (its flags and its fields), walk order."""
+    return [rel for rel in index.entries if rel in _FLAG_FILES or rel.startswith(_FLAG_FOLDERS)]
+
+
+# Learnt from each of those files in one pass and kept with its facts (by its bytes): its flags,
+# and its fields' literal defaults (read by `args/resolution.py`), so that no file is parsed
+# twice for them (the parent's bounded tree cache does not hold all ~90 between the two).
+FLAGS: Fact[list[FlagSpec]] = Fact("flags", list[FlagSpec])
+FIELD_DEFAULTS: Fact[dict[str, Any]] = Fact("field_defaults", dict[str, Any])
+
+
 def _server_flags(index: TreeIndex) -> list[FlagSpec]:
-    from eaglebug.checks.source.facts import MISSING, Fact
     from eaglebug.checks.source.files import read_file
 
-    flags_fact: Fact[list[FlagSpec]] = Fact("flags", list[FlagSpec])  # with each file's facts
-
     files = index.files
-    rels = [rel for rel in files.entries if rel in _FLAG_FILES or rel.startswith(_FLAG_FOLDERS)]
-    todo = [rel for rel in rels if index.recall(rel, flags_fact) is MISSING]
+    rels = flag_files(index)
+    todo = [
+        rel
+        for rel in rels
+        if MISSING in (index.recall(rel, FLAGS), index.recall(rel, FIELD_DEFAULTS))
+    ]
     root = str(index.tree.root)
 
-    def job(rel: str) -> list[FlagSpec] | str | None:
-        """The file's flags; or why it does not parse; None if it cannot be read here."""
+    def job(rel: str) -> tuple[list[FlagSpec], dict[str, Any]] | str | None:
+        """The file's flags and field defaults; or why it does not parse; None if it cannot
+        be read here."""
         kept = files.peek(rel)
         if kept is not None:
-            return _flag_specs(kept, rel)
+            return _flag_specs(kept, rel), field_defaults_in(kept.tree)
         try:
             data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
         except OSError:
             return None
         parsed = files.parse_bytes(rel, data)
-        return parsed if isinstance(parsed, str) else _flag_specs(parsed, rel)
+        if isinstance(parsed, str):
+            return parsed
+        return _flag_specs(parsed, rel), field_defaults_in(parsed.tree)
 
     # 0.5.23 declares its flags over ~90 files: parsed together, through the index's mapper.
     done = files.mapper(job, todo, [files.entries[rel].size for rel in todo])
@@ -269,12 +286,14 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
         elif result is None:  # unreadable: read (and warned about) here, as one by one
             parsed = files.parse(rel)
             if parsed is not None:
-                index.remember(rel, flags_fact, _flag_specs(parsed, rel))
+                index.remember(rel, FLAGS, _flag_specs(parsed, rel))
+                index.remember(rel, FIELD_DEFAULTS, field_defaults_in(parsed.tree))
         else:
-            index.remember(rel, flags_fact, result)
+            index.remember(rel, FLAGS, result[0])
+            index.remember(rel, FIELD_DEFAULTS, result[1])
     specs: list[FlagSpec] = []
     for rel in rels:
-        cached = index.recall(rel, flags_fact)
+        cached = index.recall(rel, FLAGS)
         if cached is not MISSING:
             specs.extend(cached)
     switches = _switch_actions(index, {s.custom_action for s in specs if s.custom_action})
@@ -318,6 +337,24 @@ def _default_of(fn: ast.FunctionDef, param: str) -> object:
             defaults[arg.arg] = default
     node = defaults.get(param)
     return node.value if isinstance(node, ast.Constant) else None
+
+
+def field_defaults_in(tree: ast.Module) -> dict[str, Any]:
+    """Each class field's literal default in one file (`name: T = 8`), the first one kept."""
+    out: dict[str, Any] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for stmt in cls.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is not None
+            ):
+                try:
+                    value = ast.literal_eval(stmt.value)
+                except (ValueError, SyntaxError, TypeError):
+                    continue
+                out.setdefault(stmt.target.id, value)
+    return out
 
 
 def _flag_specs(parsed: Parsed, rel: str) -> list[FlagSpec]:
