@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p = cli_options.Parser(
         prog="eaglebug",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=cli_options.RawDescriptionFormatter,
     )
     p.add_argument("mode", nargs="?", choices=sorted(TUI_MODES), help=argparse.SUPPRESS)
     p.add_argument(

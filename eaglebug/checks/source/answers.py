@@ -40,7 +40,7 @@ class Answers:
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: tuple[str, ...] = ()
         self.dirty = False
-        self._checked: set[str] = set()  # files the adopted answers' fingerprint stat'ed
+        self._adopted: Fingerprint | None = None  # whose stamped files the answers depend on
         self._pending: tuple[_Meta, dict[str, bytes]] | None = None  # valid if the walk agrees
         # Did the saved fingerprint hold, checked without a walk (the walk's warnings, too,
         # then come from here)?
@@ -66,7 +66,7 @@ class Answers:
 
     def _adopt(self, meta: _Meta, stored: dict[str, bytes]) -> None:
         fingerprint, self.walk_warnings, warnings = meta
-        self._checked = fingerprint.checked()
+        self._adopted = fingerprint
         self._stored = stored
         self._warnings = {k: v for k, v in warnings.items() if k in stored}
 
@@ -87,11 +87,11 @@ class Answers:
         base = walked if walked is not None else self.fingerprint
         if base is None:
             return
-        before = self._checked
+        before = self._adopted.checked() if self._adopted is not None else set()
         narrowed = base.narrowed(lambda rel: read(rel) or rel in before)
         if narrowed != self.fingerprint:
             self.fingerprint, self.dirty = narrowed, True
-        self._checked = narrowed.checked()
+        self._adopted = narrowed
 
     def get(self, key: str, warnings: list[str], kind: object) -> object:
         """The answer under `key` (or `MISSING`), decoded as a `kind`, its warnings appended to

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable
+from itertools import compress
 from typing import NamedTuple
 
 from eaglebug.checks.source.walk import Stamp
@@ -91,11 +92,12 @@ class Fingerprint(NamedTuple):
                 if stat(folder or ".", dir_fd=fd).st_mtime_ns != mtime:
                     return False
             sizes, file_mtimes = _stamps(self)
-            for name, size, mtime in zip(self.names(), sizes, file_mtimes, strict=True):
-                if size == UNCHECKED:
-                    continue
-                st = stat(name, dir_fd=fd)
-                if st.st_size != size or st.st_mtime_ns != mtime:
+            names = self.names()
+            if len(names) != len(sizes):
+                return False
+            for i in compress(range(len(sizes)), [size != UNCHECKED for size in sizes]):
+                st = stat(names[i], dir_fd=fd)
+                if st.st_size != sizes[i] or st.st_mtime_ns != file_mtimes[i]:
                     return False
         except (OSError, ValueError):
             return False
