@@ -31,6 +31,7 @@ from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import FlagSpec
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.index import TreeIndex
 
 NODE_FIELDS = frozenset({"nnodes", "node_rank", "dist_init_addr"})
@@ -70,7 +71,7 @@ def _used_in_start_up(index: TreeIndex, algorithm: str | None, needle: str) -> s
         return span.site
     lines = parsed.text.splitlines()
     call = int(line)
-    for node in ast.walk(parsed.tree):  # the function the site calls, if it is in this file
+    for node in syntax.walk(parsed.tree):  # the function the site calls, if it is in this file
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
             "init_torch_distributed"
         ):

@@ -39,6 +39,7 @@ from eaglebug.checks.pyeval.values import (
     Top,
     one_of,
 )
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
 
@@ -104,7 +105,7 @@ def _probes(index: TreeIndex) -> tuple[Probe, ...]:
 
 
 def _partial_majors(node: ast.expr) -> tuple[int, ...] | None:
-    for call in ast.walk(node):
+    for call in syntax.walk(node):
         if isinstance(call, ast.Call) and (dotted(call.func) or "").endswith("partial"):
             for kw in call.keywords:
                 if kw.arg == "device_capability_majors":
@@ -375,7 +376,7 @@ def _line(call: Call) -> int:
 def _dict_keys(fn: ast.AST) -> list[str]:
     """The keys a post-process function may return, for when its result is undecided."""
     out: list[str] = []
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
             for key in node.value.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from eaglebug.checks.contract.fixes import PatchFix, PlannedMethod
 from eaglebug.checks.reach.consumers import find_function
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef, Provider
 from eaglebug.checks.source.facts import MISSING, Fact, Parsed
 from eaglebug.checks.source.index import TreeIndex
@@ -51,7 +52,7 @@ def _names_in(node: ast.AST | None, annotation: bool = True) -> set[str]:
     if node is None:
         return set()
     found: set[str] = set()
-    for sub in ast.walk(node):
+    for sub in syntax.walk(node):
         if isinstance(sub, ast.Name):
             found.add(sub.id)
         elif annotation and isinstance(sub, ast.Constant) and isinstance(sub.value, str):
@@ -219,7 +220,7 @@ def _forward_problem(index: TreeIndex, ref: ClassRef, delegate: str) -> str | No
     fn = found[1]
     logits_calls = [
         n
-        for n in ast.walk(fn)
+        for n in syntax.walk(fn)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr == "logits_processor"

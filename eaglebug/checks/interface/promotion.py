@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.reach.chains import raise_message
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.facts import RUNTIME
 from eaglebug.checks.source.index import TreeIndex
@@ -67,7 +68,7 @@ def _rewrites(index: TreeIndex) -> tuple[Rewrite, ...]:
 
 def _read(rel: str, fn: ast.FunctionDef) -> list[Rewrite]:
     flags: dict[str, tuple[str, ...]] = {}  # name -> architectures it is true for
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             archs = _architectures(node.value)

@@ -49,6 +49,7 @@ from eaglebug.checks.pyeval.values import (
     alternatives,
 )
 from eaglebug.checks.reach.resolve import ResolvedUse
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
@@ -306,7 +307,7 @@ def _builds_draft(fn: ast.FunctionDef) -> bool:
         and node.arg == _DRAFT_KEYWORD
         and isinstance(node.value, ast.Constant)
         and node.value.value is True
-        for node in ast.walk(fn)
+        for node in syntax.walk(fn)
     )
 
 

@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.files import read_file
@@ -261,7 +262,7 @@ def _deciders(methods: dict[str, ast.FunctionDef], on_path: set[str]) -> set[str
             if deferred or not isinstance(node, (ast.If, ast.IfExp, ast.Return)):
                 continue
             test = node.value if isinstance(node, ast.Return) else node.test
-            for call in ast.walk(test) if test is not None else ():
+            for call in syntax.walk(test) if test is not None else ():
                 if (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)
@@ -289,7 +290,7 @@ def _walk(fn: ast.FunctionDef) -> list[tuple[ast.AST, bool]]:
 def _subclasses_named(tree: ast.Module, base: str) -> list[str]:
     return [
         node.name
-        for node in ast.walk(tree)
+        for node in syntax.walk(tree)
         if isinstance(node, ast.ClassDef)
         and any((dotted(b) or "").rsplit(".", 1)[-1] == base for b in node.bases)
     ]

@@ -13,6 +13,7 @@ import ast
 import re
 
 from eaglebug.checks.reach.consumers import find_function
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
@@ -146,7 +147,7 @@ class WorkerScopes:
             fn = self._function(ref, method)
             self._self_calls[key] = frozenset(
                 node.func.attr
-                for node in (ast.walk(fn) if fn is not None else ())
+                for node in (syntax.walk(fn) if fn is not None else ())
                 if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and dotted(node.func.value) == "self"
@@ -174,7 +175,7 @@ class WorkerScopes:
         fn = self._function(ref, method)
         if fn is None:
             return True  # unknown: assume the base still runs
-        for node in ast.walk(fn):
+        for node in syntax.walk(fn):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

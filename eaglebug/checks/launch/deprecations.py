@@ -23,6 +23,7 @@ from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import annotated_parts, server_flags
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.source.initfacts import template_text
@@ -68,7 +69,7 @@ class _Action:
 def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
     out: dict[str, _Action] = {}
     for _rel, tree in trees:
-        for cls in ast.walk(tree):
+        for cls in syntax.walk(tree):
             if not (isinstance(cls, ast.ClassDef) and cls.name.startswith("Deprecated")):
                 continue
             call = next(
@@ -80,7 +81,7 @@ def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
             template = None
             parts: list[tuple[str, str]] = []
             stops = False
-            for node in ast.walk(call):
+            for node in syntax.walk(call):
                 if isinstance(node, ast.Call) and dotted(node.func) == "parser.error":
                     stops = True
                 if isinstance(node, ast.Call) and node.args and template is None:
@@ -110,7 +111,7 @@ def _read(index: TreeIndex) -> list[Deprecated]:
     actions = _actions(trees)
     found: list[Deprecated] = []
     for rel, tree in trees:
-        for node in ast.walk(tree):
+        for node in syntax.walk(tree):
             if isinstance(node, ast.Call) and dotted(node.func) is not None:
                 if str(dotted(node.func)).endswith("add_argument"):
                     item = _from_add_argument(node, rel, actions)

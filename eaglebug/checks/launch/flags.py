@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.facts import MISSING, Fact
 
@@ -127,7 +128,7 @@ def annotated_parts(annotation: ast.expr) -> tuple[ast.expr, ast.expr] | None:
 
 def _add_argument_calls(tree: ast.Module, rel: str) -> list[FlagSpec]:
     specs: list[FlagSpec] = []
-    for node in ast.walk(tree):
+    for node in syntax.walk(tree):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -317,7 +318,7 @@ def _switch_actions(index: TreeIndex, names: set[str]) -> set[str]:
             init = next(
                 (
                     n
-                    for n in ast.walk(parsed.tree)
+                    for n in syntax.walk(parsed.tree)
                     if isinstance(n, ast.FunctionDef) and n.lineno == method.line
                 ),
                 None,
@@ -342,7 +343,7 @@ def _default_of(fn: ast.FunctionDef, param: str) -> object:
 def field_defaults_in(tree: ast.Module) -> dict[str, Any]:
     """Each class field's literal default in one file (`name: T = 8`), the first one kept."""
     out: dict[str, Any] = {}
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in syntax.walk(tree) if isinstance(n, ast.ClassDef)):
         for stmt in cls.body:
             if (
                 isinstance(stmt, ast.AnnAssign)

@@ -30,6 +30,7 @@ from eaglebug.checks.contract.evidence import Cause, RuntimeEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.contract.numbers import float_text, float_value
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.index import TreeIndex
 
 THRESHOLD = 1.2  # below this for `REPORTS_NEEDED` reports in a row: the speed-up is gone
@@ -118,7 +119,7 @@ def _log_pattern(data: bytes) -> tuple[re.Pattern[str], int] | None:
         node = ast.parse(text)
     except SyntaxError:
         return None
-    joined = next((n for n in ast.walk(node) if isinstance(n, ast.JoinedStr)), None)
+    joined = next((n for n in syntax.walk(node) if isinstance(n, ast.JoinedStr)), None)
     if joined is None:
         return None
     parts: list[str] = []

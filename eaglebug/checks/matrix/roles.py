@@ -26,6 +26,7 @@ from eaglebug.checks.models.draft_arch import draft_renames
 from eaglebug.checks.models.draft_checks import check_algorithm_mismatch
 from eaglebug.checks.models.draft_path import draft_path_rules
 from eaglebug.checks.reach.resolve import consumers
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts
@@ -90,7 +91,7 @@ def draft_reason(index: TreeIndex, ref: ClassRef, roles: Roles) -> str | None:
     parsed = parsed_with(index, ref.file, _SPEC_INFO)
     if parsed is None:
         return None
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if (
             isinstance(node, ast.Attribute)
             and node.attr == _HIDDEN

@@ -22,6 +22,7 @@ from eaglebug.checks.pyeval import brains
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import Instance
+from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -89,7 +90,7 @@ def _pool_override(ctx: Context, latent: int, dtype: object) -> tuple[object, st
     for cls in parsed.tree.body:
         if not isinstance(cls, ast.ClassDef):
             continue
-        for node in ast.walk(cls):
+        for node in syntax.walk(cls):
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                 continue
             target = ast.unparse(node.targets[0])

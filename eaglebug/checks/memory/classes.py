@@ -14,6 +14,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import class_string
 from eaglebug.checks.source.facts import Parsed, module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
@@ -64,13 +65,13 @@ def _registry(index: TreeIndex) -> tuple[set[str], str]:
     for rel, parsed in _parsed_with(index, "sglang/srt/utils/", _REGISTRY):
         names: set[str] = set()
         line = 0
-        for node in ast.walk(parsed.tree):
+        for node in syntax.walk(parsed.tree):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(ast.unparse(t).startswith("_CONFIG_REGISTRY") for t in targets):
                 line = line or node.lineno
-                names.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+                names.update(n.id for n in syntax.walk(node.value) if isinstance(n, ast.Name))
         if names:
             return names, f"{rel}:{line}"
     return set(), ""

@@ -12,6 +12,7 @@ import ast
 from eaglebug.checks.pyeval import ops
 from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.values import is_known
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import class_string
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.initfacts import self_assignment
@@ -59,7 +60,7 @@ def server_defaults(index: TreeIndex) -> dict[str, object]:
 
 def _fallback(annotation: ast.expr) -> object:
     """The `fallback=` of a field's `Arg(...)` metadata (`A[Optional[float], Arg(...)]`)."""
-    for node in ast.walk(annotation):
+    for node in syntax.walk(annotation):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
             for keyword in node.keywords:
                 if keyword.arg == "fallback":

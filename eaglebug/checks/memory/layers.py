@@ -43,6 +43,7 @@ from eaglebug.checks.pyeval.values import (
     OneOf,
     Top,
 )
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
@@ -150,7 +151,7 @@ class _Walk(Observer):
         if isinstance(callee, FuncVal) and callee.bound is not None and site.element is None:
             # `self.model = self._init_model(...)`: what the method returns is the child
             method = m.source.node_of(callee.site)
-            for item in ast.walk(method) if method is not None else []:
+            for item in syntax.walk(method) if method is not None else []:
                 if isinstance(item, ast.Return) and isinstance(item.value, ast.Call):
                     self.sites[id(item.value)] = _Site(site.attr, None)
             return UNSET
@@ -219,7 +220,7 @@ def _class_called(index: TreeIndex, owner: ClassRef, func: ast.expr) -> ClassRef
         returns = [
             dotted(n.value)
             for n in sorted(
-                (r for r in ast.walk(factory) if isinstance(r, ast.Return)),
+                (r for r in syntax.walk(factory) if isinstance(r, ast.Return)),
                 key=lambda r: r.lineno,
             )
             if n.value is not None and dotted(n.value)
@@ -245,7 +246,7 @@ def _sites(index: TreeIndex, mro: list[ClassRef]) -> dict[int, _Site]:
     for ref in mro:
         site = source.method(ref, "__init__")
         init = source.node_of(site) if site is not None else None
-        for node in ast.walk(init) if init is not None else []:
+        for node in syntax.walk(init) if init is not None else []:
             if not isinstance(node, ast.Assign):
                 continue
             attrs = [

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from eaglebug.checks.memory.reading import Flat, evaluate
 from eaglebug.checks.memory.rules import RUNNER_DP, kept_expression
 from eaglebug.checks.pyeval.values import UNSET, FunctionSite
+from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -112,7 +113,7 @@ def _returned_names(function: FunctionSite, returned: object) -> dict[str, objec
     if not isinstance(returned, (list, tuple)) or function.node is None:
         return {}
     out: dict[str, object] = {}
-    for node in ast.walk(function.node):
+    for node in syntax.walk(function.node):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             names = [e.id if isinstance(e, ast.Name) else "" for e in node.value.elts]
             if len(names) == len(returned):

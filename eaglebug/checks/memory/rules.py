@@ -27,6 +27,7 @@ from eaglebug.checks.memory.reading import ROOTS, evaluate
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import is_known
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.source.initfacts import self_assignment
@@ -294,7 +295,7 @@ def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
         if rel not in ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
             continue
         parsed = parsed_with(index, rel, "envs.")
-        for node in ast.walk(parsed.tree) if parsed is not None else []:
+        for node in syntax.walk(parsed.tree) if parsed is not None else []:
             if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -341,7 +342,7 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
     as their expressions' text."""
     wanted = {"max_running_requests": REQUEST_LIMIT, "dp_size": RUNNER_DP}
     out: dict[str, FunctionSource] = {}
-    for node in ast.walk(tree):
+    for node in syntax.walk(tree):
         if not isinstance(node, ast.Assign):
             continue
         attr = self_assignment(node)
@@ -366,7 +367,7 @@ def _config_rewrites(tree: ast.Module, rel: str, text: str) -> list[FunctionSour
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             locals_: dict[str, ast.expr] = {}
-            for node in ast.walk(function):
+            for node in syntax.walk(function):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
                 target = node.targets[0]
@@ -400,7 +401,7 @@ def _runner_copies(tree: ast.Module) -> dict[str, str]:
     for cls in tree.body:
         if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
             continue
-        for node in ast.walk(cls):
+        for node in syntax.walk(cls):
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)):
                 continue
             attr = self_assignment(node)
@@ -432,7 +433,7 @@ def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[Fun
 def _calls(node: ast.FunctionDef) -> set[str]:
     """The plain names a function calls (`f()`, `self.f()`, `mod.f()`)."""
     calls: set[str] = set()
-    for inner in ast.walk(node):
+    for inner in syntax.walk(node):
         if isinstance(inner, ast.Call):
             func = inner.func
             if isinstance(func, ast.Name):

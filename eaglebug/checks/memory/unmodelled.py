@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.index import TreeIndex
 
 _RUNNER = "sglang/srt/model_executor/model_runner.py"
@@ -52,7 +53,7 @@ def _piecewise_before_pool(index: TreeIndex) -> str | None:
                 continue
             calls = sorted(
                 (node.lineno, node.func.attr)
-                for node in ast.walk(function)
+                for node in syntax.walk(function)
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             )
             pool = next((line for line, name in calls if name in _POOL_CALLS), None)
@@ -70,7 +71,7 @@ def _online_fp8(index: TreeIndex) -> str | None:
     parsed = index.parse_file(_FP8) if _FP8 in index.entries else None
     if parsed is None:
         return None
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if isinstance(node, ast.If) and "is_checkpoint_fp8_serialized" in ast.unparse(node.test):
             return f"{_FP8}:{node.lineno}"
     return None

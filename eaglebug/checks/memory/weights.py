@@ -30,6 +30,7 @@ from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors
 from eaglebug.checks.memory.widths import attention_tp_size, pp_stages
 from eaglebug.checks.models.source import ModelSource
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
@@ -265,7 +266,7 @@ def loader_renames(index: TreeIndex, entry: ClassRef) -> list[tuple[str, str]]:
         node = class_node(index, ref)
         if node is None:
             continue
-        for item in ast.walk(node):
+        for item in syntax.walk(node):
             if isinstance(item, ast.Tuple) and len(item.elts) >= 3:
                 first, second = (_text(e) for e in item.elts[:2])
                 if first and second:

@@ -29,6 +29,7 @@ from eaglebug.checks.models.checks import text_config
 from eaglebug.checks.models.draft_code import method_node
 from eaglebug.checks.models.effects import method_effects
 from eaglebug.checks.pyeval.values import is_known
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex, find_class, parsed_with
 
@@ -69,7 +70,7 @@ def _ids_source(index: TreeIndex) -> IdsSource | None:
         parsed = parsed_with(index, rel, _FIELD)
         if parsed is None:
             continue
-        for fn in ast.walk(parsed.tree):
+        for fn in syntax.walk(parsed.tree):
             if not isinstance(fn, ast.FunctionDef):
                 continue
             found = _ids_in(fn, rel)
@@ -80,7 +81,7 @@ def _ids_source(index: TreeIndex) -> IdsSource | None:
 
 def _ids_in(fn: ast.FunctionDef, rel: str) -> IdsSource | None:
     holders: dict[str, str] = {}  # local name -> the config attribute it was read from
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -94,7 +95,7 @@ def _ids_in(fn: ast.FunctionDef, rel: str) -> IdsSource | None:
             and isinstance(value.args[1].value, str)
         ):
             holders[target.id] = value.args[1].value
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.index import TreeIndex
 
 _MODEL_CONFIG = "sglang/srt/configs/model_config.py"
@@ -88,7 +89,7 @@ def _read(index: TreeIndex) -> DraftRenames:
         return DraftRenames((), ())
     renames: list[tuple[str, str, str]] = []
     conditional: list[tuple[str, str]] = []
-    for fn in ast.walk(parsed.tree):
+    for fn in syntax.walk(parsed.tree):
         if not (isinstance(fn, ast.FunctionDef) and fn.name == _METHOD):
             continue
         for stmt in fn.body:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eaglebug.checks.models.effects import method_effects
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef, Provider
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 
@@ -50,7 +51,7 @@ def method_node(index: TreeIndex, provider: Provider) -> ast.FunctionDef | None:
     parsed = index.parse_file(provider.file)
     if parsed is None:
         return None
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if isinstance(node, ast.FunctionDef) and node.lineno == provider.line:
             return node
     return None
@@ -79,7 +80,7 @@ def flavour(index: TreeIndex, ref: ClassRef) -> Flavour | None:
     owner, init = found
     values = set()
     line = 0
-    for node in ast.walk(init):
+    for node in syntax.walk(init):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -143,7 +144,7 @@ def _keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:
         parsed = parsed_with(index, rel, _LM_FROM_TARGET)
         if parsed is None:
             continue
-        for node in ast.walk(parsed.tree):
+        for node in syntax.walk(parsed.tree):
             predicate = _predicate_test(node)
             if predicate is None or not isinstance(node, ast.If):
                 continue
@@ -169,7 +170,7 @@ def _predicate_test(node: ast.AST) -> str | None:
 
 def _call_line(stmts: list[ast.stmt], method: str) -> int | None:
     for stmt in stmts:
-        for node in ast.walk(stmt):
+        for node in syntax.walk(stmt):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
@@ -109,7 +110,7 @@ def _outcome(body: list[ast.stmt]) -> tuple[str | None, bool, bool]:
     nested = any(
         isinstance(n, ast.Raise) or (isinstance(n, ast.keyword) and n.arg == _FIELD)
         for stmt in body
-        for n in ast.walk(stmt)
+        for n in syntax.walk(stmt)
     )
     return None, False, nested
 
@@ -122,7 +123,7 @@ def _dispatch(index: TreeIndex, algo: AlgorithmFacts) -> dict[str, tuple[str, ..
     if parsed is None:
         return {}
     out: dict[str, tuple[str, ...]] = {}
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if isinstance(node, ast.FunctionDef) and node.name == "handle_server_args":
             _walk_chain(node.body, algo, out, set(algo.members))
     return out
@@ -230,7 +231,7 @@ def _fallback(index: TreeIndex) -> str | None:
     parsed = index.parse_file(_MODEL_CONFIG) if _MODEL_CONFIG in index.entries else None
     if parsed is None:
         return None
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if not isinstance(node, ast.keyword) or node.arg != "model_path":
             continue
         value = node.value

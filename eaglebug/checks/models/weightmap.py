@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.models.draft_code import method_node
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
 
@@ -88,7 +89,7 @@ def _shape(fn: ast.FunctionDef, where: str) -> LoaderShape | None:
     stacked: list[tuple[str, str]] = []
     prefixes = [""]
     tables = False
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and target.id != _NAME:
@@ -133,7 +134,7 @@ def _shape(fn: ast.FunctionDef, where: str) -> LoaderShape | None:
 
 
 def _targets(node: ast.For | ast.comprehension) -> set[str]:
-    return {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return {n.id for n in syntax.walk(node.target) if isinstance(n, ast.Name)}
 
 
 def _is_weights_loop(node: ast.For | ast.comprehension) -> bool:
@@ -145,7 +146,7 @@ def _known_test(test: ast.expr) -> bool:
     """A test on the name this reader understands: `"x" in name` / `x not in name` (a
     substring), `name in params_dict` (the lookup); tests not on the name are fine too. Any
     other test on the name (`name.startswith(...)`, a regex) routes names in ways not read here."""
-    mentions = any(isinstance(n, ast.Name) and n.id == _NAME for n in ast.walk(test))
+    mentions = any(isinstance(n, ast.Name) and n.id == _NAME for n in syntax.walk(test))
     if not mentions:
         return True
     if isinstance(test, ast.BoolOp):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
 from eaglebug.checks.pyeval.state import Test, source_text
 from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, message_text, truth
+from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
@@ -150,7 +151,7 @@ def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
     where = f"{frame.rel}:{stmt.lineno}"
     m.assume(f"{where}: not run: {why}")
     unknown = Top(f"{where}: set in {why}")
-    for node in ast.walk(stmt):
+    for node in syntax.walk(stmt):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -163,7 +164,7 @@ def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
         ):
             targets = [node.func.value]
         for target in targets:
-            for name in ast.walk(target):
+            for name in syntax.walk(target):
                 if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
                     frame.locals[name.id] = unknown
             if isinstance(target, ast.Name) and target.id in frame.locals:
@@ -172,7 +173,7 @@ def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
                 owner = m.expr(target.value)
                 if isinstance(owner, Instance):
                     m.write(owner, target.attr, unknown, frame.rel, stmt.lineno)
-    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in ast.walk(stmt)):
+    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in syntax.walk(stmt)):
         frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
 
 

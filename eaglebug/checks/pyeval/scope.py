@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.pyeval.values import ClassVal, FunctionSite
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import resolve_relative
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class Source:
                 if names is None:
                     names = self._stored[stmt] = frozenset(
                         n.id
-                        for n in ast.walk(stmt)
+                        for n in syntax.walk(stmt)
                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     )
                 out |= names
@@ -181,7 +182,7 @@ class Source:
                 found = next(
                     (
                         n
-                        for n in ast.walk(parsed.tree)
+                        for n in syntax.walk(parsed.tree)
                         if isinstance(n, ast.ClassDef) and n.lineno == ref.facts.line
                     ),
                     None,

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from eaglebug.checks.reach.conditions import Origin, Param, Seed
 from eaglebug.checks.reach.scanner import FunctionScanner
 from eaglebug.checks.reach.uses import CallEdge, ConsumerFacts
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import (
     FunctionNode,
     dotted,
@@ -69,7 +70,7 @@ def is_candidate(entry: FileEntry) -> bool:
 
 
 def assignments(fn: ast.AST) -> list[ast.Assign | ast.AnnAssign]:
-    return [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))]
+    return [n for n in syntax.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))]
 
 
 def bound_parameter(
@@ -115,7 +116,7 @@ def class_traits(cls: ast.ClassDef | None) -> tuple[bool, bool]:
             and n.arg == "is_draft_worker"
             and isinstance(n.value, ast.Constant)
             and n.value.value is True
-            for n in ast.walk(init)
+            for n in syntax.walk(init)
         )
     )
     return is_runner, draft

@@ -21,6 +21,7 @@ from eaglebug.checks.reach.flagvalues import Lookup, MakeReader, value_paths
 from eaglebug.checks.reach.scanner import FunctionScanner, Stack
 from eaglebug.checks.reach.shapes import exits_early
 from eaglebug.checks.reach.uses import ConsumerFacts
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.answers import MISSING
 from eaglebug.checks.source.classfacts import FunctionNode, dotted, function_nodes, module_imports
 from eaglebug.checks.source.facts import Parsed, module_name
@@ -222,7 +223,7 @@ def _keywords(
     text = "\n".join(reader.lines[stmt.lineno - 1 : stmt.end_lineno])
     if not any(f"{k}=" in text for k in names):
         return  # the statement's text cannot hold one: do not walk it
-    for node in ast.walk(stmt):
+    for node in syntax.walk(stmt):
         if not isinstance(node, ast.Call) or not node.keywords:
             continue
         callee = (dotted(node.func) or "").rsplit(".", 1)[-1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex
@@ -73,7 +74,7 @@ def _class_node(index: TreeIndex, ref: ClassRef) -> ast.ClassDef | None:
     parsed = index.parse_file(ref.file)
     if parsed is None:
         return None
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if isinstance(node, ast.ClassDef) and node.name == ref.facts.name:
             return node
     return None

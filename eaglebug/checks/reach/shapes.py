@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 
 
@@ -67,7 +68,7 @@ def getattr_then_raise(stmt: ast.stmt, after: list[ast.stmt]) -> ast.Call | None
             return stmt.value
         if name in {
             n.id
-            for n in ast.walk(later)
+            for n in syntax.walk(later)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }:
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.initfacts import (
     InnerAssignment,
     class_table,
@@ -214,7 +215,7 @@ def _decorator_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """`return getattr(self.inner, name)` somewhere in `__getattr__` -> "inner"."""
     param = fn.args.args[1].arg if len(fn.args.args) > 1 else None
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if (
             isinstance(node, ast.Return)
             and isinstance(node.value, ast.Call)
@@ -234,7 +235,7 @@ _REGISTRY_CALL = ("ModelRegistry", "resolve_model_cls")  # how a model asks the 
 
 def _registry_call(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
     """The line where a method asks the model registry for a class, if it does."""
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if not isinstance(node, ast.Call):
             continue
         name = dotted(node.func) or ""
@@ -270,7 +271,7 @@ def _class_facts(node: ast.ClassDef, registry: bool) -> ClassFacts:
                 facts.getattr_dynamic = facts.getattr_forward is None
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
-                for name in ast.walk(target):
+                for name in syntax.walk(target):
                     if isinstance(name, ast.Name):
                         facts.class_attrs.setdefault(name.id, stmt.lineno)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

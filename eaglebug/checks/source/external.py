@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:  # the findings load only when one is made: a kept reply needs none
     from eaglebug.checks.contract.findings import Finding
@@ -174,7 +175,7 @@ def _read_rule(index: TreeIndex) -> ExternalRule | None:
     if reads is None:
         return None
     overrides, where = False, reads.lineno
-    for node in ast.walk(reads):
+    for node in syntax.walk(reads):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -186,7 +187,7 @@ def _read_rule(index: TreeIndex) -> ExternalRule | None:
             overrides, where = True, node.lineno  # `models.update(external)` replaces names
     # Built-ins merged in later (0.5.22+: `import_model_classes(...) | self.models`): the
     # right-hand side of `|` wins, so the external ones stay only if they are on the right.
-    for node in ast.walk(parsed.tree):
+    for node in syntax.walk(parsed.tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             right, left = ast.unparse(node.right), ast.unparse(node.left)
             if right == "self.models" and "import_model_classes" in left:

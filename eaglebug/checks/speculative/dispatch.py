@@ -37,6 +37,7 @@ from eaglebug.checks.pyeval.values import (
     alternatives,
     one_of,
 )
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
@@ -67,7 +68,7 @@ def dispatch_sites(index: TreeIndex, enum_methods: set[str]) -> Iterator[tuple[s
 
 def _stores_and_asks(fn: ast.FunctionDef, enum_methods: set[str]) -> bool:
     stores = asks = False
-    for node in ast.walk(fn):
+    for node in syntax.walk(fn):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             stores = stores or (node.attr == FIELD and dotted(node.value) == "self")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
