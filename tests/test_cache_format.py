@@ -214,6 +214,26 @@ def test_planted_json_is_a_miss(mini: Path, tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("field", [1, 3, 4])  # folder mtimes, file sizes, file mtimes
+@pytest.mark.parametrize("cut", [2, 16])  # one byte (not a whole stamp), one whole stamp
+@pytest.mark.parametrize("walked", [False, True])
+def test_a_fingerprint_cut_short_is_a_miss(mini: Path, field: int, cut: int, walked: bool) -> None:
+    """A well-formed answers file whose fingerprint's stamps do not line up with its names:
+    a miss, whether the fingerprint is checked by stat calls (an unchanged tree) or compared
+    with a walk's (`walked`: a folder changed), never an internal error."""
+    expected = _findings(_audit(mini))
+    tree = locate(str(mini))
+    path = cache.answers_path(tree.root)
+    read = cache.read(path, tree.root)
+    assert read is not None
+    meta = read.meta
+    meta[0][field] = meta[0][field][:-cut]  # bytes are written as hex
+    cache.write(path, tree.root, meta, {k: read.value(k) or b"" for k in read.spans})
+    if walked:
+        (mini / "python/sglang/srt/notes").mkdir()
+    assert _findings(_audit(mini)) == expected
+
+
 def test_a_truncated_or_appended_file_is_a_miss(mini: Path) -> None:
     expected = _findings(_audit(mini))
     tree = locate(str(mini))

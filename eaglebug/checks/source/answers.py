@@ -56,6 +56,8 @@ class Answers:
             meta: _Meta = codec.decode(read.meta, _Meta)
         except codec.Invalid:
             return
+        if not meta[0].consistent():
+            return
         stored = {key: read.data[a:b] for key, (a, b) in read.spans.items()}
         if meta[0].holds(str(self.tree.root)):
             self._adopt(meta, stored)

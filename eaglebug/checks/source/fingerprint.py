@@ -45,6 +45,15 @@ class Fingerprint(NamedTuple):
             file_mtimes=array("q", [s[2] for s in ordered]).tobytes(),
         )
 
+    def consistent(self) -> bool:
+        """Does every name have its stamps? (A damaged or planted cache file may decode into
+        a fingerprint whose arrays are cut short: a miss, never an error.)"""
+        files = len(self.names())
+        return (
+            len(self.folder_mtimes) == 8 * len(self.folders)
+            and len(self.file_sizes) == len(self.file_mtimes) == 8 * files
+        )
+
     def narrowed(self, checked: Callable[[str], bool]) -> Fingerprint:
         """The same state, with the stamps of the files not `checked` let go (names kept)."""
         sizes, mtimes = _stamps(self)
@@ -93,8 +102,6 @@ class Fingerprint(NamedTuple):
                     return False
             sizes, file_mtimes = _stamps(self)
             names = self.names()
-            if len(names) != len(sizes):
-                return False
             for i in compress(range(len(sizes)), [size != UNCHECKED for size in sizes]):
                 st = stat(names[i], dir_fd=fd)
                 if st.st_size != sizes[i] or st.st_mtime_ns != file_mtimes[i]:
