@@ -267,31 +267,28 @@ def _server_flags(index: TreeIndex) -> list[FlagSpec]:
     def job(rel: str) -> tuple[list[FlagSpec], dict[str, Any]] | str | None:
         """The file's flags and field defaults; or why it does not parse; None if it cannot
         be read here."""
-        kept = files.peek(rel)
-        if kept is not None:
-            return _flag_specs(kept, rel), field_defaults_in(kept.tree)
-        try:
-            data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
-        except OSError:
-            return None
-        parsed = files.parse_bytes(rel, data)
-        if isinstance(parsed, str):
-            return parsed
-        return _flag_specs(parsed, rel), field_defaults_in(parsed.tree)
+        parsed: Parsed | str | None = files.peek(rel)
+        if parsed is None:
+            try:
+                data = files.held(rel) or read_file(f"{root}/{rel}", files.entries[rel].size)
+            except OSError:
+                return None
+            parsed = files.parse_bytes(rel, data)
+        return parsed if isinstance(parsed, str) else _learnt(parsed, rel)
 
     # 0.5.23 declares its flags over ~90 files: parsed together, through the index's mapper.
     done = files.mapper(job, todo, [files.entries[rel].size for rel in todo])
     for rel, result in zip(todo, done, strict=True):
         if isinstance(result, str):
             files.skip(rel, result)
-        elif result is None:  # unreadable: read (and warned about) here, as one by one
+            continue
+        if result is None:  # unreadable: read (and warned about) here, as one by one
             parsed = files.parse(rel)
-            if parsed is not None:
-                index.remember(rel, FLAGS, _flag_specs(parsed, rel))
-                index.remember(rel, FIELD_DEFAULTS, field_defaults_in(parsed.tree))
-        else:
-            index.remember(rel, FLAGS, result[0])
-            index.remember(rel, FIELD_DEFAULTS, result[1])
+            if parsed is None:
+                continue
+            result = _learnt(parsed, rel)
+        index.remember(rel, FLAGS, result[0])
+        index.remember(rel, FIELD_DEFAULTS, result[1])
     specs: list[FlagSpec] = []
     for rel in rels:
         cached = index.recall(rel, FLAGS)
@@ -356,6 +353,11 @@ def field_defaults_in(tree: ast.Module) -> dict[str, Any]:
                     continue
                 out.setdefault(stmt.target.id, value)
     return out
+
+
+def _learnt(parsed: Parsed, rel: str) -> tuple[list[FlagSpec], dict[str, Any]]:
+    """What the flags' pass learns from one file: its flags, its fields' defaults."""
+    return _flag_specs(parsed, rel), field_defaults_in(parsed.tree)
 
 
 def _flag_specs(parsed: Parsed, rel: str) -> list[FlagSpec]:
