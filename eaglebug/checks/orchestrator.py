@@ -248,6 +248,21 @@ def preflight(
         elif draft_class:
             draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
+    figures = (
+        GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source) if gpu else None
+    )
+
+    def memory() -> list[Finding]:
+        assert target.config is not None
+        settled = resolved_fields(index, launch, target.config, env)
+        return memory_findings(
+            index, target, draft, algorithm, flags, figures, env, measured, settled
+        )
+
+    # Made meanwhile, in helpers where the index has them: they need nothing the audit and
+    # the config checks compute (`TreeIndex.ahead`).
+    memory_ahead = index.ahead(memory) if target.config is not None else None
+    steps.trace_ahead(index, algorithm)
     if algorithm is not None and (target_class or draft_class):
         stage("interface audit")
         audited: AuditResult = audit(index, target_class, algorithm, draft_class)
@@ -294,16 +309,9 @@ def preflight(
                     auxlayers.aux_layer_findings(index, target_class, target.config, draft_config)
                 )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
-        figures = (
-            GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source)
-            if gpu
-            else None
-        )
         stage("memory")
-        settled = resolved_fields(index, launch, target.config, env)
-        findings.extend(
-            memory_findings(index, target, draft, algorithm, flags, figures, env, measured, settled)
-        )
+        assert memory_ahead is not None
+        findings.extend(index.join(memory_ahead))
         stage("attention")
         findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
         stage("nodes")

@@ -61,7 +61,7 @@ def _index(
     external: ExternalPackage | None = None,
 ) -> TreeIndex:
     from eaglebug.checks import TreeIndex
-    from eaglebug.session.forkmap import forked_map
+    from eaglebug.session.forkmap import forked_map, in_background
 
     return TreeIndex(
         tree,
@@ -70,6 +70,7 @@ def _index(
         answers=answers,
         listing=listing,
         external=external,
+        background=in_background,
     )
 
 
@@ -180,7 +181,10 @@ def _answer(
     index = _index(args, tree, answers, _listing(tree, answers), external)
     if keeps and (reply := replies.kept(answers, key)):
         return replies.say(reply)  # the walk found the files as the answers knew them
-    done = compute(index)
+    try:
+        done = compute(index)
+    finally:
+        index.close()  # no helper working ahead outlives the command
     _warn(list(done.warnings))
     if done.json_text is not None:
         sys.stdout.write(done.json_text)
@@ -356,16 +360,19 @@ def fix_command(args: argparse.Namespace) -> int:
     tree = _tree(args, words)
     external = _external(args, words)
     index = _index(args, tree, None, external=external)
-    if words:
-        selection = preflight(index, words, os.environ, None, external=external)
-        reports = selection.reports
-        algorithm = selection.algorithm or args.algorithm
-        target = next((r.ref.qualname for r in reports if r.role == "target"), None)
-        draft = next((r.ref.qualname for r in reports if r.role == "draft"), None)
-    else:
-        target = _target_class(args, index, _architecture(args))
-        algorithm, draft = args.algorithm, args.draft_class
-        reports = audit(index, target, algorithm, draft).reports
+    try:
+        if words:
+            selection = preflight(index, words, os.environ, None, external=external)
+            reports = selection.reports
+            algorithm = selection.algorithm or args.algorithm
+            target = next((r.ref.qualname for r in reports if r.role == "target"), None)
+            draft = next((r.ref.qualname for r in reports if r.role == "draft"), None)
+        else:
+            target = _target_class(args, index, _architecture(args))
+            algorithm, draft = args.algorithm, args.draft_class
+            reports = audit(index, target, algorithm, draft).reports
+    finally:
+        index.close()  # before any write to the tree: no helper works on behind it
     patches = plan_patches(index, reports)
 
     def reaudit() -> list[Finding]:

@@ -17,12 +17,14 @@ child), and only where `fork` exists.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +72,13 @@ class _Helper:
             os._exit(status)
         os.close(write_fd)
         return cls(pid, read_fd)
+
+    def kill(self) -> None:
+        """Stop the helper now (its value is not wanted) and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        os.close(self.results)
+        os.waitpid(self.pid, 0)
 
     def result(self) -> tuple[bool, object]:
         """(True, the value), or (False, None) when the helper failed; reaps it either way."""
@@ -128,23 +137,34 @@ def forked_map(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
     return [results[i] for i in range(len(items))]
 
 
-def in_background(compute: Callable[[], R]) -> Callable[[], R]:
-    """`compute()` made by a forked helper while this process goes on (loading the rest of
-    the engine, say); the function returned waits for the result, and must be called (the
-    helper waits to hand its result over). If the helper cannot be had or fails, the result
-    is computed here when asked for."""
-    helper = _Helper.start(compute)
-    done: list[R] = []
+class Pending(Generic[R]):
+    """`compute()` made by a forked helper while this process goes on; calling the object
+    waits for the value. If the helper cannot be had or fails, the value is computed here
+    when asked for. A value no one will ask for must be `cancel`led: the helper is killed and
+    reaped, never left to run on (or to wait on a pipe) after the run that wanted it."""
 
-    def waited() -> R:
-        nonlocal helper
-        if not done and helper is not None:
+    def __init__(self, compute: Callable[[], R]) -> None:
+        self._compute = compute
+        self._helper = _Helper.start(compute)
+        self._done: list[R] = []
+
+    def __call__(self) -> R:
+        if not self._done and self._helper is not None:
+            helper, self._helper = self._helper, None
             ok, value = helper.result()
-            helper = None
             if ok:
-                done.append(cast(R, value))
-        if not done:
-            done.append(compute())
-        return done[0]
+                self._done.append(cast(R, value))
+        if not self._done:
+            self._done.append(self._compute())
+        return self._done[0]
 
-    return waited
+    def cancel(self) -> None:
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.kill()
+
+
+def in_background(compute: Callable[[], R]) -> Pending[R]:
+    """`compute()` made by a forked helper while this process goes on (loading the rest of
+    the engine, say; an analysis the run will want later): see `Pending`."""
+    return Pending(compute)

@@ -96,6 +96,8 @@ def _reports(
     draft_class: str | None,
     algo: AlgorithmFacts,
 ) -> list[ClassReport]:
+    if class_name or draft_class:
+        steps.trace_ahead(index, algorithm)  # walked meanwhile, for `steps.assign` below
     uses = consumers(index)
     scopes = worker_scopes(index, algo)
     reports = []

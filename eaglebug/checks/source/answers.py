@@ -13,7 +13,6 @@ does not decode (a planted or damaged file, a stale shape) is a miss: computed a
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -45,6 +44,9 @@ class Answers:
         # Did the saved fingerprint hold, checked without a walk (the walk's warnings, too,
         # then come from here)?
         self.quick = False
+        # In a helper working ahead (`ahead.py`): each answer it computes, as it hands it back
+        # (encoded, with its warnings), and those it drops (None).
+        self.handing: dict[str, tuple[bytes, tuple[str, ...]] | None] | None = None
         if use_cache:
             self._load()
 
@@ -120,14 +122,32 @@ class Answers:
     def put(self, key: str, value: object, said: list[str], kind: object) -> None:
         """Keep `value` (a `kind`; written as it is now) with the warnings it gave."""
         self._values[key] = value
-        if self.use_cache:
-            self._stored.pop(key, None)  # the newest last (see `drop_oldest`)
+        warnings = self._warnings[key] = tuple(dict.fromkeys(said))
+        self.dirty = True
+        if not self.use_cache and self.handing is None:
+            return
+        self._stored.pop(key, None)  # the newest last (see `drop_oldest`)
+        try:
+            encoded = codec.dumps(value, kind).encode()
+        except TypeError:
             # A value the codec cannot write (a literal the tree evaluated to something only
             # Python has) is kept for this run only.
-            with contextlib.suppress(TypeError):
-                self._stored[key] = codec.dumps(value, kind).encode()
-        self._warnings[key] = tuple(dict.fromkeys(said))
+            return
+        if self.use_cache:
+            self._stored[key] = encoded
+        if self.handing is not None:
+            self.handing[key] = (encoded, warnings)
+
+    def adopt(self, key: str, encoded: bytes, said: tuple[str, ...]) -> None:
+        """An answer a helper computed (`ahead.py`), unless this process has one: decoded
+        when asked for, and kept as if computed here."""
+        if self.has(key):
+            return
+        self._stored[key] = encoded
+        self._warnings[key] = said
         self.dirty = True
+        if self.handing is not None:  # a helper's helper: handed on
+            self.handing[key] = (encoded, said)
 
     def keys(self, prefix: str) -> list[str]:
         """The keys starting with `prefix`, the oldest first."""
@@ -139,10 +159,15 @@ class Answers:
         """Forget all but the `keep` newest answers whose keys start with `prefix` (answers
         keyed by something that varies from run to run, such as an environment)."""
         for key in self.keys(prefix)[:-keep]:
-            self._stored.pop(key, None)
-            self._values.pop(key, None)
-            self._warnings.pop(key, None)
-            self.dirty = True
+            self.drop(key)
+
+    def drop(self, key: str) -> None:
+        self._stored.pop(key, None)
+        self._values.pop(key, None)
+        self._warnings.pop(key, None)
+        self.dirty = True
+        if self.handing is not None:
+            self.handing[key] = None
 
     def answer(self, key: str, kind: object, warnings: list[str], compute: Callable[[], T]) -> T:
         """The answer under `key` (a `kind`), computed (and kept, with its warnings) if there

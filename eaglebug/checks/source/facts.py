@@ -165,6 +165,25 @@ class FileEntry:
             return
         self.dirty = True
 
+    def merge(self, other: FileEntry) -> None:
+        """Add what another process learnt of the same bytes (`ahead.py`) to what this one
+        knows: its parse if this one has none, the extractors' looks and kept facts it lacks."""
+        if self.digest is None:
+            self.digest, self.size = other.digest, other.size
+        if not self.parsed and other.parsed:
+            self.error, self.parsed = other.error, True
+            self.param_names, self.facts_json, self._facts = (
+                other.param_names,
+                other.facts_json,
+                MISSING,
+            )
+        self.wanted += tuple(n for n in other.wanted if n not in self.wanted)
+        self.looked += tuple(n for n in other.looked if n not in self.looked)
+        for name, value in other.kept.items():
+            self.kept.setdefault(name, value)
+        self.learnt += tuple(n for n in other.learnt if n not in self.learnt)
+        self.dirty = True
+
     def record(self) -> Record:
         """What the store keeps of this entry (everything but the stamp)."""
         return Record(

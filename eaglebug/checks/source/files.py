@@ -110,7 +110,7 @@ class SourceFiles:
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: list[str] = []  # what the walk itself said (a FIFO, a folder)
         self.walk_said = False  # set when the answers said the walk's warnings already
-        self._looked: set[str] = set()  # the files this run looked into (`read_here`)
+        self.looked: set[str] = set()  # the files this run looked into (`read_here`)
         self._store: Store | None = None
         self._stamps: Stamps = {}
         self._sources: dict[str, bytes] = {}
@@ -228,11 +228,15 @@ class SourceFiles:
         """Can what this run computed depend on this file's bytes? The runtime's files, whose
         facts every index reads, and any other that this run looked into (the answers'
         fingerprint keeps their stamps: `Fingerprint.narrowed`)."""
-        return rel.startswith(RUNTIME) or rel in self._looked
+        return rel.startswith(RUNTIME) or rel in self.looked
+
+    def own_trees(self) -> None:
+        """This process (a helper working ahead, `ahead.py`) keeps the trees it parses."""
+        self._pid = os.getpid()
 
     # -- reading and parsing on demand ------------------------------------------------------
     def source(self, rel: str) -> bytes | None:
-        self._looked.add(rel)
+        self.looked.add(rel)
         data = self._sources.pop(rel, None)
         if data is not None:
             return data
@@ -312,7 +316,7 @@ class SourceFiles:
         """The file's entry, read and hashed first if it never was: another tree (or an
         earlier run) may have learnt its facts already."""
         entry = self.entries[rel]
-        self._looked.add(rel)  # its facts may come from the store, by its stamps
+        self.looked.add(rel)  # its facts may come from the store, by its stamps
         if entry.digest is not None or entry.error is not None:
             return entry
         data = self.source(rel)
@@ -347,7 +351,7 @@ class SourceFiles:
         each (file -> extractor -> its questions). A file that does not parse is warned about
         when `ensure_parsed` reaches it, as if it were parsed there."""
         todo = [rel for rel in rels if pending(self.entries[rel])]
-        self._looked.update(todo)
+        self.looked.update(todo)
         if len(todo) < 2 or isinstance(self.mapper, InProcess):
             return  # parsed one by one as they are reached, the trees kept for a revisit
         jobs = [

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from eaglebug.checks.contract.errors import InputError, closest_hint
+from eaglebug.checks.source import ahead
+from eaglebug.checks.source.ahead import Background, Handed, Pending
 from eaglebug.checks.source.answers import Answers
 from eaglebug.checks.source.classes import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
 from eaglebug.checks.source.classfacts import ModuleFacts
@@ -62,13 +65,15 @@ class TreeIndex:
         external: ExternalPackage | None = None,
         parsed: Callable[[str], None] | None = None,
         shared: ParsedTrees | None = None,
+        background: Background | None = None,
     ) -> None:
         """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
         the caller has read them already (to answer before building an index), are reused;
         `listing` gives the walk of the tree, when the caller had it made meanwhile;
         `external`, an out-of-tree model package the registry loads (`use_external`);
         `parsed` hears of each file parsed in this process (progress for a front end);
-        `shared`, syntax trees kept by a long-lived process for its next index (`trees.py`)."""
+        `shared`, syntax trees kept by a long-lived process for its next index (`trees.py`);
+        `background`, how to start work ahead in a helper process (`ahead`, `ahead.py`)."""
         self.tree = tree
         self.use_cache = use_cache
         self.warnings: list[str] = []
@@ -82,6 +87,9 @@ class TreeIndex:
             self.answers.settle(self.files.walk(), self.files.walk_warnings)
         self.external: ExternalPackage | None = None
         self._kept: dict[str, object] = {}
+        self.background = background
+        self._owner = os.getpid()  # a helper working ahead saves nothing (`save`)
+        self._ahead: list[tuple[Pending[Handed], tuple[str, ...]]] = []
         if external is not None:
             self.use_external(external)
 
@@ -133,6 +141,8 @@ class TreeIndex:
         return self.files.recall(rel, fact)
 
     def save(self) -> None:
+        if os.getpid() != self._owner:
+            return
         self.files.save()
         walked = self.files.fingerprint if self.files.scanned else None
         self.answers.depend_on(walked, self.files.read_here)
@@ -148,10 +158,49 @@ class TreeIndex:
             found = self._kept[key] = make()
         return found  # type: ignore[return-value]
 
+    # -- work ahead ------------------------------------------------------------------------
+    def ahead(self, compute: Callable[[], T]) -> Pending[Handed]:
+        """Start `compute` now in a helper process, where the index was given a `background`
+        (`ahead.py`), for a value the run asks for later (`join`); without a background it
+        runs here when joined."""
+        return self._start(compute, ())
+
+    def answers_ahead(self, keys: tuple[str, ...], compute: Callable[[], object]) -> None:
+        """Start `compute`, which computes the tree answers `keys`, as `ahead` does; they are
+        taken over when first asked for. Nothing to do if each is had or on its way."""
+        if all(self.answers.has(k) or any(k in ks for _, ks in self._ahead) for k in keys):
+            return
+        self._start(compute, keys)
+
+    def _start(self, compute: Callable[[], object], keys: tuple[str, ...]) -> Pending[Handed]:
+        made = ahead.task(self, compute)
+        pending = _Later(made) if self.background is None else self.background(made)
+        self._ahead.append((pending, keys))
+        return pending
+
+    def join(self, pending: Pending[Handed]) -> Any:
+        """The value of work started `ahead`, with what it learnt of the tree taken over."""
+        self._ahead = [(p, keys) for p, keys in self._ahead if p is not pending]
+        return ahead.take(self, pending())
+
+    def close(self) -> None:
+        """Drop work ahead no one asked for (its helper killed and reaped)."""
+        for pending, _ in self._ahead:
+            pending.cancel()
+        self._ahead = []
+
+    def forget_pending(self) -> None:
+        """In a helper working ahead: the parent's pending work is the parent's to join."""
+        self._ahead = []
+
     # -- tree-wide answers ----------------------------------------------------------------
     def answer(self, key: str, kind: object, compute: Callable[[], T]) -> T:
         """A tree-wide answer of type `kind`, computed once per state of the tree (see
-        `answers.py`)."""
+        `answers.py`), or taken from the work ahead that computes it."""
+        if self._ahead and not self.answers.has(key):
+            for pending, keys in list(self._ahead):
+                if key in keys:
+                    self.join(pending)
         return self.answers.answer(key, kind, self.warnings, compute)
 
     def answer_for(
@@ -177,6 +226,22 @@ class TreeIndex:
 
     def exporters_of(self, name: str) -> list[ClassRef]:
         return self.classes.exporters_of(name)
+
+
+class _Later:
+    """Work `ahead` where no helper can be started: done here, when joined."""
+
+    def __init__(self, made: Callable[[], Handed]) -> None:
+        self._made = made
+        self._done: list[Handed] = []
+
+    def __call__(self) -> Handed:
+        if not self._done:
+            self._done.append(self._made())
+        return self._done[0]
+
+    def cancel(self) -> None:
+        pass
 
 
 def parsed_with(index: TreeIndex, rel: str, *needles: str) -> Parsed | None:

@@ -44,6 +44,13 @@ def trace_for(index: TreeIndex, algorithm: str | None) -> StartupTrace | None:
     return trace if trace.spans else None
 
 
+def trace_ahead(index: TreeIndex, algorithm: str | None) -> None:
+    """Start the start-up walk now, in a helper where the index has one (`TreeIndex.ahead`):
+    it needs nothing the other checks compute, and is the longest single part of an audit."""
+    key = f"startup:{algorithm or 'NONE'}"
+    index.answers_ahead((key,), lambda: trace_for(index, algorithm))
+
+
 def places(finding: Finding) -> list[Place]:
     """Where in the tree the finding's failure happens."""
     found: list[Place] = []
