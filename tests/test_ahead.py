@@ -153,3 +153,22 @@ def test_an_answer_a_helper_dropped_is_dropped_here(tmp_path: Path) -> None:
     assert index.join(made) == 9
     kept = index.answers.keys("per-launch:")
     assert len(kept) == 2 and first[0] not in kept and first[1] in kept
+
+
+def test_work_ahead_waits_for_the_walk_and_runs_here_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index whose answers held has not walked the tree: a helper forked then would walk
+    it on its own, and the run again if it needs to, so the work runs here. Once the files are
+    walked, it goes to a helper."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tree = locate(str(Path(__file__).parent.parent / "examples/sglang-mini/python"))
+    TreeIndex(tree, use_cache=True).save()  # walked, and its answers kept for the tree
+
+    quick = TreeIndex(tree, use_cache=True, background=in_background)
+    assert quick.answers.quick and not quick.files.scanned
+    assert quick.join(quick.ahead(os.getpid)) == os.getpid()
+    assert not quick.files.scanned, "nothing walked the tree for work that did not need it"
+
+    quick.files.walk()
+    assert quick.join(quick.ahead(os.getpid)) != os.getpid()

@@ -161,8 +161,8 @@ class TreeIndex:
     # -- work ahead ------------------------------------------------------------------------
     def ahead(self, compute: Callable[[], T]) -> Pending[Handed]:
         """Start `compute` now in a helper process, where the index was given a `background`
-        (`ahead.py`), for a value the run asks for later (`join`); without a background it
-        runs here when joined."""
+        (`ahead.py`), for a value the run asks for later (`join`); else it runs here when
+        joined."""
         return self._start(compute, ())
 
     def answers_ahead(self, keys: tuple[str, ...], compute: Callable[[], object]) -> None:
@@ -173,8 +173,11 @@ class TreeIndex:
         self._start(compute, keys)
 
     def _start(self, compute: Callable[[], object], keys: tuple[str, ...]) -> Pending[Handed]:
+        """In a helper only once the files are walked: one that walked them itself (the
+        answers held, so the run had not) would make the run's walk twice."""
         made = ahead.task(self, compute)
-        pending = _Later(made) if self.background is None else self.background(made)
+        background = self.background if self.files.scanned else None
+        pending = _Later(made) if background is None else background(made)
         self._ahead.append((pending, keys))
         return pending
 
