@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import select
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from eaglebug.session.forkmap import forked_map, in_background
 
+REPO = Path(__file__).resolve().parent.parent
 BIG = [200_000] * 40  # weights above the threshold below which nothing is forked
 
 
@@ -104,3 +108,35 @@ def test_in_background_computes_here_when_the_helper_fails() -> None:
         return 7
 
     assert in_background(compute)() == 7
+
+
+_ORPHAN_SCRIPT = """
+import os, select
+from eaglebug.session.forkmap import in_background
+
+def compute():
+    os.write(1, f"{os.getpid()}\\n".encode())
+    select.select([], [], [])  # the helper never finishes on its own
+
+made = in_background(compute)
+select.select([], [], [])  # nor does this process: the test kills it
+"""
+
+
+def test_a_helper_ends_with_the_process_that_forked_it() -> None:
+    """`kill -9` of eaglebug mid-run: its helper is killed with it, not left computing."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, cwd=REPO
+    )
+    assert parent.stdout is not None
+    try:
+        line = parent.stdout.readline()
+        helper = int(line)
+        ended = os.pidfd_open(helper)  # readable once the helper has ended
+    finally:
+        parent.kill()
+        parent.wait()
+    try:
+        assert select.select([ended], [], [], 30.0)[0], f"helper {helper} outlived its parent"
+    finally:
+        os.close(ended)

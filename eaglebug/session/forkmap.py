@@ -54,6 +54,7 @@ class _Helper:
             return None
         sys.stdout.flush()  # nothing buffered is inherited twice (the helper never flushes)
         sys.stderr.flush()
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -63,6 +64,7 @@ class _Helper:
         if pid == 0:  # the helper: the value, to the pipe, and gone
             status = 0
             try:
+                _end_with(parent)
                 os.close(read_fd)
                 data = pickle.dumps(compute(), pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_fd, "wb") as out:
@@ -95,6 +97,22 @@ class _Helper:
             return True, pickle.loads(b"".join(chunks))
         except Exception:
             return False, None
+
+
+def _end_with(parent: int) -> None:
+    """In a helper: be killed when the process that forked it ends (Linux's
+    `PR_SET_PDEATHSIG`), so a `kill -9` of eaglebug leaves no helper computing on. Elsewhere
+    (or if the call fails) a helper ends when it finds the pipe to its parent broken."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the call above took effect
+        os._exit(1)
 
 
 def _take(
