@@ -252,16 +252,21 @@ def preflight(
         GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source) if gpu else None
     )
 
-    def memory() -> list[Finding]:
+    draft_config = draft.config if draft is not None else None
+
+    def memory_and_attention() -> tuple[list[Finding], list[Finding]]:
+        """One helper's work: the attention check reuses the memory stage's argument
+        resolution (the tree's own defaults for the launch), so they share a process."""
         assert target.config is not None
         settled = resolved_fields(index, launch, target.config, env)
-        return memory_findings(
+        memory = memory_findings(
             index, target, draft, algorithm, flags, figures, env, measured, settled
         )
+        return memory, check_attention(index, launch, target.config, draft_config, gpu_arch, env)
 
     # Made meanwhile, in helpers where the index has them: they need nothing the audit and
     # the config checks compute (`TreeIndex.ahead`).
-    memory_ahead = index.ahead(memory) if target.config is not None else None
+    later = index.ahead(memory_and_attention) if target.config is not None else None
     steps.trace_ahead(index, algorithm)
     if algorithm is not None and (target_class or draft_class):
         stage("interface audit")
@@ -278,7 +283,6 @@ def preflight(
         stage("config checks")
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
         context = flags.number("--context-length")
-        draft_config = draft.config if draft is not None else None
         findings.extend(
             configchecks.check_context_length(
                 target.config,
@@ -310,10 +314,11 @@ def preflight(
                 )
             findings.extend(configchecks.check_tp(draft_config, tp, "draft"))
         stage("memory")
-        assert memory_ahead is not None
-        findings.extend(index.join(memory_ahead))
+        assert later is not None
+        memory, attention = index.join(later)
+        findings.extend(memory)
         stage("attention")
-        findings.extend(check_attention(index, launch, target.config, draft_config, gpu_arch, env))
+        findings.extend(attention)
         stage("nodes")
         findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))
         count = gpu.count if gpu else None
