@@ -57,7 +57,7 @@ def _launch(tmp_path: Path) -> list[str]:
 def _learnt(index: TreeIndex) -> dict[str, tuple[Any, ...]]:
     """What the index knows of each file it learnt something of."""
     return {
-        rel: (e.parsed, e.error, e.learnt and sorted(e.learnt), sorted(e.kept), e.facts_json)
+        rel: (e.parsed, e.error, sorted(e.learnt), sorted(e.kept), e.facts_json)
         for rel, e in index.files.entries.items()
         if e.parsed or e.kept
     }

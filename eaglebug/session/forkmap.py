@@ -13,6 +13,10 @@ with `os._exit`, never running the parent's cleanup or flushing its buffers. If 
 the helper fails, the parent does whatever has no result: the results are the same either way,
 only slower. Only for a single-threaded process (forking a threaded one can deadlock the
 child), and only where `fork` exists.
+
+The same helper makes one value in the background (`in_background`, a `Pending`): the tree's
+listing while the engine loads, and the analyses the index starts ahead
+(`checks/source/ahead.py`). Every helper ends with the process that forked it.
 """
 
 from __future__ import annotations
