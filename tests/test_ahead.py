@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ def test_a_preflight_with_helpers_is_the_preflight_without(
     helpers, against the same run done all here: the same findings and warnings, the same
     answers, facts and looked-into files; and the answers and facts are saved, so the next run
     reads them."""
+    assert threading.active_count() == 1, "another test left a thread running: no fork here"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     words = _launch(tmp_path)
     tree = locate(str(sglang_0523))
