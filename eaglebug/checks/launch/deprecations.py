@@ -22,14 +22,12 @@ from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, Severity
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
-from eaglebug.checks.launch.flags import annotated_parts, server_flags
+from eaglebug.checks.launch.flags import annotated_parts, flag_files, server_flags
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.source.initfacts import template_text
 
-_FLAG_FILES = ("sglang/srt/server_args.py",)
-_FLAG_FOLDER = "sglang/srt/arg_groups/"
 _SAYS_DEPRECATED = re.compile(r"^\W*(deprecated\b|note: --[\w-]+ is deprecated)", re.IGNORECASE)
 _REPLACEMENT = re.compile(
     r"(?:\buse|\balias for|\breplaced by|in favou?r of)\s+'?(--[\w{},<>=.-]*[\w}>])", re.IGNORECASE
@@ -102,9 +100,8 @@ def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
 
 
 def _read(index: TreeIndex) -> list[Deprecated]:
-    rels = [r for r in index.entries if r in _FLAG_FILES or r.startswith(_FLAG_FOLDER)]
     trees: list[tuple[str, ast.Module]] = []
-    for rel in sorted(rels):
+    for rel in sorted(flag_files(index)):
         parsed = parsed_with(index, rel, "eprecat")
         if parsed is not None:
             trees.append((rel, parsed.tree))

@@ -17,8 +17,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from eaglebug.checks.launch.flags import flag_files
 from eaglebug.checks.memory.defaults import (
-    ARGS_FILES,
     constructor_defaults,
     field_defaults,
     server_defaults,
@@ -291,9 +291,7 @@ def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
 
 def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
-    for rel in sorted(index.entries):
-        if rel not in ARGS_FILES and not rel.startswith("sglang/srt/arg_groups/"):
-            continue
+    for rel in sorted(flag_files(index)):
         parsed = parsed_with(index, rel, "envs.")
         for node in syntax.walk(parsed.tree) if parsed is not None else []:
             if not (

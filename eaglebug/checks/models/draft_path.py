@@ -15,14 +15,13 @@ import ast
 from dataclasses import dataclass
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.launch.flags import flag_files
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import dotted
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 from eaglebug.checks.speculative.algorithms import AlgorithmFacts, algorithm_facts
 
 _FIELD = "speculative_draft_model_path"
-_ARG_FILES = ("sglang/srt/server_args.py",)
-_ARG_FOLDER = "sglang/srt/arg_groups/"
 _MODEL_CONFIG = "sglang/srt/configs/model_config.py"
 
 
@@ -163,9 +162,8 @@ def _predicate_members(test: ast.expr, algo: AlgorithmFacts) -> set[str] | None:
 def _read(index: TreeIndex) -> DraftPathRules:
     algo = algorithm_facts(index)
     handlers = _dispatch(index, algo)
-    rels = [r for r in index.entries if r in _ARG_FILES or r.startswith(_ARG_FOLDER)]
     rules: list[DraftPathRule] = []
-    for rel in sorted(rels):
+    for rel in sorted(flag_files(index)):
         parsed = parsed_with(index, rel, f"{_FIELD} is None")
         if parsed is None:
             continue

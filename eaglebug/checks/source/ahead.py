@@ -104,7 +104,7 @@ def take(index: TreeIndex, handed: Handed) -> Any:
         if answer is None:
             index.answers.drop(key)
         else:
-            index.answers.adopt(key, *answer)
+            index.answers.take_handed(key, *answer)
     files = index.files
     files.looked.update(handed.looked)
     for rel, theirs in handed.entries.items():

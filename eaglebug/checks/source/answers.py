@@ -138,7 +138,7 @@ class Answers:
         if self.handing is not None:
             self.handing[key] = (encoded, warnings)
 
-    def adopt(self, key: str, encoded: bytes, said: tuple[str, ...]) -> None:
+    def take_handed(self, key: str, encoded: bytes, said: tuple[str, ...]) -> None:
         """An answer a helper computed (`ahead.py`), unless this process has one: decoded
         when asked for, and kept as if computed here."""
         if self.has(key):
