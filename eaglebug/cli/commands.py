@@ -152,11 +152,12 @@ def _target_class(args: argparse.Namespace, index: TreeIndex, arch: str | None) 
 
 
 class _Answered(NamedTuple):
-    """What a tree command computed: its JSON text (None when it printed the text report), its
-    exit code, and the folders outside the tree it read (None: some it cannot stamp)."""
+    """What a tree command computed: its reply as printed on stdout (JSON, SARIF, or the text
+    report rendered for this terminal), its exit code, and the folders outside the tree it
+    read (None: some it cannot stamp, and the reply is not kept)."""
 
     warnings: tuple[str, ...]
-    json_text: str | None
+    stdout: str
     code: int
     folders: tuple[replies.FolderStamp, ...] | None = ()
 
@@ -170,12 +171,13 @@ def _answer(
     external: ExternalPackage | None = None,
 ) -> int:
     """A tree command's answer: the reply kept for these `parts`, if there is one, printed
-    without loading the engine; else `compute` over an index (and its JSON reply kept).
-    An external package's files are part of the key: a change there is a new question."""
+    without loading the engine; else `compute` over an index (and its reply kept).
+    An external package's files are part of the key: a change there is a new question; so is
+    the format, and for the text report the terminal it is rendered for."""
     answers = Answers(tree, use_cache=not args.no_cache)
     parts = [str(tree.package_dir), tree.version, *parts, _external_key(external)]
-    key = replies.key(command, parts)
-    keeps = args.json and not args.no_cache  # replies are kept for JSON only
+    key = replies.key(command, [*parts, *_rendering(args)])
+    keeps = not args.no_cache
     if keeps and (reply := replies.kept(answers, key)):
         return replies.say(reply)
     index = _index(args, tree, answers, _listing(tree, answers), external)
@@ -186,12 +188,21 @@ def _answer(
     finally:
         index.close()  # no helper working ahead outlives the command
     _warn(list(done.warnings))
-    if done.json_text is not None:
-        sys.stdout.write(done.json_text)
-        if keeps and done.folders is not None:
-            reply = replies.Reply(done.warnings, done.json_text, done.code, done.folders)
-            replies.keep(answers, key, reply)
+    sys.stdout.write(done.stdout)
+    if keeps and done.folders is not None:
+        reply = replies.Reply(done.warnings, done.stdout, done.code, done.folders)
+        replies.keep(answers, key, reply)
     return done.code
+
+
+def _rendering(args: argparse.Namespace) -> list[object]:
+    """What a reply's bytes depend on besides the question: the format, and for the text
+    report what Rich reads to render it that the key's other parts do not hold."""
+    if args.json:
+        return ["json"]
+    if args.sarif:
+        return ["sarif"]
+    return ["text", *replies.terminal()]
 
 
 def _sarif_text(index: TreeIndex, reports: list[ClassReport], findings: list[Finding]) -> str:
@@ -215,7 +226,7 @@ def _sarif_text(index: TreeIndex, reports: list[ClassReport], findings: list[Fin
 
 
 def _use_format(args: argparse.Namespace) -> None:
-    """--json is --format json; a SARIF reply is never kept (only JSON replies are)."""
+    """--json is --format json (the format is part of a kept reply's key, `_rendering`)."""
     args.json = args.json or args.format == "json"
     args.sarif = args.format == "sarif" and not args.json
 
@@ -228,20 +239,17 @@ def audit_command(args: argparse.Namespace) -> int:
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks import audit, has_errors
-        from eaglebug.cli.report import audit_json, print_audit
+        from eaglebug.cli.report import audit_json, print_audit, rendered
 
         target = _target_class(args, index, arch)
         result = audit(index, target, args.algorithm, args.draft_class)
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if args.sarif:
-            return _Answered(
-                tuple(result.warnings), _sarif_text(index, result.reports, result.findings), code
-            )
-        text = json_text(audit_json(result)) if args.json else None
-        if text is None:
-            _warn(result.warnings)  # before the report, as a JSON reply says them
-            print_audit(result)
-            return _Answered((), None, code)
+            text = _sarif_text(index, result.reports, result.findings)
+        elif args.json:
+            text = json_text(audit_json(result))
+        else:
+            text = rendered(print_audit, result)
         return _Answered(tuple(result.warnings), text, code)
 
     config = _model_config(args) or {}
@@ -301,7 +309,7 @@ def preflight_command(args: argparse.Namespace) -> int:
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks import GpuMemory, has_errors, preflight
-        from eaglebug.cli.report import print_preflight
+        from eaglebug.cli.report import print_preflight, rendered
 
         gpu_memory = GpuMemory(*gpu) if gpu else None
         result = preflight(
@@ -309,19 +317,27 @@ def preflight_command(args: argparse.Namespace) -> int:
         )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if args.sarif:
-            sarif = _sarif_text(index, result.reports, result.findings)
-            return _Answered(tuple(result.warnings), sarif, code)
-        if not args.json:
-            _warn(result.warnings)
-            print_preflight(result)
-            return _Answered((), None, code)
+            text = _sarif_text(index, result.reports, result.findings)
+        elif args.json:
+            text = json_text(result.to_json())
+        else:
+            text = rendered(print_preflight, result)
         folders = _model_folders(result.target, result.draft)
-        return _Answered(tuple(result.warnings), json_text(result.to_json()), code, folders)
+        return _Answered(tuple(result.warnings), text, code, folders)
 
-    # Besides the tree, the answer depends on the launch, the environment and the GPU.
+    # Besides the tree, the answer depends on the launch, the environment and the GPU, and
+    # the folder the launch's relative paths start from (a child process keeps its parent's
+    # PWD wherever it runs).
     calibration = measured.to_json() if measured else None
     capability = arch.capability if arch else None
-    parts = [words, sorted(os.environ.items()), gpu, capability, calibration]
+    parts: list[object] = [
+        words,
+        os.getcwd(),
+        sorted(os.environ.items()),
+        gpu,
+        capability,
+        calibration,
+    ]
     return _answer(args, tree, "preflight", parts, compute, external)
 
 

@@ -8,8 +8,11 @@ A reply is kept under a key made of everything the command's answer depends on b
 tree (the tree itself is the answers' fingerprint): the tree's folder and version, the
 arguments, and for preflight the environment, the GPU memory and the model folders it read.
 Folders are checked again before a reply is reused (their own mtime and each entry's size and
-mtime), so an edited `config.json` is read afresh. Only JSON replies are kept: the text
-report is rendered for the terminal it is printed on.
+mtime), so an edited `config.json` is read afresh. Every format is kept: JSON and SARIF as
+they are; the text report as Rich rendered it, which depends on the terminal it is printed
+on, so the key holds that terminal too (`terminal`). The text report is what a person types
+the command for: kept, a warm one costs what a warm `--json` does, not a rerun of the
+memory stage.
 """
 
 from __future__ import annotations
@@ -39,6 +42,24 @@ _PREFIX = "reply:"
 
 def key(command: str, parts: Iterable[object]) -> str:
     return f"{_PREFIX}{command}:{json.dumps(list(parts), default=str)}"
+
+
+def terminal() -> list[object]:
+    """What Rich reads, to render the text report, that is not in the environment (which a
+    text reply's key holds whole): whether stdout is a terminal and its encoding, each
+    standard stream's terminal size, the platform. Read without importing Rich."""
+    stdout = sys.stdout
+    try:
+        tty = stdout.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or not a file
+        tty = None
+    facts: list[object] = [sys.platform, tty, getattr(stdout, "encoding", None)]
+    for fd in (0, 1, 2):
+        try:
+            facts.append(tuple(os.get_terminal_size(fd)))
+        except (OSError, ValueError):
+            facts.append(None)
+    return facts
 
 
 def folder_stamp(path: Path | str) -> FolderStamp:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eaglebug.checks import SEVERITY_ORDER, one_line, sort_findings
 
 if TYPE_CHECKING:  # names for annotations: an audit's report loads no preflight machinery
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from eaglebug.checks import (
@@ -19,6 +21,7 @@ if TYPE_CHECKING:  # names for annotations: an audit's report loads no preflight
     )
     from eaglebug.git.fixing import Applied
 
+R = TypeVar("R")
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
@@ -109,6 +112,15 @@ def _console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True)
+
+
+def rendered(print_report: Callable[[R, Console], None], result: R) -> str:
+    """A report as the console prints it on this terminal (its width, its colours), as one
+    string: kept as the command's reply (`replies.py`), a warm run prints it without Rich."""
+    console = _console()
+    with console.capture() as capture:
+        print_report(result, console)
+    return capture.get()
 
 
 def _summary(console: Console, findings: list[Finding]) -> None:
