@@ -1,6 +1,7 @@
 """The engine's one syntax-tree walk (`eaglebug/checks/source/syntax.py`) yields exactly what
 `ast.walk` yields, in the same order: every analysis that took the first match, or relied on
-breadth-first order, answers as before."""
+breadth-first order, answers as before. Its statement walk (`statements`) yields exactly the
+statements among them, in that order, having visited no expression."""
 
 from __future__ import annotations
 
@@ -20,16 +21,43 @@ RUNTIME_FILES = (
 def _same(tree: ast.AST) -> int:
     ours, theirs = list(syntax.walk(tree)), list(ast.walk(tree))
     assert [id(n) for n in ours] == [id(n) for n in theirs]
+    statements = [id(n) for n in theirs if isinstance(n, ast.stmt)]
+    assert [id(n) for n in syntax.statements(tree)] == statements
     return len(ours)
 
 
+def _every_function_and_class(tree: ast.AST) -> int:
+    """Each definition's own statements (an analysis walks one method), as `ast.walk`'s."""
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    for node in defs:
+        expected = [id(n) for n in ast.walk(node) if isinstance(n, ast.stmt)]
+        assert [id(n) for n in syntax.statements(node)] == expected
+    return len(defs)
+
+
 def test_the_same_nodes_in_the_same_order_on_real_source(sglang_0523: Path) -> None:
-    walked = sum(
-        _same(ast.parse((sglang_0523 / rel).read_bytes(), rel))
+    trees = [
+        ast.parse((sglang_0523 / rel).read_bytes(), rel)
         for rel in RUNTIME_FILES
         if (sglang_0523 / rel).is_file()
-    )
-    assert walked > 20_000
+    ]
+    assert sum(_same(tree) for tree in trees) > 20_000
+    assert sum(_every_function_and_class(tree) for tree in trees) > 200
+
+
+def test_statements_visit_no_expression() -> None:
+    """What makes the statement walk cheap: it never reads an expression's fields (here, a
+    node whose every expression field raises when read)."""
+
+    class Poisoned(ast.Name):
+        @property
+        def ctx(self) -> ast.expr_context:
+            raise AssertionError("an expression was visited")
+
+    tree = ast.parse("if a:\n    b = c(d)\nelse:\n    e()\n")
+    call = tree.body[0].orelse[0].value  # type: ignore[attr-defined]
+    call.func = Poisoned(id="e")
+    assert [type(n).__name__ for n in syntax.statements(tree)] == ["If", "Assign", "Expr"]
 
 
 def test_hand_built_nodes_and_every_syntax_form() -> None:
@@ -50,3 +78,13 @@ def test_hand_built_nodes_and_every_syntax_form() -> None:
     tree = ast.parse(source)
     _same(tree)
     _same(tree.body[1])
+    _every_function_and_class(tree)
+    # Statements in `except*` clauses and `case` blocks sit a level deeper than their
+    # neighbours' (under the clause): breadth-first order must still match.
+    nested = ast.parse(
+        "try:\n    a = 1\nexcept E:\n    b = 2\n    try:\n        c = 3\n    finally:\n"
+        "        d = 4\nelse:\n    f = 5\nmatch g:\n    case 1:\n        h = 6\n"
+        "    case _:\n        while i:\n            j = 7\n        else:\n            k = 8\n"
+        "for l in m:\n    n = 9\n"
+    )
+    assert _same(nested) and len(list(syntax.statements(nested))) == 14

@@ -68,7 +68,7 @@ def _rewrites(index: TreeIndex) -> tuple[Rewrite, ...]:
 
 def _read(rel: str, fn: ast.FunctionDef) -> list[Rewrite]:
     flags: dict[str, tuple[str, ...]] = {}  # name -> architectures it is true for
-    for node in syntax.walk(fn):
+    for node in syntax.statements(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             archs = _architectures(node.value)

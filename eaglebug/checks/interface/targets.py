@@ -290,7 +290,7 @@ def _walk(fn: ast.FunctionDef) -> list[tuple[ast.AST, bool]]:
 def _subclasses_named(tree: ast.Module, base: str) -> list[str]:
     return [
         node.name
-        for node in syntax.walk(tree)
+        for node in syntax.statements(tree)
         if isinstance(node, ast.ClassDef)
         and any((dotted(b) or "").rsplit(".", 1)[-1] == base for b in node.bases)
     ]

@@ -67,7 +67,7 @@ class _Action:
 def _actions(trees: list[tuple[str, ast.Module]]) -> dict[str, _Action]:
     out: dict[str, _Action] = {}
     for _rel, tree in trees:
-        for cls in syntax.walk(tree):
+        for cls in syntax.statements(tree):
             if not (isinstance(cls, ast.ClassDef) and cls.name.startswith("Deprecated")):
                 continue
             call = next(

@@ -340,7 +340,7 @@ def _default_of(fn: ast.FunctionDef, param: str) -> object:
 def field_defaults_in(tree: ast.Module) -> dict[str, Any]:
     """Each class field's literal default in one file (`name: T = 8`), the first one kept."""
     out: dict[str, Any] = {}
-    for cls in (n for n in syntax.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in syntax.statements(tree) if isinstance(n, ast.ClassDef)):
         for stmt in cls.body:
             if (
                 isinstance(stmt, ast.AnnAssign)

@@ -65,7 +65,7 @@ def _registry(index: TreeIndex) -> tuple[set[str], str]:
     for rel, parsed in _parsed_with(index, "sglang/srt/utils/", _REGISTRY):
         names: set[str] = set()
         line = 0
-        for node in syntax.walk(parsed.tree):
+        for node in syntax.statements(parsed.tree):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -340,7 +340,7 @@ def _kept_assignments(tree: ast.Module, rel: str, text: str) -> list[FunctionSou
     as their expressions' text."""
     wanted = {"max_running_requests": REQUEST_LIMIT, "dp_size": RUNNER_DP}
     out: dict[str, FunctionSource] = {}
-    for node in syntax.walk(tree):
+    for node in syntax.statements(tree):
         if not isinstance(node, ast.Assign):
             continue
         attr = self_assignment(node)
@@ -365,7 +365,7 @@ def _config_rewrites(tree: ast.Module, rel: str, text: str) -> list[FunctionSour
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             locals_: dict[str, ast.expr] = {}
-            for node in syntax.walk(function):
+            for node in syntax.statements(function):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
                 target = node.targets[0]
@@ -399,7 +399,7 @@ def _runner_copies(tree: ast.Module) -> dict[str, str]:
     for cls in tree.body:
         if not (isinstance(cls, ast.ClassDef) and cls.name == "ModelRunner"):
             continue
-        for node in syntax.walk(cls):
+        for node in syntax.statements(cls):
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)):
                 continue
             attr = self_assignment(node)

@@ -70,7 +70,7 @@ def _ids_source(index: TreeIndex) -> IdsSource | None:
         parsed = parsed_with(index, rel, _FIELD)
         if parsed is None:
             continue
-        for fn in syntax.walk(parsed.tree):
+        for fn in syntax.statements(parsed.tree):
             if not isinstance(fn, ast.FunctionDef):
                 continue
             found = _ids_in(fn, rel)
@@ -81,7 +81,7 @@ def _ids_source(index: TreeIndex) -> IdsSource | None:
 
 def _ids_in(fn: ast.FunctionDef, rel: str) -> IdsSource | None:
     holders: dict[str, str] = {}  # local name -> the config attribute it was read from
-    for node in syntax.walk(fn):
+    for node in syntax.statements(fn):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -95,7 +95,7 @@ def _ids_in(fn: ast.FunctionDef, rel: str) -> IdsSource | None:
             and isinstance(value.args[1].value, str)
         ):
             holders[target.id] = value.args[1].value
-    for node in syntax.walk(fn):
+    for node in syntax.statements(fn):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value

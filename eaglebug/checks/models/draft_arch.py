@@ -89,7 +89,7 @@ def _read(index: TreeIndex) -> DraftRenames:
         return DraftRenames((), ())
     renames: list[tuple[str, str, str]] = []
     conditional: list[tuple[str, str]] = []
-    for fn in syntax.walk(parsed.tree):
+    for fn in syntax.statements(parsed.tree):
         if not (isinstance(fn, ast.FunctionDef) and fn.name == _METHOD):
             continue
         for stmt in fn.body:

@@ -51,7 +51,7 @@ def method_node(index: TreeIndex, provider: Provider) -> ast.FunctionDef | None:
     parsed = index.parse_file(provider.file)
     if parsed is None:
         return None
-    for node in syntax.walk(parsed.tree):
+    for node in syntax.statements(parsed.tree):
         if isinstance(node, ast.FunctionDef) and node.lineno == provider.line:
             return node
     return None
@@ -80,7 +80,7 @@ def flavour(index: TreeIndex, ref: ClassRef) -> Flavour | None:
     owner, init = found
     values = set()
     line = 0
-    for node in syntax.walk(init):
+    for node in syntax.statements(init):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -144,7 +144,7 @@ def _keeps_own_head(index: TreeIndex) -> tuple[KeepsOwnHead, ...]:
         parsed = parsed_with(index, rel, _LM_FROM_TARGET)
         if parsed is None:
             continue
-        for node in syntax.walk(parsed.tree):
+        for node in syntax.statements(parsed.tree):
             predicate = _predicate_test(node)
             if predicate is None or not isinstance(node, ast.If):
                 continue

@@ -122,7 +122,7 @@ def _dispatch(index: TreeIndex, algo: AlgorithmFacts) -> dict[str, tuple[str, ..
     if parsed is None:
         return {}
     out: dict[str, tuple[str, ...]] = {}
-    for node in syntax.walk(parsed.tree):
+    for node in syntax.statements(parsed.tree):
         if isinstance(node, ast.FunctionDef) and node.name == "handle_server_args":
             _walk_chain(node.body, algo, out, set(algo.members))
     return out

@@ -173,7 +173,7 @@ def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
                 owner = m.expr(target.value)
                 if isinstance(owner, Instance):
                     m.write(owner, target.attr, unknown, frame.rel, stmt.lineno)
-    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in syntax.walk(stmt)):
+    if any(isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in syntax.statements(stmt)):
         frame.tests.append(Test(f"<{why} at line {stmt.lineno}>", frozenset(), False))
 
 

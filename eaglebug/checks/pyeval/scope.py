@@ -182,7 +182,7 @@ class Source:
                 found = next(
                     (
                         n
-                        for n in syntax.walk(parsed.tree)
+                        for n in syntax.statements(parsed.tree)
                         if isinstance(n, ast.ClassDef) and n.lineno == ref.facts.line
                     ),
                     None,

@@ -70,7 +70,7 @@ def is_candidate(entry: FileEntry) -> bool:
 
 
 def assignments(fn: ast.AST) -> list[ast.Assign | ast.AnnAssign]:
-    return [n for n in syntax.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))]
+    return [n for n in syntax.statements(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))]
 
 
 def bound_parameter(

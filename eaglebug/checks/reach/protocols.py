@@ -74,7 +74,7 @@ def _class_node(index: TreeIndex, ref: ClassRef) -> ast.ClassDef | None:
     parsed = index.parse_file(ref.file)
     if parsed is None:
         return None
-    for node in syntax.walk(parsed.tree):
+    for node in syntax.statements(parsed.tree):
         if isinstance(node, ast.ClassDef) and node.name == ref.facts.name:
             return node
     return None

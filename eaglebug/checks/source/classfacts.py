@@ -215,7 +215,7 @@ def _decorator_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 def _getattr_forward(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """`return getattr(self.inner, name)` somewhere in `__getattr__` -> "inner"."""
     param = fn.args.args[1].arg if len(fn.args.args) > 1 else None
-    for node in syntax.walk(fn):
+    for node in syntax.statements(fn):
         if (
             isinstance(node, ast.Return)
             and isinstance(node.value, ast.Call)

@@ -77,7 +77,7 @@ def template_text(node: ast.expr) -> str | None:
 
 def init_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef, facts: ClassFacts) -> None:
     """Record `self.x = ...` in `__init__`, with the condition that picks each inner class."""
-    for node in syntax.walk(fn):  # imports inside __init__ name the inner classes too
+    for node in syntax.statements(fn):  # imports inside __init__ name the inner classes too
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 facts.local_imports.setdefault(

@@ -33,3 +33,36 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, _AST):
                         put(item)
         yield node
+
+
+_STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
+# The fields that hold statement lists, in every node type of Python's grammar (an `if`'s
+# `body`; a lambda's and a conditional expression's are expressions, never lists).
+_STATEMENT_LISTS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_lists_of: dict[type, tuple[str, ...]] = {}
+
+
+def statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements among `walk(node)`'s nodes, in its order, without visiting an
+    expression: for the analyses that look for a definition, an assignment or an import,
+    a tenth of the nodes. Statements sit only in statement lists (a module's, a statement's,
+    an `except` clause's or a `case`'s body: never under an expression), so the walk goes
+    down those lists alone; it queues the clauses too, so every statement is reached at the
+    depth `walk` reaches it, and breadth-first order is kept."""
+    todo = deque([node])
+    take, put = todo.popleft, todo.append
+    like, stmt, lists = _STATEMENT_LIKE, ast.stmt, _lists_of
+    while todo:
+        node = take()
+        kind = type(node)
+        names = lists.get(kind)
+        if names is None:
+            names = lists[kind] = tuple(f for f in kind._fields if f in _STATEMENT_LISTS)
+        for name in names:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, like):
+                        put(item)
+        if isinstance(node, stmt):
+            yield node
