@@ -11,9 +11,14 @@ machine, as separate processes from compiled bytecode (the helpers of `audit_vs_
     preflight of the new release, fresh cache                    cold, for reference
     preflight of the new release after one of the old release    <= 2x grep (the goal)
     the same for `audit`                                         information
+    preflight of a copy of the new release after one of it       information
+    the same copy again, every file's mtime changed (a reinstall) information
 
 Each "second" run gets a fresh cache folder filled by one untimed run of the old release (the
-same seed launch: Kimi-K2.5 + EAGLE-3, --tp 8, as `preflight.py`); best of N, worst RSS.
+same seed launch: Kimi-K2.5 + EAGLE-3, --tp 8, as `preflight.py`); best of N, worst RSS. The
+last two rows are the same files elsewhere (a second venv with the same release) and installed
+again (`pip install --force-reinstall`): they take over the answers made for that content
+(`eaglebug/checks/source/content.py`), each pair with its own fresh cache too.
 A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails outright.
 
     python bench/second_release.py [--old 0.5.22] [--new 0.5.23] [--runs N]
@@ -22,6 +27,7 @@ A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -68,6 +74,25 @@ def _second(old: list[str], new: list[str], runs: int, scratch: Path, tag: str) 
     return results
 
 
+def _same_content(
+    original: list[str], copy: list[str], tree: Path, runs: int, scratch: Path
+) -> tuple[list[Run], list[Run]]:
+    """`copy` (the release in another folder) after `original`; then again after every `.py`
+    file of the copy got a new mtime, as a reinstall gives them."""
+    elsewhere, reinstalled = [], []
+    for i in range(runs):
+        home = scratch / f"content-{i}"
+        home.mkdir()
+        run_audit(original, scratch, home)
+        elsewhere.append(run_audit(copy, scratch, home))
+        for path in tree.rglob("*.py"):
+            st = path.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        reinstalled.append(run_audit(copy, scratch, home))
+        shutil.rmtree(home)
+    return elsewhere, reinstalled
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
     release_options(parser)
@@ -91,20 +116,28 @@ def main(argv: list[str] | None = None) -> int:
             second = _second(*flights, args.runs, scratch, "preflight")
             audit_cold = time_cold(audits[1], args.runs, scratch, "audit-")
             audit_second = _second(*audits, args.runs, scratch, "audit")
+            copy = scratch / "copy"  # the release elsewhere (its kernels' binaries left out)
+            shutil.copytree(new_tree, copy, ignore=shutil.ignore_patterns("*.so"))
+            elsewhere, reinstalled = _same_content(
+                flights[1], preflight_argv(copy, target, draft), copy, args.runs, scratch
+            )
         except AuditFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     best = {name: min(r.seconds for r in rs) for name, rs in (
         ("cold", cold), ("second", second), ("audit_cold", audit_cold),
-        ("audit_second", audit_second),
+        ("audit_second", audit_second), ("elsewhere", elsewhere), ("reinstalled", reinstalled),
     )}  # fmt: skip
-    rss = max(r.max_rss_mb for r in (*cold, *second, *audit_cold, *audit_second))
+    runs_all = (*cold, *second, *audit_cold, *audit_second, *elsewhere, *reinstalled)
+    rss = max(r.max_rss_mb for r in runs_all)
     rows = [
         ("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", ""),
         timed_row("preflight cold (best)", best["cold"], grep_s, None),
         timed_row(f"preflight {args.new} after {args.old}", best["second"], grep_s, GOAL),
         timed_row("audit cold (best)", best["audit_cold"], grep_s, None),
         timed_row(f"audit {args.new} after {args.old}", best["audit_second"], grep_s, None),
+        timed_row(f"preflight {args.new} in another folder", best["elsewhere"], grep_s, None),
+        timed_row("  the same, reinstalled", best["reinstalled"], grep_s, None),
         rss_row("peak RSS (max)", rss),
     ]
     print(f"old: {old_tree}\nnew: {new_tree}\nruns: {args.runs} (best time, worst RSS)")

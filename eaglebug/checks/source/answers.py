@@ -14,6 +14,7 @@ does not decode (a planted or damaged file, a stale shape) is a miss: computed a
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from eaglebug.checks.contract import codec
@@ -23,7 +24,11 @@ from eaglebug.checks.source.tree import SglangTree
 
 T = TypeVar("T")
 MISSING = object()
-_Meta = tuple[Fingerprint, tuple[str, ...], dict[str, tuple[str, ...]]]  # walk and answer warnings
+# The fingerprint, the walk's and each answer's warnings, and the content they were made for
+# (`content.py`: its key, the hashes of the files outside the runtime they read).
+_Meta = tuple[
+    Fingerprint, tuple[str, ...], dict[str, tuple[str, ...]], tuple[str, dict[str, str]] | None
+]
 
 
 class Answers:
@@ -38,6 +43,7 @@ class Answers:
         self._warnings: dict[str, tuple[str, ...]] = {}
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: tuple[str, ...] = ()
+        self.content: tuple[str, dict[str, str]] | None = None  # as the meta says (`_Meta`)
         self.dirty = False
         self._adopted: Fingerprint | None = None  # whose stamped files the answers depend on
         self._pending: tuple[_Meta, dict[str, bytes]] | None = None  # valid if the walk agrees
@@ -69,10 +75,37 @@ class Answers:
             self._pending = (meta, stored)
 
     def _adopt(self, meta: _Meta, stored: dict[str, bytes]) -> None:
-        fingerprint, self.walk_warnings, warnings = meta
+        fingerprint, self.walk_warnings, warnings, self.content = meta
         self._adopted = fingerprint
         self._stored = stored
         self._warnings = {k: v for k, v in warnings.items() if k in stored}
+
+    @property
+    def adopted(self) -> bool:
+        """Were answers of an earlier run taken over?"""
+        return self._adopted is not None
+
+    def take_over(self, folder: Path, key: str, same: Callable[[dict[str, str]], bool]) -> bool:
+        """The answers saved for `folder`, if they were made for content `key` and the files
+        outside the runtime they read are the `same` here (`content.py`): taken over as if
+        this tree's (its own walk's warnings and stamps stay)."""
+        read = cache.read(cache.answers_path(folder), folder)
+        if read is None:
+            return False
+        try:
+            meta: _Meta = codec.decode(read.meta, _Meta)
+        except codec.Invalid:
+            return False
+        content = meta[3]
+        if not meta[0].consistent() or content is None or content[0] != key:
+            return False
+        if not same(content[1]):
+            return False
+        walk_warnings = self.walk_warnings
+        self._adopt(meta, {k: read.data[a:b] for k, (a, b) in read.spans.items()})
+        self.walk_warnings = walk_warnings
+        self.dirty = True  # this folder's own answers file is written with them
+        return True
 
     def settle(self, fingerprint: Fingerprint, walk_warnings: list[str]) -> None:
         """After a walk: keep what was read if the files are the same, and the new stamps."""
@@ -184,6 +217,8 @@ class Answers:
         if not (self.use_cache and self.dirty and self.fingerprint is not None):
             return
         warnings = {k: v for k, v in self._warnings.items() if k in self._stored}
-        meta: Any = codec.encode((self.fingerprint, self.walk_warnings, warnings), _Meta)
+        meta: Any = codec.encode(
+            (self.fingerprint, self.walk_warnings, warnings, self.content), _Meta
+        )
         cache.write(cache.answers_path(self.tree.root), self.tree.root, meta, self._stored)
         self.dirty = False

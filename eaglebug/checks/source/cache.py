@@ -22,7 +22,9 @@ old file or a complete new one. The files:
   small, read first, and on a warm run the only file read;
 - `files-<tree>`: each file's stamp (size, mtime) and the hash of its bytes (`files.py`);
 - `facts`: what was learnt from each file, by the hash of its bytes and path (`store.py`),
-  shared by every tree: another release or checkout reuses the files they have in common.
+  shared by every tree: another release or checkout reuses the files they have in common;
+- `trees-by-content`: which folder's answers were made for which content (`content.py`): the
+  same files in another folder, or installed again, take them over.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ def answers_path(tree_root: Path) -> Path:
 
 def store_path() -> Path:
     return cache_dir() / "facts.cache"
+
+
+def content_index_path() -> Path:
+    return cache_dir() / "trees-by-content.cache"
 
 
 class Container(NamedTuple):

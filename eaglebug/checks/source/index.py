@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from eaglebug.checks.contract.errors import InputError, closest_hint
-from eaglebug.checks.source import ahead
+from eaglebug.checks.source import ahead, content
 from eaglebug.checks.source.ahead import Background, Handed, Pending
 from eaglebug.checks.source.answers import Answers
 from eaglebug.checks.source.classes import NN_MODULE_ATTRS, ClassIndex, ClassRef, Provider
@@ -80,11 +80,14 @@ class TreeIndex:
         self.answers = answers if answers is not None else Answers(tree, use_cache)
         self.files = SourceFiles(tree, use_cache, self.warnings, mapper, listing, parsed, shared)
         self.classes = ClassIndex(self.files, self.answers)
+        self._content: str | None = None  # the walked tree's content key, once computed
         if self.answers.quick:  # the tree is as the answers left it: walk only if needed
             self.warnings.extend(self.answers.walk_warnings)
             self.files.walk_said = True
         else:  # walk now: the answers wait for its verdict
             self.answers.settle(self.files.walk(), self.files.walk_warnings)
+            if use_cache and not self.answers.adopted:
+                self._take_over_same_content()
         self.external: ExternalPackage | None = None
         self._kept: dict[str, object] = {}
         self.background = background
@@ -145,8 +148,35 @@ class TreeIndex:
             return
         self.files.save()
         walked = self.files.fingerprint if self.files.scanned else None
-        self.answers.depend_on(walked, self.files.read_here)
-        self.answers.save()
+        answers = self.answers
+        answers.depend_on(walked, self.files.read_here)
+        if not (answers.use_cache and answers.dirty and answers.fingerprint is not None):
+            return
+        key = self._content_key()
+        if key is not None:  # the files outside the runtime that the answers read, hashed
+            root = self.tree.root
+            answers.content = (key, content.extras(root, answers.fingerprint.checked()))
+        answers.save()
+        if key is not None:
+            content.remember(key, self.tree.root)
+
+    def _content_key(self) -> str | None:
+        """This tree's content key (`content.py`): computed from the walk, else as the
+        answers read had it (their stamps held, so the files are as they were then)."""
+        if self.files.scanned:
+            if self._content is None:
+                self._content = content.content_key(self.files, self.tree.version)
+            return self._content
+        return self.answers.content[0] if self.answers.content is not None else None
+
+    def _take_over_same_content(self) -> None:
+        """No answers for this folder's files as they are: those of the same content, made
+        in another folder (or here, before every mtime changed), if there are any."""
+        key = self._content_key()
+        folder = content.folder_with(key) if key is not None else None
+        if key is not None and folder is not None:
+            root = self.tree.root
+            self.answers.take_over(folder, key, lambda wanted: content.same_extras(root, wanted))
 
     def kept(self, key: str, make: Callable[[], T]) -> T:
         """An in-memory object that lives as long as this index (the workers' scopes, the
