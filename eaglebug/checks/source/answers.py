@@ -24,11 +24,10 @@ from eaglebug.checks.source.tree import SglangTree
 
 T = TypeVar("T")
 MISSING = object()
+Content = tuple[str, dict[str, str]]  # `content.py`: the key, the files outside the runtime
 # The fingerprint, the walk's and each answer's warnings, and the content they were made for
-# (`content.py`: its key, the hashes of the files outside the runtime they read).
-_Meta = tuple[
-    Fingerprint, tuple[str, ...], dict[str, tuple[str, ...]], tuple[str, dict[str, str]] | None
-]
+# (its key, the hashes of the files outside the runtime they read).
+_Meta = tuple[Fingerprint, tuple[str, ...], dict[str, tuple[str, ...]], Content | None]
 
 
 class Answers:
@@ -43,7 +42,7 @@ class Answers:
         self._warnings: dict[str, tuple[str, ...]] = {}
         self.fingerprint: Fingerprint | None = None
         self.walk_warnings: tuple[str, ...] = ()
-        self.content: tuple[str, dict[str, str]] | None = None  # as the meta says (`_Meta`)
+        self.content: Content | None = None  # as the meta says (`_Meta`)
         self.dirty = False
         self._adopted: Fingerprint | None = None  # whose stamped files the answers depend on
         self._pending: tuple[_Meta, dict[str, bytes]] | None = None  # valid if the walk agrees
@@ -57,16 +56,10 @@ class Answers:
             self._load()
 
     def _load(self) -> None:
-        read = cache.read(cache.answers_path(self.tree.root), self.tree.root)
+        read = _read(self.tree.root)
         if read is None:
             return
-        try:
-            meta: _Meta = codec.decode(read.meta, _Meta)
-        except codec.Invalid:
-            return
-        if not meta[0].consistent():
-            return
-        stored = {key: read.data[a:b] for key, (a, b) in read.spans.items()}
+        meta, stored = read
         if meta[0].holds(str(self.tree.root)):
             self._adopt(meta, stored)
             self.fingerprint = meta[0]
@@ -89,20 +82,15 @@ class Answers:
         """The answers saved for `folder`, if they were made for content `key` and the files
         outside the runtime they read are the `same` here (`content.py`): taken over as if
         this tree's (its own walk's warnings and stamps stay)."""
-        read = cache.read(cache.answers_path(folder), folder)
+        read = _read(folder)
         if read is None:
             return False
-        try:
-            meta: _Meta = codec.decode(read.meta, _Meta)
-        except codec.Invalid:
-            return False
+        meta, stored = read
         content = meta[3]
-        if not meta[0].consistent() or content is None or content[0] != key:
-            return False
-        if not same(content[1]):
+        if content is None or content[0] != key or not same(content[1]):
             return False
         walk_warnings = self.walk_warnings
-        self._adopt(meta, {k: read.data[a:b] for k, (a, b) in read.spans.items()})
+        self._adopt(meta, stored)
         self.walk_warnings = walk_warnings
         self.dirty = True  # this folder's own answers file is written with them
         return True
@@ -213,8 +201,13 @@ class Answers:
         self.put(key, computed, warnings[mark:], kind)
         return computed
 
+    @property
+    def unsaved(self) -> bool:
+        """Has this run something to write (`save`)?"""
+        return self.use_cache and self.dirty and self.fingerprint is not None
+
     def save(self) -> None:
-        if not (self.use_cache and self.dirty and self.fingerprint is not None):
+        if not self.unsaved or self.fingerprint is None:
             return
         warnings = {k: v for k, v in self._warnings.items() if k in self._stored}
         meta: Any = codec.encode(
@@ -222,3 +215,18 @@ class Answers:
         )
         cache.write(cache.answers_path(self.tree.root), self.tree.root, meta, self._stored)
         self.dirty = False
+
+
+def _read(root: Path) -> tuple[_Meta, dict[str, bytes]] | None:
+    """The answers saved for the tree at `root`, with their meta (None: none, or a file whose
+    meta does not decode or whose fingerprint is cut short)."""
+    read = cache.read(cache.answers_path(root), root)
+    if read is None:
+        return None
+    try:
+        meta: _Meta = codec.decode(read.meta, _Meta)
+    except codec.Invalid:
+        return None
+    if not meta[0].consistent():
+        return None
+    return meta, {key: read.data[a:b] for key, (a, b) in read.spans.items()}

@@ -31,7 +31,6 @@ from eaglebug.checks.source.facts import RUNTIME
 from eaglebug.checks.source.files import SourceFiles, read_file
 from eaglebug.checks.source.store import digest
 
-Content = tuple[str, dict[str, str]]  # the key, and the hashes of the files outside the runtime
 _KEPT = 32
 _UNREADABLE = "unreadable"
 

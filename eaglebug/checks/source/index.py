@@ -150,7 +150,7 @@ class TreeIndex:
         walked = self.files.fingerprint if self.files.scanned else None
         answers = self.answers
         answers.depend_on(walked, self.files.read_here)
-        if not (answers.use_cache and answers.dirty and answers.fingerprint is not None):
+        if not answers.unsaved or answers.fingerprint is None:
             return
         key = self._content_key()
         if key is not None:  # the files outside the runtime that the answers read, hashed
@@ -173,10 +173,13 @@ class TreeIndex:
         """No answers for this folder's files as they are: those of the same content, made
         in another folder (or here, before every mtime changed), if there are any."""
         key = self._content_key()
-        folder = content.folder_with(key) if key is not None else None
-        if key is not None and folder is not None:
-            root = self.tree.root
-            self.answers.take_over(folder, key, lambda wanted: content.same_extras(root, wanted))
+        if key is None:
+            return
+        folder = content.folder_with(key)
+        if folder is None:
+            return
+        root = self.tree.root
+        self.answers.take_over(folder, key, lambda wanted: content.same_extras(root, wanted))
 
     def kept(self, key: str, make: Callable[[], T]) -> T:
         """An in-memory object that lives as long as this index (the workers' scopes, the
