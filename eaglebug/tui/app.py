@@ -10,6 +10,8 @@ notifications (`tui.runner`); nothing a feed does can end the app.
 from __future__ import annotations
 
 import contextlib
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +31,7 @@ from eaglebug.session.controller import ChecksProgressed, Controller, Event
 from eaglebug.session.problems import Problem
 from eaglebug.session.session import Session
 from eaglebug.session.watch import LaunchWatch, WatchSnapshot
+from eaglebug.tui.hangup import watch_hangup
 from eaglebug.tui.messages import (
     AcceptanceSampled,
     CheckProgressed,
@@ -39,6 +42,8 @@ from eaglebug.tui.messages import (
 )
 from eaglebug.tui.runner import show_problem
 from eaglebug.tui.screens.main import MainScreen
+
+HANGUP_STATUS = 128 + signal.SIGHUP  # as a shell reports a command SIGHUP ended
 
 
 class EaglebugApp(App[None]):
@@ -81,6 +86,7 @@ class EaglebugApp(App[None]):
         self.controller = Controller(session, self._controlled, launch_when_clear=launch_when_clear)
         self.main = MainScreen(clock, run_checks=run_checks, open_guide=open_guide)
         self._stopping = threading.Event()
+        self.hung_up = False  # the terminal is gone: nothing more may be printed to it
 
     def get_default_screen(self) -> Screen[None]:
         return self.main
@@ -102,6 +108,16 @@ class EaglebugApp(App[None]):
         self.sampler.start()
         self.launch_watch.start()
         self.accept_watch.start()
+        if not self.is_headless and sys.__stdin__ is not None:
+            watch_hangup(sys.__stdin__.fileno(), self._terminal_gone)
+
+    def _terminal_gone(self) -> None:
+        """The terminal hung up and no SIGHUP ended the app (`tui/hangup.py`): end it as
+        `q` would (a real server outlives eaglebug; the demo's stand-in ends with the demo),
+        with the exit status a hangup gives."""
+        self.hung_up = True
+        with contextlib.suppress(RuntimeError):  # the app ended meanwhile
+            self.call_from_thread(self.exit, None, HANGUP_STATUS)
 
     def on_unmount(self) -> None:
         self._stopping.set()

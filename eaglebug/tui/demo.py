@@ -73,5 +73,7 @@ def run_demo(
     running = app.session.server.attached()
     if running is not None:
         app.session.server.stop(running, grace_s=5.0)
+    if app.hung_up:  # no terminal to print to
+        return app.return_code or 0
     print(f"demo files: {scenario.root}\n{scenario.describe()}")
     return 0

@@ -114,7 +114,7 @@ def run_tui(
         stall_limits=stall_limits,
     )
     app.run()
-    return 0
+    return app.return_code or 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
