@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import pty
 import threading
+import tty
 
 from eaglebug.tui.hangup import watch_hangup
 
 
 def test_a_closed_terminal_is_noticed_and_nothing_is_read_from_it() -> None:
     master, slave = pty.openpty()
+    tty.setraw(slave)  # as the app's driver sets it: a key is readable without a newline
     gone = threading.Event()
     try:
         thread = watch_hangup(slave, gone.set)

@@ -147,8 +147,10 @@ class TreeIndex:
         if os.getpid() != self._owner:
             return
         self.files.save()
-        walked = self.files.fingerprint if self.files.scanned else None
         answers = self.answers
+        if not answers.use_cache:  # nothing is written: the stamps it would keep are moot
+            return
+        walked = self.files.fingerprint if self.files.scanned else None
         answers.depend_on(walked, self.files.read_here)
         if not answers.unsaved or answers.fingerprint is None:
             return
