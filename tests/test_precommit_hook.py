@@ -22,19 +22,12 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One store for the module's runs: pre-commit installs the hook's environment (eaglebug
-    from this repository, by pip) once per commit of it, and every run here is of the same."""
-    return tmp_path_factory.mktemp("pre-commit-home")
-
-
-def _env(home: Path) -> dict[str, str]:
+def _env(tmp_path: Path) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)  # this environment's pre-commit, eaglebug, git
     return {
         **os.environ,
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        "PRE_COMMIT_HOME": str(home),
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@example.com",
         "GIT_COMMITTER_NAME": "t",
@@ -74,9 +67,9 @@ def _try_repo(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
-    checkout: Path, pre_commit_home: Path
+    checkout: Path, tmp_path: Path
 ) -> None:
-    env = _env(pre_commit_home)
+    env = _env(tmp_path)
     _touch_and_stage(checkout, "sglang/srt/models/kimi_k25.py")
     failed = _try_repo(checkout, env)
     out = failed.stdout + failed.stderr
@@ -114,10 +107,10 @@ def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
     assert passed.returncode == 0, passed.stdout + passed.stderr
 
 
-def test_hook_ignores_files_outside_the_models(checkout: Path, pre_commit_home: Path) -> None:
+def test_hook_ignores_files_outside_the_models(checkout: Path, tmp_path: Path) -> None:
     """A staged file the manifest's `files` pattern leaves out never reaches eaglebug."""
     _touch_and_stage(checkout, "sglang/srt/server_args.py")
-    run = _try_repo(checkout, _env(pre_commit_home))
+    run = _try_repo(checkout, _env(tmp_path))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(no files to check)" in run.stdout
 
