@@ -116,7 +116,9 @@ class EaglebugApp(App[None]):
         `q` would (a real server outlives eaglebug; the demo's stand-in ends with the demo),
         with the exit status a hangup gives."""
         self.hung_up = True
-        with contextlib.suppress(RuntimeError):  # the app ended meanwhile
+        if not self.is_running:  # it ended already: its loop would never run the call
+            return
+        with contextlib.suppress(RuntimeError):  # it ended meanwhile
             self.call_from_thread(self.exit, None, HANGUP_STATUS)
 
     def on_unmount(self) -> None:

@@ -22,7 +22,8 @@ GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 def watch_hangup(fd: int, on_hangup: Callable[[], None]) -> threading.Thread | None:
     """Call `on_hangup` once, on a daemon thread, when the terminal on `fd` hangs up; None
-    (nothing watched) when `fd` is not a terminal, as under a test's headless driver."""
+    (nothing watched) when `fd` is not a terminal: a pipe hangs up when its writer ends,
+    which is not a terminal going away."""
     if not os.isatty(fd):
         return None
     poller = select.poll()
