@@ -102,9 +102,7 @@ class Terminal:
             self.proc.kill()
         self.proc.wait(timeout=120)
         if self.master >= 0:
-            os.write(self._quit_w, b"x")
-            self._reader.join(timeout=60)
-            os.close(self.master)
+            self.hang_up()
         os.close(self._quit_r)
         os.close(self._quit_w)
 
