@@ -60,7 +60,7 @@ def extras(root: Path, names: set[str]) -> dict[str, str]:
 
 def same_extras(root: Path, wanted: dict[str, str]) -> bool:
     """Do this tree's files outside the runtime have the hashes the answers were made with?"""
-    return extras(root, set(wanted)) == wanted and _UNREADABLE not in wanted.values()
+    return _UNREADABLE not in wanted.values() and extras(root, set(wanted)) == wanted
 
 
 def _index() -> dict[str, str]:
