@@ -12,6 +12,7 @@ import pytest
 
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from eaglebug.checks.source.trees import ParsedTrees, keep_in_process
 from eaglebug.demo import DemoScenario
 from tests import gitrepo
 from tests.live import hermetic_demo_env, prepared_demo
@@ -86,6 +87,28 @@ def _isolated_cache(
 ) -> None:
     """Each test gets its own parse cache, so no test sees another's cached facts."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+# Source bytes whose syntax trees a worker keeps across tests (about 32 bytes of memory per
+# byte of source): the releases' files most tests parse again and again.
+KEPT_TREES_BYTES = 24_000_000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every index a test builds in this process takes the syntax trees of files another test
+    of the worker parsed already (by each file's path and bytes, `source/trees.py`): parsing
+    the same releases' files test after test was about a third of the suite's time. A test of
+    the parsing itself asks for `cold_parsing`."""
+    del config
+    keep_in_process(ParsedTrees(KEPT_TREES_BYTES))
+
+
+@pytest.fixture
+def cold_parsing() -> Iterator[None]:
+    """This test's indexes parse every file they need themselves, as a one-shot run does."""
+    kept = keep_in_process(None)
+    yield
+    keep_in_process(kept)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

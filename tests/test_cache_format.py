@@ -302,7 +302,7 @@ def test_every_answer_of_a_real_preflight_is_kept(sglang_0523: Path, tmp_path: P
 
 # -- the facts store: by content, shared by every tree ------------------------------------------
 def test_the_same_files_elsewhere_are_warm_and_a_changed_one_is_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cold_parsing: None
 ) -> None:
     """A copy of the tree in another folder (or a checkout of another branch) finds what was
     learnt from the files it shares, by their bytes; a file that differs is read afresh."""
@@ -418,7 +418,7 @@ def test_a_record_whose_uses_do_not_decode_is_scanned_again(mini: Path) -> None:
 
 
 def test_field_defaults_are_kept_with_each_files_facts(
-    sglang_0522: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
+    sglang_0522: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch, cold_parsing: None
 ) -> None:
     """The server-args fields' defaults are learnt in the flags' pass over the same ~90 files
     and kept with each file's facts (by its bytes): a new release re-reads only the files that

@@ -42,7 +42,7 @@ from eaglebug.checks.source.facts import (
 from eaglebug.checks.source.fingerprint import Fingerprint
 from eaglebug.checks.source.store import Stamps, Store, digest, load_stamps, save_stamps
 from eaglebug.checks.source.tree import SglangTree
-from eaglebug.checks.source.trees import ParsedTrees
+from eaglebug.checks.source.trees import ParsedTrees, kept_in_process
 from eaglebug.checks.source.walk import Listing, Stamp, list_tree
 
 T = TypeVar("T")
@@ -97,11 +97,12 @@ class SourceFiles:
     ) -> None:
         """`listing`, when given, makes the walk (`walk.list_tree`) for this tree; `parsed`
         hears of each file parsed here (a front end counts them while a cold run parses);
-        `shared`, the trees a long-lived process keeps across its indexes (`trees.py`)."""
+        `shared`, the trees a long-lived process keeps across its indexes (`trees.py`;
+        without, those it keeps for every index it builds, if any)."""
         self.tree = tree
         self.listing = listing
         self.parsed = parsed
-        self.shared = shared
+        self.shared = shared if shared is not None else kept_in_process()
         self.use_cache = use_cache
         self.warnings = warnings
         self.mapper = mapper
@@ -284,12 +285,14 @@ class SourceFiles:
         """A file's tree from bytes read already (or why it does not parse): the kept tree,
         else parsed and kept. Work over many files (`mapper`) parses through here, so the
         trees this process parses serve the readers that come after (one parse per file);
-        a forked helper's die with it, and it keeps none."""
+        a forked helper's die with it, and it keeps none (it takes those the process that
+        forked it kept across its indexes, though)."""
         hit = self._asts.get(rel)
         if hit is not None:
             return hit[0]
         if os.getpid() != self._pid:
-            return parse(rel, data)
+            kept = self.shared.peek(digest(rel, data)) if self.shared is not None else None
+            return kept if kept is not None else parse(rel, data)
         key = digest(rel, data) if self.shared is not None else ""
         kept = self.shared.get(key) if self.shared is not None else None
         parsed = kept if kept is not None else parse(rel, data)

@@ -8,7 +8,10 @@ digest of its file's path and bytes (`store.digest`): a file a fix changed is a 
 kept tree is always the one its bytes give. Bounded as an index's own trees are
 (`PARSED_SOURCE_BYTES` of source), oldest use first out.
 
-A one-shot command (the CLI) builds one index and has nothing to share; it passes none.
+A one-shot command (the CLI) builds one index and has nothing to share; it passes none. A
+process that builds many indexes over the same trees without threading one set of trees
+through each (a test worker running test after test over the same releases) can have every
+index it builds keep them in one: `keep_in_process`.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ class ParsedTrees:
             self.hits += 1
             return hit[0]
 
+    def peek(self, key: str) -> Parsed | None:
+        """`get` in a helper forked off the process that kept the trees: it reads what it
+        inherited, without the lock (a thread of the parent may have held it at the fork; the
+        helper has no other thread), and changes nothing."""
+        hit = self._trees.get(key)
+        return hit[0] if hit is not None else None
+
     def put(self, key: str, parsed: Parsed, size: int) -> None:
         with self._lock:
             if key in self._trees:
@@ -52,3 +62,18 @@ class ParsedTrees:
 
     def __len__(self) -> int:
         return len(self._trees)
+
+
+_IN_PROCESS: list[ParsedTrees | None] = [None]
+
+
+def keep_in_process(trees: ParsedTrees | None) -> ParsedTrees | None:
+    """From now on, every index this process builds without trees of its own keeps its syntax
+    trees in `trees` (None: each its own again); returns what was kept before, to put back."""
+    before, _IN_PROCESS[0] = _IN_PROCESS[0], trees
+    return before
+
+
+def kept_in_process() -> ParsedTrees | None:
+    """The trees `keep_in_process` named, if any."""
+    return _IN_PROCESS[0]
