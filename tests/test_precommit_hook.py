@@ -22,17 +22,44 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env(home: Path) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)  # this environment's pre-commit, eaglebug, git
     return {
         **os.environ,
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "PRE_COMMIT_HOME": str(home),
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@example.com",
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.com",
     }
+
+
+@pytest.fixture(scope="module")
+def hook_config(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A `.pre-commit-config.yaml` naming this repository's hook as a user's does (`repo`,
+    `rev`, the hook's id), and one pre-commit home for the module: pre-commit installs the
+    hook's environment once and every run here uses it, where `pre-commit try-repo` would
+    install it into a fresh store for each run. As `try-repo` does, a working tree with
+    uncommitted changes is committed first in a shadow clone, so the hook under test is the
+    one on disk."""
+    scratch = tmp_path_factory.mktemp("pre-commit")
+    env = _env(scratch / "home")
+    repo = REPO
+    if subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO).returncode != 0:
+        repo = scratch / "shadow"
+        _git(scratch, "clone", "-q", str(REPO), str(repo))
+        for rel in _git(REPO, "diff", "--name-only", "HEAD").splitlines():
+            if (REPO / rel).exists():
+                shutil.copyfile(REPO / rel, repo / rel)
+            else:
+                (repo / rel).unlink()
+        _git(repo, "add", "-A")
+        subprocess.run(["git", "commit", "-q", "-m", "shadow"], cwd=repo, env=env, check=True)
+    rev = _git(repo, "rev-parse", "HEAD").strip()
+    config = scratch / ".pre-commit-config.yaml"
+    config.write_text(f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: {HOOK}\n")
+    return config, env
 
 
 @pytest.fixture
@@ -54,11 +81,13 @@ def _touch_and_stage(root: Path, rel: str) -> None:
     _git(root, "add", rel)
 
 
-def _try_repo(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_hook(root: Path, hook: tuple[Path, dict[str, str]]) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run` on the staged files of `root`, as a commit there runs it."""
+    config, env = hook
     pre_commit = shutil.which("pre-commit", path=env["PATH"])
     assert pre_commit is not None, "pre-commit is in the test extra"
     return subprocess.run(
-        [pre_commit, "try-repo", str(REPO), HOOK, "--verbose"],
+        [pre_commit, "run", "--config", str(config), "--verbose"],
         cwd=root,
         env=env,
         capture_output=True,
@@ -67,11 +96,11 @@ def _try_repo(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
-    checkout: Path, tmp_path: Path
+    checkout: Path, hook_config: tuple[Path, dict[str, str]]
 ) -> None:
-    env = _env(tmp_path)
+    env = hook_config[1]
     _touch_and_stage(checkout, "sglang/srt/models/kimi_k25.py")
-    failed = _try_repo(checkout, env)
+    failed = _run_hook(checkout, hook_config)
     out = failed.stdout + failed.stderr
     assert failed.returncode == 1, out
     assert (
@@ -103,14 +132,16 @@ def test_hook_fails_on_the_seed_wrapper_then_passes_once_fixed(
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     _git(checkout, "stash", "pop", "-q")
     _git(checkout, "add", "sglang/srt/models/kimi_k25.py")
-    passed = _try_repo(checkout, env)
+    passed = _run_hook(checkout, hook_config)
     assert passed.returncode == 0, passed.stdout + passed.stderr
 
 
-def test_hook_ignores_files_outside_the_models(checkout: Path, tmp_path: Path) -> None:
+def test_hook_ignores_files_outside_the_models(
+    checkout: Path, hook_config: tuple[Path, dict[str, str]]
+) -> None:
     """A staged file the manifest's `files` pattern leaves out never reaches eaglebug."""
     _touch_and_stage(checkout, "sglang/srt/server_args.py")
-    run = _try_repo(checkout, _env(tmp_path))
+    run = _run_hook(checkout, hook_config)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(no files to check)" in run.stdout
 
