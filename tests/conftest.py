@@ -91,7 +91,7 @@ def _isolated_cache(
 
 # Source bytes whose syntax trees a worker keeps across tests (about 32 bytes of memory per
 # byte of source): the releases' files most tests parse again and again.
-KEPT_TREES_BYTES = 24_000_000
+KEPT_TREES_BYTES = 64_000_000
 
 
 def pytest_configure(config: pytest.Config) -> None:

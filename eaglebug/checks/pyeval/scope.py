@@ -68,6 +68,7 @@ class Source:
         self.index = index
         self._tables: dict[str, ModuleTable | None] = {}
         self._classes: dict[tuple[str, int], ast.ClassDef | None] = {}
+        self._methods: dict[tuple[str, int], dict[str, FunctionSite]] = {}
         self._bodies: dict[tuple[str, int], dict[str, ast.expr]] = {}
         self._lazy: dict[tuple[str, str], FunctionSite | None] = {}
         self._columns: dict[str, tuple[dict[str, list[int]], set[str]]] = {}
@@ -196,12 +197,19 @@ class Source:
         return order, [*outside, *(["torch.nn.Module"] if nn_module else [])]
 
     def method(self, ref: ClassRef, name: str) -> FunctionSite | None:
-        node = self.class_node(ref)
-        for stmt in node.body if node is not None else []:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                module = ref.module.module
-                return FunctionSite(ref.file, module, f"{ref.facts.name}.{name}", stmt)
-        return None
+        """The first `def name` of the class's body (a run asks this of every attribute it
+        looks up on an instance, so each class's table is made once)."""
+        key = (ref.file, ref.facts.line)
+        methods = self._methods.get(key)
+        if methods is None:
+            node = self.class_node(ref)
+            methods = self._methods[key] = {}
+            for stmt in node.body if node is not None else []:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    qualname = f"{ref.facts.name}.{stmt.name}"
+                    site = FunctionSite(ref.file, ref.module.module, qualname, stmt)
+                    methods.setdefault(stmt.name, site)
+        return methods.get(name)
 
     def class_attribute(self, ref: ClassRef, name: str) -> ast.expr | None:
         """`name = <expr>` (or `name: T = <expr>`) in the class body."""
