@@ -100,7 +100,7 @@ KEPT_TREES_BYTES = 64_000_000
 def pytest_configure(config: pytest.Config) -> None:
     """Every index a test builds in this process takes the syntax trees of files another test
     of the worker parsed already (by each file's path and bytes, `source/trees.py`): parsing
-    the same releases' files test after test was about a third of the suite's time. A test of
+    the same releases' files test after test was about a quarter of the suite's time. A test of
     the parsing itself asks for `cold_parsing`."""
     del config
     keep_in_process(ParsedTrees(KEPT_TREES_BYTES))
