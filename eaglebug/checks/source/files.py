@@ -97,8 +97,7 @@ class SourceFiles:
     ) -> None:
         """`listing`, when given, makes the walk (`walk.list_tree`) for this tree; `parsed`
         hears of each file parsed here (a front end counts them while a cold run parses);
-        `shared`, the trees a long-lived process keeps across its indexes (`trees.py`;
-        without, those it keeps for every index it builds, if any)."""
+        `shared`, the trees kept across indexes (`trees.py`; else `kept_in_process()`)."""
         self.tree = tree
         self.listing = listing
         self.parsed = parsed
@@ -285,15 +284,14 @@ class SourceFiles:
         """A file's tree from bytes read already (or why it does not parse): the kept tree,
         else parsed and kept. Work over many files (`mapper`) parses through here, so the
         trees this process parses serve the readers that come after (one parse per file);
-        a forked helper's die with it, and it keeps none (it takes those the process that
-        forked it kept across its indexes, though)."""
+        a forked helper keeps none (they die with it) but takes the shared ones it inherited."""
         hit = self._asts.get(rel)
         if hit is not None:
             return hit[0]
-        if os.getpid() != self._pid:
-            kept = self.shared.peek(digest(rel, data)) if self.shared is not None else None
-            return kept if kept is not None else parse(rel, data)
         key = digest(rel, data) if self.shared is not None else ""
+        if os.getpid() != self._pid:
+            kept = self.shared.peek(key) if self.shared is not None else None
+            return kept if kept is not None else parse(rel, data)
         kept = self.shared.get(key) if self.shared is not None else None
         parsed = kept if kept is not None else parse(rel, data)
         if isinstance(parsed, str):
