@@ -356,6 +356,22 @@ def test_memory_board_and_curve(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
 
 
+def test_a_new_board_writes_at_once_whatever_the_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write is never held back by the interval: on a machine booted minutes ago
+    (`time.monotonic()` small) a board that writes sizes once an hour still writes its first."""
+    monkeypatch.setattr("eaglebug.demo.memfile.time.monotonic", lambda: 60.0)
+    path = tmp_path / "launch.log.mem.json"
+    board = MemoryBoard(path, gpus=2, total_bytes=10 * 2**30, min_interval_s=3600.0)
+    board.add(1, 2**30)
+    report = read_memory(path)
+    assert report is not None and report.used_bytes == (0, 2**30)
+    board.add(1, 2**30)  # a size within the interval: not written yet
+    report = read_memory(path)
+    assert report is not None and report.used_bytes == (0, 2**30)
+
+
 def test_the_simulated_gpus_are_as_busy_as_the_standins_phase(tmp_path: Path) -> None:
     """The demo's GPUs as `tui.demo.demo_gpus` builds them, over the file the stand-in's
     board writes: idle, then loading, the KV cache, capture (busy) and serving (busy)."""

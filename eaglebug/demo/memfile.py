@@ -174,7 +174,7 @@ class MemoryBoard:
         self._state = "loading"
         self._phase = "launching"
         self._min_interval_s = min_interval_s
-        self._last_write_s = 0.0
+        self._last_write_s: float | None = None  # never written: the first write is not held back
         self._warned = False
         self._lock = threading.RLock()  # reentrant: a signal handler may write mid-write
 
@@ -216,7 +216,8 @@ class MemoryBoard:
         if self.path is None:
             return
         now = time.monotonic()
-        if not force and now - self._last_write_s < self._min_interval_s:
+        last = self._last_write_s
+        if not force and last is not None and now - last < self._min_interval_s:
             return
         self._last_write_s = now
         payload = {
