@@ -335,6 +335,39 @@ def test_caches_of_another_eaglebug_are_ignored(
     assert not TreeIndex(tree).answers.quick
 
 
+def test_a_new_ssh_session_or_tmux_pane_gets_the_kept_preflight_reply(
+    mini: Path, tmp_path: Path
+) -> None:
+    """A new login or pane differs in variables no launch reads (`contract/environ.py`): the
+    reply kept in one is printed in the other without loading the engine; a variable a
+    launch may read still asks again."""
+    from tests.configs import llama, write_model
+
+    target = write_model(tmp_path / "target", llama())
+    argv = (
+        "preflight", "--sglang", str(mini), "--json", "--gpu-mem-gib", "80", "--",
+        "python", "-m", "sglang.launch_server", "--model-path", str(target),
+    )  # fmt: skip
+
+    def session(n: int) -> dict[str, str]:
+        return {
+            "SSH_CONNECTION": f"10.0.0.{n} {50000 + n} 10.0.0.99 22",
+            "SSH_CLIENT": f"10.0.0.{n} {50000 + n} 22",
+            "SSH_TTY": f"/dev/pts/{n}",
+            "TMUX_PANE": f"%{n}",
+            "OLDPWD": f"/tmp/{n}",
+            "SHLVL": str(n),
+        }
+
+    first = _cli(*argv, env=session(1))
+    assert first.returncode in (0, 1) and first.stderr.endswith("engine loaded: True\n")
+    second = _cli(*argv, env=session(2))
+    assert second.stderr.endswith("engine loaded: False\n"), "a new pane: the kept reply"
+    assert second.stdout == first.stdout
+    other = _cli(*argv, env={**session(2), "HF_HOME": str(tmp_path / "hf")})
+    assert other.stderr.endswith("engine loaded: True\n"), "a variable a launch reads"
+
+
 def test_replies_kept_for_changing_environments_are_bounded(mini: Path, tmp_path: Path) -> None:
     from eaglebug.checks.source.answers import Answers
     from tests.configs import llama, write_model

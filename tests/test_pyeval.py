@@ -527,3 +527,29 @@ def test_an_f_string_of_an_unknown_is_unknown_and_its_message_still_reads(tmp_pa
     assert isinstance(same, Top)  # not False on a guess
     assert known == "  3"
     assert [r.message for r in result.raised] == ["too many: {len(x)} items"]
+
+
+def test_a_session_variable_is_unknown_to_the_evaluated_code(tmp_path: Path) -> None:
+    """The environment a check takes (`contract/environ.py`) leaves out the variables that
+    name a shell session: code that reads one gets an unknown, not this pane's value, so a
+    reply kept without them holds in every pane."""
+    from eaglebug.checks.contract.environ import launch_environ
+    from eaglebug.checks.pyeval.brains import register_os
+
+    shell = {"TMUX_PANE": "%3", "SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22", "HOME": "/root"}
+    hooks = Intrinsics()
+    register_os(hooks, launch_environ(shell), known={"SGLANG_X"})
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        import os
+        def f():
+            return os.getenv("TMUX_PANE"), os.environ.get("SSH_CONNECTION"), os.getenv("HOME")
+    """
+        },
+        intrinsics=hooks,
+    )
+    pane, connection, home = run(m, "a", "f").value
+    assert isinstance(pane, Top) and isinstance(connection, Top)
+    assert home == "/root"  # any other variable is read as it is set

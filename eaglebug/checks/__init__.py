@@ -19,6 +19,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from eaglebug.checks.contract.environ import launch_environ as launch_environ
     from eaglebug.checks.contract.errors import InputError as InputError
     from eaglebug.checks.contract.errors import closest_hint as closest_hint
     from eaglebug.checks.contract.errors import one_line as one_line
@@ -188,6 +189,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "from_metrics": ("eaglebug.checks.logs.acceptance", "from_metrics"),
     "has_errors": ("eaglebug.checks.contract.findings", "has_errors"),
     "int_text": ("eaglebug.checks.contract.numbers", "int_text"),
+    "launch_environ": ("eaglebug.checks.contract.environ", "launch_environ"),
     "line_ranks": ("eaglebug.checks.logs.nodes", "line_ranks"),
     "list_tree": ("eaglebug.checks.source.walk", "list_tree"),
     "locate": ("eaglebug.checks.source.tree", "locate"),
@@ -287,6 +289,7 @@ __all__ = [
     "has_errors",
     "int_text",
     "int_value",
+    "launch_environ",
     "line_ranks",
     "list_tree",
     "locate",

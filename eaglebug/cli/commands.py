@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from eaglebug.checks import Answers, InputError, SglangTree, closest_hint, locate
+from eaglebug.checks import (
+    Answers,
+    InputError,
+    SglangTree,
+    closest_hint,
+    launch_environ,
+    locate,
+)
 from eaglebug.cli import replies
 from eaglebug.cli.output import json_text, write_json
 
@@ -306,6 +313,7 @@ def preflight_command(args: argparse.Namespace) -> int:
     measured = measured_for(Path.cwd(), words, calibrating)  # this command's last launch, if any
     _warn(calibrating)
     arch = _gpu_arch(args)
+    environ = launch_environ(os.environ)  # without the session's variables: a new pane is warm
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks import GpuMemory, has_errors, preflight
@@ -313,7 +321,7 @@ def preflight_command(args: argparse.Namespace) -> int:
 
         gpu_memory = GpuMemory(*gpu) if gpu else None
         result = preflight(
-            index, words, os.environ, gpu_memory, arch, external=external, measured=measured
+            index, words, environ, gpu_memory, arch, external=external, measured=measured
         )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if args.sarif:
@@ -333,7 +341,7 @@ def preflight_command(args: argparse.Namespace) -> int:
     parts: list[object] = [
         words,
         os.getcwd(),
-        sorted(os.environ.items()),
+        sorted(environ.items()),
         gpu,
         capability,
         calibration,
@@ -378,7 +386,7 @@ def fix_command(args: argparse.Namespace) -> int:
     index = _index(args, tree, None, external=external)
     try:
         if words:
-            selection = preflight(index, words, os.environ, None, external=external)
+            selection = preflight(index, words, launch_environ(os.environ), None, external=external)
             reports = selection.reports
             algorithm = selection.algorithm or args.algorithm
             target = next((r.ref.qualname for r in reports if r.role == "target"), None)

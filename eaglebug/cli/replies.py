@@ -6,7 +6,8 @@ renderers is most of a warm run; a reply kept here is printed without importing 
 
 A reply is kept under a key made of everything the command's answer depends on besides the
 tree (the tree itself is the answers' fingerprint): the tree's folder and version, the
-arguments, and for preflight the environment, the GPU memory and the model folders it read.
+arguments, and for preflight the environment (without the variables that name a shell
+session: a new pane gets the kept reply), the GPU memory and the model folders it read.
 Folders are checked again before a reply is reused (their own mtime and each entry's size and
 mtime), so an edited `config.json` is read afresh. Every format is kept: JSON and SARIF as
 they are; the text report as Rich rendered it, which depends on the terminal it is printed
@@ -91,8 +92,9 @@ def kept(answers: Answers, reply_key: str) -> Reply | None:
     return value
 
 
-# Replies kept per command and tree: a preflight's key holds the whole environment, which may
-# differ on every run, so the oldest are let go.
+# Replies kept per command and tree: a preflight's key holds the environment (all but the
+# session's variables, `contract/environ.py`), which may differ on every run, so the oldest
+# are let go.
 _KEPT = 8
 
 

@@ -27,6 +27,7 @@ from eaglebug.checks import (
     PatchFix,
     env_of,
     flag_of,
+    launch_environ,
     with_flags,
 )
 from eaglebug.gpu.snapshot import BoxSnapshot
@@ -187,7 +188,7 @@ class Session:
             flight = preflight(
                 index,
                 words,
-                environ,
+                launch_environ(environ),  # as the CLI's preflight reads it
                 self._gpu_memory(),
                 self._gpu_arch(),
                 external=external,

@@ -1,0 +1,56 @@
+"""The shell's environment as a check takes it: without the variables that name a session.
+
+Why: a preflight's answer depends on the environment (SGLang reads its `SGLANG_*` variables,
+the Hugging Face cache's, any other it asks `os.getenv` for), so the CLI keeps a reply for
+the environment it was made in (`cli/replies.py`). But a new SSH login or tmux pane differs
+from the last in variables no launch reads: which connection, pane, terminal window, agent
+socket. Keyed by them, every new pane paid a whole preflight again (1.2-1.5 s) for the same
+answer.
+
+These variables are left out of what a check reads, not only out of the key: a verdict then
+cannot depend on them. Evaluated SGLang code that asks for one gets an unknown, as it does for
+any variable eaglebug does not know (`pyeval/brains.py`), and a verdict resting on it says so,
+so a reply kept without them is still the answer for every session. The names are the
+terminals' and shells' (OpenSSH, tmux, screen, the common terminal emulators, bash), not
+SGLang's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SESSION_VARIABLES = frozenset(
+    {
+        # OpenSSH: the connection, its terminal, the forwarded agent
+        "SSH_CLIENT",
+        "SSH_CONNECTION",
+        "SSH_TTY",
+        "SSH_AUTH_SOCK",
+        "SSH_AGENT_PID",
+        "GPG_TTY",  # set to `$(tty)` by many shells' rc files
+        # tmux and screen: the server, the pane, the window
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "WINDOW",
+        # terminal emulators: the window or tab
+        "WINDOWID",
+        "TERM_SESSION_ID",
+        "ITERM_SESSION_ID",
+        "KITTY_WINDOW_ID",
+        "KITTY_PID",
+        "WEZTERM_PANE",
+        "ALACRITTY_WINDOW_ID",
+        "VSCODE_GIT_IPC_HANDLE",
+        # the login session, and the shell's own bookkeeping
+        "XDG_SESSION_ID",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+    }
+)
+
+
+def launch_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the variables that name the session (`SESSION_VARIABLES`)."""
+    return {name: value for name, value in environ.items() if name not in SESSION_VARIABLES}
