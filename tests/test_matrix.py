@@ -80,6 +80,27 @@ def test_cells_that_do_not_apply_say_the_trees_reason(matrix_059: Matrix) -> Non
     assert "sglang/srt/models/llama_eagle3.py:" in (wrong.reason or "")
 
 
+def test_the_matrix_gives_the_index_back_its_budget_of_trees(
+    sglang_059: Path, matrix_059: Matrix
+) -> None:
+    """The matrix keeps fewer trees while it runs (`MATRIX_SOURCE_BYTES`, its memory), then
+    the index keeps its usual budget for what asks next (a preflight on the same index)."""
+    from eaglebug.checks.contract.limits import MATRIX_SOURCE_BYTES, PARSED_SOURCE_BYTES
+
+    index = TreeIndex(locate(str(sglang_059)), use_cache=False)
+    seen: list[int] = []
+    parse_bytes = index.files.parse_bytes
+
+    def watched(rel: str, data: bytes) -> object:
+        seen.append(index.files.kept_bytes)
+        return parse_bytes(rel, data)
+
+    index.files.parse_bytes = watched  # type: ignore[method-assign, assignment]
+    assert support_matrix(index).rows == matrix_059.rows
+    assert MATRIX_SOURCE_BYTES in seen, "the rows' parses ran with the matrix's budget"
+    assert index.files.kept_bytes == PARSED_SOURCE_BYTES
+
+
 @pytest.mark.parametrize(
     ("name", "algorithm", "role"),
     [

@@ -553,3 +553,26 @@ def test_a_session_variable_is_unknown_to_the_evaluated_code(tmp_path: Path) -> 
     pane, connection, home = run(m, "a", "f").value
     assert isinstance(pane, Top) and isinstance(connection, Top)
     assert home == "/root"  # any other variable is read as it is set
+
+
+def test_let_go_drops_only_the_tables_of_files_whose_trees_are_gone(tmp_path: Path) -> None:
+    """`Source.let_go` (the matrix, between its steps): the tables built from a file whose
+    tree the index let go are made again from a new parse, and say the same; the others stay."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": "class A:\n    def f(self):\n        return 1\ndef h():\n    return A().f() + 1\n",
+            "b.py": "def g():\n    return 2\n",
+        },
+    )
+    source, files = m.source, m.source.index.files
+    files.kept_bytes = 1  # one tree at a time: parsing b lets a's go
+    a = source.table("sglang.srt.a")
+    b = source.table("sglang.srt.b")
+    assert a is not None and b is not None
+    assert files.peek("sglang/srt/a.py") is None and files.peek("sglang/srt/b.py") is not None
+    source.let_go()
+    assert source.table("sglang.srt.b") is b, "a file still kept keeps its table"
+    again = source.table("sglang.srt.a")
+    assert again is not None and again is not a and again.definitions.keys() == a.definitions.keys()
+    assert run(m, "a", "h").value == 2 and run(m, "b", "g").value == 2

@@ -28,6 +28,12 @@ SOURCE_MARK_BYTES = (b",", b"(", b"[", b"{", b"=", b".", b":", b"\n")
 # is parsed again and the run peaked at 199-201 MB, at the 200 MB goal; with 4 MB, 1.1 MB is
 # parsed again (a tenth of a second, within the run-to-run noise) and it peaks at 191-192 MB.
 PARSED_SOURCE_BYTES = 4_000_000
+# The matrix (every class of a release, `matrix/table.py`) revisits few files from one class
+# to the next, and holds more besides (every model file's facts): with 4 MB of trees, and the
+# evaluator's tables (`pyeval.Source`) holding every model file's classes, `matrix` on 0.5.23
+# peaked at 232-240 MB; with 2 MB, and those tables let go between its steps, 175-178 MB, in
+# the same time (7.4-9.2 s against 6.7-8.7 s, 2 cores, alternating runs).
+MATRIX_SOURCE_BYTES = 2_000_000
 
 # -- model folders (`eaglebug/checks/models/`, `eaglebug/checks/memory/`) ----------------------------------------
 # A model's config.json is a few KB (the largest public ones, with quantization tables per

@@ -19,9 +19,11 @@ from typing import Any, Literal
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import PatchFix
+from eaglebug.checks.contract.limits import MATRIX_SOURCE_BYTES
 from eaglebug.checks.interface.audit import worker_scopes
 from eaglebug.checks.interface.classes import ClassAudit
 from eaglebug.checks.matrix.roles import draft_reason, not_applicable, read_roles
+from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.facts import RUNTIME
@@ -130,7 +132,7 @@ def support_matrix(
     (paths relative to the tree root, as in findings)."""
     only = sorted(set(files)) if files is not None else None
     key = f"matrix:{'|'.join(only) if only is not None else '*'}{index.classes.choice_key}"
-    rows = index.answer(key, list[Row], lambda: _rows(index, only, mapper, progress))
+    rows = index.answer(key, list[Row], lambda: _kept_less(index, only, mapper, progress))
     index.save()
     return Matrix(
         version=index.tree.version,
@@ -148,6 +150,21 @@ def registered(index: TreeIndex) -> list[tuple[str, ClassRef]]:
         for ref in refs:
             seen.setdefault(ref.qualname, (name, ref))
     return sorted(seen.values(), key=lambda pair: (pair[0], pair[1].qualname))
+
+
+def _kept_less(
+    index: TreeIndex,
+    only: list[str] | None,
+    mapper: Mapper,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[Row, ...]:
+    """The rows, with fewer trees kept meanwhile (`MATRIX_SOURCE_BYTES`)."""
+    files = index.files
+    budget, files.kept_bytes = files.kept_bytes, min(files.kept_bytes, MATRIX_SOURCE_BYTES)
+    try:
+        return _rows(index, only, mapper, progress)
+    finally:
+        files.kept_bytes = budget
 
 
 def _rows(
@@ -192,10 +209,12 @@ def _rows(
     sizes = [index.entries[ref.file].size if ref.file in index.entries else 1 for _, ref in entries]
     done: list[Row] = []
     step = max(1, -(-len(entries) // _CHUNKS))
+    source = Source.of(index)
     for start in range(0, len(entries), step):
         if progress is not None:
             progress(start, len(entries))
         done += mapper(row, entries[start : start + step], sizes[start : start + step])
+        source.let_go()  # the memory a step's classes took goes with them
     if progress is not None:
         progress(len(entries), len(entries))
     return tuple(done)

@@ -91,6 +91,18 @@ class Source:
                 out |= names
         return out
 
+    def let_go(self) -> None:
+        """Drop the tables that hold syntax of files whose trees the index no longer keeps
+        (made again from a parse if asked for): a batch over a whole release, the matrix,
+        between its steps, would otherwise hold every model file's classes here."""
+        kept = self.index.files.peek
+        for held in (self._classes, self._methods, self._bodies):
+            for key in [key for key in held if kept(key[0]) is None]:
+                del held[key]
+        for module, table in list(self._tables.items()):
+            if table is not None and kept(table.rel) is None:
+                del self._tables[module]
+
     @classmethod
     def of(cls, index: TreeIndex) -> Source:
         return index.kept("pyeval.source", lambda: cls(index))

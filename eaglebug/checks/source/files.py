@@ -9,9 +9,8 @@ not share. The walk happens when something first needs the files: a run answered
 with a warning that names it, unread when its size says so.
 
 Work over many files (the byte-level look, parsing what the extractors want, the flag
-search) goes through a `Mapper`. The default maps in this process; the CLI hands in one that
-splits the work with a helper process (`eaglebug/session/forkmap.py`), since `eaglebug/checks/`
-starts no process.
+search) goes through a `Mapper`: here by default; the CLI's splits it with a helper process
+(`eaglebug/session/forkmap.py`), since `eaglebug/checks/` starts no process.
 """
 
 from __future__ import annotations
@@ -116,6 +115,7 @@ class SourceFiles:
         self._sources: dict[str, bytes] = {}
         self._asts: OrderedDict[str, tuple[Parsed, int]] = OrderedDict()  # with its bytes
         self._ast_bytes = 0
+        self.kept_bytes = PARSED_SOURCE_BYTES  # their budget, by source (the matrix's is less)
         self._pid = os.getpid()  # a helper forked off keeps no trees (they die with it)
 
     @property
@@ -300,7 +300,7 @@ class SourceFiles:
             self.shared.put(key, parsed, len(data))
         self._asts[rel] = (parsed, len(data))
         self._ast_bytes += len(data)
-        while self._ast_bytes > PARSED_SOURCE_BYTES and len(self._asts) > 1:
+        while self._ast_bytes > self.kept_bytes and len(self._asts) > 1:
             _, (_, size) = self._asts.popitem(last=False)
             self._ast_bytes -= size
         return parsed
