@@ -4,9 +4,9 @@ cell one by one, in the same run.
 Why: issue 23 asks for a whole release (hundreds of classes) in well under a minute on 2 cores.
 Measured:
 - the whole release: `eaglebug matrix --format json` as a separate process (what a user or CI
-  runs), wall seconds, in a scratch cache: cold (nothing cached), with the parse cache warm but
-  no kept answers (the files' facts known, every cell audited again), and all warm (the matrix
-  read back);
+  runs), wall seconds and peak RSS (issue 21: at most 200 MB), in a scratch cache: cold
+  (nothing cached), with the parse cache warm but no kept answers (the files' facts known,
+  every cell audited again), and all warm (the matrix read back);
 - the ratio on a sample of classes, each side in its own process after the index and the
   consumer scan are built: the baseline calls `eaglebug.checks.audit` once per class and
   algorithm (target role), the way a script looping over `eaglebug audit` would; the matrix
@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from audit_vs_grep import eaglebug_command, python_side  # bench/ is on a bench run's path
+from audit_vs_grep import eaglebug_command, python_side, run_child  # bench/ is on the path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.5.23"
@@ -81,15 +79,15 @@ def main() -> int:
     argv = [*eaglebug_command(), "matrix", "--sglang", str(tree), "--format", "json"]
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "XDG_CACHE_HOME": cache}
-        seconds = []
+        seconds, peaks = [], []
         for step in ("cold", "parse cache warm", "warm"):
             if step == "parse cache warm":
                 for kept in Path(cache, "eaglebug").glob("answers-*"):
                     kept.unlink()
-            start = time.perf_counter()
-            whole = subprocess.run(argv, capture_output=True, cwd="/", env=env)
-            seconds.append(f"{time.perf_counter() - start:.1f} s {step}")
-            if whole.returncode != 0:
+            whole = run_child(argv, env=env)
+            seconds.append(f"{whole.seconds:.1f} s {step}")
+            peaks.append(f"{whole.max_rss_mb:.0f} MB {step}")
+            if whole.exit_code != 0:
                 print(whole.stderr.decode(errors="replace"), file=sys.stderr)
                 return 1
     data = json.loads(whole.stdout)
@@ -97,6 +95,7 @@ def main() -> int:
         f"whole release ({tree}): {len(data['rows'])} classes x {len(data['algorithms'])} "
         f"algorithms, {sum(data['counts'].values())} cells: {', '.join(seconds)} (one process each)"
     )
+    print(f"peak RSS (the process and its helpers, os.wait4; goal <= 200 MB): {', '.join(peaks)}")
     baseline = side(tree, "baseline", args.sample)
     matrix = side(tree, "matrix", args.sample)
     per_base = baseline["seconds"] / max(1, baseline["cells"])
