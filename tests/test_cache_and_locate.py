@@ -368,6 +368,32 @@ def test_a_new_ssh_session_or_tmux_pane_gets_the_kept_preflight_reply(
     assert other.stderr.endswith("engine loaded: True\n"), "a variable a launch reads"
 
 
+def test_preflight_reads_no_session_variable(
+    mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever environment a front end hands `preflight`, the launch's environment it reads
+    lacks the session's variables (and keeps every other): the kept reply's key may omit them."""
+    from eaglebug.checks import orchestrator
+    from tests.configs import llama, write_model
+
+    read: list[dict[str, str]] = []
+    resolve = orchestrator.resolve_model
+
+    def watched(given: str, environ: dict[str, str], revision: str | None = None) -> object:
+        read.append(dict(environ))
+        return resolve(given, environ, revision)
+
+    monkeypatch.setattr(orchestrator, "resolve_model", watched)
+    target = write_model(tmp_path / "target", llama())
+    shell = {"TMUX_PANE": "%7", "SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22", "HF_HOME": "/hf"}
+    words = ["TMUX_PANE=%9", "python", "-m", "sglang.launch_server", "--model-path", str(target)]
+    orchestrator.preflight(TreeIndex(locate(str(mini)), use_cache=False), words, shell)
+    assert read, "the model was looked up with the launch's environment"
+    for environ in read:
+        assert "SSH_CONNECTION" not in environ and environ["HF_HOME"] == "/hf"
+        assert environ["TMUX_PANE"] == "%9", "what the launch command itself sets is the server's"
+
+
 def test_replies_kept_for_changing_environments_are_bounded(mini: Path, tmp_path: Path) -> None:
     from eaglebug.checks.source.answers import Answers
     from tests.configs import llama, write_model

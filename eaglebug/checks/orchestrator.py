@@ -15,6 +15,7 @@ from typing import Any
 from eaglebug.checks.args.attention import GpuArch, check_attention
 from eaglebug.checks.args.nodes import check_gpu_count, check_multinode
 from eaglebug.checks.args.resolved import resolved_fields
+from eaglebug.checks.contract.environ import launch_environ
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, sort_findings
@@ -196,7 +197,7 @@ def preflight(
     launch = parse_launch(words, specs, version, serve_front_end(index), partial(flag_value, index))
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
-    env = launch.env(environ)
+    env = launch.env(launch_environ(environ))  # no verdict depends on the shell's session
     model_path = flags.text("--model-path")
     if model_path is None:
         raise InputError("the launch command has no --model-path", "add --model-path MODEL")

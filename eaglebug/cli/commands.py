@@ -313,7 +313,6 @@ def preflight_command(args: argparse.Namespace) -> int:
     measured = measured_for(Path.cwd(), words, calibrating)  # this command's last launch, if any
     _warn(calibrating)
     arch = _gpu_arch(args)
-    environ = launch_environ(os.environ)  # without the session's variables: a new pane is warm
 
     def compute(index: TreeIndex) -> _Answered:
         from eaglebug.checks import GpuMemory, has_errors, preflight
@@ -321,7 +320,7 @@ def preflight_command(args: argparse.Namespace) -> int:
 
         gpu_memory = GpuMemory(*gpu) if gpu else None
         result = preflight(
-            index, words, environ, gpu_memory, arch, external=external, measured=measured
+            index, words, os.environ, gpu_memory, arch, external=external, measured=measured
         )
         code = EXIT_FINDINGS if has_errors(result.findings) else EXIT_OK
         if args.sarif:
@@ -341,7 +340,7 @@ def preflight_command(args: argparse.Namespace) -> int:
     parts: list[object] = [
         words,
         os.getcwd(),
-        sorted(environ.items()),
+        sorted(launch_environ(os.environ).items()),  # as preflight reads it: a new pane is warm
         gpu,
         capability,
         calibration,
@@ -386,7 +385,7 @@ def fix_command(args: argparse.Namespace) -> int:
     index = _index(args, tree, None, external=external)
     try:
         if words:
-            selection = preflight(index, words, launch_environ(os.environ), None, external=external)
+            selection = preflight(index, words, os.environ, None, external=external)
             reports = selection.reports
             algorithm = selection.algorithm or args.algorithm
             target = next((r.ref.qualname for r in reports if r.role == "target"), None)

@@ -27,7 +27,6 @@ from eaglebug.checks import (
     PatchFix,
     env_of,
     flag_of,
-    launch_environ,
     with_flags,
 )
 from eaglebug.gpu.snapshot import BoxSnapshot
@@ -188,7 +187,7 @@ class Session:
             flight = preflight(
                 index,
                 words,
-                launch_environ(environ),  # as the CLI's preflight reads it
+                environ,
                 self._gpu_memory(),
                 self._gpu_arch(),
                 external=external,

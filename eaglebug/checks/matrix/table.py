@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import PatchFix
@@ -31,6 +31,7 @@ from eaglebug.checks.source.files import Mapper, in_process
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 
+T = TypeVar("T")
 Status = Literal["supported", "missing", "n/a"]
 ROLES = ("target", "draft")
 _CHUNKS = 20  # progress steps over a whole release
@@ -132,7 +133,9 @@ def support_matrix(
     (paths relative to the tree root, as in findings)."""
     only = sorted(set(files)) if files is not None else None
     key = f"matrix:{'|'.join(only) if only is not None else '*'}{index.classes.choice_key}"
-    rows = index.answer(key, list[Row], lambda: _kept_less(index, only, mapper, progress))
+    rows = index.answer(
+        key, list[Row], lambda: _kept_less(index, lambda: _rows(index, only, mapper, progress))
+    )
     index.save()
     return Matrix(
         version=index.tree.version,
@@ -152,17 +155,12 @@ def registered(index: TreeIndex) -> list[tuple[str, ClassRef]]:
     return sorted(seen.values(), key=lambda pair: (pair[0], pair[1].qualname))
 
 
-def _kept_less(
-    index: TreeIndex,
-    only: list[str] | None,
-    mapper: Mapper,
-    progress: Callable[[int, int], None] | None,
-) -> tuple[Row, ...]:
-    """The rows, with fewer trees kept meanwhile (`MATRIX_SOURCE_BYTES`)."""
+def _kept_less(index: TreeIndex, compute: Callable[[], T]) -> T:
+    """`compute()` with fewer trees kept meanwhile (`MATRIX_SOURCE_BYTES`)."""
     files = index.files
     budget, files.kept_bytes = files.kept_bytes, min(files.kept_bytes, MATRIX_SOURCE_BYTES)
     try:
-        return _rows(index, only, mapper, progress)
+        return compute()
     finally:
         files.kept_bytes = budget
 
