@@ -17,7 +17,8 @@ import pytest
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.interface.audit import audit
-from eaglebug.checks.reach.guards import GuardContext, possible
+from eaglebug.checks.reach.conditions import Pred
+from eaglebug.checks.reach.guards import GuardContext, GuardMemo, possible
 from eaglebug.checks.reach.resolve import consumers, origin_role
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
@@ -208,6 +209,36 @@ def test_a_guard_on_the_draft_every_caller_passes(survey_0523: Survey) -> None:
                 algorithm, "target", facts.predicates, {}, lambda a: False, ctx.origin_role
             )
             assert possible(u.conds, without), u.via
+
+
+def test_the_guard_memo_answers_as_the_guards_do(survey_0523: Survey) -> None:
+    """Every guarded use of 0.5.23, under every algorithm and role, for classes that provide
+    every name, none, or some (and the flag table full or empty): the memo, shared by all of
+    them as in a survey, says what evaluating the guards says. It fails if the memo reused an
+    answer without asking again what that answer rested on."""
+    index = survey_0523.index
+    facts = algorithm_facts(index)
+    flags = {name: [(Pred(name=p),) for p in list(facts.predicates)[:2]] for name in ("f", "g")}
+    memo = GuardMemo()
+    checked = differs = 0
+    for u in consumers(index):
+        if not u.conds:
+            continue
+        answers = set()
+        for algorithm in facts.members:
+            for role in ("target", "draft"):
+                for provides in (lambda a: True, lambda a: False, lambda a: len(a) % 2 == 0):
+                    for table in (flags, {}):
+                        ctx = GuardContext(
+                            algorithm, role, facts.predicates, table, provides,
+                            lambda o, r=u.role: origin_role(o, r), class_name="KimiK25",
+                        )  # fmt: skip
+                        value = possible(u.conds, ctx)
+                        assert memo.possible(u.conds, ctx) == value, (u.via, algorithm, role)
+                        answers.add(value)
+                        checked += 1
+        differs += len(answers) > 1
+    assert checked > 1000 and differs > 10  # the contexts do tell uses apart
 
 
 def test_a_gemma4_assistant_draft_promotes_nextn(sglang_0523: Path) -> None:

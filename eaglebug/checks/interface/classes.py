@@ -28,7 +28,7 @@ from eaglebug.checks.interface.roles import by_role
 from eaglebug.checks.interface.workers import WorkerScopes
 from eaglebug.checks.reach.conditions import Cond, Not, flag_names
 from eaglebug.checks.reach.flags import flags
-from eaglebug.checks.reach.guards import GuardContext, evaluate, possible
+from eaglebug.checks.reach.guards import GuardContext, GuardMemo, evaluate
 from eaglebug.checks.reach.protocols import protocol_members
 from eaglebug.checks.reach.resolve import ResolvedUse, origin_role
 from eaglebug.checks.source.classes import ClassRef, Provider
@@ -100,6 +100,7 @@ class ClassAudit:
             self.ref, self.role, self.algorithm, external_bases=list(self.externals)
         )
         self.planner = DelegationPlanner(self.index, self.ref)
+        self.guards = self.index.kept("reach.guard_memo", GuardMemo)
 
     def for_algorithm(self, algorithm: str) -> ClassAudit:
         """The same class and role audited under another algorithm. Attribute lookups, the
@@ -165,7 +166,9 @@ class ClassAudit:
             if self.scopes.is_worker_module(_module_of(scope, self.index)):
                 return True
         # Algorithm-sensitive guards: some algorithm (or none at all) can never run this use.
-        return any(not possible(u.conds, self.context(u.role, m)) for m in self.algo.members)
+        return any(
+            not self.guards.possible(u.conds, self.context(u.role, m)) for m in self.algo.members
+        )
 
     def load_flags(self, uses: list[ResolvedUse]) -> None:
         """Fetch the assignments of every flag these uses' guards name, and of flags in those."""
@@ -217,7 +220,11 @@ class ClassAudit:
             self.one_of(chain)
         missing_required: list[str] = []
         for attribute in sorted(candidates):
-            required = [u for u in candidates[attribute] if possible(u.conds, self.context(u.role))]
+            required = [
+                u
+                for u in candidates[attribute]
+                if self.guards.possible(u.conds, self.context(u.role))
+            ]
             provider = self.provider(attribute)
             undecided: tuple[str, ...] = ()
             if provider is None:  # only a missing attribute's verdict rests on the role's path
@@ -358,7 +365,9 @@ class ClassAudit:
         raising = [
             u
             for u in uses
-            if possible((*u.conds, *(Not(c) for _, c in u.use.one_of)), self.context(u.role))
+            if self.guards.possible(
+                (*u.conds, *(Not(c) for _, c in u.use.one_of)), self.context(u.role)
+            )
         ]
         if not raising:
             return
