@@ -37,16 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _collected_rarely(args: argparse.Namespace) -> int:
-    """A short-lived process that builds many small objects: full collections only cost time.
-    (Restored afterwards, for callers such as tests that run main() in-process.)"""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-    try:
+    """A short-lived process that builds many small objects: full collections only cost time
+    (`session/collector.py`; restored afterwards, for callers such as tests that run main()
+    in-process)."""
+    from eaglebug.session.collector import few_collections
+
+    with few_collections():
         return _run(args)
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def _uncollected(args: argparse.Namespace, restore: bool) -> int:

@@ -33,6 +33,7 @@ from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server.launcher import Server, wait_gpu_released
 from eaglebug.server.proctree import StopResult
 from eaglebug.server.state import LaunchRecord, PatchRecord, load_state
+from eaglebug.session.collector import few_collections
 from eaglebug.session.progress import CheckProgress, ProgressTracker
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
@@ -153,13 +154,26 @@ class Session:
         """Preflight of the launch command (with accepted env fixes), and the patches for it;
         `progress` hears which stage runs and how many of the tree's files are done."""
         started = time.monotonic()
-        tracker = ProgressTracker(progress) if progress is not None else None
         base = self.launch_words
         words = with_flags(base, self.next_flags()) if base else base
         if not words:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
+        with few_collections():  # a cold check collected as long as it checked
+            result = self._checked(words, base, started, progress)
+        self.last = result
+        return result
+
+    def _checked(
+        self,
+        words: list[str],
+        base: list[str],
+        started: float,
+        progress: Callable[[CheckProgress], None] | None,
+    ) -> CheckResult:
+        """`run_checks`'s work, under the collector's setting for checks."""
+        tracker = ProgressTracker(progress) if progress is not None else None
         from eaglebug.checks import STAGES, InProcess, TreeIndex, plan_patches, preflight
 
         if tracker is not None:  # building the index walks the tree: the first stage
@@ -196,11 +210,9 @@ class Session:
             )
             patches = plan_patches(index, flight.reports)
         flight.warnings.extend(calibrating)  # figures of the last launch that were passed over
-        result = CheckResult(
+        return CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started
         )
-        self.last = result
-        return result
 
     def _gpu_arch(self) -> GpuArch | None:
         """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
@@ -342,8 +354,9 @@ class Session:
             from eaglebug.checks import TreeIndex, audit
 
             # the launch's package too; the trees of the checks that found what this fixes
-            index = TreeIndex(self.tree(), external=external, shared=self.parsed_trees())
-            return audit(index, target, algorithm, draft).findings
+            with few_collections():
+                index = TreeIndex(self.tree(), external=external, shared=self.parsed_trees())
+                return audit(index, target, algorithm, draft).findings
 
         from eaglebug.git.fixing import apply_patch
 
