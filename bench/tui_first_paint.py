@@ -44,6 +44,7 @@ from pathlib import Path
 import psutil
 
 GOAL_RATIO = 3.0
+RSS_GOAL_MB = 200  # issue 21: any command
 COLUMNS, ROWS = 130, 40
 ENTRY = "import sys; from eaglebug.tui.entry import main; sys.exit(main())"
 # What the main screen shows once it is drawn (border titles, header, footer).
@@ -100,6 +101,18 @@ class Times:
     progress_s: float | None = None
     checked_s: float | None = None
     checked_cpu_s: float | None = None  # the TUI's CPU (user + system) when its checks ended
+    painted_peak_mb: float | None = None  # its peak RSS at first paint (Linux's VmHWM)
+    checked_peak_mb: float | None = None  # ... and when its checks ended (issue 21: 200 MB)
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """A live process's peak resident set so far (`VmHWM`), where /proc has it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) / 1024 if found else None
 
 
 def run_tui(
@@ -140,12 +153,14 @@ def run_tui(
             seen = _ANSI.sub("", written.decode("utf-8", errors="replace"))
             if times.painted_s is None and all(marker in seen for marker in MARKERS):
                 times.painted_s = now
+                times.painted_peak_mb = peak_rss_mb(proc.pid)
             if times.progress_s is None and PROGRESS.search(seen):
                 times.progress_s = now
             if times.checked_s is None and CHECKED in seen:
                 times.checked_s = now
                 cpu = psutil.Process(proc.pid).cpu_times()  # less shaken by a busy box
                 times.checked_cpu_s = cpu.user + cpu.system
+                times.checked_peak_mb = peak_rss_mb(proc.pid)
             if times.painted_s is not None and (not checks or times.checked_s is not None):
                 break
     finally:
@@ -274,6 +289,15 @@ def main(argv: list[str] | None = None) -> int:
             values = [getattr(t, field) for t in cold]
             shown = ", ".join(_ms(v).strip() for v in values)
             print(f"  {label:<31} {shown}")
+        painted = [t.painted_peak_mb for t in cold if t.painted_peak_mb is not None]
+        if painted:
+            shown = ", ".join(f"{mb:.0f} MB" for mb in painted)
+            print(f"  {'peak RSS at first paint':<31} {shown}")
+        peaks = [t.checked_peak_mb for t in cold if t.checked_peak_mb is not None]
+        if peaks:
+            verdict = "goal met" if max(peaks) <= RSS_GOAL_MB else "GOAL MISSED"
+            shown = ", ".join(f"{mb:.0f} MB" for mb in peaks)
+            print(f"  {'peak RSS of the TUI by then':<31} {shown}   <= {RSS_GOAL_MB} MB: {verdict}")
         waited = all(t.checked_s is not None and (t.painted_s or 0) < t.checked_s for t in cold)
         print(f"  painted before the checks ended: {'yes' if waited else 'NO'}")
     return 0

@@ -7,8 +7,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from pytest import MonkeyPatch
+
 from eaglebug.checks import ParsedTrees, TreeIndex, audit, locate
 from eaglebug.checks.source.facts import Parsed
+from eaglebug.demo import DemoScenario
+from eaglebug.tui.demo import demo_session
+from tests.live import hermetic_demo_env
 from tests.test_mempools import copy_tree, edit
 
 KIMI = "KimiK25ForConditionalGeneration"
@@ -53,3 +58,33 @@ def test_the_kept_trees_are_bounded_oldest_use_first_out() -> None:
     assert shared.get("c") is None and shared.get("b") is not None
     shared.put("big", tree(500), 500)  # over the limit alone: kept, the rest let go
     assert len(shared) == 1 and shared.get("big") is not None
+
+
+def test_a_shed_index_keeps_its_class_facts_and_no_trees(sglang_0523: Path) -> None:
+    """What the session keeps of its last check: class names answer, the trees live on in
+    the shared set only, and the evaluator's tables over them are gone."""
+    shared = ParsedTrees()
+    index = TreeIndex(locate(str(sglang_0523)), use_cache=False, shared=shared)
+    found, _ = errors(index)
+    parsed = [rel for rel in index.files.entries if index.files.peek(rel) is not None]
+    assert parsed and index.kept("pyeval.source", object) is not None
+    index.shed()
+    assert all(index.files.peek(rel) is None for rel in parsed)
+    fresh = object()
+    assert index.kept("pyeval.source", lambda: fresh) is fresh  # the old tables went
+    assert [r.qualname for r in index.classes_named(KIMI)] == [
+        "sglang.srt.models.kimi_k25.KimiK25ForConditionalGeneration"
+    ]
+    again, _ = errors(index)  # still a working index: it parses again what it needs
+    assert again == found
+
+
+def test_the_session_keeps_its_last_index_shed(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    """After a check the session holds the trees once (its shared set), not also in the index
+    it keeps for class names."""
+    hermetic_demo_env(monkeypatch)
+    session = demo_session(DemoScenario.prepare(tmp_path / "demo"))
+    assert session.run_checks().error is None
+    kept = session._index
+    assert kept is not None and len(session.parsed_trees()) > 0
+    assert all(kept.files.peek(rel) is None for rel in kept.files.entries)

@@ -209,6 +209,7 @@ class Session:
                 progress=tracker.stage if tracker is not None else None,
             )
             patches = plan_patches(index, flight.reports)
+            index.shed()  # kept for class names; its trees live on in `parsed_trees` alone
         flight.warnings.extend(calibrating)  # figures of the last launch that were passed over
         return CheckResult(
             flight.findings, flight.reports, patches, flight, time.monotonic() - started

@@ -305,6 +305,10 @@ class SourceFiles:
             self._ast_bytes -= size
         return parsed
 
+    def let_go_trees(self) -> None:
+        self._asts.clear()
+        self._ast_bytes = 0
+
     def skip(self, rel: str, why: str) -> None:
         entry = self.entries[rel]
         if entry.error is None:

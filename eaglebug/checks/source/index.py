@@ -193,6 +193,14 @@ class TreeIndex:
             found = self._kept[key] = make()
         return found  # type: ignore[return-value]
 
+    def shed(self) -> None:
+        """Let go of what only an analysis at work needs: the syntax trees and the in-memory
+        objects made over them (`kept`). What stays is what a front end asks of a finished
+        index (its class facts, the external package); a session that keeps its last index
+        for that holds the trees once, in its own `ParsedTrees`, not twice."""
+        self.files.let_go_trees()
+        self._kept.clear()
+
     # -- work ahead ------------------------------------------------------------------------
     def ahead(self, compute: Callable[[], T]) -> Pending[Handed]:
         """Start `compute` now in a helper process, where the index was given a `background`
