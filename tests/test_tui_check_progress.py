@@ -172,3 +172,32 @@ def test_a_cold_release_reports_every_stage_the_files_walked_and_parsed(tmp_path
     # The same checks without anyone listening find the same (warm now: from the cache).
     again = Session(config).run_checks()
     assert [f.key for f in again.findings] == [f.key for f in result.findings]
+
+
+def test_the_state_line_is_laid_out_again_only_when_its_height_changes(
+    scenario: DemoScenario,
+) -> None:
+    """Progress that keeps the lines' height repaints in place (no layout of the screen, ten
+    times a second); text that wraps onto more lines, or fewer, gets the height it needs."""
+    session = demo_session(scenario)
+    app = build_app(session, demo_gpus(session, scenario), **FAST)
+
+    async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
+        await until(pilot, lambda: checks_settled(app), "the checks")
+        checks = panel(app)
+        state = checks.query_one("#checks-state", Static)
+        width = state.content_region.width
+        checks.show_state("a" * (width - 5))
+        await pilot.pause()
+        height = state.size.height
+        checks.show_state("b" * (width - 5))  # the same height: repainted in place
+        await pilot.pause()
+        assert state_line(app) == "b" * (width - 5) and state.size.height == height
+        checks.show_state("c" * (width + 5))  # one more line
+        await pilot.pause()
+        assert state.size.height == height + 1
+        checks.show_state("d")
+        await pilot.pause()
+        assert state_line(app) == "d" and state.size.height == height
+
+    run(app, script, size=(120, 40))

@@ -137,11 +137,20 @@ class ChecksPanel(Vertical):
         self.show_state(state)
 
     def show_state(self, state: str) -> None:
-        """The line above the list: how far the checks are, or how they went; the counts."""
+        """The line above the list: how far the checks are, or how they went; the counts.
+
+        A cold check says how far it is ten times a second; laying the screen out again for
+        each was most of what the app did meanwhile, on the core the check runs on. So the
+        screen is laid out again only when the new text takes another height than the one
+        laid out (Textual's own measure of it, wrapped to the width it has)."""
         summary = self._summary
-        self.query_one("#checks-state", Static).update(
-            Text(f"{state}\n{summary}" if state else summary)
-        )
+        shown = self.query_one("#checks-state", Static)
+        shown.update(Text(f"{state}\n{summary}" if state else summary), layout=False)
+        region = shown.content_region
+        if region.width <= 0 or region.height != shown.get_content_height(
+            self.size, self.app.size, region.width
+        ):
+            shown.refresh(layout=True)
 
     def _list(self, listing: OptionList) -> None:
         """The options: on one line each, their steps aligned, if that fits the list's width;
