@@ -17,7 +17,7 @@ import pytest
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.interface.audit import audit
-from eaglebug.checks.reach.conditions import Pred
+from eaglebug.checks.reach.conditions import Pred, flag_names
 from eaglebug.checks.reach.guards import GuardContext, GuardMemo, possible
 from eaglebug.checks.reach.resolve import consumers, origin_role
 from eaglebug.checks.source.classes import ClassRef
@@ -218,10 +218,15 @@ def test_the_guard_memo_answers_as_the_guards_do(survey_0523: Survey) -> None:
     answer without asking again what that answer rested on."""
     index = survey_0523.index
     facts = algorithm_facts(index)
-    flags = {name: [(Pred(name=p),) for p in list(facts.predicates)[:2]] for name in ("f", "g")}
+    # Every flag the guards read, truthy only under the tree's first predicate: a full table
+    # makes a flag's value depend on the algorithm, an empty one leaves it undecided.
+    uses = list(consumers(index))
+    first = next(iter(facts.predicates))
+    flags = {name: [(Pred(name=first),)] for u in uses for name in flag_names(u.conds)}
+    assert flags
     memo = GuardMemo()
     checked = differs = 0
-    for u in consumers(index):
+    for u in uses:
         if not u.conds:
             continue
         answers = set()
