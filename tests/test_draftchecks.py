@@ -240,3 +240,39 @@ def test_draft_missing_on_0_5_9_where_server_args_holds_the_rule(sglang_059: Pat
     assert mtp.severity == "info"
     assert str(evidence(mtp).read_from).startswith("sglang/srt/server_args.py:")
     assert draftchecks.check_draft_missing(index, "NGRAM", "Qwen3ForCausalLM") == []
+
+
+def test_the_draft_checks_are_kept_by_what_they_read(
+    sglang_0523: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second preflight of the same launch with a flag changed reads the draft checks back
+    (no flag changes them); a draft whose shards changed is checked again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    runs: list[str | None] = []
+    checks = draftchecks._draft_findings
+
+    def counted(*args: Any) -> list[Finding]:
+        runs.append(args[2])
+        return checks(*args)
+
+    monkeypatch.setattr(draftchecks, "_draft_findings", counted)
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps(QWEN3_32B))
+    draft = draft_dir(tmp_path, drop=("lm_head.weight",))
+    launch = [
+        *("python", "-m", "sglang.launch_server", "--model-path", str(target)),
+        *("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft)),
+    ]
+
+    def draft_ids(words: list[str]) -> list[str]:
+        index = TreeIndex(locate(str(sglang_0523)))  # a new run: the kept answers, read back
+        return sorted(f.id for f in preflight(index, words, {}).findings if f.role == "draft")
+
+    first = draft_ids(launch)
+    assert "config.draft_lm_head" in first and len(runs) == 1
+    assert draft_ids([*launch, "--mem-fraction-static", "0.8"]) == first
+    assert len(runs) == 1  # read back, not run again
+    write_safetensors(draft / "model.safetensors", EAGLE3_DRAFT_TENSORS)  # lm_head is back
+    assert "config.draft_lm_head" not in draft_ids(launch)
+    assert len(runs) == 2

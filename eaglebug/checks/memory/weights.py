@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from eaglebug.checks.memory.layers import UNREAD, Built, LayerTree, class_node
 from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors
 from eaglebug.checks.memory.widths import attention_tp_size, pp_stages
+from eaglebug.checks.models.checkpoint import shards_stamp
 from eaglebug.checks.models.source import ModelSource
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classes import ClassRef
@@ -377,16 +377,8 @@ def _stage(name: str, pp: int, layer: int | None, ranges: list[tuple[int, int]])
 def _checkpoint(index: TreeIndex, path: Path | None) -> CheckpointTensors | str:
     """The headers' bytes, kept with the answers while the shard files are as they were
     (their names, sizes and mtimes): a second preflight of the same model stats them only."""
-    if path is None:
-        return checkpoint_tensors(path, fold)
-    try:
-        with os.scandir(path) as entries:
-            stamp = sorted(
-                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
-                for e in entries
-                if e.name.endswith((".safetensors", ".safetensors.index.json"))
-            )
-    except OSError:
+    stamp = shards_stamp(path) if path is not None else None
+    if stamp is None:
         return checkpoint_tensors(path, fold)
     return index.answer_for(
         "weightsplit:headers:",

@@ -10,6 +10,7 @@ say nothing rather than guess.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,20 @@ def _offsets_bytes(path: Path) -> int:
         and len(v["data_offsets"]) == 2
     ]
     return max(ends, default=0)
+
+
+def shards_stamp(model_dir: Path) -> list[tuple[str, int, int]] | None:
+    """What a checkpoint's readers depend on in its folder, as a key: the weight index and the
+    shards, each by name, size and mtime (None: the folder cannot be listed)."""
+    try:
+        with os.scandir(model_dir) as entries:
+            return sorted(
+                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+                for e in entries
+                if e.name.endswith((".safetensors", ".safetensors.index.json"))
+            )
+    except OSError:
+        return None
 
 
 def read_checkpoint(model_dir: Path | None) -> Checkpoint:
