@@ -16,7 +16,7 @@ import pytest
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.models import draft_checks as draftchecks
-from eaglebug.checks.models.checkpoint import read_checkpoint
+from eaglebug.checks.models.checkpoint import Checkpoint, read_checkpoint
 from eaglebug.checks.models.checks import check_vocab
 from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
@@ -248,14 +248,13 @@ def test_the_draft_checks_are_kept_by_what_they_read(
     """A second preflight of the same launch with a flag changed reads the draft checks back
     (no flag changes them); a draft whose shards changed is checked again."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    runs: list[str | None] = []
-    checks = draftchecks._draft_findings
+    runs: list[Path | None] = []  # each time the checks run, they read the checkpoint first
 
-    def counted(*args: Any) -> list[Finding]:
-        runs.append(args[2])
-        return checks(*args)
+    def counted(model_dir: Path | None) -> Checkpoint:
+        runs.append(model_dir)
+        return read_checkpoint(model_dir)
 
-    monkeypatch.setattr(draftchecks, "_draft_findings", counted)
+    monkeypatch.setattr(draftchecks, "read_checkpoint", counted)
     target = tmp_path / "target"
     target.mkdir()
     (target / "config.json").write_text(json.dumps(QWEN3_32B))

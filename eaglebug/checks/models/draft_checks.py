@@ -285,40 +285,23 @@ def draft_findings(
     no launch flag changes them, so a preflight of the same launch with a flag changed (the
     everyday re-check) or another shell variable reads them back instead of evaluating the
     draft's code again (~0.4 s on 0.5.23)."""
+
+    def checked() -> list[Finding]:
+        checkpoint = read_checkpoint(draft_dir)
+        shape = loader_shape(index, find_class(index, draft_class)) if draft_class else None
+        token_map_from = shape.skip_site("d2t") if shape is not None else None
+        found = check_vocab(target_config, draft_config, algorithm, checkpoint, token_map_from)
+        if draft_class is None:
+            return found
+        return [
+            *found,
+            *check_algorithm_mismatch(index, algorithm, draft_class),
+            *check_draft_lm_head(index, algorithm, draft_class, draft_config, checkpoint),
+            *check_draft_weights(index, draft_class, checkpoint),
+        ]
+
     stamp = shards_stamp(draft_dir) if draft_dir is not None else None
     if draft_dir is not None and stamp is None:  # a folder that cannot be listed: read it now
-        return _draft_findings(
-            index, algorithm, draft_class, target_config, draft_config, draft_dir
-        )
+        return checked()
     subject = [algorithm, draft_class, target_config, draft_config, str(draft_dir), stamp]
-    return index.answer_for(
-        _ANSWER,
-        subject,
-        list[Finding],
-        lambda: _draft_findings(
-            index, algorithm, draft_class, target_config, draft_config, draft_dir
-        ),
-        _KEEP_ANSWERS,
-    )
-
-
-def _draft_findings(
-    index: TreeIndex,
-    algorithm: str,
-    draft_class: str | None,
-    target_config: Mapping[str, Any],
-    draft_config: Mapping[str, Any],
-    draft_dir: Path | None,
-) -> list[Finding]:
-    checkpoint = read_checkpoint(draft_dir)
-    shape = loader_shape(index, find_class(index, draft_class)) if draft_class else None
-    token_map_from = shape.skip_site("d2t") if shape is not None else None
-    found = check_vocab(target_config, draft_config, algorithm, checkpoint, token_map_from)
-    if draft_class is None:
-        return found
-    return [
-        *found,
-        *check_algorithm_mismatch(index, algorithm, draft_class),
-        *check_draft_lm_head(index, algorithm, draft_class, draft_config, checkpoint),
-        *check_draft_weights(index, draft_class, checkpoint),
-    ]
+    return index.answer_for(_ANSWER, subject, list[Finding], checked, _KEEP_ANSWERS)
