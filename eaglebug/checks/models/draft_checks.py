@@ -284,7 +284,8 @@ def draft_findings(
     class, both configs, the draft folder's weight index and shards by name, size and mtime):
     no launch flag changes them, so a preflight of the same launch with a flag changed (the
     everyday re-check) or another shell variable reads them back instead of evaluating the
-    draft's code again (~0.4 s on 0.5.23)."""
+    draft's code again (0.37 s in a profile on 0.5.23; the run ends ~0.14 s sooner, since the
+    memory stage parses most of the same files anyway)."""
 
     def checked() -> list[Finding]:
         checkpoint = read_checkpoint(draft_dir)
