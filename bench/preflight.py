@@ -16,8 +16,9 @@ audit of the same tree. Two more rows: the warm text report (what a person types
 and, for information, a new SSH session or tmux pane (`SSH_CONNECTION`, `TMUX_PANE`, ...
 differ on every run: left out of the reply's key and of what the checks read, so the kept
 reply is printed), and a warm tree with a new variable of any other name (the reply's key
-holds it, so the launch's stages run again over the tree's kept answers). The launch is the Kimi-K2.5 + EAGLE-3 seed scenario, with configs
-written to a scratch folder, on 8 x H200 (`--gpu-arch sm90`, so the attention rules run too).
+holds it, so the launch's stages run again over the tree's kept answers). The launch is the
+Kimi-K2.5 + EAGLE-3 seed scenario, with configs written to a scratch folder, on 8 x H200
+(`--gpu-arch sm90`, so the attention rules run too).
 A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails outright.
 
     python bench/preflight.py [--sglang PATH] [--runs N]

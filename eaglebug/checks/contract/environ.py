@@ -8,11 +8,11 @@ socket. Keyed by them, every new pane paid a whole preflight again (1.2-1.5 s) f
 answer.
 
 `preflight` (`orchestrator.py`) leaves these variables out of the environment it reads, and
-the CLI keys a reply by what is left: a verdict cannot depend on them. Evaluated SGLang code that asks for one gets an unknown, as it does for
-any variable eaglebug does not know (`pyeval/brains.py`), and a verdict resting on it says so,
-so a reply kept without them is still the answer for every session. The names are the
-terminals' and shells' (OpenSSH, tmux, screen, the common terminal emulators, bash), not
-SGLang's.
+the CLI keys a reply by what is left: a verdict cannot depend on them. Evaluated SGLang code
+that asks for one gets an unknown, as it does for any variable eaglebug does not know
+(`pyeval/brains.py`), and a verdict resting on it says so, so a reply kept without them is
+still the answer for every session. The names are the terminals' and shells' (OpenSSH, tmux,
+screen, the common terminal emulators, bash), not SGLang's.
 """
 
 from __future__ import annotations
