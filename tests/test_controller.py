@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.session.checking import CheckResult
 from eaglebug.session.controller import (
     AcceptEnv,
     ActionDone,
@@ -33,7 +34,6 @@ from eaglebug.session.controller import (
 )
 from eaglebug.session.problems import ERRORS_LOG, Problem
 from eaglebug.session.progress import CheckProgress
-from eaglebug.session.session import CheckResult
 
 WAIT_S = 240.0  # only a hung test waits this long
 

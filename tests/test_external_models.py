@@ -464,18 +464,28 @@ def test_modules_of_subpackages_are_not_registered(tmp_path: Path) -> None:
     assert index.classes.exporter_names(KIMI) == ["my_models.kimi_k25." + KIMI]
 
 
+@pytest.mark.parametrize("apart", [False, True], ids=["here", "worker"])
 def test_the_tui_session_fixes_the_package_named_by_the_launch(
-    sglang_0523: Path, user_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sglang_0523: Path,
+    user_repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    apart: bool,
 ) -> None:
     """What the TUI's fix key runs: the checks of the launch (its variable and PYTHONPATH),
-    then the patch applied and verified by a fresh audit that loads the same package."""
+    then the patch applied and verified by a fresh audit that loads the same package; in
+    this process, and in the checks' worker process the TUI starts."""
+    from eaglebug.session.checking import HereChecks
     from eaglebug.session.session import Session, SessionConfig
 
     gitrepo.hermetic(monkeypatch)
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"architectures": [KIMI]}))
     words = launch(user_repo, tmp_path / "model")
-    session = Session(SessionConfig(tmp_path / "work", str(sglang_0523), words))
+    config = SessionConfig(tmp_path / "work", str(sglang_0523), words, checks_apart=apart)
+    session = Session(config)
+    request.addfinalizer(session.close)  # no worker outlives the test, failed or not
     checks = session.run_checks()
     target = [f for f in checks.findings if f.role == "target" and f.severity == "error"]
     assert {f.attribute for f in target} == {"get_embed_and_head", "set_eagle3_layers_to_capture"}
@@ -489,7 +499,8 @@ def test_the_tui_session_fixes_the_package_named_by_the_launch(
     assert gitrepo.git(user_repo, "diff", "--cached") == ""
     again = session.run_checks()
     assert not [f for f in again.findings if f.role == "target" and f.severity == "error"]
-    assert session.parsed_trees().hits > 0  # the re-check took the tree's unchanged files
+    if isinstance(session.checks, HereChecks):
+        assert session.checks.parsed_trees().hits > 0  # the re-check took unchanged files
 
 
 @pytest.mark.parametrize("release", ["sglang_0514", "sglang_0522", "sglang_0523"])

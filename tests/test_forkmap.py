@@ -64,6 +64,20 @@ def test_results_come_back_in_order_and_the_helper_did_some() -> None:
     raise AssertionError(f"the helper's results never reached the parent: {seen}")
 
 
+def test_progress_counts_up_to_every_item_for_both_processes() -> None:
+    """The TUI's worker shows how far a check is: counts that never go back, never past
+    the total, and end at it (whoever did the items); small work tells each item here."""
+    assert threading.active_count() == 1, "another test left a thread running: no fork here"
+    told: list[tuple[int, int]] = []
+    results = forked_map(square_with_pid, list(range(40)), BIG, lambda d, t: told.append((d, t)))
+    assert [r for r, _ in results] == [n * n for n in range(40)]
+    assert told[-1] == (40, 40) and {t for _, t in told} == {40}
+    assert [d for d, _ in told] == sorted(d for d, _ in told) and told[0][0] >= 1
+    small: list[tuple[int, int]] = []
+    forked_map(square_with_pid, list(range(5)), [10] * 5, lambda d, t: small.append((d, t)))
+    assert small == [(n, 5) for n in range(1, 6)]
+
+
 def test_small_work_is_done_here() -> None:
     results = forked_map(square_with_pid, list(range(5)), [10] * 5)
     assert {pid for _, pid in results} == {os.getpid()}

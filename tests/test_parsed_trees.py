@@ -12,6 +12,7 @@ from pytest import MonkeyPatch
 from eaglebug.checks import ParsedTrees, TreeIndex, audit, locate
 from eaglebug.checks.source.facts import Parsed
 from eaglebug.demo import DemoScenario
+from eaglebug.session.checking import HereChecks
 from eaglebug.tui.demo import demo_session
 from tests.live import hermetic_demo_env
 from tests.test_mempools import copy_tree, edit
@@ -86,6 +87,7 @@ def test_the_session_keeps_its_last_index_shed(tmp_path: Path, monkeypatch: Monk
     hermetic_demo_env(monkeypatch)
     session = demo_session(DemoScenario.prepare(tmp_path / "demo"))
     assert session.run_checks().error is None
-    kept = session._index
-    assert kept is not None and len(session.parsed_trees()) > 0
+    assert isinstance(session.checks, HereChecks)
+    kept = session.checks.index
+    assert kept is not None and len(session.checks.parsed_trees()) > 0
     assert all(kept.files.peek(rel) is None for rel in kept.files.entries)

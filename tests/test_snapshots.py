@@ -28,8 +28,9 @@ from textual.widgets import OptionList, Sparkline  # noqa: TID251 (a UI test dri
 from eaglebug.demo import DemoScenario
 from eaglebug.demo.memfile import DRIVER_IDLE_BYTES
 from eaglebug.gpu.simulated import SimulatedSource
+from eaglebug.session.checking import CheckResult
 from eaglebug.session.progress import CheckProgress
-from eaglebug.session.session import CheckResult, Session
+from eaglebug.session.session import Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_session
 from eaglebug.tui.screens.diff import DiffModal

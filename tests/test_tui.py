@@ -10,6 +10,7 @@ demo's fast knob (about a second to ready). No async plugin: each test runs its 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -58,8 +59,11 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     hermetic_demo_env(monkeypatch)
 
 
-def demo(scenario: DemoScenario, readonly: bool = False, **options: object) -> EaglebugApp:
-    session = demo_session(scenario, readonly)
+def demo(
+    scenario: DemoScenario, readonly: bool = False, apart: bool = False, **options: object
+) -> EaglebugApp:
+    """The demo's app; `apart`: its checks in a worker process, as `eaglebug demo` runs them."""
+    session = demo_session(scenario, readonly, checks_apart=apart)
     return build_app(session, demo_gpus(session, scenario), **{**FAST, **options})
 
 
@@ -308,13 +312,20 @@ async def patch_kimi(pilot: Pilot[None], app: EaglebugApp, scenario: DemoScenari
     return head(scenario)
 
 
-def test_undo_reverts_the_patch_commit_and_the_errors_come_back(scenario: DemoScenario) -> None:
-    app = demo(scenario)
+@pytest.mark.parametrize("apart", [False, True], ids=["here", "worker"])
+def test_undo_reverts_the_patch_commit_and_the_errors_come_back(
+    scenario: DemoScenario, apart: bool
+) -> None:
+    """Patch, undo, the errors back; with the checks (and the patch's re-audit) in this
+    process, and in the worker process `eaglebug` runs them in, which ends with the app."""
+    app = demo(scenario, apart=apart)
     kimi = scenario.sglang_root / KIMI
     original = kimi.read_bytes()
+    workers: set[int | None] = set()
 
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         patched = await patch_kimi(pilot, app, scenario)
+        workers.add(getattr(app.session.checks, "pid", None))
         assert kimi.read_bytes() != original
 
         await pilot.press("u")
@@ -332,8 +343,16 @@ def test_undo_reverts_the_patch_commit_and_the_errors_come_back(scenario: DemoSc
             "the interface errors to come back",
         )
         assert any(n.notification.title == "undone" for n in notes)
+        workers.add(getattr(app.session.checks, "pid", None))
 
     run(app, script)
+    if apart:  # one worker for every check and the re-audit, gone with the app
+        (worker,) = workers
+        assert worker is not None and worker != os.getpid()
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)
+    else:
+        assert workers == {None}
 
 
 # -- 3. what the TUI refuses, and what No and Escape leave alone ----------------------------

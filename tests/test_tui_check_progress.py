@@ -20,9 +20,10 @@ from textual.widgets import Static  # noqa: TID251 (a UI test drives Textual)
 
 from eaglebug.checks import STAGES
 from eaglebug.demo import DemoScenario
+from eaglebug.session.checking import CheckResult
 from eaglebug.session.controller import ChecksProgressed
 from eaglebug.session.progress import FIRST_STAGE, CheckProgress, ProgressTracker
-from eaglebug.session.session import CheckResult, Session, SessionConfig
+from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus, demo_session
 from eaglebug.tui.messages import CheckProgressed, ControllerReported

@@ -19,10 +19,11 @@ from textual.widgets import OptionList, Static  # noqa: TID251 (a UI test drives
 
 from eaglebug.demo import DemoScenario
 from eaglebug.server.state import load_state, state_dir
+from eaglebug.session.checking import CheckResult
 from eaglebug.session.controller import ApplyPatch, Relaunch
 from eaglebug.session.problems import ERRORS_LOG
 from eaglebug.session.progress import CheckProgress
-from eaglebug.session.session import CheckResult, Session
+from eaglebug.session.session import Session
 from eaglebug.tui.app import EaglebugApp, build_app
 from eaglebug.tui.demo import demo_gpus, demo_session
 from eaglebug.tui.screens.confirm import ConfirmModal

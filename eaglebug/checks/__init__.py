@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.orchestrator import GpuMemory as GpuMemory
     from eaglebug.checks.orchestrator import PreflightResult as PreflightResult
     from eaglebug.checks.orchestrator import preflight as preflight
+    from eaglebug.checks.source.ahead import Background as Background
     from eaglebug.checks.source.answers import MISSING as NO_ANSWER
     from eaglebug.checks.source.answers import Answers as Answers
     from eaglebug.checks.source.cache import cache_dir as cache_dir
@@ -107,6 +108,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.external import ExternalPackage as ExternalPackage
     from eaglebug.checks.source.external import package_at as package_at
     from eaglebug.checks.source.files import InProcess as InProcess
+    from eaglebug.checks.source.files import Mapper as Mapper
     from eaglebug.checks.source.index import TreeIndex as TreeIndex
     from eaglebug.checks.source.index import find_class as find_class
     from eaglebug.checks.source.package import stamp_key as stamp_key
@@ -142,6 +144,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
     "InProcess": ("eaglebug.checks.source.files", "InProcess"),
+    "Mapper": ("eaglebug.checks.source.files", "Mapper"),
+    "Background": ("eaglebug.checks.source.ahead", "Background"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "closest_hint": ("eaglebug.checks.contract.errors", "closest_hint"),
     "InterfaceEvidence": ("eaglebug.checks.contract.evidence", "InterfaceEvidence"),
@@ -232,6 +236,7 @@ __all__ = [
     "AcceptanceRules",
     "Answers",
     "AuditResult",
+    "Background",
     "Bar",
     "Cell",
     "Choice",
@@ -251,6 +256,7 @@ __all__ = [
     "Listing",
     "LogAnalyzer",
     "LogEvidence",
+    "Mapper",
     "Matrix",
     "MemoryLog",
     "ModelSource",

@@ -31,9 +31,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from eaglebug.checks import InputError
+from eaglebug.session.checking import CheckResult, WorkerEnded
 from eaglebug.session.problems import Problem, guarded, problem_of
 from eaglebug.session.progress import CheckProgress
-from eaglebug.session.session import CheckResult, Session
+from eaglebug.session.session import Session
 
 if TYPE_CHECKING:
     from eaglebug.checks import Patch
@@ -305,6 +306,8 @@ class Controller:
         except InputError as exc:
             reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
             result = CheckResult([], [], [], None, 0.0, reason)
+        except WorkerEnded as exc:  # killed, out of memory: not a bug to trace
+            result = CheckResult([], [], [], None, 0.0, f"{exc} — press c to check again")
         except Exception as exc:  # reported with its traceback; the checks panel says so
             problem = problem_of(exc, "checks", self.session.config.workdir)
             self._report(problem)

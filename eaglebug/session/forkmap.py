@@ -120,24 +120,51 @@ def _end_with(parent: int) -> None:
 
 
 def _take(
-    fd: int, job: Callable[[T], R], items: Sequence[T], batches: list[list[int]]
+    fd: int,
+    job: Callable[[T], R],
+    items: Sequence[T],
+    batches: list[list[int]],
+    progress: Callable[[int], None] | None = None,
 ) -> dict[int, R]:
-    """Do batches of items, as their numbers come out of the pipe, until it is empty."""
+    """Do batches of items, as their numbers come out of the pipe, until it is empty;
+    `progress(batches left in the pipe)` after each."""
     done: dict[int, R] = {}
     while len(raw := os.read(fd, _INDEX)) == _INDEX:
         for i in batches[int.from_bytes(raw, "little")]:
             done[i] = job(items[i])
+        if progress is not None:
+            progress(_queued(fd) // _INDEX)
     return done
 
 
-def forked_map(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]) -> list[R]:
-    """`job` over `items`, in order, with a forked helper doing about half the work."""
+def _queued(fd: int) -> int:
+    """Bytes still in a pipe (Linux's and the BSDs' FIONREAD); 0 where it cannot be asked."""
+    try:
+        import fcntl
+        import termios
+
+        room = bytearray(4)
+        fcntl.ioctl(fd, termios.FIONREAD, room)
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return int.from_bytes(room, sys.byteorder)
+
+
+def forked_map(
+    job: Callable[[T], R],
+    items: Sequence[T],
+    weights: Sequence[int],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[R]:
+    """`job` over `items`, in order, with a forked helper doing about half the work;
+    `progress(done, total)`, when given, hears in this process how many items both processes
+    have taken from the queue (each a file a front end counts as done)."""
     if len(items) < 2 or sum(weights) < _MIN_WEIGHT:
-        return [job(item) for item in items]
+        return _here(job, items, progress)
     try:
         queue_r, queue_w = os.pipe()
     except OSError:
-        return [job(item) for item in items]
+        return _here(job, items, progress)
     order = sorted(range(len(items)), key=lambda i: -weights[i])
     size = -(-len(order) // _MAX_TOKENS)  # items per batch: 1 unless the tree is huge
     batches = [order[k : k + size] for k in range(0, len(order), size)]
@@ -146,8 +173,13 @@ def forked_map(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
         queued = queued[os.write(queue_w, queued) :]
     os.close(queue_w)
     helper = _Helper.start(lambda: _take(queue_r, job, items, batches))
+
+    def taken(left: int) -> None:
+        if progress is not None:
+            progress(min(len(items), (len(batches) - left) * size), len(items))
+
     try:
-        results = _take(queue_r, job, items, batches)
+        results = _take(queue_r, job, items, batches, taken if progress is not None else None)
     finally:
         os.close(queue_r)
         ok, helped = helper.result() if helper is not None else (False, None)
@@ -156,7 +188,33 @@ def forked_map(job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
     for i in range(len(items)):
         if i not in results:  # the helper failed: its items are done here, with the same result
             results[i] = job(items[i])
+    if progress is not None:
+        progress(len(items), len(items))
     return [results[i] for i in range(len(items))]
+
+
+def _here(
+    job: Callable[[T], R], items: Sequence[T], progress: Callable[[int, int], None] | None
+) -> list[R]:
+    done: list[R] = []
+    for item in items:
+        done.append(job(item))
+        if progress is not None:
+            progress(len(done), len(items))
+    return done
+
+
+class ForkedMap:
+    """A `Mapper` (`checks.sourcefiles`) that shares the work with a helper (`forked_map`)
+    and tells `progress(done, total)`: a worker process's checks, shown by the TUI."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+
+    def __call__(
+        self, job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
+    ) -> list[R]:
+        return forked_map(job, items, weights, self.progress)
 
 
 class Pending(Generic[R]):

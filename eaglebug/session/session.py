@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,20 +32,17 @@ from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.server.launcher import Server, wait_gpu_released
 from eaglebug.server.proctree import StopResult
 from eaglebug.server.state import LaunchRecord, PatchRecord, load_state
-from eaglebug.session.collector import few_collections
-from eaglebug.session.progress import CheckProgress, ProgressTracker
+from eaglebug.session.checking import (
+    AuditRequest,
+    CheckRequest,
+    CheckResult,
+    Checks,
+    HereChecks,
+    Progress,
+)
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
-    from eaglebug.checks import (
-        ClassReport,
-        GpuArch,
-        GpuMemory,
-        ParsedTrees,
-        Patch,
-        PreflightResult,
-        SglangTree,
-        TreeIndex,
-    )
+    from eaglebug.checks import GpuArch, GpuMemory, Patch, SglangTree
     from eaglebug.git.fixing import Applied, Undone
 
 # What a log finding is the runtime face of: its fix is the preflight finding's fix.
@@ -55,18 +51,6 @@ SEE_ALSO = {
     "log.context_length": "config.context_length",
 }
 PENDING, FIXED = "pending: next launch", "fixed: relaunch"
-
-
-@dataclass
-class CheckResult:
-    """What the last run of the checks found, with the patches that would fix it."""
-
-    findings: list[Finding]
-    reports: list[ClassReport]
-    patches: list[Patch]
-    preflight: PreflightResult | None
-    took_s: float
-    error: str | None = None
 
 
 @dataclass
@@ -87,6 +71,9 @@ class SessionConfig:
     # Several nodes' logs merged into `log_path` (`eaglebug.logs.merge`): the node of each rank
     # so far, from the merger, so the log's findings name their nodes.
     rank_nodes: Callable[[], dict[str, str]] | None = None
+    # The checks in a worker process of their own (`checkprocess.py`): the TUI's way; the
+    # tests' sessions check in their own process unless they ask.
+    checks_apart: bool = False
 
 
 class Session:
@@ -94,11 +81,11 @@ class Session:
         self.config = config
         self.server = Server(config.workdir)
         self._tree: SglangTree | None = None
-        self._index: TreeIndex | None = None  # the last checks' index, for class names
-        self._index_lock = threading.Lock()
-        # The syntax trees of this session's checks, for the next: a re-check after a flag, a
-        # fix or a relaunch parses only the files that changed (`eaglebug/checks/source/trees.py`).
-        self._parsed: ParsedTrees | None = None
+        self.checks: Checks = HereChecks()
+        if config.checks_apart:
+            from eaglebug.session.checkprocess import ProcessChecks
+
+            self.checks = ProcessChecks()
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
         self._nvml_arch: tuple[GpuArch | None] | None = None  # NVML's answer, once asked
@@ -143,14 +130,7 @@ class Session:
         return {**launched, **state.pending_flags}
 
     # -- checks ---------------------------------------------------------------------------
-    def parsed_trees(self) -> ParsedTrees:
-        if self._parsed is None:
-            from eaglebug.checks import ParsedTrees
-
-            self._parsed = ParsedTrees()
-        return self._parsed
-
-    def run_checks(self, progress: Callable[[CheckProgress], None] | None = None) -> CheckResult:
+    def run_checks(self, progress: Progress | None = None) -> CheckResult:
         """Preflight of the launch command (with accepted env fixes), and the patches for it;
         `progress` hears which stage runs and how many of the tree's files are done."""
         started = time.monotonic()
@@ -160,32 +140,19 @@ class Session:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
-        with few_collections():  # a cold check collected as long as it checked
-            result = self._checked(words, base, started, progress)
+        calibrating: list[str] = []
+        checked = self.checks.check(self._request(words, base, calibrating), progress)
+        flight = checked.flight
+        flight.warnings.extend(calibrating)  # figures of the last launch that were passed over
+        result = CheckResult(
+            flight.findings, flight.reports, checked.patches, flight, time.monotonic() - started
+        )
         self.last = result
         return result
 
-    def _checked(
-        self,
-        words: list[str],
-        base: list[str],
-        started: float,
-        progress: Callable[[CheckProgress], None] | None,
-    ) -> CheckResult:
-        """`run_checks`'s work, under the collector's setting for checks."""
-        tracker = ProgressTracker(progress) if progress is not None else None
-        from eaglebug.checks import STAGES, InProcess, TreeIndex, plan_patches, preflight
-
-        if tracker is not None:  # building the index walks the tree: the first stage
-            tracker.stage(STAGES[0])
-        index = TreeIndex(
-            self.tree(),
-            mapper=InProcess(tracker.files if tracker is not None else None),
-            parsed=tracker.parsed if tracker is not None else None,
-            shared=self.parsed_trees(),
-        )
-        with self._index_lock:
-            self._index = index
+    def _request(self, words: list[str], base: list[str], calibrating: list[str]) -> CheckRequest:
+        """What the check reads besides the tree, gathered here: the engine (perhaps in
+        another process) reads no state file and asks no GPU."""
         # What the next launch will see: this environment, what the current launch was given
         # (its env fixes were consumed from `pending_env` when it started), and what is pending.
         record = self.current_launch()
@@ -194,26 +161,19 @@ class Session:
         from eaglebug.server.calibration import measured_for
         from eaglebug.server.pyenv import external_for_launch
 
-        external = external_for_launch(words, environ)  # where the launch's python finds it
-        calibrating: list[str] = []
-        measured = measured_for(self.config.workdir, base, calibrating)
-        with self._index_lock:
-            flight = preflight(
-                index,
-                words,
-                environ,
-                self._gpu_memory(),
-                self._gpu_arch(),
-                external=external,
-                measured=measured,
-                progress=tracker.stage if tracker is not None else None,
-            )
-            patches = plan_patches(index, flight.reports)
-            index.shed()  # kept for class names; its trees live on in `parsed_trees` alone
-        flight.warnings.extend(calibrating)  # figures of the last launch that were passed over
-        return CheckResult(
-            flight.findings, flight.reports, patches, flight, time.monotonic() - started
+        return CheckRequest(
+            self.tree(),
+            words,
+            environ,
+            self._gpu_memory(),
+            self._gpu_arch(),
+            external_for_launch(words, environ),  # where the launch's python finds it
+            measured_for(self.config.workdir, base, calibrating),
         )
+
+    def close(self) -> None:
+        """End what the session runs apart (the checks' worker); a launch outlives it."""
+        self.checks.close()
 
     def _gpu_arch(self) -> GpuArch | None:
         """--gpu-arch, else this host's GPUs through NVML (the demo's GPUs are simulated)."""
@@ -278,16 +238,9 @@ class Session:
             for report in self.last.reports:
                 if report.ref.facts.name == short:
                     return report.ref.qualname
-        # The launch watch resolves on its own thread: while the checks hold the index it does
-        # not wait for them (the short name stays until it republishes after the checks).
-        if not self._index_lock.acquire(blocking=False):
-            return None
-        try:
-            index = self._index
-            found = index.classes_named(short) if index is not None else []
-        finally:
-            self._index_lock.release()
-        return found[0].qualname if len(found) == 1 else None
+        # The launch watch resolves on its own thread: while a check runs it does not wait
+        # for it (the short name stays until it republishes after the checks).
+        return self.checks.class_named(short)
 
     def patch_for(self, finding: Finding) -> Patch | None:
         """The patch that carries a finding's fix (the class and the method, both exact)."""
@@ -352,12 +305,10 @@ class Session:
         def reaudit() -> list[Finding]:
             if algorithm is None:
                 return []
-            from eaglebug.checks import TreeIndex, audit
-
             # the launch's package too; the trees of the checks that found what this fixes
-            with few_collections():
-                index = TreeIndex(self.tree(), external=external, shared=self.parsed_trees())
-                return audit(index, target, algorithm, draft).findings
+            return self.checks.reaudit(
+                AuditRequest(self.tree(), external, target, algorithm, draft)
+            )
 
         from eaglebug.git.fixing import apply_patch
 
@@ -385,9 +336,8 @@ class Session:
         """Where the newest patch was committed: the SGLang tree's repository, or that of the
         out-of-tree model package whose file it patched."""
         patches = load_state(self.config.workdir).patches
-        with self._index_lock:
-            index = self._index
-        external = index.external if index is not None else None
+        last = self.last
+        external = last.preflight.external if last is not None and last.preflight else None
         if patches and external is not None and external.owns(patches[-1].file):
             return external.root / patches[-1].file
         return self.tree().root

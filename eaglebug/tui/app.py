@@ -128,6 +128,7 @@ class EaglebugApp(App[None]):
         self.accept_watch.close()
         self.sampler.stop()
         self.gpu_source.close()
+        self.session.close()  # the checks' worker process, if any
 
     # -- the feeds' callbacks (on their threads) -----------------------------------------------
     def _to_main(self, message: Message) -> None:

@@ -16,7 +16,9 @@ from eaglebug.session.session import Session, SessionConfig
 from eaglebug.tui.app import EaglebugApp, build_app
 
 
-def demo_session(scenario: DemoScenario, readonly: bool = False) -> Session:
+def demo_session(
+    scenario: DemoScenario, readonly: bool = False, checks_apart: bool = False
+) -> Session:
     config = SessionConfig(
         workdir=scenario.workdir,
         sglang=str(scenario.sglang_root),
@@ -25,6 +27,7 @@ def demo_session(scenario: DemoScenario, readonly: bool = False) -> Session:
         demo_label="DEMO · simulated GPUs · stand-in server",
         run_argv=scenario.launch_argv,
         run_env=scenario.env,
+        checks_apart=checks_apart,
     )
     return Session(config)
 
@@ -49,8 +52,10 @@ def demo_app(
     readonly: bool = False,
     interval_s: float = 1.0,
     stall_limits: dict[str, float] | None = None,
+    checks_apart: bool = False,
 ) -> EaglebugApp:
-    session = demo_session(scenario, readonly)
+    """`checks_apart`: the checks in a worker process, as `eaglebug demo` runs them."""
+    session = demo_session(scenario, readonly, checks_apart)
     return build_app(
         session,
         demo_gpus(session, scenario),
@@ -67,7 +72,7 @@ def run_demo(
     story: str = "seed",
 ) -> int:
     scenario = DemoScenario.prepare(fast=fast, story=story)
-    app = demo_app(scenario, readonly, interval_s, stall_limits)
+    app = demo_app(scenario, readonly, interval_s, stall_limits, checks_apart=True)
     app.run()
     # A real server outlives eaglebug; the demo's stand-in is a toy, so it ends with the demo.
     running = app.session.server.attached()

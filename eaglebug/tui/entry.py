@@ -102,11 +102,13 @@ def run_tui(
     launch_when_clear: bool = False,
     stall_limits: dict[str, float] | None = None,
 ) -> int:
+    import dataclasses  # not at the top: a headless command's kept reply never loads it
+
     from eaglebug.session.session import Session
     from eaglebug.tui.app import build_app
 
     app = build_app(
-        Session(config),
+        Session(dataclasses.replace(config, checks_apart=True)),  # the screen keeps its core
         source,
         sample_interval_s=interval_s,
         open_guide=open_guide,

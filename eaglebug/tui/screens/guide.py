@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from eaglebug.checks import THRESHOLD, Finding, RuntimeEvidence, env_of, flag_of, one_line
 from eaglebug.session.acceptwatch import AcceptanceSnapshot
-from eaglebug.session.session import CheckResult
+from eaglebug.session.checking import CheckResult
 from eaglebug.tui.render import syntax
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from textual.widgets import Footer
 
 from eaglebug.checks import Finding
 from eaglebug.session.acceptwatch import AcceptanceSnapshot
+from eaglebug.session.checking import CheckResult
 from eaglebug.session.controller import (
     ActionDone,
     ChecksFinished,
@@ -30,7 +31,6 @@ from eaglebug.session.controller import (
 )
 from eaglebug.session.problems import Problem
 from eaglebug.session.progress import CheckProgress
-from eaglebug.session.session import CheckResult
 from eaglebug.tui.messages import (
     CheckProgressed,
     ControllerReported,

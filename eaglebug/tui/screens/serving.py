@@ -14,7 +14,8 @@ from textual import on
 from textual.screen import Screen
 
 from eaglebug.checks import Finding, InputError, Report, low_acceptance
-from eaglebug.session.session import CheckResult, Session
+from eaglebug.session.checking import CheckResult
+from eaglebug.session.session import Session
 from eaglebug.tui.messages import AcceptanceSampled, ProbeFinished
 from eaglebug.tui.runner import reported, run_guarded
 from eaglebug.tui.widgets.header import PhaseHeader

@@ -1,0 +1,316 @@
+"""The session's checks in a worker process of their own: the TUI's way.
+
+Why: in the app's process a check shares one interpreter with the screen and cannot fork
+helpers (the app has threads), so a cold check of a release took twice the CLI's time and the
+app's memory grew by the engine's trees and tables, kept for the next check (a cold 0.5.23:
+~230 MB). In a worker the check runs single-threaded as the CLI's does, with forked helpers
+(`forkmap.py`), and keeps its trees between checks there; the app stays the size of the
+screen and its feeds.
+
+How: `python -m eaglebug.session.checkprocess IN OUT PARENT`, two pipes between the processes.
+Each request is a pickled frame (`_send`) of a `checking` request; the worker answers with
+frames of progress, then the value, or the exception with its traceback. One request at a
+time (a lock: the session's checks and fixes come from the controller's one thread, the class
+names a log names from the launch watch, which never waits for a check under way). The worker
+ends when its request pipe closes (`close`, or the app ended however it ended) and, on Linux,
+at once when the thread that started it ends (`PR_SET_PDEATHSIG`: the controller's thread,
+which lives as long as the app), so no check computes on after eaglebug. If no worker can be
+started the checks run in this process (`HereChecks`), the same checks, only slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from eaglebug.session.checking import (
+    AuditRequest,
+    Checked,
+    CheckRequest,
+    Checks,
+    HereChecks,
+    Progress,
+    WorkerEnded,
+)
+from eaglebug.session.progress import CheckProgress
+
+if TYPE_CHECKING:
+    from eaglebug.checks import Finding
+
+_SIZE = struct.Struct("<Q")
+_CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `close`
+
+
+class RemoteTraceback(Exception):
+    """Where an exception of the worker was raised: the cause of the one raised here, so the
+    errors log holds the traceback of the checks themselves (as `concurrent.futures` does)."""
+
+    def __str__(self) -> str:
+        return f"in the checks' process:\n{self.args[0]}"
+
+
+def _send(out: IO[bytes], message: object) -> None:
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    out.write(_SIZE.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def _receive(inp: IO[bytes]) -> object:
+    """The next frame; EOFError when the other side has gone."""
+    head = inp.read(_SIZE.size)
+    if len(head) < _SIZE.size:
+        raise EOFError
+    (size,) = _SIZE.unpack(head)
+    data = inp.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Worker:
+    """One started worker process and its two pipes."""
+
+    def __init__(self) -> None:
+        to_worker, self_in = os.pipe()  # requests: read by the worker
+        worker_out, from_worker = os.pipe()  # replies: written by the worker
+        env = dict(os.environ)
+        here = str(Path(__file__).resolve().parents[2])  # this eaglebug, installed or not
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+        argv = [sys.executable, "-m", __name__, str(to_worker), str(from_worker), str(os.getpid())]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # the app's terminal is the screen
+                pass_fds=(to_worker, from_worker),
+                env=env,
+            )
+        except BaseException:
+            for fd in (to_worker, self_in, worker_out, from_worker):
+                os.close(fd)
+            raise
+        os.close(to_worker)
+        os.close(from_worker)
+        self.requests = os.fdopen(self_in, "wb")
+        self.replies = os.fdopen(worker_out, "rb")
+
+    def ask(self, request: object, progress: Progress | None) -> object:
+        """The worker's answer to `request`; its progress reports go to `progress`. Anything
+        that leaves the exchange half-way (the worker gone, `progress` raising) ends the
+        worker too: the next frame in the pipe would be taken for another request's answer."""
+        settled = False
+        try:
+            _send(self.requests, request)
+            while True:
+                reply = _receive(self.replies)
+                match reply:
+                    case ("progress", CheckProgress() as step):
+                        if progress is not None:
+                            progress(step)
+                    case ("done", value):
+                        settled = True
+                        return value
+                    case ("raised", BaseException() as exc, str(where)):
+                        settled = True
+                        raise exc from RemoteTraceback(where)
+                    case _:
+                        raise WorkerEnded(f"the checks' process answered {type(reply).__name__}")
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+            if settled:
+                raise  # the worker's own error, relayed
+            status = self.end(wait_s=_CLOSE_WAIT_S)
+            raise WorkerEnded(f"the checks' process ended ({_status_text(status)})") from exc
+        finally:
+            if not settled:
+                self.end(wait_s=0.0)
+
+    def end(self, wait_s: float) -> int | None:
+        """Close its pipes, give it `wait_s` to leave, else kill it; its exit status."""
+        for stream in (self.requests, self.replies):
+            with contextlib.suppress(OSError):
+                stream.close()
+        try:
+            return self.process.wait(wait_s) if wait_s > 0 else self._killed()
+        except subprocess.TimeoutExpired:
+            return self._killed()
+
+    def _killed(self) -> int:
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
+
+
+def _status_text(status: int | None) -> str:
+    if status is None:
+        return "status unknown"
+    if status < 0:
+        return f"killed by {signal.Signals(-status).name}"
+    return f"exit status {status}"
+
+
+class ProcessChecks:
+    """`Checks` in a worker process, started at the first check and kept for the next."""
+
+    def __init__(self, fallback: Callable[[], Checks] = HereChecks) -> None:
+        self._fallback = fallback
+        self._here: Checks | None = None  # no worker could be started: the checks run here
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, while one runs."""
+        worker = self._worker
+        return worker.process.pid if worker is not None else None
+
+    def _started(self) -> _Worker | None:
+        if self._worker is None and self._here is None and not self._closed:
+            try:
+                self._worker = _Worker()
+            except OSError:
+                self._here = self._fallback()
+        return self._worker
+
+    def _ask(self, request: object, progress: Progress | None = None) -> object:
+        worker = self._started()
+        if worker is None:
+            raise WorkerEnded("the checks' process was closed")
+        try:
+            return worker.ask(request, progress)
+        finally:
+            if worker.process.returncode is not None and self._worker is worker:
+                self._worker = None  # it ended with this request: the next starts a fresh one
+
+    def check(self, request: CheckRequest, progress: Progress | None) -> Checked:
+        with self._lock:
+            if self._started() is None and self._here is not None:
+                return self._here.check(request, progress)
+            value = self._ask(("check", request), progress)
+        assert isinstance(value, Checked)
+        return value
+
+    def reaudit(self, request: AuditRequest) -> list[Finding]:
+        with self._lock:
+            if self._started() is None and self._here is not None:
+                return self._here.reaudit(request)
+            value = self._ask(("reaudit", request))
+        assert isinstance(value, list)
+        return value
+
+    def class_named(self, short: str) -> str | None:
+        if not self._lock.acquire(blocking=False):
+            return None  # a check is under way: the name stays short until it republishes
+        try:
+            if self._here is not None:
+                return self._here.class_named(short)
+            if self._worker is None:
+                return None  # no check has run: no index to ask
+            value = self._ask(("class_named", short))
+        except WorkerEnded:
+            return None
+        finally:
+            self._lock.release()
+        return value if isinstance(value, str) else None
+
+    def close(self) -> None:
+        """End the worker: at once if a request is under way (the app is leaving); the
+        thread in that request then reads the end of the pipe and reaps it."""
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        if not self._lock.acquire(blocking=False):
+            worker.process.kill()
+            return
+        try:
+            worker.end(wait_s=_CLOSE_WAIT_S)
+        finally:
+            self._lock.release()
+
+
+# -- the worker's side ---------------------------------------------------------------------------
+def _end_with_starter(parent: int) -> None:
+    """Be killed when the thread that started this process ends (Linux); elsewhere the
+    closed request pipe ends it after the request under way."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the app ended before the call above took effect
+        os._exit(1)
+
+
+def _answer(engine: HereChecks, request: object, out: IO[bytes]) -> object:
+    match request:
+        case ("check", CheckRequest() as check):
+            return engine.check(check, lambda step: _send(out, ("progress", step)))
+        case ("reaudit", AuditRequest() as audit):
+            return engine.reaudit(audit)
+        case ("class_named", str(short)):
+            return engine.class_named(short)
+    raise TypeError(f"not a request of the checks' process: {request!r:.200}")
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling whole, else a RuntimeError naming it."""
+    try:
+        pickle.loads(pickle.dumps(exc, pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def serve(read_fd: int, write_fd: int) -> None:
+    """The worker's loop: requests in, answers out, until the request pipe closes."""
+    from eaglebug.session.forkmap import ForkedMap, in_background
+
+    engine = HereChecks(mapper=ForkedMap, background=in_background)
+    from eaglebug.checks import TreeIndex, preflight  # noqa: F401  loaded before the first request
+
+    with os.fdopen(read_fd, "rb") as inp, os.fdopen(write_fd, "wb") as out:
+        while True:
+            try:
+                request = _receive(inp)
+            except EOFError:
+                return
+            try:
+                reply: tuple[object, ...] = ("done", _answer(engine, request, out))
+            except BrokenPipeError:
+                return  # the app has gone
+            except Exception as exc:
+                reply = ("raised", _portable(exc), traceback.format_exc())
+            try:
+                _send(out, reply)
+            except BrokenPipeError:
+                return
+
+
+def main(argv: list[str]) -> None:
+    read_fd, write_fd, parent = (int(word) for word in argv)
+    _end_with_starter(parent)
+    status = 1
+    try:
+        serve(read_fd, write_fd)
+        status = 0
+    finally:  # nothing to clean: leave without tearing the engine's heap down
+        os._exit(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
