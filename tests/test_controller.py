@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.session.checking import CheckResult
+from eaglebug.session.checking import CheckResult, WorkerEnded
 from eaglebug.session.controller import (
     AcceptEnv,
     ActionDone,
@@ -252,6 +252,22 @@ def test_a_check_that_crashes_is_a_problem_and_an_error_result(
     assert problem.internal and problem.message == "internal error: KeyError: 'facts'"
     (finished,) = events.of(ChecksFinished)
     assert finished.result.error == problem.message
+
+
+def test_a_check_whose_worker_ended_says_so_without_a_traceback(
+    session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
+) -> None:
+    """Killed, out of memory: not a bug of eaglebug's, so no errors-log entry; the checks
+    panel says what happened and which key starts a fresh worker."""
+    session.fail["checks1"] = WorkerEnded("the checks' process ended (killed by SIGKILL)")
+    controller, events = made()
+    controller.request_checks()
+    assert controller.wait_idle(WAIT_S)
+    assert events.of(Problem) == []
+    (finished,) = events.of(ChecksFinished)
+    assert finished.result.error == (
+        "the checks' process ended (killed by SIGKILL) — press a to check again"
+    )
 
 
 @pytest.mark.parametrize("blocked", [False, True])

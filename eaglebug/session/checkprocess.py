@@ -42,6 +42,7 @@ from eaglebug.session.checking import (
     Progress,
     WorkerEnded,
 )
+from eaglebug.session.forkmap import end_with_parent
 from eaglebug.session.progress import CheckProgress
 
 if TYPE_CHECKING:
@@ -259,20 +260,6 @@ class ProcessChecks:
 
 
 # -- the worker's side ---------------------------------------------------------------------------
-def _end_with_starter(parent: int) -> None:
-    """Be killed when the thread that started this process ends (Linux); elsewhere the
-    closed request pipe ends it after the request under way."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # the app ended before the call above took effect
-        os._exit(1)
-
-
 def _answer(engine: HereChecks, request: object, out: IO[bytes]) -> object:
     match request:
         case ("check", CheckRequest() as check):
@@ -320,7 +307,7 @@ def serve(read_fd: int, write_fd: int) -> None:
 
 def main(argv: list[str]) -> None:
     read_fd, write_fd, parent = (int(word) for word in argv)
-    _end_with_starter(parent)
+    end_with_parent(parent)  # the thread that started it: the controller's, as long as the app
     status = 1
     try:
         serve(read_fd, write_fd)

@@ -68,7 +68,7 @@ class _Helper:
         if pid == 0:  # the helper: the value, to the pipe, and gone
             status = 0
             try:
-                _end_with(parent)
+                end_with_parent(parent)
                 os.close(read_fd)
                 data = pickle.dumps(compute(), pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_fd, "wb") as out:
@@ -103,10 +103,11 @@ class _Helper:
             return False, None
 
 
-def _end_with(parent: int) -> None:
-    """In a helper: be killed when the process that forked it ends (Linux's
-    `PR_SET_PDEATHSIG`), so a `kill -9` of eaglebug leaves no helper computing on. Elsewhere
-    (or if the call fails) a helper ends when it finds the pipe to its parent broken."""
+def end_with_parent(parent: int) -> None:
+    """In a helper (or the TUI's checks' worker): be killed when the process that forked it
+    ends, or rather the thread that did (Linux's `PR_SET_PDEATHSIG`), so a `kill -9` of
+    eaglebug leaves nothing of it computing on. Elsewhere (or if the call fails) it ends when
+    it finds the pipe to its parent broken."""
     if not sys.platform.startswith("linux"):
         return
     try:
