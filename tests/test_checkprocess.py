@@ -135,6 +135,26 @@ def test_a_killed_worker_fails_its_check_and_the_next_starts_anew(
     assert apart.pid not in (None, killed[0])
 
 
+def test_where_no_worker_can_run_the_checks_run_here(
+    request_: CheckRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that ends with an error before saying anything (this interpreter cannot
+    run it: `false` stands in for one without eaglebug on its path) is not retried at every
+    check: the checks run in this process, with the same findings."""
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    checks = ProcessChecks()
+    try:
+        told: list[CheckProgress] = []
+        found = checks.check(request_, told.append).flight.findings
+        assert found == HereChecks().check(request_, None).flight.findings != []
+        assert told and checks.pid is None
+        assert checks.class_named(KIMI) == "sglang.srt.models.kimi_k25." + KIMI
+        checks.check(request_, None)
+        assert checks.pid is None  # not started again
+    finally:
+        checks.close()
+
+
 def test_a_progress_callback_that_raises_ends_the_worker(
     request_: CheckRequest, apart: ProcessChecks
 ) -> None:

@@ -31,7 +31,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar, cast
 
 from eaglebug.session.checking import (
     AuditRequest,
@@ -48,6 +48,7 @@ from eaglebug.session.progress import CheckProgress
 if TYPE_CHECKING:
     from eaglebug.checks import Finding
 
+T = TypeVar("T")
 _SIZE = struct.Struct("<Q")
 _CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `close`
 
@@ -106,6 +107,12 @@ class _Worker:
         os.close(from_worker)
         self.requests = os.fdopen(self_in, "wb")
         self.replies = os.fdopen(worker_out, "rb")
+        self.heard = False  # it has said something (progress, an answer): it did start
+
+    def never_ran(self) -> bool:
+        """It ended with an error status before saying anything: it could not start."""
+        status = self.process.returncode
+        return not self.heard and status is not None and status > 0
 
     def ask(
         self, request: object, progress: Progress | None, meanwhile: Callable[[], object] | None
@@ -121,6 +128,7 @@ class _Worker:
                 meanwhile()
             while True:
                 reply = _receive(self.replies)
+                self.heard = True
                 match reply:
                     case ("progress", CheckProgress() as step):
                         if progress is not None:
@@ -193,7 +201,7 @@ class ProcessChecks:
         if self._worker is None and self._here is None and not self._closed:
             try:
                 self._worker = _Worker()
-            except OSError:
+            except (OSError, subprocess.SubprocessError):
                 self._here = self._fallback()
         return self._worker
 
@@ -212,21 +220,28 @@ class ProcessChecks:
             if worker.process.returncode is not None and self._worker is worker:
                 self._worker = None  # it ended with this request: the next starts a fresh one
 
-    def check(self, request: CheckRequest, progress: Progress | None) -> Checked:
+    def _run(
+        self, request: tuple[str, object], progress: Progress | None, here: Callable[[Checks], T]
+    ) -> T:
+        """`request` answered by the worker, or `here(the checks here)` where none can run."""
         with self._lock:
-            if self._started() is None and self._here is not None:
-                return self._here.check(request, progress)
-            value = self._ask(("check", request), progress, _load_reply_classes)
-        assert isinstance(value, Checked)
-        return value
+            worker = self._started()
+            if worker is None and self._here is not None:
+                return here(self._here)
+            try:
+                return cast(T, self._ask(request, progress, _load_reply_classes))
+            except WorkerEnded:
+                if worker is None or not worker.never_ran():
+                    raise
+                # This python cannot run it (no eaglebug on its path, say): here from now on.
+                self._here = self._fallback()
+                return here(self._here)
+
+    def check(self, request: CheckRequest, progress: Progress | None) -> Checked:
+        return self._run(("check", request), progress, lambda c: c.check(request, progress))
 
     def reaudit(self, request: AuditRequest) -> list[Finding]:
-        with self._lock:
-            if self._started() is None and self._here is not None:
-                return self._here.reaudit(request)
-            value = self._ask(("reaudit", request), None, _load_reply_classes)
-        assert isinstance(value, list)
-        return value
+        return self._run(("reaudit", request), None, lambda c: c.reaudit(request))
 
     def class_named(self, short: str) -> str | None:
         if not self._lock.acquire(blocking=False):
