@@ -107,10 +107,10 @@ if TYPE_CHECKING:
     from eaglebug.checks.source.external import ENV_VAR as ENV_VAR
     from eaglebug.checks.source.external import ExternalPackage as ExternalPackage
     from eaglebug.checks.source.external import package_at as package_at
-    from eaglebug.checks.source.files import InProcess as InProcess
-    from eaglebug.checks.source.files import Mapper as Mapper
     from eaglebug.checks.source.index import TreeIndex as TreeIndex
     from eaglebug.checks.source.index import find_class as find_class
+    from eaglebug.checks.source.mapper import InProcess as InProcess
+    from eaglebug.checks.source.mapper import Mapper as Mapper
     from eaglebug.checks.source.package import stamp_key as stamp_key
     from eaglebug.checks.source.tree import SglangTree as SglangTree
     from eaglebug.checks.source.tree import locate as locate
@@ -143,8 +143,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "float_value": ("eaglebug.checks.contract.numbers", "float_value"),
     "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
-    "InProcess": ("eaglebug.checks.source.files", "InProcess"),
-    "Mapper": ("eaglebug.checks.source.files", "Mapper"),
+    "InProcess": ("eaglebug.checks.source.mapper", "InProcess"),
+    "Mapper": ("eaglebug.checks.source.mapper", "Mapper"),
     "Background": ("eaglebug.checks.source.ahead", "Background"),
     "InputError": ("eaglebug.checks.contract.errors", "InputError"),
     "closest_hint": ("eaglebug.checks.contract.errors", "closest_hint"),

@@ -1,4 +1,4 @@
-"""Work over many files, shared with one forked helper process (a `checks.sourcefiles.Mapper`).
+"""Work over many files, shared with one forked helper process (a `checks/source/mapper.py` Mapper).
 
 Why: the cold audit's biggest costs are per-file and independent (looking at ~2,000 runtime
 files as bytes, parsing the consumer candidates, the flag search), and a GPU box has cores to
@@ -206,7 +206,7 @@ def _here(
 
 
 class ForkedMap:
-    """A `Mapper` (`checks.sourcefiles`) that shares the work with a helper (`forked_map`)
+    """A `Mapper` (`checks/source/mapper.py`) that shares the work with a helper (`forked_map`)
     and tells `progress(done, total)`: a worker process's checks, shown by the TUI."""
 
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:

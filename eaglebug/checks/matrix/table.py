@@ -27,8 +27,8 @@ from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.facts import RUNTIME
-from eaglebug.checks.source.files import Mapper, in_process
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.mapper import Mapper, in_process
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 
 T = TypeVar("T")

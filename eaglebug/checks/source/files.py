@@ -9,8 +9,7 @@ not share. The walk happens when something first needs the files: a run answered
 with a warning that names it, unread when its size says so.
 
 Work over many files (the byte-level look, parsing what the extractors want, the flag
-search) goes through a `Mapper`: here by default; the CLI's splits it with a helper process
-(`eaglebug/session/forkmap.py`), since `eaglebug/checks/` starts no process.
+search) goes through a `Mapper` (`mapper.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 from eaglebug.checks.contract.limits import PARSED_SOURCE_BYTES, SOURCE_FILE_BYTES
 from eaglebug.checks.source.classfacts import ModuleFacts
@@ -39,6 +38,7 @@ from eaglebug.checks.source.facts import (
     pending,
 )
 from eaglebug.checks.source.fingerprint import Fingerprint
+from eaglebug.checks.source.mapper import InProcess, Mapper, in_process
 from eaglebug.checks.source.store import Stamps, Store, digest, load_stamps, save_stamps
 from eaglebug.checks.source.tree import SglangTree
 from eaglebug.checks.source.trees import ParsedTrees, kept_in_process
@@ -47,38 +47,6 @@ from eaglebug.checks.source.walk import Listing, Stamp, list_tree
 T = TypeVar("T")
 R = TypeVar("R")
 Asked = Mapping[str, Mapping[str, Sequence[Any]]]  # file -> extractor -> what it is asked
-
-
-class Mapper(Protocol):
-    """Runs `job` over `items` and returns the results in order; `weights` (one per item, e.g.
-    file sizes) say how to split the work fairly. Results must pickle if the work is split
-    across processes."""
-
-    def __call__(
-        self, job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
-    ) -> list[R]: ...
-
-
-class InProcess:
-    """The default `Mapper`: everything here, in order. `progress(done, total)`, when given,
-    hears of each item done (a front end shows how far a cold run is: files done of total)."""
-
-    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
-        self.progress = progress
-
-    def __call__(
-        self, job: Callable[[T], R], items: Sequence[T], weights: Sequence[int]
-    ) -> list[R]:
-        if self.progress is None:
-            return [job(item) for item in items]
-        done: list[R] = []
-        for item in items:
-            done.append(job(item))
-            self.progress(len(done), len(items))
-        return done
-
-
-in_process = InProcess()
 
 
 class SourceFiles:

@@ -33,7 +33,8 @@ from eaglebug.checks.source.external import (
     registry_rule,
 )
 from eaglebug.checks.source.facts import Fact, FileEntry, Missing, Parsed
-from eaglebug.checks.source.files import Mapper, SourceFiles, in_process
+from eaglebug.checks.source.files import SourceFiles
+from eaglebug.checks.source.mapper import Mapper, in_process
 from eaglebug.checks.source.package import PackageFiles
 from eaglebug.checks.source.tree import SglangTree
 from eaglebug.checks.source.trees import ParsedTrees
@@ -67,7 +68,7 @@ class TreeIndex:
         shared: ParsedTrees | None = None,
         background: Background | None = None,
     ) -> None:
-        """`mapper` runs the work over many files (see `sourcefiles.Mapper`); `answers`, when
+        """`mapper` runs the work over many files (see `mapper.py`); `answers`, when
         the caller has read them already (to answer before building an index), are reused;
         `listing` gives the walk of the tree, when the caller had it made meanwhile;
         `external`, an out-of-tree model package the registry loads (`use_external`);
