@@ -93,6 +93,10 @@ class Checked:
 class Checks(Protocol):
     """Where a session's checks run: here (`HereChecks`) or in a worker process."""
 
+    def start(self) -> None:
+        """Get ready for a check whose request is being made (a worker loads the engine)."""
+        ...
+
     def check(self, request: CheckRequest, progress: Progress | None) -> Checked: ...
 
     def reaudit(self, request: AuditRequest) -> list[Finding]: ...
@@ -121,6 +125,9 @@ class HereChecks:
         self._parsed: ParsedTrees | None = None
         self.index: TreeIndex | None = None  # the last check's, shed: class names
         self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """The engine loads as the check starts."""
 
     def parsed_trees(self) -> ParsedTrees:
         if self._parsed is None:

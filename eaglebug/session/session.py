@@ -140,6 +140,7 @@ class Session:
             result = CheckResult([], [], [], None, 0.0, "no launch command: nothing to check")
             self.last = result
             return result
+        self.checks.start()
         calibrating: list[str] = []
         checked = self.checks.check(self._request(words, base, calibrating), progress)
         flight = checked.flight
