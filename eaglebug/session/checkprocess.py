@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _SIZE = struct.Struct("<Q")
 _CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `close`
+_MAX_FRAME = 256 << 20  # a check's answer is ~40 KB on 0.5.23; anything this big is garbage
 
 
 class RemoteTraceback(Exception):
@@ -61,11 +62,18 @@ class RemoteTraceback(Exception):
         return f"in the checks' process:\n{self.args[0]}"
 
 
-def _send(out: IO[bytes], message: object) -> None:
+def _frame(message: object) -> bytes:
     data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-    out.write(_SIZE.pack(len(data)))
-    out.write(data)
+    return _SIZE.pack(len(data)) + data
+
+
+def _write(out: IO[bytes], frame: bytes) -> None:
+    out.write(frame)
     out.flush()
+
+
+def _send(out: IO[bytes], message: object) -> None:
+    _write(out, _frame(message))
 
 
 def _receive(inp: IO[bytes]) -> object:
@@ -74,6 +82,8 @@ def _receive(inp: IO[bytes]) -> object:
     if len(head) < _SIZE.size:
         raise EOFError
     (size,) = _SIZE.unpack(head)
+    if size > _MAX_FRAME:
+        raise EOFError(f"a frame of {size} bytes: not one of ours")
     data = inp.read(size)
     if len(data) < size:
         raise EOFError
@@ -121,13 +131,14 @@ class _Worker:
         `meanwhile()` runs here while the worker works. Anything that leaves the exchange
         half-way (the worker gone, `progress` raising) ends the worker too: the next frame
         in the pipe would be taken for another request's answer."""
+        frame = _frame(request)  # one that cannot be pickled is a bug here, not the worker gone
         settled = False
         try:
-            _send(self.requests, request)
+            self._exchange(lambda: _write(self.requests, frame))
             if meanwhile is not None:
                 meanwhile()
             while True:
-                reply = _receive(self.replies)
+                reply = self._exchange(lambda: _receive(self.replies))
                 self.heard = True
                 match reply:
                     case ("progress", CheckProgress() as step):
@@ -141,14 +152,18 @@ class _Worker:
                         raise exc from RemoteTraceback(where)
                     case _:
                         raise WorkerEnded(f"the checks' process answered {type(reply).__name__}")
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError) as exc:
-            if settled:
-                raise  # the worker's own error, relayed
-            status = self.end(wait_s=_CLOSE_WAIT_S)
-            raise WorkerEnded(f"the checks' process ended ({_status_text(status)})") from exc
         finally:
             if not settled:
                 self.end(wait_s=0.0)
+
+    def _exchange(self, step: Callable[[], T]) -> T:
+        """One write or read of a frame; WorkerEnded if it fails (the worker gone, a frame
+        cut short or unreadable)."""
+        try:
+            return step()
+        except Exception as exc:
+            status = self.end(wait_s=_CLOSE_WAIT_S)
+            raise WorkerEnded(f"the checks' process ended ({_status_text(status)})") from exc
 
     def end(self, wait_s: float) -> int | None:
         """Close its pipes, give it `wait_s` to leave, else kill it; its exit status."""
@@ -303,10 +318,10 @@ def _portable(exc: BaseException) -> BaseException:
 
 def serve(read_fd: int, write_fd: int) -> None:
     """The worker's loop: requests in, answers out, until the request pipe closes."""
+    from eaglebug.checks import TreeIndex, preflight  # noqa: F401  loaded before the first request
     from eaglebug.session.forkmap import ForkedMap, in_background
 
     engine = HereChecks(mapper=ForkedMap, background=in_background)
-    from eaglebug.checks import TreeIndex, preflight  # noqa: F401  loaded before the first request
 
     with os.fdopen(read_fd, "rb") as inp, os.fdopen(write_fd, "wb") as out:
         while True:
