@@ -1,9 +1,10 @@
-"""Work over many files, shared with one forked helper process (a `checks/source/mapper.py` Mapper).
+"""Work over many files, shared with one forked helper process (a `Mapper`, `checks/source/mapper.py`).
 
 Why: the cold audit's biggest costs are per-file and independent (looking at ~2,000 runtime
 files as bytes, parsing the consumer candidates, the flag search), and a GPU box has cores to
-spare. `eaglebug/checks/` starts no process (its ruff rules forbid it), so the headless CLI hands this
-mapper to the index; the TUI and the tests keep the in-process default.
+spare. `eaglebug/checks/` starts no process (its ruff rules forbid it), so the headless CLI and
+the TUI's checks' worker (`checkprocess.py`, single-threaded) hand this mapper to the index;
+the tests' in-process sessions keep the in-process default.
 
 How: the items' indexes, largest first, go into a pipe; `fork()` gives the helper the job and
 the items as they are (nothing else is sent to it). Both processes take the next index from the
