@@ -4,6 +4,7 @@ no worker left behind: not by `close`, not when it is killed, not when eaglebug 
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -30,6 +31,7 @@ from tests.live import hermetic_demo_env
 
 REPO = Path(__file__).resolve().parent.parent
 KIMI = "KimiK25ForConditionalGeneration"
+ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 ENDED_S = 30.0  # a process that should be gone is waited for this long at most
 
 
@@ -133,6 +135,43 @@ def test_a_killed_worker_fails_its_check_and_the_next_starts_anew(
     assert apart.pid is None and gone(killed[0])
     assert apart.check(request_, None).flight.findings  # a fresh worker
     assert apart.pid not in (None, killed[0])
+
+
+def _draft(request: CheckRequest) -> Path:
+    return Path(request.words[request.words.index("--speculative-draft-model-path") + 1])
+
+
+def test_a_kept_answer_is_reused_only_for_the_same_question(request_: CheckRequest) -> None:
+    """The worker's engine keeps whole answers (`keptchecks.py`): the same launch on the same
+    tree is answered without an index; an edited model config, another environment, a changed
+    file of the tree is a new question, computed (and right)."""
+    engine = HereChecks(keep=True)
+
+    def ids(request: CheckRequest) -> list[tuple[str, str]]:
+        return [(f.id, f.severity) for f in engine.check(request, None).flight.findings]
+
+    first = ids(request_)
+    assert ("config.context_length", "error") in first and engine.index is not None
+    assert ids(request_) == first and engine.index is None  # kept: no index was built
+    assert engine.class_named(KIMI) == "sglang.srt.models.kimi_k25." + KIMI  # one made for it
+
+    allowed = CheckRequest(**{**request_.__dict__, "environ": {**request_.environ, ENV_VAR: "1"}})
+    assert ("config.context_length", "info") in ids(allowed) and engine.index is not None
+
+    config = _draft(request_) / "config.json"
+    target = json.loads(
+        (Path(request_.words[request_.words.index("--model-path") + 1]) / "config.json").read_text()
+    )
+    draft = json.loads(config.read_text())
+    draft["max_position_embeddings"] = target["text_config"]["max_position_embeddings"]
+    config.write_text(json.dumps(draft))
+    assert not any(i == "config.context_length" for i, _ in ids(request_))
+    assert engine.index is not None  # the folder's stamp changed: computed afresh
+
+    kimi = request_.tree.package_dir / "srt" / "models" / "kimi_k25.py"
+    kimi.write_text(kimi.read_text() + "\n# edited\n")
+    ids(request_)
+    assert engine.index is not None  # another state of the tree: its answers start empty
 
 
 def test_where_no_worker_can_run_the_checks_run_here(

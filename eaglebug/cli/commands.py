@@ -20,6 +20,7 @@ from eaglebug.checks import (
 )
 from eaglebug.cli import replies
 from eaglebug.cli.output import json_text, write_json
+from eaglebug.session.stamps import FolderStamp, model_folders
 
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
@@ -30,7 +31,6 @@ if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies
         Finding,
         GpuArch,
         Listing,
-        ModelSource,
         TreeIndex,
     )
 
@@ -166,7 +166,7 @@ class _Answered(NamedTuple):
     warnings: tuple[str, ...]
     stdout: str
     code: int
-    folders: tuple[replies.FolderStamp, ...] | None = ()
+    folders: tuple[FolderStamp, ...] | None = ()
 
 
 def _answer(
@@ -329,7 +329,7 @@ def preflight_command(args: argparse.Namespace) -> int:
             text = json_text(result.to_json())
         else:
             text = rendered(print_preflight, result)
-        folders = _model_folders(result.target, result.draft)
+        folders = model_folders(result.target, result.draft)
         return _Answered(tuple(result.warnings), text, code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU, and
@@ -346,22 +346,6 @@ def preflight_command(args: argparse.Namespace) -> int:
         calibration,
     ]
     return _answer(args, tree, "preflight", parts, compute, external)
-
-
-def _model_folders(*sources: ModelSource | None) -> tuple[replies.FolderStamp, ...] | None:
-    """The model folders a preflight read, to check before its reply is reused; None when a
-    model came from (or was missed in) the Hugging Face cache, whose layout is not stamped."""
-    stamps = []
-    for source in sources:
-        if source is None:
-            continue
-        if source.path is not None and source.how == "local folder":
-            stamps.append(replies.folder_stamp(source.path))
-        elif source.how == "no such local folder":
-            stamps.append(replies.folder_stamp(Path(source.given).expanduser()))
-        else:
-            return None
-    return tuple(stamps)
 
 
 def fix_command(args: argparse.Namespace) -> int:

@@ -22,13 +22,11 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import NamedTuple
 
 from eaglebug.checks import NO_ANSWER as MISSING
 from eaglebug.checks import Answers
-
-FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
+from eaglebug.session.stamps import FolderStamp, unchanged
 
 
 class Reply(NamedTuple):
@@ -63,31 +61,12 @@ def terminal() -> list[object]:
     return facts
 
 
-def folder_stamp(path: Path | str) -> FolderStamp:
-    """A folder's state: its mtime and each direct entry's size and mtime."""
-    try:
-        mtime = os.stat(path).st_mtime_ns
-        with os.scandir(path) as it:
-            entries = sorted((e.name, *_size_mtime(e)) for e in it)
-    except OSError:
-        return (str(path), -1, ())
-    return (str(path), mtime, tuple(entries))
-
-
-def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
-    try:
-        st = entry.stat()
-    except OSError:
-        return (-1, -1)
-    return (st.st_size, st.st_mtime_ns)
-
-
 def kept(answers: Answers, reply_key: str) -> Reply | None:
     """The reply kept under this key, if the folders it read are as they were."""
     value = answers.get(reply_key, [], Reply)
     if value is MISSING or not isinstance(value, Reply):
         return None
-    if any(folder_stamp(stamp[0]) != stamp for stamp in value.folders):
+    if not unchanged(value.folders):
         return None
     return value
 

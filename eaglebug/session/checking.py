@@ -116,14 +116,18 @@ class HereChecks:
         self,
         mapper: Callable[[Callable[[int, int], None] | None], Mapper] | None = None,
         background: Background | None = None,
+        keep: bool = False,
     ) -> None:
         """`mapper(progress)` makes the mapper for a check's work over many files (default:
         in order, here); `background` starts work ahead in a helper (a worker process is
-        single-threaded and can fork one; a threaded app cannot)."""
+        single-threaded and can fork one; a threaded app cannot); `keep`: whole answers are
+        kept with the tree's answers and reused for the same question (`keptchecks.py`)."""
         self._mapper = mapper
         self._background = background
+        self._keep = keep
         self._parsed: ParsedTrees | None = None
         self.index: TreeIndex | None = None  # the last check's, shed: class names
+        self._tree: SglangTree | None = None  # the last check's tree, for an index of names
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -149,6 +153,16 @@ class HereChecks:
 
     def _checked(self, request: CheckRequest, progress: Progress | None) -> Checked:
         tracker = ProgressTracker(progress) if progress is not None else None
+        self._tree = request.tree
+        answers, check_key = None, ""
+        if self._keep:
+            from eaglebug.checks import Answers
+            from eaglebug.session import keptchecks
+
+            answers, check_key = Answers(request.tree, True), keptchecks.key(request)
+            if (found := keptchecks.kept(answers, check_key)) is not None:
+                self.index = None  # another tree state, maybe: names from a new index
+                return Checked(found.flight, found.patches)
         from eaglebug.checks import STAGES, TreeIndex, plan_patches, preflight
 
         if tracker is not None:  # building the index walks the tree: the first stage
@@ -156,6 +170,7 @@ class HereChecks:
         index = TreeIndex(
             request.tree,
             mapper=self._mapper_for(tracker.files if tracker is not None else None),
+            answers=answers,
             parsed=tracker.parsed if tracker is not None else None,
             shared=self.parsed_trees(),
             background=self._background,
@@ -176,6 +191,10 @@ class HereChecks:
         finally:
             index.close()  # no helper of its work ahead outlives the check
             index.shed()  # kept for class names; its trees live on in `parsed_trees` alone
+        if answers is not None:
+            from eaglebug.session import keptchecks
+
+            keptchecks.keep(index.answers, check_key, flight, patches)
         return Checked(flight, patches)
 
     def reaudit(self, request: AuditRequest) -> list[Finding]:
@@ -199,6 +218,10 @@ class HereChecks:
         if not self._lock.acquire(blocking=False):
             return None
         try:
+            if self.index is None and self._tree is not None:  # the last answer was kept
+                from eaglebug.checks import TreeIndex
+
+                self.index = TreeIndex(self._tree, shared=self.parsed_trees())
             found = self.index.classes_named(short) if self.index is not None else []
         finally:
             self._lock.release()

@@ -321,7 +321,7 @@ def serve(read_fd: int, write_fd: int) -> None:
     from eaglebug.checks import TreeIndex, preflight  # noqa: F401  loaded before the first request
     from eaglebug.session.forkmap import ForkedMap, in_background
 
-    engine = HereChecks(mapper=ForkedMap, background=in_background)
+    engine = HereChecks(mapper=ForkedMap, background=in_background, keep=True)
 
     with os.fdopen(read_fd, "rb") as inp, os.fdopen(write_fd, "wb") as out:
         while True:

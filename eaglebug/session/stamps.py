@@ -1,0 +1,58 @@
+"""What a preflight read outside the SGLang tree, stamped: the model folders of the launch.
+
+Why here: a whole preflight answer is kept, by the headless CLI (`cli/replies.py`) and by the
+TUI's checks' worker (`keptchecks.py`), and reused only while the folders it read are as
+they were (an edited `config.json` is read afresh). Both check them the same way; this
+module imports nothing but `os`, so a kept CLI reply is served without loading the engine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eaglebug.checks import ModelSource
+
+FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
+
+
+def folder_stamp(path: Path | str) -> FolderStamp:
+    """A folder's state: its mtime and each direct entry's size and mtime."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        with os.scandir(path) as it:
+            entries = sorted((e.name, *_size_mtime(e)) for e in it)
+    except OSError:
+        return (str(path), -1, ())
+    return (str(path), mtime, tuple(entries))
+
+
+def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
+    try:
+        st = entry.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def unchanged(stamps: tuple[FolderStamp, ...]) -> bool:
+    """Every folder as its stamp says."""
+    return all(folder_stamp(stamp[0]) == stamp for stamp in stamps)
+
+
+def model_folders(*sources: ModelSource | None) -> tuple[FolderStamp, ...] | None:
+    """The model folders a preflight read, to check before its answer is reused; None when a
+    model came from (or was missed in) the Hugging Face cache, whose layout is not stamped."""
+    stamps = []
+    for source in sources:
+        if source is None:
+            continue
+        if source.path is not None and source.how == "local folder":
+            stamps.append(folder_stamp(source.path))
+        elif source.how == "no such local folder":
+            stamps.append(folder_stamp(Path(source.given).expanduser()))
+        else:
+            return None
+    return tuple(stamps)
