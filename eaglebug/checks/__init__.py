@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from eaglebug.checks.interface.audit import ClassReport as ClassReport
     from eaglebug.checks.interface.audit import audit as audit
     from eaglebug.checks.interface.delegates import names as delegate_names
-    from eaglebug.checks.interface.patching import TRAILER as TRAILER
-    from eaglebug.checks.interface.patching import Patch as Patch
+    from eaglebug.checks.interface.patch import TRAILER as TRAILER
+    from eaglebug.checks.interface.patch import Patch as Patch
     from eaglebug.checks.interface.patching import plan_patches as plan_patches
     from eaglebug.checks.launch.command import env_and_argv as env_and_argv
     from eaglebug.checks.launch.command import split_words as split_words
@@ -157,7 +157,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ModelSource": ("eaglebug.checks.models.source", "ModelSource"),
     "NO_ANSWER": ("eaglebug.checks.source.answers", "MISSING"),
     "NotJson": ("eaglebug.checks.contract.numbers", "NotJson"),
-    "Patch": ("eaglebug.checks.interface.patching", "Patch"),
+    "Patch": ("eaglebug.checks.interface.patch", "Patch"),
     "ParsedTrees": ("eaglebug.checks.source.trees", "ParsedTrees"),
     "PatchFix": ("eaglebug.checks.contract.fixes", "PatchFix"),
     "PreflightResult": ("eaglebug.checks.orchestrator", "PreflightResult"),
@@ -170,7 +170,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SglangTree": ("eaglebug.checks.source.tree", "SglangTree"),
     "Step": ("eaglebug.checks.contract.findings", "Step"),
     "THRESHOLD": ("eaglebug.checks.logs.acceptance", "THRESHOLD"),
-    "TRAILER": ("eaglebug.checks.interface.patching", "TRAILER"),
+    "TRAILER": ("eaglebug.checks.interface.patch", "TRAILER"),
     "TreeIndex": ("eaglebug.checks.source.index", "TreeIndex"),
     "accept_length": ("eaglebug.checks.logs.acceptance", "accept_length"),
     "accept_rate": ("eaglebug.checks.logs.acceptance", "accept_rate"),

@@ -8,12 +8,8 @@ so the diff shows what the findings said. Nothing else in the file changes.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -22,71 +18,13 @@ from libcst.codemod.visitors import AddImportsVisitor
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import PatchFix
 from eaglebug.checks.interface.audit import ClassReport
+from eaglebug.checks.interface.patch import Patch
 from eaglebug.checks.source.classes import ClassRef
 from eaglebug.checks.source.index import TreeIndex
-
-TRAILER = "Eaglebug-Fix"
 
 
 class _Unsupported(Exception):
     """The class cannot take the methods as planned (its body is on one line, say)."""
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One class's delegations: the file before and after, and what was left out and why."""
-
-    path: Path
-    file: str  # relative to the tree root, as in call sites
-    class_name: str  # qualified
-    delegate: str
-    methods: tuple[str, ...]
-    fixes: tuple[Finding, ...]
-    original: bytes
-    patched: bytes
-    refused: dict[str, str] = field(default_factory=dict)  # method -> reason
-    notes: tuple[str, ...] = ()
-
-    @property
-    def original_sha(self) -> str:
-        return hashlib.sha256(self.original).hexdigest()
-
-    @property
-    def short_class(self) -> str:
-        return self.class_name.rsplit(".", 1)[-1]
-
-    def diff(self) -> str:
-        before = self.original.decode("utf-8", errors="replace").splitlines(keepends=True)
-        after = self.patched.decode("utf-8", errors="replace").splitlines(keepends=True)
-        return "".join(difflib.unified_diff(before, after, f"a/{self.file}", f"b/{self.file}"))
-
-    def commit_message(self) -> str:
-        methods = ", ".join(self.methods)
-        lines = [
-            f"{self.short_class}: delegate {methods} to self.{self.delegate}",
-            "",
-            f"SGLang's speculative workers call these on the model object; {self.short_class}",
-            f"holds its language model in self.{self.delegate}, which provides them.",
-        ]
-        for finding in self.fixes:
-            for site in finding.call_sites[:3]:
-                lines.append(f"  {finding.attribute}: {site.file}:{site.line}")
-        for method, reason in self.refused.items():
-            lines += ["", f"Not delegated: {method}: {reason}"]
-        lines += ["", f"{TRAILER}: {self.class_name}"]
-        return "\n".join(lines) + "\n"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "file": self.file,
-            "path": str(self.path),
-            "class": self.class_name,
-            "delegate": self.delegate,
-            "methods": list(self.methods),
-            "refused": self.refused,
-            "notes": list(self.notes),
-            "diff": self.diff(),
-        }
 
 
 class _AppendToClass(cst.CSTTransformer):
