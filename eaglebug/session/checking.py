@@ -9,7 +9,8 @@ engine side reads no state file and asks no GPU.
 
 `HereChecks` keeps, between checks, the syntax trees its checks parsed (a re-check after a
 flag, a fix or a relaunch parses only the files that changed, `checks/source/trees.py`) and
-the last index, shed of its trees, for the class names a log's traceback gives.
+the last index, shed of its trees, for the class names a log's traceback gives; in the
+worker, whole answers too, with the tree's answers on disk (`keptchecks.py`).
 """
 
 from __future__ import annotations
