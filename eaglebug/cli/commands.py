@@ -15,12 +15,11 @@ from eaglebug.checks import (
     InputError,
     SglangTree,
     closest_hint,
-    launch_environ,
     locate,
 )
 from eaglebug.cli import replies
 from eaglebug.cli.output import json_text, write_json
-from eaglebug.session.stamps import FolderStamp, model_folders
+from eaglebug.session.stamps import FolderStamp, model_folders, question
 
 if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies.py)
     from collections.abc import Callable
@@ -334,17 +333,10 @@ def preflight_command(args: argparse.Namespace) -> int:
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU, and
     # the folder the launch's relative paths start from (a child process keeps its parent's
-    # PWD wherever it runs).
+    # PWD wherever it runs): the question the TUI's worker keeps its answers by, too.
     calibration = measured.to_json() if measured else None
     capability = arch.capability if arch else None
-    parts: list[object] = [
-        words,
-        os.getcwd(),
-        sorted(launch_environ(os.environ).items()),  # as preflight reads it: a new pane is warm
-        gpu,
-        capability,
-        calibration,
-    ]
+    parts = question(words, os.environ, gpu, capability, calibration)
     return _answer(args, tree, "preflight", parts, compute, external)
 
 

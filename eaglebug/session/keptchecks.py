@@ -17,11 +17,10 @@ compute.
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, NamedTuple
 
-from eaglebug.checks import NO_ANSWER, Answers, Patch, PreflightResult, launch_environ, stamp_key
-from eaglebug.session.stamps import FolderStamp, model_folders, unchanged
+from eaglebug.checks import NO_ANSWER, Answers, Patch, PreflightResult, stamp_key
+from eaglebug.session.stamps import FolderStamp, model_folders, question, unchanged
 
 if TYPE_CHECKING:  # `checking.py` imports this module when it keeps answers
     from eaglebug.session.checking import CheckRequest
@@ -38,23 +37,21 @@ class Kept(NamedTuple):
 
 def key(request: CheckRequest) -> str:
     memory = request.gpu_memory
+    gpu = (
+        (memory.bytes_per_gpu, memory.source, memory.free_bytes, memory.free_source, memory.count)
+        if memory is not None
+        else None
+    )
     parts: list[object] = [
         str(request.tree.package_dir),
         request.tree.version,
-        request.words,
-        os.getcwd(),  # where the launch's relative paths start
-        sorted(launch_environ(request.environ).items()),
-        [
-            memory.bytes_per_gpu,
-            memory.source,
-            memory.free_bytes,
-            memory.free_source,
-            memory.count,
-        ]
-        if memory is not None
-        else None,
-        request.gpu_arch.capability if request.gpu_arch is not None else None,
-        request.measured.to_json() if request.measured is not None else None,
+        *question(
+            request.words,
+            request.environ,
+            gpu,
+            request.gpu_arch.capability if request.gpu_arch is not None else None,
+            request.measured.to_json() if request.measured is not None else None,
+        ),
         stamp_key(request.external) if request.external is not None else "",
     ]
     return PREFIX + json.dumps(parts, default=str)

@@ -1,19 +1,49 @@
-"""What a preflight read outside the SGLang tree, stamped: the model folders of the launch.
+"""What a preflight's answer depends on besides the SGLang tree: the question, and the model
+folders it read, stamped.
 
 Why here: a whole preflight answer is kept, by the headless CLI (`cli/replies.py`) and by the
-TUI's checks' worker (`keptchecks.py`), and reused only while the folders it read are as
-they were (an edited `config.json` is read afresh). Both check them the same way; this
-module imports nothing but `os`, so a kept CLI reply is served without loading the engine.
+TUI's checks' worker (`keptchecks.py`), under the question it answered (`question`) and
+reused only while the folders it read are as they were (an edited `config.json` is read
+afresh). Both key and check it the same way, from here; this module imports nothing but `os`
+at first, so a kept CLI reply is served without loading the engine.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from eaglebug.checks import ModelSource
+
+GpuFigures = tuple[int, str, int | None, str | None, int | None]  # total, source, free, from, count
+
+
+def question(
+    words: Sequence[str],
+    environ: Mapping[str, str],
+    gpu: GpuFigures | None,
+    capability: object,
+    calibration: object,
+) -> list[object]:
+    """A preflight's question besides the tree (and the model package, keyed by its files):
+    the launch, the folder its relative paths start from, the environment as preflight reads
+    it (without the variables that name a shell session: a new pane asks the same question),
+    the GPUs (bytes, free bytes, count and where each figure came from), their compute
+    capability and the last launch's measured memory (as JSON)."""
+    from eaglebug.checks import launch_environ
+
+    return [
+        list(words),
+        os.getcwd(),
+        sorted(launch_environ(environ).items()),
+        list(gpu) if gpu is not None else None,
+        capability,
+        calibration,
+    ]
+
 
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries
 
