@@ -18,9 +18,9 @@ first progress line of the checks (`reading the tree · 812/2141 files`, `... fi
 and the end of the checks (`checked in`), with the TUI's CPU time by then (user + system, less
 shaken than wall time by other work on the box) and its peak RSS at first paint and by then
 (Linux's VmHWM; issue 21 holds any command to 200 MB), and the same of the worker process the
-TUI runs its checks in (`session/checkprocess.py`; its CPU with that of the helpers it forked). The first paint is held to the same goal as the
-demo's; the checks end seconds later. A benchmark: exit 0 whatever the ratio, 1 only when a
-TUI fails to paint.
+TUI runs its checks in (`session/checkprocess.py`; its CPU with that of the helpers it
+forked). The first paint is held to the same goal as the demo's; the checks end seconds
+later. A benchmark: exit 0 whatever the ratio, 1 only when a TUI fails to paint.
 
     python bench/tui_first_paint.py [--runs 5] [--timeout 30] [--tree-runs 2] [--sglang PATH]
 """
