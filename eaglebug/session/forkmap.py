@@ -1,4 +1,4 @@
-"""Work over many files, shared with one forked helper process (a `Mapper`, `checks/source/mapper.py`).
+"""Work over many files, shared with one forked helper process (a `Mapper`, `source/mapper.py`).
 
 Why: the cold audit's biggest costs are per-file and independent (looking at ~2,000 runtime
 files as bytes, parsing the consumer candidates, the flag search), and a GPU box has cores to
