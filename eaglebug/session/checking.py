@@ -25,6 +25,7 @@ from eaglebug.session.progress import CheckProgress, ProgressTracker
 
 if TYPE_CHECKING:  # the engine loads when first used, after first paint
     from eaglebug.checks import (
+        Answers,
         Background,
         ClassReport,
         ExternalPackage,
@@ -155,15 +156,23 @@ class HereChecks:
     def _checked(self, request: CheckRequest, progress: Progress | None) -> Checked:
         tracker = ProgressTracker(progress) if progress is not None else None
         self._tree = request.tree
-        answers, check_key = None, ""
-        if self._keep:
-            from eaglebug.checks import Answers
-            from eaglebug.session import keptchecks
+        if not self._keep:
+            return self._computed(request, tracker, None)
+        from eaglebug.checks import Answers
+        from eaglebug.session import keptchecks
 
-            answers, check_key = Answers(request.tree, True), keptchecks.key(request)
-            if (found := keptchecks.kept(answers, check_key)) is not None:
-                self.index = None  # another tree state, maybe: names from a new index
-                return Checked(found.flight, found.patches)
+        answers, check_key = Answers(request.tree, True), keptchecks.key(request)
+        if (found := keptchecks.kept(answers, check_key)) is not None:
+            self.index = None  # another tree state, maybe: names from a new index
+            return Checked(found.flight, found.patches)
+        checked = self._computed(request, tracker, answers)
+        keptchecks.keep(answers, check_key, checked.flight, checked.patches)
+        return checked
+
+    def _computed(
+        self, request: CheckRequest, tracker: ProgressTracker | None, answers: Answers | None
+    ) -> Checked:
+        """The check over a new index (`answers`: the tree's, when read already)."""
         from eaglebug.checks import STAGES, TreeIndex, plan_patches, preflight
 
         if tracker is not None:  # building the index walks the tree: the first stage
@@ -192,10 +201,6 @@ class HereChecks:
         finally:
             index.close()  # no helper of its work ahead outlives the check
             index.shed()  # kept for class names; its trees live on in `parsed_trees` alone
-        if answers is not None:
-            from eaglebug.session import keptchecks
-
-            keptchecks.keep(index.answers, check_key, flight, patches)
         return Checked(flight, patches)
 
     def reaudit(self, request: AuditRequest) -> list[Finding]:
