@@ -232,7 +232,7 @@ class ProcessChecks:
         progress: Progress | None = None,
         meanwhile: Callable[[], object] | None = None,
     ) -> object:
-        worker = self._started()
+        worker = self._worker  # started by the caller
         if worker is None:
             raise WorkerEnded("the checks' process was closed")
         try:
