@@ -31,6 +31,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar, cast
 
+from eaglebug.checks import InProcess
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -162,11 +164,11 @@ def forked_map(
     `progress(done, total)`, when given, hears in this process how many items both processes
     have taken from the queue (each a file a front end counts as done)."""
     if len(items) < 2 or sum(weights) < _MIN_WEIGHT:
-        return _here(job, items, progress)
+        return InProcess(progress)(job, items, weights)
     try:
         queue_r, queue_w = os.pipe()
     except OSError:
-        return _here(job, items, progress)
+        return InProcess(progress)(job, items, weights)
     order = sorted(range(len(items)), key=lambda i: -weights[i])
     size = -(-len(order) // _MAX_TOKENS)  # items per batch: 1 unless the tree is huge
     batches = [order[k : k + size] for k in range(0, len(order), size)]
@@ -193,17 +195,6 @@ def forked_map(
     if progress is not None:
         progress(len(items), len(items))
     return [results[i] for i in range(len(items))]
-
-
-def _here(
-    job: Callable[[T], R], items: Sequence[T], progress: Callable[[int, int], None] | None
-) -> list[R]:
-    done: list[R] = []
-    for item in items:
-        done.append(job(item))
-        if progress is not None:
-            progress(len(done), len(items))
-    return done
 
 
 class ForkedMap:
