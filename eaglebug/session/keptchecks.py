@@ -16,6 +16,7 @@ compute.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -37,11 +38,7 @@ class Kept(NamedTuple):
 
 def key(request: CheckRequest) -> str:
     memory = request.gpu_memory
-    gpu = (
-        (memory.bytes_per_gpu, memory.source, memory.free_bytes, memory.free_source, memory.count)
-        if memory is not None
-        else None
-    )
+    gpu = dataclasses.astuple(memory) if memory is not None else None  # every figure it holds
     parts: list[object] = [
         str(request.tree.package_dir),
         request.tree.version,

@@ -18,13 +18,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from eaglebug.checks import ModelSource
 
-GpuFigures = tuple[int, str, int | None, str | None, int | None]  # total, source, free, from, count
-
 
 def question(
     words: Sequence[str],
     environ: Mapping[str, str],
-    gpu: GpuFigures | None,
+    gpu: Sequence[object] | None,
     capability: object,
     calibration: object,
 ) -> list[object]:
