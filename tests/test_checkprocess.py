@@ -120,18 +120,29 @@ def test_errors_come_back_as_raised_in_the_worker(
     assert apart.pid == worker
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
 def test_a_killed_worker_fails_its_check_and_the_next_starts_anew(
-    request_: CheckRequest, apart: ProcessChecks
+    request_: CheckRequest, apart: ProcessChecks, sig: signal.Signals
 ) -> None:
+    """Killed (the OOM killer's SIGKILL) it says nothing: not a crash to log. Crashed (a
+    segfault in a C extension) it writes its Python stack to its stderr (faulthandler), and
+    the app keeps the end of it as the failure's cause, for the errors log."""
     killed: list[int] = []
 
     def kill_it(_: CheckProgress) -> None:
         if not killed and apart.pid is not None:
             killed.append(apart.pid)
-            os.kill(apart.pid, signal.SIGKILL)
+            os.kill(apart.pid, sig)
 
-    with pytest.raises(WorkerEnded, match=r"ended \(killed by SIGKILL\)"):
+    with pytest.raises(WorkerEnded, match=rf"ended \(killed by {sig.name}\)") as ended:
         apart.check(request_, kill_it)
+    words = ended.value.last_words
+    if sig == signal.SIGKILL:
+        assert words == ""
+    else:
+        assert "Fatal Python error: Segmentation fault" in words
+        assert 'File "' in words  # the stack, with where it was
+        assert "Segmentation fault" in str(ended.value.__cause__)
     assert apart.pid is None and gone(killed[0])
     assert apart.check(request_, None).flight.findings  # a fresh worker
     assert apart.pid not in (None, killed[0])

@@ -270,6 +270,25 @@ def test_a_check_whose_worker_ended_says_so_without_a_traceback(
     )
 
 
+def test_a_worker_that_crashed_saying_why_is_logged(
+    session: FakeSession, made: Callable[..., tuple[Controller, Recorder]]
+) -> None:
+    """A worker that crashed and wrote its last words (faulthandler's stack): a bug, so its
+    words go to the errors log, and the panel still says which key starts a fresh one."""
+    words = 'Fatal Python error: Segmentation fault\n  File "engine.py", line 7 in walk'
+    session.fail["checks1"] = WorkerEnded("the checks' process ended (killed by SIGSEGV)", words)
+    controller, events = made()
+    controller.request_checks()
+    assert controller.wait_idle(WAIT_S)
+    (problem,) = events.of(Problem)
+    assert problem.internal and problem.log is not None
+    assert words in problem.log.read_text(encoding="utf-8")
+    (finished,) = events.of(ChecksFinished)
+    assert finished.result.error == (
+        "the checks' process ended (killed by SIGSEGV) — press a to check again"
+    )
+
+
 @pytest.mark.parametrize("blocked", [False, True])
 def test_the_first_launch_waits_for_checks_without_errors(
     session: FakeSession, made: Callable[..., tuple[Controller, Recorder]], blocked: bool

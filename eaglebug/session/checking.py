@@ -45,7 +45,23 @@ Progress = Callable[[CheckProgress], None]
 
 
 class WorkerEnded(Exception):
-    """The process the checks ran in ended in the middle of one (killed, out of memory)."""
+    """The process the checks ran in ended in the middle of one (killed, out of memory).
+
+    `last_words`: the end of what it wrote to its stderr, where it wrote anything (a crash's
+    stack from `faulthandler`, an error it could not answer with): a bug to report then."""
+
+    def __init__(self, message: str, last_words: str = "") -> None:
+        super().__init__(message)
+        self.last_words = last_words
+        if last_words:  # the errors log's traceback shows them, as the cause
+            self.__cause__ = LastWords(last_words)
+
+
+class LastWords(Exception):
+    """What the checks' process wrote to its stderr before it ended."""
+
+    def __str__(self) -> str:
+        return f"the checks' process said:\n{self.args[0]}"
 
 
 @dataclass

@@ -15,12 +15,15 @@ names a log names from the launch watch, which never waits for a check under way
 ends when its request pipe closes (`close`, or the app ended however it ended) and, on Linux,
 at once when the thread that started it ends (`PR_SET_PDEATHSIG`: the controller's thread,
 which lives as long as the app), so no check computes on after eaglebug. If no worker can be
-started the checks run in this process (`HereChecks`), the same checks, only slower.
+started the checks run in this process (`HereChecks`), the same checks, only slower. A worker
+that crashes leaves its last words: its stderr's end (a crash's stack, from `faulthandler`) is
+the cause of the `WorkerEnded` its check fails with, so the errors log has it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import pickle
 import signal
@@ -52,6 +55,7 @@ T = TypeVar("T")
 _SIZE = struct.Struct("<Q")
 _CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `close`
 _MAX_FRAME = 256 << 20  # a check's answer is ~40 KB on 0.5.23; anything this big is garbage
+_LAST_WORDS = 16 << 10  # the end of the worker's stderr kept: a crash's stack, whole
 
 
 class RemoteTraceback(Exception):
@@ -90,8 +94,32 @@ def _receive(inp: IO[bytes]) -> object:
     return pickle.loads(data)
 
 
+class _LastWords(threading.Thread):
+    """Drains the worker's stderr, keeping its last `_LAST_WORDS` bytes: what a worker that
+    dies says last (`faulthandler`'s stack of a crash, an error it could not answer with)
+    goes to the errors log instead of nowhere, and nothing the worker writes lands on the
+    app's screen or fills a pipe it would then block on."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__(name="eaglebug-checks-stderr", daemon=True)
+        self._stream = stream
+        self._kept = bytearray()
+
+    def run(self) -> None:
+        with self._stream:
+            while chunk := self._stream.read1(65536):  # type: ignore[attr-defined]
+                self._kept += chunk
+                del self._kept[: max(0, len(self._kept) - _LAST_WORDS)]
+
+    def said(self, wait_s: float) -> str:
+        """What it wrote, once it has closed its stderr (`wait_s` at most: its helpers,
+        which share the pipe, end with it)."""
+        self.join(wait_s)
+        return bytes(self._kept).decode("utf-8", errors="replace").strip()
+
+
 class _Worker:
-    """One started worker process and its two pipes."""
+    """One started worker process, its two pipes, and the reader of its stderr."""
 
     def __init__(self) -> None:
         to_worker, self_in = os.pipe()  # requests: read by the worker
@@ -105,7 +133,7 @@ class _Worker:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,  # the app's terminal is the screen
+                stderr=subprocess.PIPE,  # the app's terminal is the screen: kept, see _LastWords
                 pass_fds=(to_worker, from_worker),
                 env=env,
             )
@@ -115,6 +143,9 @@ class _Worker:
             raise
         os.close(to_worker)
         os.close(from_worker)
+        assert self.process.stderr is not None
+        self.stderr = _LastWords(self.process.stderr)
+        self.stderr.start()
         self.requests = os.fdopen(self_in, "wb")
         self.replies = os.fdopen(worker_out, "rb")
         self.heard = False  # it has said something (progress, an answer): it did start
@@ -163,7 +194,9 @@ class _Worker:
             return step()
         except Exception as exc:
             status = self.end(wait_s=_CLOSE_WAIT_S)
-            raise WorkerEnded(f"the checks' process ended ({_status_text(status)})") from exc
+            said = self.stderr.said(_CLOSE_WAIT_S)
+            ended = WorkerEnded(f"the checks' process ended ({_status_text(status)})", said)
+            raise ended from (ended.__cause__ or exc)  # its words, where it said any
 
     def end(self, wait_s: float) -> int | None:
         """Close its pipes, give it `wait_s` to leave, else kill it; its exit status."""
@@ -343,6 +376,7 @@ def serve(read_fd: int, write_fd: int) -> None:
 
 def main(argv: list[str]) -> None:
     read_fd, write_fd, parent = (int(word) for word in argv)
+    faulthandler.enable()  # a crash's Python stack to stderr: the app keeps its end
     end_with_parent(parent)  # the thread that started it: the controller's, as long as the app
     status = 1
     try:

@@ -307,6 +307,8 @@ class Controller:
             reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
             result = CheckResult([], [], [], None, 0.0, reason)
         except WorkerEnded as exc:  # killed, out of memory: not a bug to trace
+            if exc.last_words:  # it crashed, saying how: that is a bug, its words logged
+                self._report(problem_of(exc, "checks", self.session.config.workdir))
             result = CheckResult([], [], [], None, 0.0, f"{exc} — press a to check again")
         except Exception as exc:  # reported with its traceback; the checks panel says so
             problem = problem_of(exc, "checks", self.session.config.workdir)
