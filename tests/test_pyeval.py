@@ -12,6 +12,7 @@ from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.machine import Machine, Observer, Policy, Result
 from eaglebug.checks.pyeval.scope import Source
+from eaglebug.checks.pyeval.state import Deeper
 from eaglebug.checks.pyeval.values import OneOf, Top, truth
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
@@ -576,3 +577,26 @@ def test_let_go_drops_only_the_tables_of_files_whose_trees_are_gone(tmp_path: Pa
     again = source.table("sglang.srt.a")
     assert again is not None and again is not a and again.definitions.keys() == a.definitions.keys()
     assert run(m, "a", "h").value == 2 and run(m, "b", "g").value == 2
+
+
+def test_deeper_keys_answer_as_a_scan_of_the_store_would() -> None:
+    """`Deeper` answers from what it learnt of a store, and must say what a scan of the store
+    says now: after keys are added to the same dict (the new ones learnt), for a copy of it
+    (its own answers), and for keys that only share a spelling (`model` vs `model_config`)."""
+    deeper = Deeper()
+
+    def scanned(store: dict[str, Any], key: str) -> bool:
+        return any(k.startswith(key + ".") for k in store)
+
+    store: dict[str, Any] = {"tp_size": 8, "model_config.hf_config.num_layers": 61}
+    keys = ["tp_size", "model", "model_config", "model_config.hf_config", "hf_config", "x"]
+    for key in keys:
+        assert deeper.under(store, key) == scanned(store, key)
+    copy = dict(store)
+    store["hf_config.vocab_size"] = 1  # added to the dict it learnt: learnt again, its end
+    store["draft.model.x"] = 2
+    copy["model.y"] = 3
+    for key in [*keys, "draft", "draft.model", "model.y"]:
+        assert deeper.under(store, key) == scanned(store, key), key
+        assert deeper.under(copy, key) == scanned(copy, key), key
+    assert deeper.under({}, "") is False

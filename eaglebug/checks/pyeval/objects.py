@@ -212,8 +212,7 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
         if obj.oid in m.heap.tracked:
             m.reads.add(key)
         return store[key]
-    prefix = key + "."
-    if any(k.startswith(prefix) for k in store):
+    if m.heap.deeper.under(store, key):
         return obj.child(attr)  # a deeper path of the flat store
     cls = obj.cls if not obj.path else m.heap.path_classes.get((obj.oid, obj.path))
     classes = [cls] if cls is not None else []

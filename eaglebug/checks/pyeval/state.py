@@ -46,6 +46,36 @@ class Write:
     order: int = field(default_factory=lambda: next(_ORDER), compare=False)
 
 
+class Deeper:
+    """Which keys of a flat store have deeper keys under them (`model_config` of
+    `model_config.hf_config.x`): an attribute read asks it at each miss, and a scan of the
+    store's few hundred keys each time was an eighth of a memory check. Kept per store dict,
+    valid while the dict is the same object and as long as it was: a store's keys are only
+    ever added (`Heap.set`, a merge makes a new dict), in order, so the new ones are its last."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[dict[str, Any], int, set[str]]] = {}
+
+    def under(self, store: dict[str, Any], key: str) -> bool:
+        """Whether `store` holds a key that starts with `key + "."`."""
+        if not store:
+            return False
+        held = self._held.get(id(store))
+        if held is not None and held[0] is store:
+            _, seen, parents = held
+            if seen == len(store):
+                return key in parents
+        else:
+            seen, parents = 0, set()
+        for name in itertools.islice(store, seen, None):
+            at = name.find(".")
+            while at >= 0:
+                parents.add(name[:at])
+                at = name.find(".", at + 1)
+        self._held[id(store)] = (store, len(store), parents)
+        return key in parents
+
+
 @dataclass
 class Heap:
     objects: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -71,6 +101,7 @@ class Heap:
     # Paths of a flat store that are complete objects (a config.json: a key it lacks is an
     # attribute it does not have), though the store as a whole is not.
     closed_paths: set[tuple[int, str]] = field(default_factory=set)
+    deeper: Deeper = field(default_factory=Deeper)  # shared by every copy, as the dicts are
 
     # The objects whose attribute dict this heap owns; the others it shares with the heap it
     # was copied from, until it writes to them (copy on write: a fork copies nothing).
@@ -91,6 +122,7 @@ class Heap:
             roles=self.roles,
             path_classes=self.path_classes,
             closed_paths=self.closed_paths,
+            deeper=self.deeper,
         )
 
     def is_closed(self, oid: int, path: str) -> bool:
@@ -136,6 +168,7 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
         path_classes={**a.path_classes, **b.path_classes},
         roles={**a.roles, **b.roles},
         closed_paths=a.closed_paths | b.closed_paths,
+        deeper=a.deeper,
     )
     out.closed = a.closed | b.closed
     out.tracked = a.tracked | b.tracked
