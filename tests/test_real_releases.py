@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.interface.audit import AuditResult, audit
+from eaglebug.checks.interface.targets import _RUNNER_CALL, runner_calls
 from eaglebug.checks.reach.consumers import is_candidate
 from eaglebug.checks.reach.resolve import consumers
 from eaglebug.checks.source.index import TreeIndex
@@ -190,3 +192,21 @@ def test_warm_cache_gives_the_same_findings(sglang_059: Path) -> None:
     assert all(e.parsed for e in warm_index.entries.values() if is_candidate(e))
     warm = audit(warm_index, KIMI)
     assert [f.to_json() for f in cold.findings] == [f.to_json() for f in warm.findings]
+
+
+def test_the_runner_calls_are_found_as_the_whole_pattern_finds_them(
+    sglang_059: Path, sglang_0523: Path
+) -> None:
+    """`runner_calls` looks for its pattern from each `unner` after an `R`/`r`, for speed:
+    over every runtime file of two releases it must find what the pattern with its leading
+    `[Rr]` finds, in the same order (the two differ if a match could start elsewhere)."""
+    whole = re.compile(b"[Rr]" + _RUNNER_CALL.pattern)
+    found = 0
+    for root in (sglang_059, sglang_0523):
+        for path in sorted((root / "sglang" / "srt").rglob("*.py")):
+            data = path.read_bytes()
+            expected = [m.decode() for m in whole.findall(data)]
+            assert runner_calls(data) == expected, path
+            found += len(expected)
+    assert found > 500  # the releases do call methods on runners
+    assert runner_calls(b"Runner.x() runner[0].y( xrunner.z (") == ["x", "y", "z"]
