@@ -49,35 +49,17 @@ from report import rss_row, table, timed_row
 
 COLD_GOAL = 5.0  # cold preflight seconds / grep seconds (issue 21)
 WARM_GOAL = 0.35  # warm preflight seconds / grep seconds
-TARGET = {
-    "architectures": ["KimiK25ForConditionalGeneration"],
-    "model_type": "kimi_k25",
-    "text_config": {
-        "model_type": "deepseek_v3",
-        "hidden_size": 7168,
-        "num_hidden_layers": 61,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 64,
-        "kv_lora_rank": 512,
-        "vocab_size": 163840,
-        "max_position_embeddings": 262144,
-    },
-}
-DRAFT = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "hidden_size": 7168,
-    "num_attention_heads": 64,
-    "num_key_value_heads": 8,
-    "vocab_size": 163840,
-    "draft_vocab_size": 32000,
-    "max_position_embeddings": 131072,
-    "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]},
-}
 
 
 def write_models(scratch: Path) -> tuple[Path, Path]:
+    """The seed launch's model folders: Kimi-K2.5 and its EAGLE-3 draft in their published
+    layouts (the tests' `tests/configs.py`: every key the memory check reads, so its whole
+    arithmetic runs, as on a real checkpoint), and the target's weight index."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.configs import kimi_k25, kimi_k25_eagle3
+
     target, draft = scratch / "kimi-k2.5", scratch / "kimi-k2.5-eagle3"
-    for folder, config in ((target, TARGET), (draft, DRAFT)):
+    for folder, config in ((target, kimi_k25()), (draft, kimi_k25_eagle3())):
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(config))
     (target / "model.safetensors.index.json").write_text(
