@@ -8,6 +8,7 @@ free before the load as SGLang logged it on the docs CI) and a 141 GB H200 (1437
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,37 @@ def test_mla_cells_deepseek_v3_nextn_and_kimi_k25_eagle3(
     found = one(memory(index_0523, *kimi, "--tp", "8", gpu=H200))
     assert details(found)["kv_cell_bytes"] == mla + mla // 61
     assert found.severity == "info" and "max_total_num_tokens=" in found.message
+
+
+def test_053_sizes_the_pool_with_what_the_runner_hands_it(sglang_053: Path, tmp_path: Path) -> None:
+    """0.5.3's runner calls `self.init_memory_pool(memory, server_args.max_running_requests,
+    server_args.max_total_tokens)`, and the pool shared with the draft adds requests x steps x
+    top-k: the request limit is the one the tree's EAGLE resolution resets (not the pool's
+    own 2048 when handed None), and the step count and top-k are the tree's auto-chosen ones
+    (unread, the pool's size was unknown)."""
+    source = (sglang_053 / "sglang/srt/server_args.py").read_text().splitlines()
+    reset = next(line for line in source if "self.max_running_requests = " in line)
+    limit = int(reset.split("=")[1])
+    index = TreeIndex(locate(str(sglang_053)), use_cache=False)
+    kimi = models(
+        tmp_path, kimi_k25_config(), KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES
+    )
+    found = one(memory(index, *kimi, "--tp", "8", gpu=H200))
+    assert found.severity == "info" and "max_total_num_tokens=" in found.message, found.message
+    assert details(found)["max_running_requests"] == limit
+
+
+def test_an_unread_figure_says_where_and_why_in_words(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """A config without `qk_rope_head_dim` leaves the MLA cell size unknown: the finding says
+    at which line of the tree and why, not the evaluator's own value (`Top(...)`)."""
+    config = kimi_k25_config()
+    del config["text_config"]["qk_rope_head_dim"]
+    kimi = models(tmp_path, config, KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES)
+    found = one(memory(index_0523, *kimi, "--tp", "8", gpu=H200))
+    assert re.search(r"cell size not read \(sglang/srt/\S+\.py:\d+: \w", found.message), found
+    assert "Top(" not in found.message
 
 
 def test_0522_reads_like_0523(index_0522: TreeIndex, tmp_path: Path) -> None:

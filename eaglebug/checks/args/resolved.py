@@ -22,9 +22,13 @@ from eaglebug.checks.args.world import Models, declared_env
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.source.index import TreeIndex
 
-FIELDS = ("max_running_requests", "speculative_num_draft_tokens", "page_size")
+# The speculative triple comes out of one call (`auto_choose_speculative_params`), and the
+# draft pool's size reads all three (0.5.3's `draft_runner_cache_size`: requests x steps x
+# top-k + requests x draft tokens).
+_TRIPLE = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+FIELDS = ("max_running_requests", *_TRIPLE, "page_size")
 # The fields only a speculative launch has resolved for it.
-_SPECULATIVE = frozenset({"max_running_requests", "speculative_num_draft_tokens"})
+_SPECULATIVE = frozenset({"max_running_requests", *_TRIPLE})
 _ANSWER = "memresolved:"
 _KEEP_ANSWERS = 16
 

@@ -90,6 +90,8 @@ class MemoryLaunch:
     algorithm: str | None = None
     disable_cuda_graph: bool = False
     speculative_num_draft_tokens: int | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
     swa_full_tokens_ratio: float | None = None  # hybrid SWA: SWA tokens per full token
     max_mamba_cache_size: int | None = None  # --max-mamba-cache-size
     mamba_full_memory_ratio: float | None = None  # --mamba-full-memory-ratio
@@ -246,6 +248,11 @@ class Context:
             "speculative_algorithm": algorithm,
             "spec_algorithm": self.spec_member(),
             "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
+            **{  # given or resolved; else the tree's default stands
+                name: value
+                for name in ("speculative_num_steps", "speculative_eagle_topk")
+                if (value := getattr(launch, name)) is not None
+            },
             "model_path": launch.model_path,
             "moe_a2a_backend": "none",
             "max_mamba_cache_size": launch.max_mamba_cache_size,

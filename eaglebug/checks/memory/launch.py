@@ -127,6 +127,10 @@ def memory_findings(
         speculative_num_draft_tokens=given_or_resolved(
             "speculative_num_draft_tokens", "--speculative-num-draft-tokens"
         ),
+        speculative_num_steps=given_or_resolved("speculative_num_steps", "--speculative-num-steps"),
+        speculative_eagle_topk=given_or_resolved(
+            "speculative_eagle_topk", "--speculative-eagle-topk"
+        ),
         swa_full_tokens_ratio=number("--swa-full-tokens-ratio"),
         max_mamba_cache_size=whole("--max-mamba-cache-size"),
         mamba_full_memory_ratio=number("--mamba-full-memory-ratio"),

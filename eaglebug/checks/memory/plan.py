@@ -10,6 +10,7 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +26,11 @@ from eaglebug.checks.memory.reading import ROOTS, Flat
 from eaglebug.checks.memory.rules import ANCHORS, REQUEST_LIMIT, MemorySources, kept_expression
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.state import Call
-from eaglebug.checks.pyeval.values import Instance, Intrinsic, Raised
+from eaglebug.checks.pyeval.values import UNSET, Instance, Intrinsic, Raised, Top
+from eaglebug.checks.source import syntax
 from eaglebug.checks.source.facts import module_name
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.index import TreeIndex, parsed_with
+from eaglebug.checks.source.initfacts import dotted
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _fraction(ctx: Context, out: Prediction) -> None:
     out.assumed.extend(reading.assumed)
     value = env.get("mem_fraction_static")
     if not isinstance(value, float):
-        out.unknown.append(f"default mem_fraction_static not read ({reading.unknown})")
+        out.unknown.append(f"default mem_fraction_static not read ({_why(reading.unknown, value)})")
         return
     out.default_fraction = value
     out.default_from = reading.line_of("mem_fraction_static")
@@ -219,6 +222,18 @@ def predict(
     return out
 
 
+def _why(unknown: str | None, value: object) -> str:
+    """Why a figure was not read, in words: the reading's own reason, or the unknown value's
+    (its line and cause), or what the run left in its place."""
+    if unknown:
+        return unknown
+    if isinstance(value, Top):
+        return value.why
+    if value is None or value is UNSET:
+        return "the run left it unset"
+    return f"the run left {value!r:.80}, not a number"
+
+
 def _mamba(ctx: Context, out: Prediction) -> None:
     """A hybrid model's mamba state cache as the tree sized it beside the KV pool: the
     requests it holds (`max_mamba_cache_size`, which the budget's evaluation set) and the
@@ -229,7 +244,7 @@ def _mamba(ctx: Context, out: Prediction) -> None:
     if isinstance(per_req, int):
         out.mamba_state_bytes_per_request = per_req
     else:
-        out.unknown.append(f"mamba state size not read ({per_req})")
+        out.unknown.append(f"mamba state size not read ({_why(None, per_req)})")
     size = out.mamba_cache_requests
     if isinstance(size, int) and isinstance(per_req, int):
         out.mamba_gib = size * per_req / GIB
@@ -271,14 +286,14 @@ def _pool(ctx: Context, out: Prediction) -> None:
         out.max_total_num_tokens = 0
         return
     if not isinstance(budget.value, int):
-        out.unknown.append(f"KV budget not read ({budget.unknown})")
+        out.unknown.append(f"KV budget not read ({_why(budget.unknown, budget.value)})")
         return
     kind = _configurator(ctx, values, out)
     cell, env = ctx.run(f"{kind}.__init__", [Flat()], ctx.target, values)
     out.assumed.extend(cell.assumed)
     cell_size = env.get("_cell_size")
     if not isinstance(cell_size, (int, float)) or cell_size <= 0:
-        out.unknown.append(f"KV cell size not read ({cell.unknown or cell_size})")
+        out.unknown.append(f"KV cell size not read ({_why(cell.unknown, cell_size)})")
         return
     out.kv_cell_bytes, out.cell_from = int(cell_size), cell.line_of("_cell_size")
     sizes, env = ctx.run(
@@ -292,7 +307,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
         out.raised, out.max_total_num_tokens = sizes.raised, 0
         return
     if not isinstance(tokens, int):
-        out.unknown.append(f"pool size not read ({sizes.unknown})")
+        out.unknown.append(f"pool size not read ({_why(sizes.unknown, tokens)})")
         return
     for side in ("full", "swa"):
         made = getattr(sizes.value, f"{side}_max_total_num_tokens", None)
@@ -307,7 +322,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
     if isinstance(reqs.value, int):
         out.max_running_requests = reqs.value
     else:
-        out.unknown.append(f"max_running_requests not read ({reqs.unknown})")
+        out.unknown.append(f"max_running_requests not read ({_why(reqs.unknown, reqs.value)})")
 
 
 def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> str:
@@ -338,6 +353,36 @@ def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> s
     return name if ctx.has(f"{name}.__init__") else default
 
 
+def _handed_on(ctx: Context, method: str) -> list[Flat]:
+    """The arguments after the first (the GPU memory) that the runner's own call of `method`
+    hands it from the server args, as paths of the flat store: 0.5.3's
+    `self.init_memory_pool(min_per_gpu_memory, server_args.max_running_requests,
+    server_args.max_total_tokens)`, whose parameters default to None where the call is not
+    read. Up to the first argument that is not one (the rest keep their defaults)."""
+    found = ctx.site(method)
+    if found is None or found[1] is None:
+        return []
+    parsed = parsed_with(ctx.index, found[0].rel, f".{method}(")
+    calls = [
+        node
+        for node in (syntax.walk(parsed.tree) if parsed is not None else ())
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+        and dotted(node.func.value) == "self"
+    ]
+    if len(calls) != 1:  # none, or several that may differ: the parameters' defaults
+        return []
+    handed: list[Flat] = []
+    for arg in calls[0].args[1:]:
+        name = dotted(arg) or ""
+        root, _, path = name.partition(".")
+        if root not in ROOTS or isinstance(arg, ast.Starred):
+            break
+        handed.append(Flat(path))
+    return handed
+
+
 def _stands_for(name: str) -> Callable[[Call], Any]:
     """A configurator class's construction, answered with which class it is."""
     return lambda call: Intrinsic(f"configurator.{name}")
@@ -345,9 +390,8 @@ def _stands_for(name: str) -> Callable[[Call], Any]:
 
 def _pool_059(ctx: Context, out: Prediction) -> None:
     values = _values(ctx, out)
-    pool, env = ctx.run(
-        "init_memory_pool", [out.pre_load_gib], ctx.target, values, out.avail_after_load_gib
-    )
+    args = [out.pre_load_gib, *_handed_on(ctx, "init_memory_pool")]
+    pool, env = ctx.run("init_memory_pool", args, ctx.target, values, out.avail_after_load_gib)
     out.budget_from = pool.anchor
     out.assumed.extend(pool.assumed)
     _mamba_size(out, env)
@@ -361,7 +405,7 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
         out.max_total_num_tokens = min(tokens, 0) if isinstance(tokens, int) else 0
         return
     if not isinstance(tokens, int) or out.kv_cell_bytes is None:
-        out.unknown.append(f"pool size not read ({pool.unknown})")
+        out.unknown.append(f"pool size not read ({_why(pool.unknown, tokens)})")
         return
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * out.kv_cell_bytes / GIB
@@ -384,7 +428,9 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
         if isinstance(reading.value, int):
             out.draft_cell_bytes = reading.value
         else:
-            out.unknown.append(f"the draft's cell size not read ({reading.unknown})")
+            out.unknown.append(
+                f"the draft's cell size not read ({_why(reading.unknown, reading.value)})"
+            )
 
 
 def _allocated(ctx: Context, out: Prediction, values: dict[str, object]) -> None:
