@@ -108,3 +108,65 @@ def test_a_tree_without_the_anchors_says_the_memory_rules_are_missing(tmp_path: 
     )
     assert made.max_total_num_tokens is None
     assert any("handle_gpu_memory_settings" in u for u in made.unknown)
+
+
+LAZY = """
+from typing import Any
+
+_UNSET: Any = object()
+
+
+def compute(n):
+    return n * 2
+
+
+class Runner:
+    def __init__(self, n):
+        self.n = n
+        self._cache: Any = _UNSET
+        self.maybe = None
+        if n:
+            self.maybe = 3
+
+    def _cached(self):
+        if self._cache is _UNSET:
+            self._cache = compute(self.n)
+        return self._cache
+
+    def budget(self):
+        return self._cached() + 1
+
+    def other(self):
+        return self.maybe
+"""
+
+
+def test_a_field_the_runners_init_leaves_is_read_as_it_leaves_it(tmp_path: Path) -> None:
+    """The flat store stands for a runner whose `__init__` ran: a field it lacks, which
+    `__init__` sets once to a module-level sentinel (`object()`), is that sentinel, so the
+    lazy cache's `is _UNSET` test is decided (0.5.14's `_linear_attn_registry_cache`) and
+    said in `assumed`; a field `__init__` sets twice, once under a test, stays unknown."""
+    root = write_tree(tmp_path, {"sglang/srt/mem.py": textwrap.dedent(LAZY)})
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    source = Source.of(index)
+
+    def reading(name: str) -> Reading:
+        site = source.function("sglang.srt.mem", f"Runner.{name}")
+        assert site is not None
+
+        def nothing(m: Machine, obj: Instance) -> None:
+            pass
+
+        owner = "sglang.srt.mem.Runner"
+        return run(index, site, owner, [], {"n": 5}, nothing, frozenset())[0]
+
+    budget = reading("budget")
+    assert budget.value == 11
+    written = (root / "sglang/srt/mem.py").read_text().splitlines()
+    line = written.index("        self._cache: Any = _UNSET") + 1
+    assert any(
+        f"self._cache as Runner.__init__ leaves it (sglang/srt/mem.py:{line})" in note
+        for note in budget.assumed
+    ), budget.assumed
+    other = reading("other")
+    assert other.value is None and other.unknown and "maybe" in other.unknown

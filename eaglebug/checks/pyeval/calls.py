@@ -240,6 +240,8 @@ def builtin_call(m: Machine, name: str, call: Call) -> Any:
         return Top(f"{where}: issubclass of unknowns")
     if name == "super":
         return super_proxy(m, where)
+    if name == "object" and not args and not call.kwargs:  # a sentinel: `_UNSET = object()`
+        return m.new_object(ClassVal("builtins.object"))
     if name == "type" and len(args) == 1:
         value = args[0]
         return (

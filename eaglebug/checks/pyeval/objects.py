@@ -32,6 +32,7 @@ from eaglebug.checks.pyeval.values import (
     reads_of,
     truth,
 )
+from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
@@ -225,7 +226,64 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
             return found
     if m.heap.is_closed(obj.oid, obj.path):
         return _MISSING
+    if obj.oid in m.heap.flat and not obj.path:
+        for cls in dict.fromkeys(classes):
+            found = _as_init_leaves_it(m, cls, attr, where)
+            if found is not _MISSING:
+                return found
     return Top(f"{where}: {_kind(obj)}.{attr} is not known")
+
+
+def _as_init_leaves_it(m: Machine, cls: ClassVal, attr: str, where: str) -> Any:
+    """The value the class's `__init__` gives `self.<attr>`, where the flat store (the runtime
+    object whose `__init__` ran) has none: only where that is the one assignment to it in
+    `__init__`, a statement of its own body (not under a test or loop), of a constant or a
+    module-level name (0.5.14's `self._linear_attn_registry_cache: Any = _UNSET`, a sentinel
+    a lazy method tests with `is`). Said in `assumed`: a method run before this one may have
+    changed it."""
+    if cls.ref is None:
+        return _MISSING
+    order, _ = m.source.mro(cls.ref)
+    for ref in order:
+        if attr not in ref.facts.init_attrs:
+            continue
+        site = m.source.method(ref, "__init__")
+        init = m.source.node_of(site) if site is not None else None
+        if init is None or isinstance(init, ast.Lambda):
+            return _MISSING
+        stores = [
+            node
+            for node in syntax.walk(init)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and node.attr == attr
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ]
+        own = [
+            stmt
+            for stmt in init.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            and (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) == stores
+        ]
+        if len(stores) != 1 or len(own) != 1 or own[0].value is None:
+            return _MISSING
+        value = own[0].value
+        if not isinstance(value, (ast.Constant, ast.Name)):
+            return _MISSING
+        key = (f"{ref.qualname}.__init__", attr)
+        if key not in m.class_values:
+            with m.module_frame(ref.module.module):
+                m.class_values[key] = _expr(m, value)
+        found = m.class_values[key]
+        if isinstance(found, Top):
+            return _MISSING
+        m.assume(
+            f"{where}: self.{attr} as {ref.qualname.rsplit('.', 1)[-1]}.__init__ leaves it "
+            f"({ref.file}:{own[0].lineno}); a method run before this one may have changed it"
+        )
+        return found
+    return _MISSING
 
 
 def method_of(m: Machine, obj: Instance, attr: str, where: str, found: Any) -> Any:
