@@ -7,6 +7,7 @@ free before the load as SGLang logged it on the docs CI) and a 141 GB H200 (1437
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -14,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from eaglebug.checks.args.resolved import resolved_fields
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.memory.fit import Gpu
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
@@ -293,6 +297,42 @@ def test_053_sizes_the_pool_with_what_the_runner_hands_it(sglang_053: Path, tmp_
     found = one(memory(index, *kimi, "--tp", "8", gpu=H200))
     assert found.severity == "info" and "max_total_num_tokens=" in found.message, found.message
     assert details(found)["max_running_requests"] == limit
+
+
+def _auto_choice(server_args: Path, arch: str) -> tuple[int, ...]:
+    """The (steps, top-k, draft tokens) that the tree's `auto_choose_speculative_params`
+    returns for `arch`, read off its source."""
+    tree = ast.parse(server_args.read_text())
+    fn = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name == "auto_choose_speculative_params"
+    )
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and arch in ast.unparse(node.test):
+            returned = node.body[-1]
+            assert isinstance(returned, ast.Return) and isinstance(returned.value, ast.Tuple)
+            return tuple(ast.literal_eval(e) for e in returned.value.elts)
+    raise AssertionError(f"{arch} is not named in auto_choose_speculative_params")
+
+
+def test_053_picks_deepseek_mtps_steps_by_the_targets_architecture(
+    sglang_053: Path, tmp_path: Path
+) -> None:
+    """0.5.3 sets the draft path to the model path for DeepSeek MTP and then asks
+    `get_hf_config()` for the architecture: that path's config is the target's, so the step
+    count, top-k and draft tokens are the tree's choice for DeepseekV3ForCausalLM (read as
+    undecided before, the draft-shared pool's size was unknown)."""
+    index = TreeIndex(locate(str(sglang_053)), use_cache=False)
+    target = write_model(tmp_path / "v3", DEEPSEEK_V3, total_size=DEEPSEEK_V3_BYTES)
+    words = [*LAUNCH, "--model-path", str(target), "--tp", "8", "--speculative-algorithm", "EAGLE"]
+    launch = parse_launch(words, server_flags(index))
+    got = resolved_fields(index, launch, DEEPSEEK_V3, {})
+    expected = _auto_choice(sglang_053 / "sglang/srt/server_args.py", "DeepseekV3ForCausalLM")
+    names = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    assert tuple(got[name].value for name in names) == expected
+    found = one(memory(index, *words[3:], gpu=H200))
+    assert "max_total_num_tokens=" in found.message, found.message
 
 
 def test_an_unread_figure_says_where_and_why_in_words(

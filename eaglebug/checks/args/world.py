@@ -351,15 +351,17 @@ def _run_hook(call: Call) -> Any:
 
 
 def _get_config(args: Instance, hf: Instance, draft_hf: Instance) -> Any:
-    """`get_config(path)`: the target's or the draft's config.json, by the path given."""
+    """`get_config(path)`: the target's or the draft's config.json, by the path given. The
+    target's first: a draft path that is the model path (0.5.3 sets it so for DeepSeek MTP
+    before it asks `get_hf_config()` for the architecture) is the same config.json."""
 
     def get(call: Call) -> Any:
         path = call.args[0] if call.args else call.kwargs.get("model")
         fields = call.machine.fields(args)
-        if isinstance(path, str) and path == fields.get("speculative_draft_model_path"):
-            return draft_hf
         if isinstance(path, str) and path == fields.get("model_path"):
             return hf
+        if isinstance(path, str) and path == fields.get("speculative_draft_model_path"):
+            return draft_hf
         return Top(f"{call.where}: the config of {path!r}")
 
     return get

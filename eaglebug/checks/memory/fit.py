@@ -396,9 +396,10 @@ class Context:
         (with the flags the tree hands on as variables: `--mamba-ssm-dtype`)."""
         environ = dict(self.launch.env)
         for name, (variable, _) in flag_env(self.index).items():
-            given = getattr(self.launch, name, None)
-            if isinstance(given, str):  # a flag the tree hands on as a variable
-                environ[variable] = given
+            given = getattr(self.launch, name, None)  # else the field's default goes on
+            value = given if given is not None else self.sources.defaults.get(name)
+            if isinstance(value, str):  # a flag the tree hands on as a variable
+                environ[variable] = value
 
         def fill(m: Machine, obj: Instance) -> None:
             memhooks.register(

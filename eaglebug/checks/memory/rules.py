@@ -30,7 +30,7 @@ from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
-from eaglebug.checks.source.initfacts import self_assignment
+from eaglebug.checks.source.initfacts import dotted, self_assignment
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -282,34 +282,56 @@ def _graph_backends(
 
 
 def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
-    """`envs.NAME.set(cfg.field)` in the server-args code: the flags the tree hands on as
-    environment variables (`--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state
-    size reads): field -> (variable, file:line). A tree answer; only the files whose bytes
-    hold such a call are parsed."""
+    """The flags the tree hands on as environment variables in its server-args code, as
+    `envs.NAME.set(cfg.field)` (0.5.9 on) or `os.environ["NAME"] = self.field` (0.5.3):
+    `--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state size reads. Field ->
+    (variable, file:line). A tree answer; only the files whose bytes hold such a statement are
+    parsed."""
     return index.answer("memory_flag_env", dict[str, tuple[str, str]], lambda: _flag_env(index))
 
 
 def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for rel in sorted(flag_files(index)):
-        parsed = parsed_with(index, rel, "envs.")
+        parsed = parsed_with(index, rel, "envs.", "os.environ[")
         for node in syntax.walk(parsed.tree) if parsed is not None else []:
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "set"
-                and isinstance(node.func.value, ast.Attribute)
-                and isinstance(node.func.value.value, ast.Name)
-                and node.func.value.value.id == "envs"
-                and len(node.args) == 1
-                and isinstance(node.args[0], ast.Attribute)
-                and isinstance(node.args[0].value, ast.Name)
-                and node.args[0].value.id in ROOTS
-            ):
-                continue
-            where = f"{rel}:{node.lineno}"
-            out.setdefault(node.args[0].attr, (node.func.value.attr, where))
+            handed = _handed_to_env(node)
+            if handed is not None:
+                field, variable = handed
+                out.setdefault(field, (variable, f"{rel}:{getattr(node, 'lineno', 0)}"))
     return out
+
+
+def _handed_to_env(node: ast.AST) -> tuple[str, str] | None:
+    """(field, variable) of `envs.VARIABLE.set(<root>.field)` or
+    `os.environ["VARIABLE"] = <root>.field`, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "set"
+        and isinstance(node.func.value, ast.Attribute)
+        and dotted(node.func.value.value) == "envs"
+        and len(node.args) == 1
+    ):
+        variable, value = node.func.value.attr, node.args[0]
+    elif (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Subscript)
+        and dotted(node.targets[0].value) == "os.environ"
+        and isinstance(node.targets[0].slice, ast.Constant)
+        and isinstance(node.targets[0].slice.value, str)
+    ):
+        variable, value = node.targets[0].slice.value, node.value
+    else:
+        return None
+    if (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id in ROOTS
+    ):
+        return value.attr, variable
+    return None
 
 
 def kept_expression(
