@@ -21,6 +21,7 @@ from eaglebug.checks.contract.fixes import Choice, FlagFix
 from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.memory.fit import Gpu
+from eaglebug.checks.memory.rules import flag_env
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
@@ -729,3 +730,15 @@ def test_max_running_requests_given_and_derived(version: str) -> None:
         # (its request pool is sized to the flag).
         cap = given if version == "0.5.9" else min(given or 0, tokens // 2)
         assert made.max_running_requests == (expected or cap)
+
+
+def test_flags_handed_to_the_environment_by_assignment(sglang_053: Path) -> None:
+    """0.5.3 hands `--mamba-ssm-dtype` on as `os.environ["SGLANG_MAMBA_SSM_DTYPE"] =
+    self.mamba_ssm_dtype` (later releases with `envs.X.set(...)`): read as the same fact."""
+    lines = (sglang_053 / "sglang/srt/server_args.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if 'os.environ["SGLANG_MAMBA_SSM_DTYPE"]' in t)
+    found = flag_env(TreeIndex(locate(str(sglang_053)), use_cache=False))
+    assert found["mamba_ssm_dtype"] == (
+        "SGLANG_MAMBA_SSM_DTYPE",
+        f"sglang/srt/server_args.py:{line}",
+    )
