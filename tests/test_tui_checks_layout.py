@@ -10,9 +10,10 @@ from __future__ import annotations
 from textual.notifications import Notify  # noqa: TID251 (a UI test drives Textual)
 from textual.pilot import Pilot  # noqa: TID251 (a UI test drives Textual)
 
+from eaglebug.checks import Finding
 from eaglebug.demo import DemoScenario
 from eaglebug.tui.app import EaglebugApp
-from eaglebug.tui.widgets.checks_panel import step_tag
+from eaglebug.tui.widgets.checks_panel import label, step_tag
 from tests.test_tui import checks_settled, demo, panel, run, shown, until
 
 STEPS = {  # what the demo's preflight says of where each blocker stops the launch
@@ -65,3 +66,22 @@ def test_at_80x24_id_and_step_share_a_line_and_the_steps_align(scenario: DemoSce
         assert len(columns) == 1  # one column for every step
 
     run(app, script, size=(80, 24))
+
+
+def test_the_drafts_interface_findings_are_marked() -> None:
+    """The target and the draft often lack the same method (`thinker`, `make_cache`): the
+    draft's row says whose it is, so two rows never read the same."""
+    target, draft = (
+        Finding(
+            "interface.missing_optional",
+            "info",
+            f"{cls} has no thinker",
+            role=role,
+            class_=cls,
+            attribute="thinker",
+        )
+        for role, cls in (("target", "KimiK25ForConditionalGeneration"), ("draft", "Eagle3"))
+    )
+    assert label(target) == "thinker"
+    assert label(draft) == "thinker (draft)"
+    assert label(Finding("config.memory", "info", "...", role="draft")) == "config.memory"

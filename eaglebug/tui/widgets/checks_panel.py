@@ -25,8 +25,10 @@ _ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·"
 
 
 def label(finding: Finding) -> str:
+    """A finding's name in the list: an interface finding by its method, the draft's marked
+    (the target and the draft often lack the same one: two rows that read the same else)."""
     if finding.id.startswith("interface.") and finding.attribute:
-        return finding.attribute
+        return finding.attribute + (" (draft)" if finding.role == "draft" else "")
     if finding.id.startswith("log."):
         ranks = finding.ranks
         where = f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
