@@ -693,6 +693,17 @@ def test_diagnose_human_summary(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "eaglebug fix --model-class KimiK25ForConditionalGeneration --apply" in out
 
 
+def test_a_rank_named_by_torch_is_not_named_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch's `[rank1]:` prefix names the rank `rank1`: the line says `rank1`, not
+    `rank rank1`."""
+    log = LOGS / "corpus" / "eagle2_illegal_access_watchdog_rank1.log"
+    code, out = _run(tmp_path, capsys, log, as_json=False)
+    assert code == 1
+    assert "rank1 · " in out and "rank rank1" not in out
+
+
 def test_diagnose_refuses_binary_compressed_and_missing_files(tmp_path: Path) -> None:
     binary = tmp_path / "model.safetensors"
     binary.write_bytes(b"\x00\x01\x02\x03" * 1000)

@@ -45,7 +45,10 @@ def where(f: Finding) -> str:
     parts = []
     ranks = list(log.ranks)
     if ranks:
-        parts.append(f"ranks {rank_summary(ranks)}" if len(ranks) > 1 else f"rank {ranks[0]}")
+        shown = rank_summary(ranks)
+        if not ranks[0].lower().startswith("rank"):  # torch's own `[rank1]:` says it already
+            shown = f"ranks {shown}" if len(ranks) > 1 else f"rank {shown}"
+        parts.append(shown)
     if log.count > 1 and len(ranks) != log.count:
         parts.append(f"{log.count} times")
     if log.time:
