@@ -704,6 +704,23 @@ def test_a_rank_named_by_torch_is_not_named_twice(
     assert "rank1 · " in out and "rank rank1" not in out
 
 
+def test_a_negative_kv_profile_on_every_rank_is_one_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DeepSeek-R1 with DP attention (sglang#7691): all 8 ranks warn that the profiled KV
+    size is negative, the warning before SGLang's "Not enough memory" raise: one finding for
+    the 8 (it was two, rank 0's "CUDA out of memory during KV cache allocation" and the
+    others' "during weight loading", whose phase no line of theirs had said), and it says the
+    budget is gone: the fix is a larger fraction, where a lower one makes it worse."""
+    log = LOGS / "corpus" / "rocm_dsr1_dp8_profiled_kv_tokens_negative.log"
+    code, data = _run(tmp_path, capsys, log, as_json=True)
+    assert code == 1
+    (oom,) = [f for f in data["findings"] if f["id"] == "log.oom"]
+    assert len(oom["ranks"]) == 8 and oom["details"]["phase"] == "kv_cache"
+    assert oom["message"] == "no GPU memory left for the KV cache after loading the weights"
+    assert oom["fix"].startswith("increase --mem-fraction-static")
+
+
 def test_diagnose_refuses_binary_compressed_and_missing_files(tmp_path: Path) -> None:
     binary = tmp_path / "model.safetensors"
     binary.write_bytes(b"\x00\x01\x02\x03" * 1000)

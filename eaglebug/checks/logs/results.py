@@ -197,7 +197,10 @@ def describe(
         result.details = {"architectures": archs, "see": "config.unregistered_architecture"}
     elif category == "oom":
         tried = re.search(r"Tried to allocate ([\d.]+ [KMGT]?i?B)", text)
-        if "Not enough memory" in text:
+        # SGLang's raise, or its warning of a negative profile that comes before the raise
+        # ("max_total_tokens=131072 is larger than the profiled value -561981"): no budget left
+        # for any KV cache, which a lower fraction makes worse, not better.
+        if "Not enough memory" in text or lp.DOOMED_LINE_RX.search(text):
             result.message = "no GPU memory left for the KV cache after loading the weights"
             result.fix = AdviceFix(
                 "increase --mem-fraction-static (SGLang's own hint), or use more GPUs (--tp)"
