@@ -721,6 +721,19 @@ def test_a_negative_kv_profile_on_every_rank_is_one_finding(
     assert oom["fix"].startswith("increase --mem-fraction-static")
 
 
+def test_a_rejected_request_names_both_bounds_of_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DeepSeek-R1 launched with --context-length 163840 rejected a 160k request at 59862
+    tokens: the limit was the KV pool, not the context length (SGLang's tp_worker takes the
+    smaller of the two). The fix names both, not the context length alone."""
+    log = LOGS / "corpus" / "dsr1_input_exceeds_max_allowed_length_tp8.log"
+    _, data = _run(tmp_path, capsys, log, as_json=True)
+    (rejected,) = [f for f in data["findings"] if f["id"] == "log.context_length"]
+    assert rejected["details"]["limit_tokens"] == 59862
+    assert "--context-length" in rejected["fix"] and "--mem-fraction-static" in rejected["fix"]
+
+
 def test_diagnose_refuses_binary_compressed_and_missing_files(tmp_path: Path) -> None:
     binary = tmp_path / "model.safetensors"
     binary.write_bytes(b"\x00\x01\x02\x03" * 1000)

@@ -131,8 +131,10 @@ def describe(
             "accepts; SGLang rejected it"
         )
         result.fix = AdviceFix(
-            "send shorter prompts, or relaunch with a larger --context-length (the draft's "
-            "trained length bounds it with speculative decoding); --allow-auto-truncate cuts them"
+            "send shorter prompts, or relaunch with room for longer ones: the limit is the "
+            "smaller of --context-length and the KV pool (max_total_num_tokens), so a larger "
+            "--context-length (the draft's trained length bounds it with speculative decoding) "
+            "or a larger pool (--mem-fraction-static, more GPUs); --allow-auto-truncate cuts them"
         )
         result.details = {"input_tokens": given, "limit_tokens": limit}
     elif category == "context_length":
