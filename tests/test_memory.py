@@ -336,6 +336,32 @@ def test_053_picks_deepseek_mtps_steps_by_the_targets_architecture(
     assert "max_total_num_tokens=" in found.message, found.message
 
 
+def test_0514_reads_the_lazy_registry_cache_as_init_leaves_it(
+    sglang_0514: Path, tmp_path: Path
+) -> None:
+    """0.5.14's KV budget asks `_get_linear_attn_registry_result`, a cache the runner's
+    `__init__` sets to a sentinel (`_UNSET = object()`): read as `__init__` leaves it, the
+    seed launch's pool is predicted (it was "KV budget not read"), and the assumption is said,
+    once, with the line of `__init__` it rests on."""
+    source = (sglang_0514 / "sglang/srt/model_executor/model_runner.py").read_text()
+    line = next(
+        i
+        for i, text in enumerate(source.splitlines(), 1)
+        if "self._linear_attn_registry_cache" in text
+        and "_UNSET" in text
+        and "=" in text
+        and " is " not in text
+    )
+    index = TreeIndex(locate(str(sglang_0514)), use_cache=False)
+    kimi = models(
+        tmp_path, kimi_k25_config(), KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES
+    )
+    found = one(memory(index, *kimi, "--tp", "8", gpu=H200))
+    assert "max_total_num_tokens=" in found.message, found.message
+    said = [a for a in details(found)["assumed"] if "_linear_attn_registry_cache" in a]
+    assert len(said) == 1 and f"model_runner.py:{line})" in said[0], said
+
+
 def test_an_unread_figure_says_where_and_why_in_words(
     index_0523: TreeIndex, tmp_path: Path
 ) -> None:

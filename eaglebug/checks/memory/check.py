@@ -89,7 +89,7 @@ def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
         "calibrated": inputs.measured is not None,
         "tp": inputs.launch.tp,
         **_layout_details(p),
-        "assumed": tuple(p.assumed),
+        "assumed": tuple(dict.fromkeys(p.assumed)),  # each once, however many readings said it
     }
 
 
