@@ -7,12 +7,12 @@ import textwrap
 from pathlib import Path
 
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
-from eaglebug.checks.memory.plan import Weights, predict
-from eaglebug.checks.memory.reading import Reading, run
+from eaglebug.checks.memory.plan import Weights, _handed_on, predict
+from eaglebug.checks.memory.reading import Flat, Reading, run
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.values import Instance
+from eaglebug.checks.pyeval.values import FunctionSite, Instance
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.synthetic import write_tree
@@ -170,3 +170,37 @@ def test_a_field_the_runners_init_leaves_is_read_as_it_leaves_it(tmp_path: Path)
     ), budget.assumed
     other = reading("other")
     assert other.value is None and other.unknown and "maybe" in other.unknown
+
+
+RUNNER = """
+class ModelRunner:
+    def __init__(self, server_args, memory):
+        self.server_args = server_args
+        kind = "auto"
+        self.init_memory_pool(memory, server_args.max_running_requests, max_total_tokens=server_args.max_total_tokens, dtype=kind)
+
+    def init_memory_pool(self, total, max_num_reqs=None, max_total_tokens=None, dtype=None):
+        return max_num_reqs, max_total_tokens
+"""
+
+
+def test_the_pool_function_gets_what_the_runner_hands_it(tmp_path: Path) -> None:
+    """The arguments the runner's own call hands its pool function from the server args,
+    positional and by keyword, as paths of the flat store; one that is not a server-args
+    field (a local) keeps its default."""
+    root = write_tree(tmp_path, {"sglang/srt/runner.py": textwrap.dedent(RUNNER)})
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    found = Source.of(index).function("sglang.srt.runner", "ModelRunner.init_memory_pool")
+    assert found is not None
+    site: FunctionSite = found
+
+    class Ctx:  # the two things `_handed_on` asks of a memory reading's context
+        def __init__(self) -> None:
+            self.index = index
+
+        def site(self, name: str) -> tuple[FunctionSite, str | None] | None:
+            return (site, "sglang.srt.runner.ModelRunner") if name == "init_memory_pool" else None
+
+    handed, named = _handed_on(Ctx(), "init_memory_pool")  # type: ignore[arg-type]
+    assert handed == [Flat("max_running_requests")]
+    assert named == {"max_total_tokens": Flat("max_total_tokens")}

@@ -353,15 +353,16 @@ def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> s
     return name if ctx.has(f"{name}.__init__") else default
 
 
-def _handed_on(ctx: Context, method: str) -> list[Flat]:
+def _handed_on(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
     """The arguments after the first (the GPU memory) that the runner's own call of `method`
-    hands it from the server args, as paths of the flat store: 0.5.3's
-    `self.init_memory_pool(min_per_gpu_memory, server_args.max_running_requests,
+    hands it from the server args, as paths of the flat store, positional and by keyword:
+    0.5.3's `self.init_memory_pool(min_per_gpu_memory, server_args.max_running_requests,
     server_args.max_total_tokens)`, whose parameters default to None where the call is not
-    read. Up to the first argument that is not one (the rest keep their defaults)."""
+    read. Positional ones up to the first that is not such a path; the rest keep their
+    defaults."""
     found = ctx.site(method)
     if found is None or found[1] is None:
-        return []
+        return [], {}
     parsed = parsed_with(ctx.index, found[0].rel, f".{method}(")
     calls = [
         node
@@ -372,15 +373,25 @@ def _handed_on(ctx: Context, method: str) -> list[Flat]:
         and dotted(node.func.value) == "self"
     ]
     if len(calls) != 1:  # none, or several that may differ: the parameters' defaults
-        return []
+        return [], {}
     handed: list[Flat] = []
     for arg in calls[0].args[1:]:
-        name = dotted(arg) or ""
-        root, _, path = name.partition(".")
-        if root not in ROOTS or isinstance(arg, ast.Starred):
+        if (path := _flat_path(arg)) is None:
             break
-        handed.append(Flat(path))
-    return handed
+        handed.append(path)
+    named = {
+        k.arg: path
+        for k in calls[0].keywords
+        if k.arg is not None and (path := _flat_path(k.value)) is not None
+    }
+    return handed, named
+
+
+def _flat_path(node: ast.expr) -> Flat | None:
+    """`server_args.max_running_requests` (a name of the flat object, then a path) as a path
+    of the flat store; else None."""
+    root, _, path = (dotted(node) or "").partition(".")
+    return Flat(path) if root in ROOTS else None
 
 
 def _stands_for(name: str) -> Callable[[Call], Any]:
@@ -390,8 +401,15 @@ def _stands_for(name: str) -> Callable[[Call], Any]:
 
 def _pool_059(ctx: Context, out: Prediction) -> None:
     values = _values(ctx, out)
-    args = [out.pre_load_gib, *_handed_on(ctx, "init_memory_pool")]
-    pool, env = ctx.run("init_memory_pool", args, ctx.target, values, out.avail_after_load_gib)
+    handed, named = _handed_on(ctx, "init_memory_pool")
+    pool, env = ctx.run(
+        "init_memory_pool",
+        [out.pre_load_gib, *handed],
+        ctx.target,
+        values,
+        out.avail_after_load_gib,
+        kwargs=dict(named),
+    )
     out.budget_from = pool.anchor
     out.assumed.extend(pool.assumed)
     _mamba_size(out, env)
