@@ -187,6 +187,9 @@ def test_rank_order_and_summary() -> None:
     assert rank_summary(TP8) == "TP0-TP7"
     assert rank_summary(["TP0", "TP3"]) == "TP0, TP3"
     assert rank_summary(["DP0 TP0 EP0", "DP1 TP1 EP1"]) == "DP0 TP0 EP0, DP1 TP1 EP1"
+    dp8 = [f"DP{i} TP{i}" for i in range(8)]
+    assert rank_summary(dp8) == "DP0 TP0 … DP7 TP7"
+    assert rank_summary([*dp8[:3], "DP3 TP4"]) == "DP0 TP0, DP1 TP1, DP2 TP2, DP3 TP4"
 
 
 # --- findings, one category each ---------------------------------------------------------------

@@ -79,14 +79,20 @@ def sort_ranks(ranks: set[str] | frozenset[str]) -> list[str]:
 
 
 def rank_summary(ranks: list[str]) -> str:
-    """`TP0-TP7` for a contiguous run of one kind, else the labels (at most eight)."""
+    """`TP0-TP7` for a contiguous run of one kind; `DP0 TP0 … DP7 TP7` for one of
+    labels of several parts, each part counting up by one; else the labels (at most eight)."""
     if not ranks:
         return ""
     kinds = {lp.RANK_PART_RX.sub(lambda m: m[1] + "#", r) for r in ranks}
-    if len(ranks) > 2 and len(kinds) == 1 and " " not in ranks[0]:
-        numbers = [int(n) for r in ranks for _, n in lp.RANK_PART_RX.findall(r)]
-        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-            return f"{ranks[0]}-{ranks[-1]}"
+    if len(ranks) > 2 and len(kinds) == 1:
+        parts = [[int(n) for _, n in lp.RANK_PART_RX.findall(r)] for r in ranks]
+        if all(
+            [n - first for n in column] == list(range(len(ranks)))
+            for first, column in zip(parts[0], zip(*parts, strict=True), strict=True)
+        ):
+            if " " not in ranks[0]:
+                return f"{ranks[0]}-{ranks[-1]}"
+            return f"{ranks[0]} … {ranks[-1]}"
     shown = ", ".join(ranks[:8])
     return shown + (f", … ({len(ranks)} ranks)" if len(ranks) > 8 else "")
 
