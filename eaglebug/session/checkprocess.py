@@ -94,7 +94,7 @@ def _receive(inp: IO[bytes]) -> object:
     return pickle.loads(data)
 
 
-class _LastWords(threading.Thread):
+class _StderrTail(threading.Thread):
     """Drains the worker's stderr, keeping its last `_LAST_WORDS` bytes: what a worker that
     dies says last (`faulthandler`'s stack of a crash, an error it could not answer with)
     goes to the errors log instead of nowhere, and nothing the worker writes lands on the
@@ -133,7 +133,7 @@ class _Worker:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,  # the app's terminal is the screen: kept, see _LastWords
+                stderr=subprocess.PIPE,  # the app's terminal is the screen: see _StderrTail
                 pass_fds=(to_worker, from_worker),
                 env=env,
             )
@@ -144,7 +144,7 @@ class _Worker:
         os.close(to_worker)
         os.close(from_worker)
         assert self.process.stderr is not None
-        self.stderr = _LastWords(self.process.stderr)
+        self.stderr = _StderrTail(self.process.stderr)
         self.stderr.start()
         self.requests = os.fdopen(self_in, "wb")
         self.replies = os.fdopen(worker_out, "rb")
