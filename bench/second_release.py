@@ -19,7 +19,8 @@ same seed launch: Kimi-K2.5 + EAGLE-3, --tp 8, as `preflight.py`); best of N, wo
 last two rows are the same files elsewhere (a second venv with the same release) and installed
 again (`pip install --force-reinstall`): they take over the answers made for that content
 (`eaglebug/checks/source/content.py`), each pair with its own fresh cache too.
-A benchmark, not a test: exit 0 whatever the ratios, 1 only when a command fails outright.
+A benchmark, not a test: exit 0 whatever the ratios, 1 when a command fails outright or the
+timed preflight says a check of it is incomplete (`preflight.complete`).
 
     python bench/second_release.py [--old 0.5.22] [--new 0.5.23] [--runs N]
 """
@@ -42,7 +43,7 @@ from audit_vs_grep import (
     time_cold,
     time_grep,
 )
-from preflight import preflight_argv, write_models
+from preflight import complete, preflight_argv, write_models
 from report import rss_row, table, timed_row
 
 GOAL = 2.0  # second-release preflight seconds / grep seconds
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(f"old: {old_tree}\nnew: {new_tree}\nruns: {args.runs} (best time, worst RSS)")
     print("\n".join(table(rows)))
-    return 0
+    return complete(second[0].stdout)
 
 
 if __name__ == "__main__":
