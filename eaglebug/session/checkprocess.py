@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _SIZE = struct.Struct("<Q")
 _CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `close`
+# How long an ended worker's stderr gets to reach its end (the reader thread scheduled, the
+# helpers that share the pipe gone): at once, unless the box is loaded; paid only then.
+_WORDS_WAIT_S = 5.0
 _MAX_FRAME = 256 << 20  # a check's answer is ~40 KB on 0.5.23; anything this big is garbage
 _LAST_WORDS = 16 << 10  # the end of the worker's stderr kept: a crash's stack, whole
 
@@ -194,7 +197,7 @@ class _Worker:
             return step()
         except Exception as exc:
             status = self.end(wait_s=_CLOSE_WAIT_S)
-            said = self.stderr.said(_CLOSE_WAIT_S)
+            said = self.stderr.said(_WORDS_WAIT_S)
             ended = WorkerEnded(f"the checks' process ended ({_status_text(status)})", said)
             raise ended from (ended.__cause__ or exc)  # its words, where it said any
 
