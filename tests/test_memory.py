@@ -282,7 +282,9 @@ def test_mla_cells_deepseek_v3_nextn_and_kimi_k25_eagle3(
     assert found.severity == "info" and "max_total_num_tokens=" in found.message
 
 
-def test_053_sizes_the_pool_with_what_the_runner_hands_it(sglang_053: Path, tmp_path: Path) -> None:
+def test_053_sizes_the_pool_with_what_the_runner_hands_it(
+    sglang_053: Path, index_053: TreeIndex, tmp_path: Path
+) -> None:
     """0.5.3's runner calls `self.init_memory_pool(memory, server_args.max_running_requests,
     server_args.max_total_tokens)`, and the pool shared with the draft adds requests x steps x
     top-k: the request limit is the one the tree's EAGLE resolution resets (not the pool's
@@ -291,7 +293,7 @@ def test_053_sizes_the_pool_with_what_the_runner_hands_it(sglang_053: Path, tmp_
     source = (sglang_053 / "sglang/srt/server_args.py").read_text().splitlines()
     reset = next(line for line in source if "self.max_running_requests = " in line)
     limit = int(reset.split("=")[1])
-    index = TreeIndex(locate(str(sglang_053)), use_cache=False)
+    index = index_053
     kimi = models(
         tmp_path, kimi_k25_config(), KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES
     )
@@ -318,13 +320,13 @@ def _auto_choice(server_args: Path, arch: str) -> tuple[int, ...]:
 
 
 def test_053_picks_deepseek_mtps_steps_by_the_targets_architecture(
-    sglang_053: Path, tmp_path: Path
+    sglang_053: Path, index_053: TreeIndex, tmp_path: Path
 ) -> None:
     """0.5.3 sets the draft path to the model path for DeepSeek MTP and then asks
     `get_hf_config()` for the architecture: that path's config is the target's, so the step
     count, top-k and draft tokens are the tree's choice for DeepseekV3ForCausalLM (read as
     undecided before, the draft-shared pool's size was unknown)."""
-    index = TreeIndex(locate(str(sglang_053)), use_cache=False)
+    index = index_053
     target = write_model(tmp_path / "v3", DEEPSEEK_V3, total_size=DEEPSEEK_V3_BYTES)
     words = [*LAUNCH, "--model-path", str(target), "--tp", "8", "--speculative-algorithm", "EAGLE"]
     launch = parse_launch(words, server_flags(index))
@@ -758,12 +760,14 @@ def test_max_running_requests_given_and_derived(version: str) -> None:
         assert made.max_running_requests == (expected or cap)
 
 
-def test_flags_handed_to_the_environment_by_assignment(sglang_053: Path) -> None:
+def test_flags_handed_to_the_environment_by_assignment(
+    sglang_053: Path, index_053: TreeIndex
+) -> None:
     """0.5.3 hands `--mamba-ssm-dtype` on as `os.environ["SGLANG_MAMBA_SSM_DTYPE"] =
     self.mamba_ssm_dtype` (later releases with `envs.X.set(...)`): read as the same fact."""
     lines = (sglang_053 / "sglang/srt/server_args.py").read_text().splitlines()
     line = next(i for i, t in enumerate(lines, 1) if 'os.environ["SGLANG_MAMBA_SSM_DTYPE"]' in t)
-    found = flag_env(TreeIndex(locate(str(sglang_053)), use_cache=False))
+    found = flag_env(index_053)
     assert found["mamba_ssm_dtype"] == (
         "SGLANG_MAMBA_SSM_DTYPE",
         f"sglang/srt/server_args.py:{line}",
