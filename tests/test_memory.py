@@ -20,8 +20,8 @@ from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix
 from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.memory.envflags import flag_env
 from eaglebug.checks.memory.fit import Gpu
-from eaglebug.checks.memory.rules import flag_env
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate

@@ -20,6 +20,7 @@ from typing import Any
 from eaglebug.checks.memory import hooks as memhooks
 from eaglebug.checks.memory import hybrid as memhybrid
 from eaglebug.checks.memory import parallel
+from eaglebug.checks.memory.envflags import flag_env
 from eaglebug.checks.memory.layout import Layout, parallel_layout
 from eaglebug.checks.memory.model import (
     ModelFacts,
@@ -31,7 +32,7 @@ from eaglebug.checks.memory.model import (
 )
 from eaglebug.checks.memory.reading import Flat, Reading, World, evaluate
 from eaglebug.checks.memory.reading import run as run_reading
-from eaglebug.checks.memory.rules import FunctionSource, MemorySources, flag_env
+from eaglebug.checks.memory.rules import FunctionSource, MemorySources
 
 # Re-exported: the model's shape is part of what a caller hands the arithmetic.
 from eaglebug.checks.memory.shape import TORCH_NAMES

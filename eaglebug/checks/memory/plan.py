@@ -22,7 +22,7 @@ from eaglebug.checks.memory import unmodelled
 from eaglebug.checks.memory.allocation import allocation
 from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.layout import Layout
-from eaglebug.checks.memory.reading import ROOTS, Flat
+from eaglebug.checks.memory.reading import ROOTS, Flat, flat_path
 from eaglebug.checks.memory.rules import ANCHORS, REQUEST_LIMIT, MemorySources, kept_expression
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.state import Call
@@ -376,22 +376,15 @@ def _handed_on(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
         return [], {}
     handed: list[Flat] = []
     for arg in calls[0].args[1:]:
-        if (path := _flat_path(arg)) is None:
+        if (path := flat_path(arg)) is None:
             break
         handed.append(path)
     named = {
         k.arg: path
         for k in calls[0].keywords
-        if k.arg is not None and (path := _flat_path(k.value)) is not None
+        if k.arg is not None and (path := flat_path(k.value)) is not None
     }
     return handed, named
-
-
-def _flat_path(node: ast.expr) -> Flat | None:
-    """`server_args.max_running_requests` (a name of the flat object, then a path) as a path
-    of the flat store; else None."""
-    root, _, path = (dotted(node) or "").partition(".")
-    return Flat(path) if root in ROOTS else None
 
 
 def _stands_for(name: str) -> Callable[[Call], Any]:

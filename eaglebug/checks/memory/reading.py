@@ -36,6 +36,7 @@ from eaglebug.checks.pyeval.values import (
 )
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.initfacts import dotted
 
 # The names that stand for the flat object when a function takes it as a parameter
 # (`def handle_gpu_memory_settings(server_args)`, `def _compute(kvc)`), and the attributes of
@@ -51,6 +52,13 @@ class Flat:
     argument of a reading."""
 
     path: str = ""
+
+
+def flat_path(node: ast.expr) -> Flat | None:
+    """`server_args.max_running_requests` (a name that stands for the flat object, then a
+    path) as that path of the flat store; the name alone, the store itself; else None."""
+    root, _, path = (dotted(node) or "").partition(".")
+    return Flat(path) if root in ROOTS else None
 
 
 @dataclass(frozen=True)

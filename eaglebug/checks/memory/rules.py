@@ -17,20 +17,19 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from eaglebug.checks.launch.flags import flag_files
 from eaglebug.checks.memory.defaults import (
     constructor_defaults,
     field_defaults,
     server_defaults,
 )
-from eaglebug.checks.memory.reading import ROOTS, evaluate
+from eaglebug.checks.memory.reading import evaluate
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import is_known
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
-from eaglebug.checks.source.initfacts import dotted, self_assignment
+from eaglebug.checks.source.initfacts import self_assignment
 
 # The files that hold the arithmetic in the releases read so far; a release that moves it
 # elsewhere shows up as a missing anchor in the finding, not as a wrong number.
@@ -279,59 +278,6 @@ def _graph_backends(
         if out:
             return out
     return {}
-
-
-def flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
-    """The flags the tree hands on as environment variables in its server-args code, as
-    `envs.NAME.set(cfg.field)` (0.5.9 on) or `os.environ["NAME"] = self.field` (0.5.3):
-    `--mamba-ssm-dtype` -> SGLANG_MAMBA_SSM_DTYPE, which the state size reads. Field ->
-    (variable, file:line). A tree answer; only the files whose bytes hold such a statement are
-    parsed."""
-    return index.answer("memory_flag_env", dict[str, tuple[str, str]], lambda: _flag_env(index))
-
-
-def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
-    out: dict[str, tuple[str, str]] = {}
-    for rel in sorted(flag_files(index)):
-        parsed = parsed_with(index, rel, "envs.", "os.environ[")
-        for node in syntax.walk(parsed.tree) if parsed is not None else []:
-            handed = _handed_to_env(node)
-            if handed is not None:
-                field, variable = handed
-                out.setdefault(field, (variable, f"{rel}:{getattr(node, 'lineno', 0)}"))
-    return out
-
-
-def _handed_to_env(node: ast.AST) -> tuple[str, str] | None:
-    """(field, variable) of `envs.VARIABLE.set(<root>.field)` or
-    `os.environ["VARIABLE"] = <root>.field`, else None."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "set"
-        and isinstance(node.func.value, ast.Attribute)
-        and dotted(node.func.value.value) == "envs"
-        and len(node.args) == 1
-    ):
-        variable, value = node.func.value.attr, node.args[0]
-    elif (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Subscript)
-        and dotted(node.targets[0].value) == "os.environ"
-        and isinstance(node.targets[0].slice, ast.Constant)
-        and isinstance(node.targets[0].slice.value, str)
-    ):
-        variable, value = node.targets[0].slice.value, node.value
-    else:
-        return None
-    if (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id in ROOTS
-    ):
-        return value.attr, variable
-    return None
 
 
 def kept_expression(
