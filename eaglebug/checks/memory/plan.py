@@ -359,7 +359,15 @@ def _handed_on(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
     0.5.3's `self.init_memory_pool(min_per_gpu_memory, server_args.max_running_requests,
     server_args.max_total_tokens)`, whose parameters default to None where the call is not
     read. Positional ones up to the first that is not such a path; the rest keep their
-    defaults."""
+    defaults. Read once per tree: a launch's predictions (one per trial fraction and --tp)
+    each ask."""
+    kept: dict[str, tuple[list[Flat], dict[str, Flat]]] = ctx.index.kept("memory.handed", dict)
+    if method not in kept:
+        kept[method] = _call_arguments(ctx, method)
+    return kept[method]
+
+
+def _call_arguments(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
     found = ctx.site(method)
     if found is None or found[1] is None:
         return [], {}
