@@ -22,9 +22,10 @@ from eaglebug.session.checking import (
     AuditRequest,
     CheckRequest,
     HereChecks,
+    RemoteTraceback,
     WorkerEnded,
 )
-from eaglebug.session.checkprocess import ProcessChecks, RemoteTraceback
+from eaglebug.session.checkprocess import ProcessChecks
 from eaglebug.session.progress import CheckProgress
 from eaglebug.tui.demo import demo_session
 from tests.live import hermetic_demo_env

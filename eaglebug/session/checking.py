@@ -54,14 +54,16 @@ class WorkerEnded(Exception):
         super().__init__(message)
         self.last_words = last_words
         if last_words:  # the errors log's traceback shows them, as the cause
-            self.__cause__ = LastWords(last_words)
+            self.__cause__ = RemoteTraceback(last_words)
 
 
-class LastWords(Exception):
-    """What the checks' process wrote to its stderr before it ended."""
+class RemoteTraceback(Exception):
+    """What the checks' process said of where it failed (an exception's traceback there, or
+    the stack a crash wrote to its stderr): the cause of the exception raised here, so the
+    errors log holds it (as `concurrent.futures` does)."""
 
     def __str__(self) -> str:
-        return f"the checks' process said:\n{self.args[0]}"
+        return f"in the checks' process:\n{self.args[0]}"
 
 
 @dataclass

@@ -43,6 +43,7 @@ from eaglebug.session.checking import (
     Checks,
     HereChecks,
     Progress,
+    RemoteTraceback,
     WorkerEnded,
 )
 from eaglebug.session.forkmap import end_with_parent
@@ -59,14 +60,6 @@ _CLOSE_WAIT_S = 1.0  # how long an idle worker gets to leave on its own at `clos
 _WORDS_WAIT_S = 5.0
 _MAX_FRAME = 256 << 20  # a check's answer is ~40 KB on 0.5.23; anything this big is garbage
 _LAST_WORDS = 16 << 10  # the end of the worker's stderr kept: a crash's stack, whole
-
-
-class RemoteTraceback(Exception):
-    """Where an exception of the worker was raised: the cause of the one raised here, so the
-    errors log holds the traceback of the checks themselves (as `concurrent.futures` does)."""
-
-    def __str__(self) -> str:
-        return f"in the checks' process:\n{self.args[0]}"
 
 
 def _frame(message: object) -> bytes:
