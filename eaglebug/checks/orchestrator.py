@@ -198,6 +198,10 @@ def preflight(
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
     env = launch.env(launch_environ(environ))  # no verdict depends on the shell's session
+    tp_value = flags.number("--tp-size", "--tensor-parallel-size")
+    tp = int(tp_value) if tp_value is not None else 1
+    if tp < 1:
+        raise InputError(f"--tp-size {tp}: must be at least 1", "fix --tp in the launch command")
     model_path = flags.text("--model-path")
     if model_path is None:
         raise InputError("the launch command has no --model-path", "add --model-path MODEL")
@@ -271,15 +275,13 @@ def preflight(
     steps.trace_ahead(index, algorithm)
     if algorithm is not None and (target_class or draft_class):
         stage("interface audit")
-        audited: AuditResult = audit(index, target_class, algorithm, draft_class)
+        audited: AuditResult = audit(
+            index, target_class, algorithm, draft_class, save=False
+        )  # saved with the rest, below
         result.reports = audited.reports
         findings.extend(audited.findings)
         result.warnings.extend(audited.warnings)
 
-    tp_value = flags.number("--tp-size", "--tensor-parallel-size")
-    tp = int(tp_value) if tp_value is not None else 1
-    if tp < 1:
-        raise InputError(f"--tp-size {tp}: must be at least 1", "fix --tp in the launch command")
     if target.config is not None:
         stage("config checks")
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
