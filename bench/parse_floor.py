@@ -1,0 +1,212 @@
+"""The least a cold or second-release preflight could take on this machine: the syntax trees.
+
+Why: issue 21 asks for a cold preflight of the seed launch within 5x `grep -rn` over the tree,
+and the first preflight of a new release (after one of the old) within 2x. eaglebug's one
+evaluator reads SGLang's code as Python `ast` trees, so a run must at least have the trees of
+the code it evaluates, and a tree in memory costs about a parse: loaded from a cache instead
+(`pickle`, the cheapest way to rebuild Python objects), one takes 70-110% of its parse (0.5.23's
+`model_runner.py`, 109 KB: parsed 17.7 ms, unpickled 12.4 ms). This measures that floor, with
+everything else granted free:
+
+    the files a preflight of the seed launch parses (one process, so every parse is seen),
+    and which outermost function bodies of them it reads (its checks and the evaluator);
+    a new interpreter importing eaglebug's engine (the CLI needs no less);
+    their parse, whole files, split perfectly over this machine's cores;
+    a "lazy" parse, for the lever of parsing a body only when read: each file's skeleton
+    (its outermost function bodies left out) plus the bodies that were read, split as above.
+
+Two scenarios: the first preflight (every file it parses), against the cold goal; and a
+second release (only the files whose path and bytes the old release lacks, since the per-file
+cache is keyed by them), against its goal. The floor grants the scan, the evaluation, the
+cache writes and every other process start nothing, and the split over cores no overhead: a
+run can only be slower. A floor above a goal shows the goal cannot be reached on this machine
+by an evaluator of `ast` trees, whatever is cached; below it, it says how much room is left.
+The skeletons and bodies are timed as `ast.unparse` gives them (no comments), which makes the
+lazy floor lower still.
+
+A benchmark, not a test: exit 0 whatever the ratios, 1 when the recorded preflight fails.
+
+    python bench/parse_floor.py [--old 0.5.22] [--new 0.5.23] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from audit_vs_grep import audit_env, python_side, run_child, time_grep
+from preflight import COLD_GOAL, preflight_argv, write_models
+from report import table, timed_row
+from second_release import GOAL as SECOND_GOAL
+from second_release import release_options, release_tree
+
+# Run in a child by the installed eaglebug: the seed preflight in one process (the forked
+# helpers off, so every parse happens where it is seen), each parsed file's outermost
+# function bodies watched for a read. Prints what was parsed and which bodies were read.
+_RECORD = r"""
+import ast, contextlib, io, json, sys
+from eaglebug.session import forkmap
+forkmap._Helper.start = classmethod(lambda cls, compute: None)  # every parse in this process
+from eaglebug.checks.source import facts, files
+
+read = {}  # rel -> the first lines of the bodies read
+
+def watched(kind):
+    class Watched(kind):
+        @property
+        def body(self):
+            rel, line = self.__dict__["_where"]
+            read.setdefault(rel, set()).add(line)
+            return self.__dict__["_body"]
+
+        @body.setter
+        def body(self, value):
+            self.__dict__["_body"] = value
+
+    return Watched
+
+WATCHED = {kind: watched(kind) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)}
+
+def outermost(node):
+    for child in ast.iter_child_nodes(node):
+        if type(child) in WATCHED:
+            yield child
+        elif not isinstance(child, ast.Lambda):
+            yield from outermost(child)
+
+parsed = []
+original = facts.parse
+
+def parse(rel, data):
+    done = original(rel, data)
+    if isinstance(done, facts.Parsed):
+        parsed.append(rel)
+        for fn in list(outermost(done.tree)):
+            body = fn.__dict__.pop("body")
+            fn.__class__ = WATCHED[type(fn)]
+            fn.__dict__["_body"], fn.__dict__["_where"] = body, (rel, fn.lineno)
+    return done
+
+facts.parse = files.parse = parse
+from eaglebug.cli.parser import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        code = main(json.loads(sys.argv[1]))
+    except SystemExit as end:
+        code = end.code
+print(json.dumps({"code": code, "parsed": parsed, "read": {k: sorted(v) for k, v in read.items()}}))
+"""
+
+_IMPORTS = "import eaglebug.cli.parser, eaglebug.checks.orchestrator"
+
+
+def record(tree: Path, scratch: Path) -> tuple[list[str], dict[str, set[int]]]:
+    """The files the seed preflight parses, and the first lines of the bodies it reads."""
+    target, draft = write_models(scratch)
+    argv = preflight_argv(tree, target, draft)
+    words = argv[argv.index("preflight") :]
+    env = audit_env(scratch, scratch / "cache-record")
+    got = python_side(_RECORD, [json.dumps(words)], "the recorded preflight", env)
+    if got["code"] not in (0, 1):
+        raise SystemExit(f"the recorded preflight exited {got['code']}")
+    return list(dict.fromkeys(got["parsed"])), {k: set(v) for k, v in got["read"].items()}
+
+
+def _best(runs: int, work: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _parse(text: str | bytes, name: str) -> ast.Module:
+    return compile(text, name, "exec", ast.PyCF_ONLY_AST)  # what `ast.parse` does
+
+
+def _outermost(node: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield child
+        elif not isinstance(child, ast.Lambda):
+            yield from _outermost(child)
+
+
+def costs(tree: Path, rel: str, read: set[int], runs: int) -> tuple[float, float]:
+    """One file's parse, whole and lazy (skeleton + the bodies read), best of `runs` each."""
+    data = (tree / rel).read_bytes()
+    whole = _best(runs, lambda: _parse(data, rel))
+    module = _parse(data, rel)
+    bodies = []
+    for fn in list(_outermost(module)):  # the lazy unit, as the recording watched them
+        if fn.lineno in read:
+            bodies.append(ast.unparse(fn))
+        fn.body = [ast.Expr(ast.Constant(...))]
+    skeleton = ast.unparse(module)
+    lazy = _best(runs, lambda: _parse(skeleton, rel)) + sum(
+        _best(runs, lambda b=b: _parse(b, rel)) for b in bodies
+    )
+    return whole, lazy
+
+
+def start_and_imports(runs: int, scratch: Path) -> float:
+    """A new interpreter importing the engine, from compiled bytecode (warmed once)."""
+    argv = [sys.executable, "-c", _IMPORTS]
+    env = audit_env(scratch, scratch / "cache-imports")
+    run_child(argv, env=env, capture=False)
+    return min(run_child(argv, env=env, capture=False).seconds for _ in range(runs))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    release_options(parser)
+    parser.add_argument("--runs", type=int, default=3, help="best of N")
+    args = parser.parse_args()
+    old, new = release_tree(args.old), release_tree(args.new)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    with tempfile.TemporaryDirectory(prefix="eaglebug-floor-") as scratch_name:
+        scratch = Path(scratch_name)
+        parsed, read = record(new, scratch)
+        grep_s = time_grep(new, args.runs)
+        start_s = start_and_imports(args.runs, scratch)
+    changed = [
+        rel
+        for rel in parsed
+        if not (old / rel).is_file() or (old / rel).read_bytes() != (new / rel).read_bytes()
+    ]
+    per_file = {rel: costs(new, rel, read.get(rel, set()), args.runs) for rel in parsed}
+    size = {rel: (new / rel).stat().st_size for rel in parsed}
+    print(f"trees: {old} -> {new}")
+    print(f"runs: {args.runs} (best time); cores: {cores} (the parse split perfectly over them)")
+    print(
+        f"the seed preflight parses {len(parsed)} files ({sum(size.values()) / 1e6:.1f} MB) "
+        f"and reads {sum(map(len, read.values()))} outermost function bodies of them; "
+        f"{len(changed)} ({sum(size[r] for r in changed) / 1e6:.1f} MB) differ from {args.old}"
+    )
+    rows = [("grep -rn (best)", f"{grep_s:.3f} s", "the baseline", "")]
+    rows.append(timed_row("interpreter + engine imports", start_s, grep_s, None))
+    for label, files, goal in (
+        ("first preflight", parsed, COLD_GOAL),
+        ("second release", changed, SECOND_GOAL),
+    ):
+        whole = sum(per_file[rel][0] for rel in files)
+        lazy = sum(per_file[rel][1] for rel in files)
+        rows.append(timed_row(f"{label}: parse, whole files (CPU)", whole, grep_s, None))
+        rows.append(timed_row(f"{label}: parse, lazy bodies (CPU)", lazy, grep_s, None))
+        rows.append(timed_row(f"{label} floor, whole files", start_s + whole / cores, grep_s, goal))
+        rows.append(timed_row(f"{label} floor, lazy bodies", start_s + lazy / cores, grep_s, goal))
+    print("\n".join(table(rows)))
+    print("(a PASS says the floor is under the goal: room left, not the goal met)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
