@@ -188,6 +188,13 @@ def as_found(scenario: DemoScenario) -> tuple[bytes, git.Commit]:
     return (scenario.sglang_root / KIMI).read_bytes(), head(scenario)
 
 
+async def launch_dialog(pilot: Pilot[None], app: EaglebugApp) -> ConfirmModal:
+    """The yes/no `r` opens."""
+    await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "the launch dialog")
+    assert isinstance(app.screen, ConfirmModal)
+    return app.screen
+
+
 # -- 1. the whole demo loop -----------------------------------------------------------------
 
 
@@ -206,8 +213,15 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
         assert "3 errors" in state
         assert phase(app) == "idle"
 
-        # r, y: the first launch crashes in set_eagle3_layers_to_capture on all 8 ranks.
+        # r: the dialog says the launch is expected to fail, and where first (a weight load
+        # saved); y: the first launch crashes in set_eagle3_layers_to_capture on all 8 ranks.
         await pilot.press("r")
+        asked = await launch_dialog(pilot, app)
+        assert (
+            "The checks expect it to fail (3 errors), first set_eagle3_layers_to_capture "
+            "at CUDA graphs." in str(asked.body)
+        )
+        assert asked.yes == "Launch anyway (y)"
         await answer(pilot, app, ConfirmModal, "y")
         await until(pilot, lambda: phase(app) == "crashed", "the first launch to crash")
 
@@ -279,8 +293,13 @@ def test_the_demo_loop_from_failing_checks_to_ready(scenario: DemoScenario) -> N
             "the check to show it pending",
         )
 
-        # r, y: the next launch reaches ready; the state file records how long it took.
+        # r: nothing the checks found stands (one fix committed, one pending), so no warning;
+        # y: the next launch reaches ready; the state file records how long it took.
         await pilot.press("r")
+        asked = await launch_dialog(pilot, app)
+        assert "expect it to fail" not in str(asked.body)
+        assert f"with {ENV_VAR}=1" in str(asked.body)
+        assert asked.yes == "Yes (y)"
         await answer(pilot, app, ConfirmModal, "y")
         await until(pilot, lambda: phase(app) == "ready", "the launch to be ready")
         await until(

@@ -7,6 +7,7 @@ yes/no saying exactly what they will do. Nothing here acts: the screen submits t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -26,6 +27,7 @@ from eaglebug.session.controller import (
 from eaglebug.session.session import Session
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.screens.diff import DiffModal
+from eaglebug.tui.widgets.checks_panel import label, tag_of
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,11 @@ def undo() -> Ask:
     return Ask(ConfirmModal("undo", body), Undo())
 
 
-def relaunch(session: Session) -> Ask:
-    """`r`: stop what runs (saying which launch), wait for its GPU memory, launch again."""
+def relaunch(session: Session, expected: Sequence[Finding] = ()) -> Ask:
+    """`r`: stop what runs (saying which launch), wait for its GPU memory, launch again.
+    `expected`: the checks' errors that no fix pending for the next launch answers, in the
+    order the launch meets them: a launch they stop wastes its weight load, so the dialog
+    says so before the yes."""
     record = session.current_launch()
     running = session.server.attached()
     pending = session.pending_env()
@@ -105,7 +110,16 @@ def relaunch(session: Session) -> Ask:
         words = " ".join(f"{k} {v}".strip() for k, v in flags.items())
         body.append((" and " if pending else " with ") + words, style="bold")
     body.append("?")
-    return Ask(ConfirmModal("relaunch" if record else "launch", body), Relaunch())
+    yes = "Yes (y)"
+    if expected:
+        first = expected[0]
+        where = f" {tag_of(first)}" if tag_of(first) else ""
+        which = f" ({len(expected)} errors), first" if len(expected) > 1 else ":"
+        body.append("\n\nThe checks expect it to fail", style="bold red")
+        body.append(f"{which} {label(first)}{where}.\n")
+        body.append("p on a check applies its fix; Enter shows why.", style="dim")
+        yes = "Launch anyway (y)"
+    return Ask(ConfirmModal("relaunch" if record else "launch", body, yes=yes), Relaunch())
 
 
 def stop(session: Session) -> Ask | Say:

@@ -272,7 +272,16 @@ class MainScreen(ServingParts):
 
     @reported("relaunch")
     def action_relaunch(self) -> None:
-        self._ask(dialogs.relaunch(self.session))
+        self._ask(dialogs.relaunch(self.session, self._expected_to_fail()))
+
+    def _expected_to_fail(self) -> list[Finding]:
+        """The last check's errors that stand (no fix pending for the next launch), in launch
+        order; none while a check runs (its result may be about to change)."""
+        result = self.check_result
+        if self.checking or result is None:
+            return []
+        done = self.session.statuses(list(result.findings))  # pending or fixed
+        return [f for f in result.findings if f.severity == "error" and f.key not in done]
 
     def action_first_error(self) -> None:
         self.query_one(LogPanel).jump_to_error()
