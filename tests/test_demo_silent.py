@@ -23,7 +23,7 @@ from eaglebug.tui.app import EaglebugApp
 from eaglebug.tui.screens.confirm import ConfirmModal
 from eaglebug.tui.widgets.header import PhaseHeader
 from tests.live import hermetic_demo_env, prepared_demo, session_pids
-from tests.test_tui import answer, demo, phase, run, select, shown, until
+from tests.test_tui import answer, demo, launch_dialog, phase, run, select, shown, until
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +84,13 @@ def test_the_silent_story_in_the_tui(silent: DemoScenario) -> None:
     async def script(pilot: Pilot[None], notes: list[Notify]) -> None:
         await until(pilot, lambda: app.main.check_result is not None, "the first checks")
         assert any("config.algorithm_mismatch" in line for line in shown(app))
-        # r, y: it is ready, and it accepts nothing: the watchdog's finding joins the checks.
+        # r: the dialog names the error, which no step of the launch stops on (no "fail");
+        # y: it is ready, and it accepts nothing: the watchdog's finding joins the checks.
         await pilot.press("r")
+        asked = await launch_dialog(pilot, app)
+        assert "The checks found an error: config.algorithm_mismatch." in str(asked.body)
+        assert "expect it to fail" not in str(asked.body)
+        assert asked.yes == "Launch anyway (y)"
         await answer(pilot, app, ConfirmModal, "y")
         await until(pilot, lambda: phase(app) == "ready", "the launch to be ready")
         await until(pilot, low, "runtime.low_acceptance")

@@ -112,14 +112,30 @@ def relaunch(session: Session, expected: Sequence[Finding] = ()) -> Ask:
     body.append("?")
     yes = "Yes (y)"
     if expected:
-        first = expected[0]
-        where = f" {tag_of(first)}" if tag_of(first) else ""
-        which = f" ({len(expected)} errors), first" if len(expected) > 1 else ":"
-        body.append("\n\nThe checks expect it to fail", style="bold red")
-        body.append(f"{which} {label(first)}{where}.\n")
+        body.append("\n\n")
+        _expected(body, expected)
         body.append("p on a check applies its fix; Enter shows why.", style="dim")
         yes = "Launch anyway (y)"
     return Ask(ConfirmModal("relaunch" if record else "launch", body, yes=yes), Relaunch())
+
+
+def _expected(body: Text, errors: Sequence[Finding]) -> None:
+    """What the checks' standing errors say of this launch: the first with a step is where it
+    is expected to stop; the others are named (`config.algorithm_mismatch` lets it run, with
+    no speed-up: its evidence says so, not the dialog)."""
+    stopping = [f for f in errors if f.step is not None]
+    running = [f for f in errors if f.step is None]
+    if stopping:
+        first = stopping[0]
+        which = f" ({len(stopping)} errors), first" if len(stopping) > 1 else ":"
+        body.append("The checks expect it to fail", style="bold red")
+        body.append(f"{which} {label(first)} {tag_of(first)}".rstrip() + ".\n")
+    if running:
+        names = ", ".join(label(f) for f in running)
+        more = "also " if stopping else ""
+        errors_word = f"{len(running)} errors" if len(running) > 1 else "an error"
+        body.append(f"The checks {more}found {errors_word}", style="bold red")
+        body.append(f": {names}.\n")
 
 
 def stop(session: Session) -> Ask | Say:
