@@ -905,6 +905,9 @@ def test_hub_revisions(index_059: TreeIndex, in_tmp: Path) -> None:
     warning = only(with_id(missing, "config.model_unavailable"))
     assert (warning.severity, warning.role) == ("warning", "target")
     assert "revision v9.9 is not in the cache" in warning.message
+    # The fix fetches that revision's JSON files: all the checks read, before the weights.
+    fix = warning.fix.text() if warning.fix else ""
+    assert f"hf download {REPO} --revision v9.9 --include '*.json'" in fix
 
 
 def test_missing_target_is_a_warning_that_names_what_was_skipped(
@@ -917,8 +920,20 @@ def test_missing_target_is_a_warning_that_names_what_was_skipped(
     assert (warning.severity, warning.role) == ("warning", "target")
     assert "not downloaded" in warning.message
     assert "skipped: the target's interface audit and every config check" in warning.message
-    assert REPO in (warning.fix.text() if warning.fix else "")
+    fix = warning.fix.text() if warning.fix else ""
+    assert f"hf download {REPO} --include '*.json'" in fix  # the configs, not the weights
+    assert "huggingface-cli" not in fix  # gone from huggingface_hub 1.x
     assert errors(result) == []
+
+
+def test_missing_local_folder_is_not_told_to_download(index_059: TreeIndex, in_tmp: Path) -> None:
+    """A path that names no folder (a typo, an unmounted disk) is not a hub id: the fix is
+    the path, not a download of it."""
+    result = run(index_059, "--model-path", "./models/llama-8b")
+    warning = only(with_id(result, "config.model_unavailable"))
+    assert "no such local folder" in warning.message
+    fix = warning.fix.text() if warning.fix else ""
+    assert fix == "pass the folder that holds the target model's config.json"
 
 
 def test_missing_draft_skips_only_the_draft_checks(index_059: TreeIndex, in_tmp: Path) -> None:

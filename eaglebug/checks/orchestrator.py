@@ -32,7 +32,7 @@ from eaglebug.checks.models import auxlayers
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models import draft_checks as draftchecks
 from eaglebug.checks.models.draft_arch import draft_mode_class, first_architecture
-from eaglebug.checks.models.source import ModelSource, resolve_model
+from eaglebug.checks.models.source import ModelSource, is_repo_id, resolve_model
 from eaglebug.checks.source.external import ExternalPackage, ignored_package
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import algorithm_facts
@@ -103,14 +103,22 @@ class _Flags:
 
 
 def _unavailable(source: ModelSource, role: str, skipped: str) -> Finding:
+    if is_repo_id(source.given):
+        # The JSON files alone (configs, the weight index: a few MB) are all the checks read,
+        # so the launch is checked before its weights (hundreds of GB) are fetched.
+        revision = f" --revision {source.revision}" if source.revision else ""
+        fix = (
+            f"fetch its configs first: hf download {source.given}{revision} --include '*.json' "
+            "(a few MB; every check runs on them, the weights can follow), or pass a local folder"
+        )
+    else:
+        fix = f"pass the folder that holds the {role} model's config.json"
     return Finding(
         id="config.model_unavailable",
         severity="warning",
         message=f"{role} model {source.given} is not available offline ({source.how}); skipped: {skipped}",
         role=role,
-        fix=AdviceFix(
-            f"download it first (huggingface-cli download {source.given}) or pass a local folder"
-        ),
+        fix=AdviceFix(fix),
         evidence=ConfigEvidence.of({"given": source.given, "how": source.how}),
     )
 

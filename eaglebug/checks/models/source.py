@@ -22,6 +22,7 @@ class ModelSource:
     path: Path | None  # the folder holding config.json, when found
     how: str  # "local folder" | "Hugging Face cache (<rev>)" | why it was not found
     config: dict[str, Any] | None = None
+    revision: str | None = None  # the launch's --revision (or the draft's), if it gave one
 
     @property
     def found(self) -> bool:
@@ -69,16 +70,23 @@ def resolve_model(
     """Find a model folder without touching the network; read its config.json when found."""
     local = Path(given).expanduser()
     if local.is_dir():
-        return ModelSource(given, local, "local folder", read_config(local))
-    if given.startswith(("/", ".", "~")) or given.count("/") != 1:
-        return ModelSource(given, None, "no such local folder")
+        return ModelSource(given, local, "local folder", read_config(local), revision)
+    if not is_repo_id(given):
+        return ModelSource(given, None, "no such local folder", revision=revision)
     cache = hub_cache(environ)
     repo_dir = cache / ("models--" + given.replace("/", "--"))
     if not repo_dir.is_dir():
-        return ModelSource(given, None, f"not downloaded (no {repo_dir.name} in {cache})")
+        how = f"not downloaded (no {repo_dir.name} in {cache})"
+        return ModelSource(given, None, how, revision=revision)
     snapshot, how = _snapshot(repo_dir, revision)
     if snapshot is None:
-        return ModelSource(given, None, how)
+        return ModelSource(given, None, how, revision=revision)
     if not (snapshot / "config.json").exists():
-        return ModelSource(given, None, f"snapshot {how} has no config.json")
-    return ModelSource(given, snapshot, f"Hugging Face cache ({how})", read_config(snapshot))
+        return ModelSource(given, None, f"snapshot {how} has no config.json", revision=revision)
+    cached = f"Hugging Face cache ({how})"
+    return ModelSource(given, snapshot, cached, read_config(snapshot), revision)
+
+
+def is_repo_id(given: str) -> bool:
+    """A Hugging Face id (`org/name`) where no such folder exists; anything else is a path."""
+    return not given.startswith(("/", ".", "~")) and given.count("/") == 1
