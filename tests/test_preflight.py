@@ -21,13 +21,16 @@ import pytest
 
 import eaglebug.cli.parser
 import eaglebug.gpu.nvml
+from eaglebug.checks.args import resolution
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
+from eaglebug.checks.launch.gpuarch import GpuArch
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
 from tests.configs import (
     GIB,
     KIMI,
@@ -43,6 +46,7 @@ from tests.synthetic import run_cli
 ENV_VAR = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 LAUNCH = ("python", "-m", "sglang.launch_server")
 GPU_80 = GpuMemory(80 * GIB, "--gpu-mem-gib")
+SM90 = GpuArch((9, 0), "--gpu-arch sm90")
 SHA = "0123456789abcdef0123456789abcdef01234567"
 OTHER_SHA = "fedcba9876543210fedcba9876543210fedcba98"
 
@@ -805,6 +809,30 @@ def test_a_program_that_is_not_sglangs_server(flags_059: list[FlagSpec], words: 
 
 
 # `sglang serve` takes more than the server's flags on newer trees (sglang/cli/serve.py).
+def test_memory_and_attention_share_one_run_of_the_resolution(
+    sglang_0523: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory stage reads the fields the tree resolves for the launch, the attention check
+    the backends: the same run of the tree's resolution (target, draft, GPU), made once."""
+    runs: list[tuple[int, int] | None] = []
+    real = resolution._resolve
+
+    def counted(*args: Any) -> Any:
+        runs.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(resolution, "_resolve", counted)
+    index = TreeIndex(locate(str(sglang_0523)), use_cache=False)  # nothing kept from elsewhere
+    target = write_model(tmp_path / "kimi", kimi_k25(), total_size=594_000_000_000)
+    draft = write_model(tmp_path / "draft", kimi_k25_eagle3())
+    words = [*LAUNCH, *seed_flags((target, draft))]
+    result = preflight(index, words, {}, GpuMemory(141 * GIB, "--gpu-mem-gib"), SM90)
+    memory = only(with_id(result, "config.memory"))
+    assert "max_total_num_tokens=702211, max_running_requests=48" in memory.message
+    assert "fa3" in only(with_id(result, "config.attention_backend")).message
+    assert runs == [(9, 0)]
+
+
 def test_sglang_serve_positional_model_path_on_0523(index_0523: TreeIndex, tmp_path: Path) -> None:
     # 0.5.23's `_normalize_positional_model_path`: `sglang serve MODEL ...` is `--model-path MODEL`.
     target = write_model(tmp_path / "t", llama())

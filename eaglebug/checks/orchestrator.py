@@ -271,7 +271,8 @@ def preflight(
         """One helper's work: the attention check reuses the memory stage's argument
         resolution (the tree's own defaults for the launch), so they share a process."""
         assert target.config is not None
-        settled = resolved_fields(index, launch, target.config, env)
+        capability = gpu_arch.capability if gpu_arch is not None else None
+        settled = resolved_fields(index, launch, target.config, env, draft_config, capability)
         memory = memory_findings(
             index, target, draft, algorithm, flags, figures, env, measured, settled
         )

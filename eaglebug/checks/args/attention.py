@@ -58,23 +58,6 @@ _UNKNOWN_GPU = (
 _MAX_BACKEND_TRIES = 4
 
 
-def _is_mla(config: Mapping[str, Any] | None) -> bool | None:
-    """Multi-head latent attention: the config carries a latent KV rank."""
-    if config is None:
-        return None
-    for key in ("text_config", "language_config", "llm_config"):
-        inner = config.get(key)
-        if isinstance(inner, dict):
-            config = inner
-            break
-    return "kv_lora_rank" in config and config.get("kv_lora_rank") is not None
-
-
-def _archs(config: Mapping[str, Any] | None) -> tuple[str, ...]:
-    archs = config.get("architectures") if config else None
-    return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
-
-
 def check_attention(
     index: TreeIndex,
     launch: LaunchSpec,
@@ -112,15 +95,7 @@ def _check(
     environ: Mapping[str, str],
 ) -> list[Finding]:
     values = resolution.launch_values(index, launch)
-    models = Models(
-        _archs(target_config),
-        _archs(draft_config),
-        _is_mla(target_config),
-        _is_mla(draft_config),
-        target_config,
-        draft_config,
-        environ=dict(environ or {}),
-    )
+    models = Models.of_launch(target_config, draft_config, environ)
     run = resolution.resolve(index, values, gpu.capability, models)
     if run is None:
         return []

@@ -17,6 +17,9 @@ the way was decided); a run cut short by a limit is `incomplete`, and says so.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -211,7 +214,19 @@ def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models
 def resolve(
     index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
 ) -> Resolution | None:
-    """Run the tree's resolution, then its backend factories for the target and the draft."""
+    """Run the tree's resolution, then its backend factories for the target and the draft.
+    Once per index for the same inputs: the memory stage and the attention check of a launch
+    ask for the same run (0.1-0.3 s of evaluation each on 0.5.23)."""
+    key = json.dumps([values, capability, dataclasses.asdict(models)], sort_keys=True, default=repr)
+    digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return index.kept(
+        f"args.resolution:{digest}", lambda: _resolve(index, values, capability, models)
+    )
+
+
+def _resolve(
+    index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
+) -> Resolution | None:
     site = entry(index)
     if site is None:
         return None

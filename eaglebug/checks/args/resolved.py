@@ -46,8 +46,12 @@ def resolved_fields(
     launch: LaunchSpec,
     target_config: Mapping[str, Any] | None,
     environ: Mapping[str, str] | None,
+    draft_config: Mapping[str, Any] | None = None,
+    capability: tuple[int, int] | None = None,
 ) -> dict[str, Resolved]:
-    """The FIELDS this launch leaves to SGLang, as the tree resolves them (a tree answer)."""
+    """The FIELDS this launch leaves to SGLang, as the tree resolves them (a tree answer):
+    for the launch's target and draft on its GPU (`capability`, None where unknown), the run
+    the attention check makes of the same launch (`resolution.resolve` keeps it)."""
     speculative = launch.values.get("speculative_algorithm") is not None
     wanted = [
         f for f in FIELDS if launch.values.get(f) is None and (speculative or f not in _SPECULATIVE)
@@ -57,12 +61,13 @@ def resolved_fields(
     if not resolution.has_resolution(index):
         return {}
     env = declared_env(index, environ)
-    subject = [launch.values, target_config, env, wanted]
+    subject = [launch.values, target_config, draft_config, capability, env, wanted]
+    models = Models.of_launch(target_config, draft_config, env)
     return index.answer_for(
         _ANSWER,
         subject,
         dict[str, Resolved],
-        lambda: _run(index, launch, target_config, env, wanted),
+        lambda: _run(index, launch, models, capability, wanted),
         _KEEP_ANSWERS,
     )
 
@@ -70,12 +75,11 @@ def resolved_fields(
 def _run(
     index: TreeIndex,
     launch: LaunchSpec,
-    target_config: Mapping[str, Any],
-    environ: Mapping[str, str],
+    models: Models,
+    capability: tuple[int, int] | None,
     wanted: list[str],
 ) -> dict[str, Resolved]:
-    models = Models.target_only(target_config, environ)
-    run = resolution.resolve(index, resolution.launch_values(index, launch), None, models)
+    run = resolution.resolve(index, resolution.launch_values(index, launch), capability, models)
     if run is None or run.incomplete:  # a partial reading decides no field
         return {}
     out: dict[str, Resolved] = {}

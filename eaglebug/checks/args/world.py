@@ -149,6 +149,23 @@ def capability_probes(
     return answers
 
 
+def _is_mla(config: Mapping[str, Any] | None) -> bool | None:
+    """Multi-head latent attention: the config carries a latent KV rank."""
+    if config is None:
+        return None
+    for key in ("text_config", "language_config", "llm_config"):
+        inner = config.get(key)
+        if isinstance(inner, dict):
+            config = inner
+            break
+    return "kv_lora_rank" in config and config.get("kv_lora_rank") is not None
+
+
+def _archs(config: Mapping[str, Any] | None) -> tuple[str, ...]:
+    archs = config.get("architectures") if config else None
+    return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+
+
 @dataclass(frozen=True)
 class Models:
     """What the launch serves (target and draft, as their configs say) and the environment the
@@ -161,6 +178,24 @@ class Models:
     target_config: Mapping[str, Any]
     draft_config: Mapping[str, Any] | None = None
     environ: Mapping[str, str] = field(default_factory=dict)  # the server's environment
+
+    @classmethod
+    def of_launch(
+        cls,
+        target_config: Mapping[str, Any],
+        draft_config: Mapping[str, Any] | None,
+        environ: Mapping[str, str],
+    ) -> Models:
+        """The target and the draft as their configs say (architectures, latent attention)."""
+        return cls(
+            _archs(target_config),
+            _archs(draft_config),
+            _is_mla(target_config),
+            _is_mla(draft_config),
+            target_config,
+            draft_config,
+            environ=dict(environ or {}),
+        )
 
     @classmethod
     def target_only(cls, config: Mapping[str, Any], environ: Mapping[str, str]) -> Models:
