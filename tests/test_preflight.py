@@ -30,7 +30,6 @@ from eaglebug.checks.launch.flags import FlagSpec, server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
-from eaglebug.checks.source.tree import locate
 from tests.configs import (
     GIB,
     KIMI,
@@ -810,7 +809,7 @@ def test_a_program_that_is_not_sglangs_server(flags_059: list[FlagSpec], words: 
 
 # `sglang serve` takes more than the server's flags on newer trees (sglang/cli/serve.py).
 def test_memory_and_attention_share_one_run_of_the_resolution(
-    sglang_0523: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    index_0523: TreeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The memory stage reads the fields the tree resolves for the launch, the attention check
     the backends: the same run of the tree's resolution (target, draft, GPU), made once."""
@@ -822,11 +821,11 @@ def test_memory_and_attention_share_one_run_of_the_resolution(
         return real(*args)
 
     monkeypatch.setattr(resolution, "_resolve", counted)
-    index = TreeIndex(locate(str(sglang_0523)), use_cache=False)  # nothing kept from elsewhere
     target = write_model(tmp_path / "kimi", kimi_k25(), total_size=594_000_000_000)
     draft = write_model(tmp_path / "draft", kimi_k25_eagle3())
     words = [*LAUNCH, *seed_flags((target, draft))]
-    result = preflight(index, words, {}, GpuMemory(141 * GIB, "--gpu-mem-gib"), SM90)
+    # (the module's index: another launch's run is kept under other inputs, its paths among them)
+    result = preflight(index_0523, words, {}, GpuMemory(141 * GIB, "--gpu-mem-gib"), SM90)
     memory = only(with_id(result, "config.memory"))
     assert "max_total_num_tokens=702211, max_running_requests=48" in memory.message
     assert "fa3" in only(with_id(result, "config.attention_backend")).message
