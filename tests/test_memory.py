@@ -20,6 +20,8 @@ from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix
 from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.flags import server_flags
+from eaglebug.checks.memory import launch as memory_launch
+from eaglebug.checks.memory.check import MemoryInputs
 from eaglebug.checks.memory.envflags import flag_env
 from eaglebug.checks.memory.fit import Gpu
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
@@ -87,6 +89,37 @@ def flag_value(finding: Finding, flag: str) -> str | None:
     fix = finding.fix
     options = fix.options if isinstance(fix, Choice) else (fix,)
     return next((o.value for o in options if isinstance(o, FlagFix) and o.flag == flag), None)
+
+
+# -- kept by what it reads --------------------------------------------------------------------
+def test_the_memory_check_is_kept_by_all_it_reads(
+    index_0523: TreeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A preflight from another shell (a variable the check does not read) takes the kept
+    answer; an SGLANG_ variable, a flag or another GPU is a new check."""
+    runs: list[object] = []
+    real = memory_launch.check_memory
+
+    def counted(inputs: MemoryInputs) -> list[Finding]:
+        runs.append(inputs.launch)
+        return real(inputs)
+
+    monkeypatch.setattr(memory_launch, "check_memory", counted)
+    flags = models(tmp_path)
+
+    def check(environ: dict[str, str], *more: str, gpu: GpuMemory = H100) -> str:
+        result = preflight(index_0523, [*LAUNCH, *flags, *more], environ, gpu)
+        return one([f for f in result.findings if f.id == "config.memory"]).message
+
+    first = check({"EDITOR": "vim"})
+    assert check({"EDITOR": "nano", "VIRTUAL_ENV": "/opt/venv"}) == first
+    assert len(runs) == 1
+    check({"SGLANG_ENABLE_TORCH_COMPILE": "1"})
+    assert len(runs) == 2
+    assert check({}, "--mem-fraction-static", "0.7") != first
+    assert len(runs) == 3
+    assert check({}, gpu=H200) != first
+    assert len(runs) == 4
 
 
 # -- the default fraction, read from each release ------------------------------------------

@@ -44,6 +44,10 @@ class LaunchFlags(Protocol):
     def given(self, *options: str) -> bool: ...
 
 
+_ANSWER = "memory:"
+_KEEP_ANSWERS = 16
+
+
 def _skip(message: str) -> list[Finding]:
     return [Finding(id="config.memory", severity="info", message=message)]
 
@@ -169,12 +173,26 @@ def memory_findings(
         graph_bs_flag=_flag(index, "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
         config_class=model_objects(index, target.config).qualname or None,
     )
-    findings = check_memory(inputs)
+    findings = index.answer_for(
+        _ANSWER, _subject(inputs), list[Finding], lambda: check_memory(inputs), _KEEP_ANSWERS
+    )
     if not settled:
         return findings
     # Where the fields the launch left to SGLang were set by its own argument resolution.
     said = {f"{name}_from": found.read_from for name, found in settled.items()}
     return [_with_values(f, said) for f in findings]
+
+
+def _subject(inputs: MemoryInputs) -> list[object]:
+    """All a memory check reads besides the tree: its inputs are plain values whose reprs say
+    them whole (the launch with its SGLANG_ variables, the model shapes with their configs'
+    fields, the GPU, the weights, the last launch's log). A kept answer serves a preflight
+    whose other inputs changed (a variable no check reads, new in the shell)."""
+    return [
+        repr(value)
+        for name, value in vars(inputs).items()
+        if name not in ("index", "sources")  # the tree's: its answers go with it
+    ]
 
 
 def _with_values(finding: Finding, more: Mapping[str, str]) -> Finding:

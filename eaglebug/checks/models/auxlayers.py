@@ -269,6 +269,19 @@ def aux_layer_findings(
     index: TreeIndex, target_class: str | None, target: Mapping[str, Any], draft: Mapping[str, Any]
 ) -> list[Finding]:
     """The effective check where the target class's rule reads; else the ids as given against
-    the target's layers (`configchecks.check_aux_layers`)."""
+    the target's layers (`configchecks.check_aux_layers`). A tree answer for these inputs: a
+    warm preflight reads it without finding the class in the tree again."""
+    return index.answer_for(
+        "auxlayers:",
+        [target_class, target, draft],
+        list[Finding],
+        lambda: _aux_layer_findings(index, target_class, target, draft),
+        16,
+    )
+
+
+def _aux_layer_findings(
+    index: TreeIndex, target_class: str | None, target: Mapping[str, Any], draft: Mapping[str, Any]
+) -> list[Finding]:
     effective = check_aux_layers(index, target_class, target, draft) if target_class else None
     return effective if effective is not None else configchecks.check_aux_layers(target, draft)
