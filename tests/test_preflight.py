@@ -807,7 +807,6 @@ def test_a_program_that_is_not_sglangs_server(flags_059: list[FlagSpec], words: 
     assert error.hint is not None and "sglang" in error.hint
 
 
-# `sglang serve` takes more than the server's flags on newer trees (sglang/cli/serve.py).
 def test_memory_and_attention_share_one_run_of_the_resolution(
     index_0523: TreeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -832,6 +831,7 @@ def test_memory_and_attention_share_one_run_of_the_resolution(
     assert runs == [(9, 0)]
 
 
+# `sglang serve` takes more than the server's flags on newer trees (sglang/cli/serve.py).
 def test_sglang_serve_positional_model_path_on_0523(index_0523: TreeIndex, tmp_path: Path) -> None:
     # 0.5.23's `_normalize_positional_model_path`: `sglang serve MODEL ...` is `--model-path MODEL`.
     target = write_model(tmp_path / "t", llama())
