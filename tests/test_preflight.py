@@ -958,7 +958,7 @@ def test_missing_local_folder_is_not_told_to_download(index_059: TreeIndex, in_t
     the path, not a download of it."""
     result = run(index_059, "--model-path", "./models/llama-8b")
     warning = only(with_id(result, "config.model_unavailable"))
-    assert "no such local folder" in warning.message
+    assert warning.message.startswith("target model ./models/llama-8b: no such local folder;")
     fix = warning.fix.text() if warning.fix else ""
     assert fix == "pass the folder that holds the target model's config.json"
 

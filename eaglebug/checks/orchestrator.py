@@ -111,12 +111,14 @@ def _unavailable(source: ModelSource, role: str, skipped: str) -> Finding:
             f"fetch its configs first: hf download {source.given}{revision} --include '*.json' "
             "(a few MB; every check runs on them, the weights can follow), or pass a local folder"
         )
+        said = f" is not available offline ({source.how})"
     else:
         fix = f"pass the folder that holds the {role} model's config.json"
+        said = f": {source.how}"  # a path: no such local folder
     return Finding(
         id="config.model_unavailable",
         severity="warning",
-        message=f"{role} model {source.given} is not available offline ({source.how}); skipped: {skipped}",
+        message=f"{role} model {source.given}{said}; skipped: {skipped}",
         role=role,
         fix=AdviceFix(fix),
         evidence=ConfigEvidence.of({"given": source.given, "how": source.how}),
