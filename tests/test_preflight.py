@@ -820,14 +820,17 @@ def test_memory_and_attention_share_one_run_of_the_resolution(
         return real(*args)
 
     monkeypatch.setattr(resolution, "_resolve", counted)
-    target = write_model(tmp_path / "kimi", kimi_k25(), total_size=594_000_000_000)
-    draft = write_model(tmp_path / "draft", kimi_k25_eagle3())
-    words = [*LAUNCH, *seed_flags((target, draft))]
+    target = write_model(tmp_path / "llama", llama(), total_size=16_060_522_496)
+    draft = write_model(tmp_path / "draft", eagle3())
+    words = [*LAUNCH, *spec_pair(target, draft)]
     # (the module's index: another launch's run is kept under other inputs, its paths among them)
     result = preflight(index_0523, words, {}, GpuMemory(141 * GIB, "--gpu-mem-gib"), SM90)
     memory = only(with_id(result, "config.memory"))
-    assert "max_total_num_tokens=702211, max_running_requests=48" in memory.message
-    assert "fa3" in only(with_id(result, "config.attention_backend")).message
+    assert "predicted max_total_num_tokens=" in memory.message
+    # The request limit is the one the tree's resolution set for an EAGLE-3 launch, not its
+    # field default: the memory stage read it from the run the attention check made.
+    assert "max_running_requests=48" in memory.message
+    assert "sm90" in only(with_id(result, "config.attention_backend")).message
     assert runs == [(9, 0)]
 
 
