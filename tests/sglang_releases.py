@@ -22,6 +22,10 @@ from pathlib import Path
 # the releases before `create_worker` (the scheduler's if/elif chain, the registry of 0.5.7):
 # the interface audit reads their own dispatch; 0.5.7's runner also rewrites its model config's
 # layer lists after the load.
+# 0.5.12: the runner fills its linear-attention registry cache on first use (`if not
+# hasattr(self, ...)`, 0.5.11-0.5.12). 0.5.19: its KV configurator reads the parallel widths
+# from a `ps: ParallelState` field (0.5.17-0.5.20) and its server args put a field in a nested
+# namespace by the field's own `NS("exec.mamba")` (0.5.17-0.5.19).
 RELEASES = (
     "0.4.1.post7",
     "0.5.3",
@@ -29,7 +33,9 @@ RELEASES = (
     "0.5.8.post1",
     "0.5.9",
     "0.5.10",
+    "0.5.12",
     "0.5.14",
+    "0.5.19",
     "0.5.22",
     "0.5.23",
 )

@@ -61,6 +61,21 @@ def test_qwen3_next_cell_counts_only_its_full_attention_layers(
     )
 
 
+def test_0519_reads_a_field_of_a_namespace_its_annotation_names(
+    index_0519: TreeIndex, index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """0.5.19's configurator reads `get_exec().mamba.enable_linear_replayssm_spec`, a field that
+    says its namespace in its own annotation (`A[bool, "...", NS("exec.mamba")] = False`), not
+    in its class (0.5.23's `_NS_PATH`): read at its default, Qwen3-Next's pools are 0.5.23's
+    (it was "KV budget not read")."""
+    old = qwen3_next(index_0519, tmp_path / "old")
+    new = qwen3_next(index_0523, tmp_path / "new")
+    assert "not_read" not in old
+    for figure in ("max_total_num_tokens", "max_running_requests", "mamba_state_bytes_per_request"):
+        assert old[figure] == new[figure], figure
+    assert old["mamba_state_bytes_per_request"] == STATE_TP4
+
+
 def test_the_mamba_cache_follows_the_trees_flags(index: TreeIndex, tmp_path: Path) -> None:
     auto = qwen3_next(index, tmp_path / "a")
     fixed = qwen3_next(index, tmp_path / "b", "--max-mamba-cache-size", "600")

@@ -371,6 +371,14 @@ def test_053_picks_deepseek_mtps_steps_by_the_targets_architecture(
     assert "max_total_num_tokens=" in found.message, found.message
 
 
+def seed_memory(index: TreeIndex, tmp_path: Path) -> Finding:
+    """The seed launch's memory finding (Kimi-K2.5 + its EAGLE-3 draft, --tp 8, H200)."""
+    kimi = models(
+        tmp_path, kimi_k25_config(), KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES
+    )
+    return one(memory(index, *kimi, "--tp", "8", gpu=H200))
+
+
 def test_0514_reads_the_lazy_registry_cache_as_init_leaves_it(
     sglang_0514: Path, tmp_path: Path
 ) -> None:
@@ -387,14 +395,32 @@ def test_0514_reads_the_lazy_registry_cache_as_init_leaves_it(
         and "=" in text
         and " is " not in text
     )
-    index = TreeIndex(locate(str(sglang_0514)), use_cache=False)
-    kimi = models(
-        tmp_path, kimi_k25_config(), KIMI_K25_BYTES, kimi_k25_eagle3_config(), KIMI_K25_EAGLE3_BYTES
-    )
-    found = one(memory(index, *kimi, "--tp", "8", gpu=H200))
+    found = seed_memory(TreeIndex(locate(str(sglang_0514)), use_cache=False), tmp_path)
     assert "max_total_num_tokens=" in found.message, found.message
     said = [a for a in details(found)["assumed"] if "_linear_attn_registry_cache" in a]
     assert len(said) == 1 and f"model_runner.py:{line})" in said[0], said
+
+
+def test_0512_takes_a_cache_its_method_fills_as_not_yet_set(
+    sglang_0512: Path, tmp_path: Path
+) -> None:
+    """0.5.12's runner fills the same cache on first use (`if not hasattr(self, ...): self.
+    _linear_attn_registry_cache = ...`; no `__init__` sets it): the method that fills it runs
+    as on its first call, the seed launch's pool is predicted (it was "KV budget not read"),
+    and the assumption is said once, at the `hasattr` line."""
+    source = (sglang_0512 / "sglang/srt/model_executor/model_runner.py").read_text()
+    line = next(
+        i
+        for i, text in enumerate(source.splitlines(), 1)
+        if 'hasattr(self, "_linear_attn_registry_cache")' in text
+    )
+    found = seed_memory(TreeIndex(locate(str(sglang_0512)), use_cache=False), tmp_path)
+    assert "max_total_num_tokens=" in found.message, found.message
+    said = [a for a in details(found)["assumed"] if "_linear_attn_registry_cache" in a]
+    assert said == [
+        f"sglang/srt/model_executor/model_runner.py:{line}: self._linear_attn_registry_cache "
+        "taken as not yet set (this method fills it on first use)"
+    ]
 
 
 def test_an_unread_figure_says_where_and_why_in_words(

@@ -82,6 +82,43 @@ def test_dp_attention_divides_the_request_limit_per_rank(index: TreeIndex, tmp_p
     assert v3(index, tmp_path / "b", *DP8, *limit)["max_running_requests"] == 128
 
 
+def test_0519_reads_the_dp_width_through_its_parallel_state(
+    index_0519: TreeIndex, tmp_path: Path
+) -> None:
+    """0.5.17-0.5.20's KV configurator divides the request limit by `self.ps.attn_dp_size`, a
+    `ps: ParallelState` field no `__init__` sets: read as the launch's own widths (said in
+    `assumed`), the limit is per rank as on the other releases, not a figure left unread."""
+    limit = ("--max-running-requests", "1024")
+    plain = v3(index_0519, tmp_path / "a", "--tp", "8", *limit)
+    dp = v3(index_0519, tmp_path / "b", *DP8, *limit)
+    assert (plain["max_running_requests"], dp["max_running_requests"]) == (1024, 128)
+    assert "not_read" not in dp
+    view = [note for note in dp["assumed"] if "self.ps (ParallelState)" in note]
+    assert view and view[0].startswith("sglang/srt/mem_cache/kv_cache_configurator.py:")
+    assert "attn_dp_size" in view[0]
+
+
+def test_a_parallel_field_the_launch_lacks_stays_unread(sglang_0519: Path, tmp_path: Path) -> None:
+    """The same configurator reading a width the launch's figures do not hold: the field is
+    still the view, its width unknown, and the finding says the limit was not read and why
+    instead of a `max_running_requests=None` that looks like SGLang's own."""
+    root = copy_tree(sglang_0519, tmp_path / "tree")
+    configurator = root / "sglang" / "srt" / "mem_cache" / "kv_cache_configurator.py"
+    edit(
+        configurator,
+        "requested_per_worker = max_num_reqs // self.ps.attn_dp_size",
+        "requested_per_worker = max_num_reqs // self.ps.attn_dp_width",
+    )
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    model = write_model(tmp_path / "v3", DEEPSEEK_V3, total_size=DEEPSEEK_V3_BYTES)
+    flags = ("--model-path", str(model), *DP8, "--max-running-requests", "1024")
+    found = one(memory(index, *flags, gpu=H200))
+    assert "max_running_requests not read" in found.message
+    (why,) = details(found)["not_read"]
+    assert why.startswith("max_running_requests not read (sglang/srt/mem_cache/kv_cache_")
+    assert "attn_dp_width is not known" in why
+
+
 def test_dp_attention_reserves_more_for_the_graphs(index: TreeIndex, tmp_path: Path) -> None:
     """The tree's DP-attention padding: max_bs x dp x 3 MB, and x 1.5 more above 300."""
     plain = v3(index, tmp_path / "a", "--tp", "8")

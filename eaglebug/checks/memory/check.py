@@ -90,6 +90,7 @@ def _details(inputs: MemoryInputs, p: Prediction) -> dict[str, object]:
         "tp": inputs.launch.tp,
         **_layout_details(p),
         "assumed": tuple(dict.fromkeys(p.assumed)),  # each once, however many readings said it
+        **({"not_read": tuple(p.unknown)} if p.unknown else {}),
     }
 
 
@@ -114,6 +115,13 @@ def _layout_details(p: Prediction) -> dict[str, object]:
         "dp_flags_resolved": dict(layout.resolved) or None,
         "dp_flags_resolved_from": layout.resolved_from if layout.resolved else None,
     }
+
+
+def _requests(p: Prediction) -> str:
+    """The request limit, or that it was not read (why: `not_read` in the details)."""
+    if p.max_running_requests is None:
+        return "max_running_requests not read"
+    return f"max_running_requests={p.max_running_requests}"
 
 
 def _pools(p: Prediction) -> str:
@@ -285,8 +293,8 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
                 inputs,
                 p,
                 "info",
-                f"predicted max_total_num_tokens={tokens}{_pools(p)}, max_running_requests="
-                f"{p.max_running_requests}{_per_rank(p)}; per GPU: {_gib(p.weights_gib)} weights, "
+                f"predicted max_total_num_tokens={tokens}{_pools(p)}, {_requests(p)}"
+                f"{_per_rank(p)}; per GPU: {_gib(p.weights_gib)} weights, "
                 f"{_gib(p.kv_gib or 0)} KV ({p.kv_cell_bytes} bytes a token, {p.pool_kind}){graphs}; "
                 f"--mem-fraction-static {p.fraction:g} ({p.fraction_from})" + _actual(inputs),
             )

@@ -35,9 +35,10 @@ def server_defaults(index: TreeIndex) -> dict[str, object]:
         for cls in parsed.tree.body:
             if not isinstance(cls, ast.ClassDef):
                 continue
-            # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`) is read as
-            # `get_exec().mamba.x`: its fields under the path below the top-level bag too.
-            inner = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
+            # A nested namespace (0.5.23: `_NS_PATH = "exec.mamba"`; 0.5.17: the field's own
+            # `NS("exec.mamba")`) is read as `get_exec().mamba.x`: its fields under the path
+            # below the top-level bag too.
+            shared = (class_string(cls, "_NS_PATH") or "").partition(".")[2]
             for stmt in cls.body:
                 if not (
                     isinstance(stmt, ast.AnnAssign)
@@ -45,6 +46,7 @@ def server_defaults(index: TreeIndex) -> dict[str, object]:
                     and stmt.value is not None
                 ):
                     continue
+                inner = _namespace(stmt.annotation) or shared
                 # 0.5.23's `Arg(..., fallback=0.8)` is what an unset field answers; a None
                 # default is the field's value (the flat store drops it where the caller
                 # gives the object's parts: `cuda_graph_config.decode.max_bs`).
@@ -66,6 +68,21 @@ def _fallback(annotation: ast.expr) -> object:
                 if keyword.arg == "fallback":
                     return _literal(keyword.value)
     return None
+
+
+def _namespace(annotation: ast.expr) -> str:
+    """The path below the top-level bag of a field's `NS("exec.mamba")` metadata (`mamba`)."""
+    for node in syntax.walk(annotation):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "NS"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            return node.args[0].value.partition(".")[2]
+    return ""
 
 
 def _literal(node: ast.expr) -> object:

@@ -319,6 +319,7 @@ def _pool(ctx: Context, out: Prediction) -> None:
     out.max_total_num_tokens = tokens
     out.kv_gib = tokens * cell_size / GIB
     reqs, _ = ctx.run(ctx.sources.entries["requests"], [tokens], ctx.target, env)
+    out.assumed.extend(reqs.assumed)
     if isinstance(reqs.value, int):
         out.max_running_requests = reqs.value
     else:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval import ops
+from eaglebug.checks.pyeval import flat, ops
 from eaglebug.checks.pyeval.intrinsics import DECLINE
 from eaglebug.checks.pyeval.objects import (
-    MISSING,
     class_attribute,
     lookup,
     qualname_of,
@@ -22,6 +21,7 @@ from eaglebug.checks.pyeval.objects import (
 from eaglebug.checks.pyeval.protocol import Thrown
 from eaglebug.checks.pyeval.state import Call, Frame
 from eaglebug.checks.pyeval.values import (
+    MISSING,
     ClassVal,
     EnumMember,
     FuncVal,
@@ -288,6 +288,8 @@ def _getattr(m: Machine, name: str, args: list[Any], where: str) -> Any:
     found = lookup(m, owner, attr, where)
     if name == "hasattr":
         if found is MISSING:
+            return False
+        if isinstance(found, Top) and flat.unset_cache(m, owner, attr, where):
             return False
         if isinstance(found, Top) and not isinstance(owner, Instance):
             return Top(found.why, found.reads)

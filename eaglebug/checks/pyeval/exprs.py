@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eaglebug.checks.pyeval import calls, objects, ops
 from eaglebug.checks.pyeval.state import Call, source_text
 from eaglebug.checks.pyeval.values import (
+    MISSING,
     UNSET,
     ClassVal,
     FunctionSite,
@@ -101,7 +102,7 @@ def name_value(m: Machine, name: str, node: ast.AST) -> Any:
         return frame.locals[name]
     if frame.class_body is not None:  # a class body: its own earlier names first
         found = objects.class_body_name(m, frame.class_body, name, where(m, node))
-        if found is not objects.MISSING:
+        if found is not MISSING:
             return found
     table = frame.table
     if table is not None and (name in table.definitions or name in table.imports):

@@ -15,9 +15,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from eaglebug.checks.pyeval import flat
 from eaglebug.checks.pyeval.scope import BUILTIN_NAMES
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import (
+    MISSING,
     UNSET,
     ClassVal,
     EnumMember,
@@ -32,14 +34,12 @@ from eaglebug.checks.pyeval.values import (
     reads_of,
     truth,
 )
-from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
     from eaglebug.checks.source.classes import ClassRef
 
-_MISSING: Any = object()  # an attribute the object certainly lacks
-MISSING = _MISSING
+_MISSING: Any = MISSING
 _DECORATED = {"property": "property", "cached_property": "property", "staticmethod": "static",
               "classmethod": "class"}  # fmt: skip
 
@@ -228,68 +228,10 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
         return _MISSING
     if obj.oid in m.heap.flat and not obj.path:
         for cls in dict.fromkeys(classes):
-            found = _as_init_leaves_it(m, cls, attr, where)
+            found = flat.missing_field(m, cls, obj, attr, where)
             if found is not _MISSING:
                 return found
     return Top(f"{where}: {_kind(obj)}.{attr} is not known")
-
-
-def _as_init_leaves_it(m: Machine, cls: ClassVal, attr: str, where: str) -> Any:
-    """The value the class's `__init__` gives `self.<attr>`, where the flat store (the runtime
-    object whose `__init__` ran) has none: only where that is the one assignment to it in
-    `__init__`, a statement of its own body (not under a test or loop), of a constant or a
-    module-level name (0.5.14's `self._linear_attn_registry_cache: Any = _UNSET`, a sentinel
-    a lazy method tests with `is`). Said in `assumed`: a method run before this one may have
-    changed it. Decided once per class and attribute in a run, a refusal too: a flat store
-    misses many attributes its classes' `__init__` sets, each read many times."""
-    if cls.ref is None:
-        return _MISSING
-    order, _ = m.source.mro(cls.ref)
-    ref = next((r for r in order if attr in r.facts.init_attrs), None)
-    if ref is None:
-        return _MISSING
-    key = (f"{ref.qualname}.__init__", attr)
-    if key not in m.class_values:
-        m.class_values[key] = _init_value(m, ref, attr)
-    found, line = m.class_values[key]
-    if found is not _MISSING:
-        m.assume(
-            f"{where}: self.{attr} as {ref.qualname.rsplit('.', 1)[-1]}.__init__ leaves it "
-            f"({ref.file}:{line}); a method run before this one may have changed it"
-        )
-    return found
-
-
-def _init_value(m: Machine, ref: ClassRef, attr: str) -> tuple[Any, int]:
-    """(the value, its line) of `__init__`'s one top-level `self.<attr> = <constant or
-    name>`; (`_MISSING`, 0) where `__init__` sets it otherwise, or to what is not known."""
-    site = m.source.method(ref, "__init__")
-    init = m.source.node_of(site) if site is not None else None
-    if init is None or isinstance(init, ast.Lambda):
-        return _MISSING, 0
-    stores = [
-        node
-        for node in syntax.walk(init)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.ctx, ast.Store)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ]
-    own = [
-        stmt
-        for stmt in init.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-        and (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) == stores
-    ]
-    if len(stores) != 1 or len(own) != 1:
-        return _MISSING, 0
-    value = own[0].value
-    if not isinstance(value, (ast.Constant, ast.Name)):
-        return _MISSING, 0
-    with m.module_frame(ref.module.module):
-        found = _expr(m, value)
-    return (_MISSING, 0) if isinstance(found, Top) else (found, own[0].lineno)
 
 
 def method_of(m: Machine, obj: Instance, attr: str, where: str, found: Any) -> Any:

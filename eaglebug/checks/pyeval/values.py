@@ -179,6 +179,7 @@ class PartialDict(dict[str, Any]):
 
 
 UNSET: Any = object()  # a parameter with no argument and no default
+MISSING: Any = object()  # an attribute the object certainly lacks
 
 
 def is_known(value: Any) -> bool:
