@@ -27,6 +27,8 @@ from tests.memconfigs import (
     DEEPSEEK_V3,
     DEEPSEEK_V3_BYTES,
     DEEPSEEK_V32,
+    EAGLE3_LLAMA31_8B,
+    EAGLE3_LLAMA31_8B_BYTES,
     GPT_OSS_120B,
     GPT_OSS_120B_BYTES,
     LLAMA31_8B,
@@ -333,6 +335,24 @@ def test_each_release_prices_the_swa_layers_its_own_way(
     assert new["pool_configurator"] == "HybridSWAPoolConfigurator"
     assert new["pool_configurator_from"].startswith("sglang/srt/model_executor/pool_config")
     assert abs(old["full_max_total_num_tokens"] - new["full_max_total_num_tokens"]) <= 1
+
+
+def test_gpt_oss_with_an_eagle3_draft_prices_the_drafts_layer(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """An EAGLE-3 draft of its own (a Llama layer) beside gpt-oss: 0.5.23's configurator asks
+    `spec_aux_config.eagle_draft_swa_num_layers`, None for a draft the tree's ModelConfig does
+    not derive hybrid SWA, and prices the draft's one layer in the full pool at the target's
+    layer price (4 KV heads a rank x (64 + 64) x bf16 = 1024 bytes). It was "KV cell size not
+    read"."""
+    draft = write_model(tmp_path / "draft", EAGLE3_LLAMA31_8B, total_size=EAGLE3_LLAMA31_8B_BYTES)
+    spec = ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft))
+    alone = details(gpt_oss(index_0523, tmp_path / "a"))
+    found = gpt_oss(index_0523, tmp_path / "b", *spec)
+    with_draft = details(found)
+    assert "not_read" not in with_draft and "sliding-window pool" in found.message
+    assert with_draft["kv_cell_bytes"] == alone["kv_cell_bytes"] + 1024
+    assert with_draft["max_total_num_tokens"] < alone["max_total_num_tokens"]
 
 
 def test_the_swa_ratio_flag_moves_tokens_between_the_pools(

@@ -286,6 +286,7 @@ class Context:
             "layer_info.start_layer": 0,
             "layer_info.end_layer": shape.layers,
             "spec_aux_config.eagle_draft_num_layers": draft_layers,
+            **self.draft_swa_layers(draft_layers),
             "eagle_draft_num_layers": draft_layers,  # 0.5.14: on the model runner
             "spec_aux_config.dflash_draft_num_layers": None,
             "post_capture_kv_active": False,
@@ -448,6 +449,18 @@ class Context:
             kwargs,
             self.roles(),
         )
+
+    def draft_swa_layers(self, draft_layers: int | None) -> dict[str, object]:
+        """`spec_aux_config.eagle_draft_swa_num_layers`: the draft layers whose KV sits in the
+        target's SWA pool, which 0.5.19+'s `resolve_spec_aux_hidden_state_config` sets from the
+        draft's own config (its sliding-window layers, where the tree's ModelConfig derives it
+        hybrid SWA) and leaves None otherwise. A draft of its own only: a draft in the
+        target's file (MTP) is not decided here and stays unknown."""
+        if draft_layers is None or self.draft is None:
+            return {}
+        facts = self.facts(self.draft)
+        swa = len(facts.layers("swa")) if facts.hybrid_swa else None
+        return {"spec_aux_config.eagle_draft_swa_num_layers": swa}
 
     def roles(self) -> tuple[str, ...]:
         """The runtime classes the flat store stands for: the owners of the memory functions
