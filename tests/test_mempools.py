@@ -119,6 +119,7 @@ def test_a_parallel_field_the_launch_lacks_stays_unread(sglang_0519: Path, tmp_p
     (why,) = details(found)["not_read"]
     assert why.startswith("max_running_requests not read (sglang/srt/mem_cache/kv_cache_")
     assert "attn_dp_width is not known" in why
+    assert any("self.ps (ParallelState)" in note for note in details(found)["assumed"])
 
 
 def test_dp_attention_reserves_more_for_the_graphs(index: TreeIndex, tmp_path: Path) -> None:
