@@ -12,14 +12,11 @@ for what a live process would answer (free memory, dtype sizes, the model config
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from eaglebug.checks.memory import hooks as memhooks
 from eaglebug.checks.memory import hybrid as memhybrid
-from eaglebug.checks.memory import parallel
+from eaglebug.checks.memory import parallel, specmember
 from eaglebug.checks.memory.envflags import flag_env
 from eaglebug.checks.memory.layout import Layout, parallel_layout
 from eaglebug.checks.memory.model import (
@@ -30,7 +27,7 @@ from eaglebug.checks.memory.model import (
     runner_rewrites,
     runner_values,
 )
-from eaglebug.checks.memory.reading import Flat, Reading, World, evaluate
+from eaglebug.checks.memory.reading import Flat, Reading, World
 from eaglebug.checks.memory.reading import run as run_reading
 from eaglebug.checks.memory.rules import FunctionSource, MemorySources
 
@@ -41,14 +38,12 @@ from eaglebug.checks.memory.shape import model_shape as model_shape
 from eaglebug.checks.pyeval import brains
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
-from eaglebug.checks.pyeval.state import Call
-from eaglebug.checks.pyeval.values import UNSET, EnumMember, FunctionSite, Instance, Intrinsic, Top
+from eaglebug.checks.pyeval.values import UNSET, EnumMember, FunctionSite, Instance, Top
 from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import ALIASES, algorithm_facts
 
 _ATTENTION_ARCH = "sglang.srt.configs.model_config.AttentionArch"
-_SPEC_MEMBER = "sglang.speculative.member"  # a member of the tree's SpeculativeAlgorithm
 GIB = 1 << 30  # SGLang's "GB" in its memory arithmetic and log lines
 MIB = 1 << 20
 _WATCH = frozenset(
@@ -353,33 +348,10 @@ class Context:
         return EnumMember(cls, "MLA" if mla else "MHA", None)
 
     def spec_member(self) -> object:
-        """The launch's algorithm as the tree's own `SpeculativeAlgorithm.from_string` makes
-        it (the `NONE` member without one; its `is_eagle()` and the rest then run from the
-        tree)."""
-        if "spec_member" in self.cache:
-            return self.cache["spec_member"]
-        algorithm = self.launch.algorithm or None
-        facts = algorithm_facts(self.index)
-        made: object = Top("this tree's SpeculativeAlgorithm is not read")
-        if facts.source is not None:
-            call = ast.parse("SpeculativeAlgorithm.from_string(name)", mode="eval").body
-            found = evaluate(self.index, facts.source, call, {}, names={"name": algorithm})
-            if isinstance(found, (EnumMember, Instance)):
-                made = found
-            elif algorithm is not None and facts.predicates:
-                module, _ = module_name(facts.source)
-                cls = Source.of(self.index).class_val(f"{module}.SpeculativeAlgorithm")
-                try:
-                    made = EnumMember(cls, facts.canonical(algorithm), None)
-                except Exception:
-                    made = Top(f"{algorithm} is not an algorithm of this tree")
-            elif "NONE" in facts.members and facts.predicates:
-                # No algorithm, and a registry the reading cannot fill (0.5.6: members are
-                # registered at import): the NONE member, whose predicates answer as the tree's
-                # own run of each on each member said (`speculative/algorithms.py`).
-                made = Intrinsic(_SPEC_MEMBER, "NONE")
-        self.cache["spec_member"] = made
-        return made
+        """The launch's algorithm as the tree's own member (`specmember.member`)."""
+        if "spec_member" not in self.cache:
+            self.cache["spec_member"] = specmember.member(self.index, self.launch.algorithm)
+        return self.cache["spec_member"]
 
     def parallel(self) -> parallel.Layout:
         """The layout the distributed state answers with (the attention TP width as read)."""
@@ -415,7 +387,7 @@ class Context:
                 env_read=self.sources.env_read,
             )
             memhybrid.register(self, m, obj)
-            _register_member(m, algorithm_facts(self.index).predicates)
+            specmember.register(m, algorithm_facts(self.index).predicates)
             if extra is not None:
                 extra(m, obj)
 
@@ -482,27 +454,3 @@ class Context:
         if model_config:
             out["model_config"] = model_config
         return out
-
-
-def _register_member(m: Machine, predicates: Mapping[str, frozenset[str]]) -> None:
-    """A `SpeculativeAlgorithm` member by name (`spec_member`): its `is_*()` predicates answer
-    with the tree's own answers for that member, its `name` is the member's."""
-
-    def attribute(call: Call) -> Any:
-        name = str(call.args[0]) if call.args else ""
-        member = call.callee.data if isinstance(call.callee, Intrinsic) else None
-        if name == "name":
-            return member
-        if name in predicates:
-            return Intrinsic(f"{_SPEC_MEMBER}.predicate", (name, member))
-        return Top(f"{_SPEC_MEMBER}.{name} is not read")
-
-    def predicate(call: Call) -> Any:
-        data = call.callee.data if isinstance(call.callee, Intrinsic) else None
-        if not isinstance(data, tuple):
-            return Top(f"{call.where}: a predicate of an unknown member")
-        name, member = data
-        return member in predicates.get(name, frozenset())
-
-    m.intrinsics.call(f"{_SPEC_MEMBER}.__getattr__", attribute)
-    m.intrinsics.call(f"{_SPEC_MEMBER}.predicate", predicate)
