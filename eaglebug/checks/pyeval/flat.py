@@ -46,14 +46,7 @@ def unset_cache(m: Machine, owner: Any, attr: str, where: str) -> bool:
     node = m.source.node_of(frame.site) if frame is not None and frame.site else None
     if node is None or isinstance(node, ast.Lambda):
         return False
-    fills = any(
-        isinstance(n, ast.Attribute)
-        and isinstance(n.ctx, ast.Store)
-        and n.attr == attr
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "self"
-        for n in syntax.walk(node)
-    )
+    fills = bool(_self_stores(node, attr))
     if fills:
         m.assume(f"{where}: self.{attr} taken as not yet set (this method fills it on first use)")
     return fills
@@ -74,8 +67,8 @@ def _view_of_the_store(m: Machine, cls: ClassVal, obj: Instance, attr: str, wher
         return MISSING
     key = (f"{cls.ref.qualname}:view", attr)
     if key not in m.class_values:
-        m.class_values[key] = (_store_view(m, cls.ref, obj, attr), 0)
-    shared = m.class_values[key][0]
+        m.class_values[key] = _store_view(m, cls.ref, obj, attr)
+    shared = m.class_values[key]
     if shared is MISSING:
         return MISSING
     holder, names = shared
@@ -154,15 +147,7 @@ def _init_value(m: Machine, ref: ClassRef, attr: str) -> tuple[Any, int]:
     init = m.source.node_of(site) if site is not None else None
     if init is None or isinstance(init, ast.Lambda):
         return MISSING, 0
-    stores = [
-        node
-        for node in syntax.walk(init)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.ctx, ast.Store)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ]
+    stores = _self_stores(init, attr)
     own = [
         stmt
         for stmt in init.body
@@ -177,3 +162,16 @@ def _init_value(m: Machine, ref: ClassRef, attr: str) -> tuple[Any, int]:
     with m.module_frame(ref.module.module):
         found = m.expr(value)
     return (MISSING, 0) if isinstance(found, Top) else (found, own[0].lineno)
+
+
+def _self_stores(function: ast.AST, attr: str) -> list[ast.Attribute]:
+    """Every `self.<attr>` the function assigns (any statement, any depth)."""
+    return [
+        node
+        for node in syntax.walk(function)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ]
