@@ -1,9 +1,11 @@
-"""config.memory on releases before 0.5.7, each read by its own arithmetic (issue 22).
+"""config.memory on releases before 0.5.9, each read by its own arithmetic (issue 22).
 
 The launch is real: Llama-3.1-8B-Instruct on one H100 in SGLang's docs CI (0.4.1.post7 era),
 whose log printed the free memory, the weights and the pool SGLang sized
 (tests/fixtures/memory/launches22/launches.json, with its source). The prediction is made the
 way `diagnose --sglang` makes it: the launch's flags, the measured free memory and weights.
+Qwen3-Next on 0.5.3 and 0.5.7 (whose runner and speculative enum read unlike the newer
+releases') uses the tests' published config (`tests/memconfigs.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,18 @@ from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import CONFIG_REWRITE, memory_sources
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
+from tests.configs import write_model
+from tests.memconfigs import (
+    EAGLE3_LLAMA31_8B,
+    EAGLE3_LLAMA31_8B_BYTES,
+    LLAMA31_8B,
+    LLAMA31_8B_BYTES,
+    QWEN3_NEXT_80B,
+    QWEN3_NEXT_80B_BYTES,
+)
+from tests.test_mambapools import STATE_TP4
+from tests.test_memory import H200, details, memory, one
+from tests.test_mempools import copy_tree, edit
 
 FIXTURES = Path(__file__).parent / "fixtures/memory/launches22"
 H100_MIB = 81559  # an H100 80GB HBM3 as NVML reports it
@@ -233,3 +247,85 @@ def test_piecewise_graphs_before_the_pool_are_said(sglang_057: Path, tmp_path: P
     assert "init_piecewise_cuda_graphs" in moved.splitlines()[line - 1]
     assert assumed(index, {"disable_piecewise_cuda_graph": False}, False, None, False, False) == []
     assert assumed(index, {"enable_piecewise_cuda_graph": False}, None, None, False, False) == []
+
+
+def test_057_a_registry_algorithm_is_the_trees_member(sglang_057: Path, tmp_path: Path) -> None:
+    """0.5.7's `SpeculativeAlgorithm` is no enum: its members are registered at import by a
+    metaclass, so `from_string` cannot be run and `is_none()` (`self is
+    SpeculativeAlgorithm.NONE`) could not be decided: Qwen3-Next with NEXTN said "pool size not
+    read (OneOf...)". The launch's member now answers each predicate as the tree's own run of it
+    said: the draft tokens' mamba state is reserved, and the pool is the speculative one."""
+    index = TreeIndex(locate(str(sglang_057)), use_cache=False)
+    model = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
+    launch = ("--model-path", str(model), "--tp", "4", "--max-running-requests", "48")
+    plain = one(memory(index, *launch, gpu=H200))
+    nextn = one(memory(index, *launch, "--speculative-algorithm", "NEXTN", gpu=H200))
+    assert "incomplete" not in nextn.message, nextn.message
+    got, base = details(nextn), details(plain)
+    assert got["mamba_cache_requests"] < base["mamba_cache_requests"]
+    assert got["max_total_num_tokens"] < base["max_total_num_tokens"]
+
+
+def test_053_reads_the_mamba_cache_its_runner_sizes_at_start_up(
+    index_053: TreeIndex, tmp_path: Path
+) -> None:
+    """0.5.3 sizes Qwen3-Next's mamba state cache in `ModelRunner.initialize`, on its way to
+    the pool (`if self.is_hybrid_gdn: ... max_mamba_cache_size = max_running_requests, else
+    512`), and its `profile_max_num_token` multiplies it: read without the start-up it was
+    "pool size not read" (None times an int). The hybrid predicate is the runner's own
+    `is_hybrid_gdn`, the state the config's own `mamba_cache_per_req`."""
+    model = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
+    launch = ("--model-path", str(model), "--tp", "4")
+    plain = one(memory(index_053, *launch, gpu=H200))
+    assert "incomplete" not in plain.message, plain.message
+    got = details(plain)
+    assert got["mamba_cache_requests"] == 512  # no --max-running-requests: the tree's 512
+    assert got["mamba_from"].startswith("sglang/srt/model_executor/model_runner.py:")
+    assert got["pool_kind"] == "KV for 12 full-attention layers + mamba state cache"
+    assert got["mamba_state_bytes_per_request"] == STATE_TP4
+    assert got["kv_cell_bytes"] == 1 * (256 + 256) * 12 * 2  # the 12 full-attention layers
+    given = details(one(memory(index_053, *launch, "--max-running-requests", "64", gpu=H200)))
+    assert given["mamba_cache_requests"] == 64
+    # The state the cache no longer holds is KV: 448 requests' state, in tokens of the cell.
+    freed = (512 - 64) * STATE_TP4 // got["kv_cell_bytes"]
+    assert abs(given["max_total_num_tokens"] - got["max_total_num_tokens"] - freed) <= 2
+
+
+def test_053_the_start_up_read_is_the_trees_own(sglang_053: Path, tmp_path: Path) -> None:
+    """The same launch on a copy of 0.5.3 whose start-up keeps 256 requests' state, not 512:
+    the cache follows the tree, not a number eaglebug holds."""
+    root = copy_tree(sglang_053, tmp_path / "tree")
+    runner = root / "sglang" / "srt" / "model_executor" / "model_runner.py"
+    edit(
+        runner,
+        "self.server_args.max_mamba_cache_size = 512",
+        "self.server_args.max_mamba_cache_size = 256",
+    )
+    index = TreeIndex(locate(str(root)), use_cache=False)
+    model = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
+    got = details(one(memory(index, "--model-path", str(model), "--tp", "4", gpu=H200)))
+    assert got["mamba_cache_requests"] == 256
+
+
+def test_053_reads_the_drafts_cell_in_its_own_pool_sizing(
+    index_053: TreeIndex, tmp_path: Path
+) -> None:
+    """0.5.3 has no `get_cell_size_per_token`: the draft's runner works its cell out inside
+    its own `init_memory_pool` (`profile_max_num_token`, with `getattr(hf_config,
+    "num_nextn_predict_layers", self.num_effective_layers)` layers). Run the same way, a
+    Llama EAGLE-3 draft's cell is its one layer's K and V at its own float16, and the check is
+    complete (it said "the draft's cell size not read")."""
+    target = write_model(tmp_path / "t", LLAMA31_8B, total_size=LLAMA31_8B_BYTES)
+    draft = write_model(tmp_path / "d", EAGLE3_LLAMA31_8B, total_size=EAGLE3_LLAMA31_8B_BYTES)
+    found = one(
+        memory(
+            index_053,
+            *("--model-path", str(target), "--speculative-algorithm", "EAGLE3"),
+            *("--speculative-draft-model-path", str(draft)),
+            gpu=H200,
+        )
+    )
+    got = details(found)
+    assert "not_read" not in got and "incomplete" not in found.message, found.message
+    assert got["draft_kv_cell_bytes"] == 8 * 128 * 1 * 2 * 2  # KV heads x dim x layer x K,V x 2
+    assert got["kv_cell_bytes"] == 8 * 128 * 32 * 2 * 2  # the target's 32 layers, bfloat16

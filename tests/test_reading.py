@@ -7,9 +7,10 @@ import textwrap
 from pathlib import Path
 
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
-from eaglebug.checks.memory.plan import Weights, _handed_on, predict
+from eaglebug.checks.memory.plan import Weights, predict
 from eaglebug.checks.memory.reading import Flat, Reading, run
 from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.memory.startup import handed_on
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import FunctionSite, Instance
@@ -194,13 +195,13 @@ def test_the_pool_function_gets_what_the_runner_hands_it(tmp_path: Path) -> None
     assert found is not None
     site: FunctionSite = found
 
-    class Ctx:  # the two things `_handed_on` asks of a memory reading's context
+    class Ctx:  # the two things `handed_on` asks of a memory reading's context
         def __init__(self) -> None:
             self.index = index
 
         def site(self, name: str) -> tuple[FunctionSite, str | None] | None:
             return (site, "sglang.srt.runner.ModelRunner") if name == "init_memory_pool" else None
 
-    handed, named = _handed_on(Ctx(), "init_memory_pool")  # type: ignore[arg-type]
+    handed, named = handed_on(Ctx(), "init_memory_pool")  # type: ignore[arg-type]
     assert handed == [Flat("max_running_requests")]
     assert named == {"max_total_tokens": Flat("max_total_tokens")}

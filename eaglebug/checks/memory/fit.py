@@ -294,7 +294,12 @@ class Context:
             "model_config.num_hidden_layers": shape.layers,
             "model_config.quantization": None,
             "model_config.dtype": brains.dtype(shape.dtype),  # ModelConfig's torch dtype
-            "model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers,
+            # a config without the key has no such attribute (`getattr(..., default)`)
+            **(
+                {"model_config.hf_config.num_nextn_predict_layers": shape.nextn_layers}
+                if shape.nextn_layers is not None
+                else {}
+            ),
             **runner_values(self.facts(shape)),  # ModelConfig's derived fields (hybrid SWA)
             **self.layout.resolved,  # the tree's rewrite of the DP flags (0.5.22 on)
             **(

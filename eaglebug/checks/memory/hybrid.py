@@ -23,7 +23,7 @@ from eaglebug.checks.pyeval.values import FuncVal, Instance, Top, is_known
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
 
-HYBRID = ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config")
+HYBRID = ("mambaish_config", "hybrid_gdn_config", "hybrid_kda_config", "is_hybrid_gdn")
 _CONFIG = "model_config.hf_config"
 
 
@@ -96,29 +96,58 @@ def anchors(ctx: Context) -> dict[str, str]:
     return out
 
 
-def _read(ctx: Context, expression: str) -> Any:
-    """An expression over the flat object (`self`), with the reading's plug-ins (the config
-    object and the predicates above)."""
-    node = ast.parse(expression, mode="eval").body
-    fn = ctx.site("mambaish_config") or ctx.site("ModelRunner.mambaish_config")
-    rel = fn[0].rel if fn is not None else ""
-    return evaluate(ctx.index, rel, node, ctx.values(ctx.target), ctx.world())
+# The tree's own predicate of a hybrid linear-attention model, with the expressions (over the
+# runner) of its answer, of one request's state bytes and of the full-attention layers, as the
+# releases that have that predicate keep them: `mambaish_config` (0.5.7 on) an object of
+# cache parameters; `is_hybrid_gdn` (0.5.3) a runner property beside the config's own
+# `mamba_cache_per_req` and layer list.
+_FORMS: dict[str, tuple[str, str, str]] = {
+    "mambaish_config": (
+        "self.mambaish_config is not None",
+        "self.mambaish_config.mamba2_cache_params.mamba_cache_per_req",
+        "self.mambaish_config.full_attention_layer_ids",
+    ),
+    "is_hybrid_gdn": (
+        "self.is_hybrid_gdn",
+        "self.model_config.hf_config.mamba_cache_per_req",
+        "self.model_config.hf_config.full_attention_layer_ids",
+    ),
+}
+
+
+def _form(ctx: Context) -> tuple[str, str] | None:
+    """The tree's predicate (the first of `_FORMS` it has) and the file it is in."""
+    for name in _FORMS:
+        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
+        if found is not None:
+            return name, found[0].rel
+    return None
+
+
+def _read(ctx: Context, which: int) -> Any:
+    """One of the form's expressions over the flat object (`self`), with the reading's
+    plug-ins (the config object and the predicates above)."""
+    form = _form(ctx)
+    if form is None:
+        return None
+    node = ast.parse(_FORMS[form[0]][which], mode="eval").body
+    return evaluate(ctx.index, form[1], node, ctx.values(ctx.target), ctx.world())
 
 
 def is_mamba(ctx: Context) -> bool:
-    """Does the tree's `mambaish_config` say this model is a hybrid linear-attention one?"""
+    """Does the tree's own predicate say this model is a hybrid linear-attention one?"""
     if "mamba" not in ctx.cache:
-        said = _read(ctx, "self.mambaish_config is not None") if ctx.config_class else False
+        said = _read(ctx, 0) if ctx.config_class else False
         ctx.cache["mamba"] = said is True
     return bool(ctx.cache["mamba"])
 
 
 def state_bytes_per_request(ctx: Context) -> object:
-    """The config's own `mamba2_cache_params.mamba_cache_per_req` (conv + temporal states
-    of every linear-attention layer, at their dtypes' sizes)."""
+    """The config's own `mamba_cache_per_req` (conv + temporal states of every
+    linear-attention layer, at their dtypes' sizes)."""
     if not is_mamba(ctx):
         return None
-    made = _read(ctx, "self.mambaish_config.mamba2_cache_params.mamba_cache_per_req")
+    made = _read(ctx, 1)
     return made if made is not None else Top("mamba_cache_per_req not read")
 
 
@@ -126,9 +155,10 @@ def pool_kind(ctx: Context) -> tuple[str, str] | None:
     """ "KV for N full-attention layers + mamba state cache", and the predicate's place."""
     if not is_mamba(ctx):
         return None
-    full = _read(ctx, "self.mambaish_config.full_attention_layer_ids")
+    full = _read(ctx, 2)
     count = len(full) if isinstance(full, list) else "?"
-    where = anchors(ctx).get("mambaish_config", "")
+    form = _form(ctx)
+    where = anchors(ctx).get(form[0], "") if form is not None else ""
     return f"KV for {count} full-attention layers + mamba state cache", where
 
 

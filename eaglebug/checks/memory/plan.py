@@ -10,7 +10,6 @@ count out of the slack the fraction left. Which shape a tree has is read from it
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,19 +17,17 @@ from typing import Any
 
 from eaglebug.checks.logs.memory import Overheads
 from eaglebug.checks.memory import hybrid as memhybrid
-from eaglebug.checks.memory import unmodelled
+from eaglebug.checks.memory import startup, unmodelled
 from eaglebug.checks.memory.allocation import allocation
 from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.layout import Layout
-from eaglebug.checks.memory.reading import ROOTS, Flat, flat_path
+from eaglebug.checks.memory.reading import ROOTS, Flat, Reading
 from eaglebug.checks.memory.rules import ANCHORS, REQUEST_LIMIT, MemorySources, kept_expression
 from eaglebug.checks.pyeval.machine import Machine
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import UNSET, Instance, Intrinsic, Raised, Top
-from eaglebug.checks.source import syntax
 from eaglebug.checks.source.facts import module_name
-from eaglebug.checks.source.index import TreeIndex, parsed_with
-from eaglebug.checks.source.initfacts import dotted
+from eaglebug.checks.source.index import TreeIndex
 
 
 @dataclass(frozen=True)
@@ -255,6 +252,8 @@ def _mamba(ctx: Context, out: Prediction) -> None:
     found = ctx.site(handler) if handler is not None else None
     if found is not None:
         out.mamba_from = found[0].where
+    else:  # 0.5.3: set in the runner's start-up
+        out.mamba_from = startup.writer(ctx, "max_mamba_cache_size")
 
 
 def _mamba_size(out: Prediction, values: dict[str, object]) -> None:
@@ -269,6 +268,7 @@ def _values(ctx: Context, out: Prediction) -> dict[str, object]:
     values["mem_fraction_static"] = out.fraction
     values["chunked_prefill_size"] = out.chunked_prefill_size
     values["cuda_graph_config.decode.max_bs"] = out.cuda_graph_max_bs
+    startup.apply(ctx, values, out.assumed)  # what the runner sets on its way to the pool
     return values
 
 
@@ -354,48 +354,6 @@ def _configurator(ctx: Context, values: dict[str, object], out: Prediction) -> s
     return name if ctx.has(f"{name}.__init__") else default
 
 
-def _handed_on(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
-    """The arguments after the first (the GPU memory) that the runner's own call of `method`
-    hands it from the server args, as paths of the flat store, positional and by keyword:
-    0.5.3's `self.init_memory_pool(min_per_gpu_memory, server_args.max_running_requests,
-    server_args.max_total_tokens)`, whose parameters default to None where the call is not
-    read. Positional ones up to the first that is not such a path; the rest keep their
-    defaults. Read once per tree: a launch's predictions (one per trial fraction and --tp)
-    each ask."""
-    kept: dict[str, tuple[list[Flat], dict[str, Flat]]] = ctx.index.kept("memory.handed", dict)
-    if method not in kept:
-        kept[method] = _call_arguments(ctx, method)
-    return kept[method]
-
-
-def _call_arguments(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Flat]]:
-    found = ctx.site(method)
-    if found is None or found[1] is None:
-        return [], {}
-    parsed = parsed_with(ctx.index, found[0].rel, f".{method}(")
-    calls = [
-        node
-        for node in (syntax.walk(parsed.tree) if parsed is not None else ())
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == method
-        and dotted(node.func.value) == "self"
-    ]
-    if len(calls) != 1:  # none, or several that may differ: the parameters' defaults
-        return [], {}
-    handed: list[Flat] = []
-    for arg in calls[0].args[1:]:
-        if (path := flat_path(arg)) is None:
-            break
-        handed.append(path)
-    named = {
-        k.arg: path
-        for k in calls[0].keywords
-        if k.arg is not None and (path := flat_path(k.value)) is not None
-    }
-    return handed, named
-
-
 def _stands_for(name: str) -> Callable[[Call], Any]:
     """A configurator class's construction, answered with which class it is."""
     return lambda call: Intrinsic(f"configurator.{name}")
@@ -403,15 +361,16 @@ def _stands_for(name: str) -> Callable[[Call], Any]:
 
 def _pool_059(ctx: Context, out: Prediction) -> None:
     values = _values(ctx, out)
-    handed, named = _handed_on(ctx, "init_memory_pool")
-    pool, env = ctx.run(
-        "init_memory_pool",
-        [out.pre_load_gib, *handed],
-        ctx.target,
-        values,
-        out.avail_after_load_gib,
-        kwargs=dict(named),
-    )
+    handed, named = startup.handed_on(ctx, "init_memory_pool")
+
+    def sized(shape: ModelShape, values: dict[str, object]) -> tuple[Reading, dict[str, object]]:
+        """The runner's own `init_memory_pool`, handed what its caller hands it."""
+        args = [out.pre_load_gib, *handed]
+        return ctx.run(
+            "init_memory_pool", args, shape, values, out.avail_after_load_gib, kwargs=dict(named)
+        )
+
+    pool, env = sized(ctx.target, values)
     out.budget_from = pool.anchor
     out.assumed.extend(pool.assumed)
     _mamba_size(out, env)
@@ -444,13 +403,17 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
     if ctx.draft is not None and ctx.launch.algorithm:
         draft_values = ctx.values(ctx.draft, draft_worker=True, runner=True)
         layers = ctx.draft.nextn_layers or ctx.draft.layers
-        reading, _ = ctx.run("get_cell_size_per_token", [layers], ctx.draft, draft_values)
-        if isinstance(reading.value, int):
-            out.draft_cell_bytes = reading.value
+        if ctx.has("get_cell_size_per_token"):
+            reading, _ = ctx.run("get_cell_size_per_token", [layers], ctx.draft, draft_values)
+            value = reading.value
+        else:  # 0.5.3: the draft's runner works its cell out inside its own pool's sizing
+            reading, _ = sized(ctx.draft, draft_values)
+            sizes = [step.value for step in reading.steps if step.name == "cell_size"]
+            value = sizes[-1] if sizes else None
+        if isinstance(value, int):
+            out.draft_cell_bytes = value
         else:
-            out.unknown.append(
-                f"the draft's cell size not read ({_why(reading.unknown, reading.value)})"
-            )
+            out.unknown.append(f"the draft's cell size not read ({_why(reading.unknown, value)})")
 
 
 def _allocated(ctx: Context, out: Prediction, values: dict[str, object]) -> None:

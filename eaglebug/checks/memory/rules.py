@@ -17,6 +17,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from eaglebug.checks.memory import startup
 from eaglebug.checks.memory.defaults import (
     constructor_defaults,
     field_defaults,
@@ -56,9 +57,10 @@ _FILES = frozenset(
         "configs/hybrid_arch.py",
     }
 )
-# 0.5.9's hybrid predicates: `ModelRunner` properties (`mambaish_config` is
-# `self.mamba2_config or self.hybrid_gdn_config or ...`), kept whole from model_runner.py.
-_RUNNER_PROPERTY_SUFFIX = "_config"
+# The hybrid predicates that are `ModelRunner` properties, kept whole from model_runner.py:
+# 0.5.9's `mambaish_config` (`self.mamba2_config or self.hybrid_gdn_config or ...`), 0.5.3's
+# `is_hybrid_gdn` (the architecture among a list).
+_RUNNER_PROPERTY = re.compile(r"_config$|^is_hybrid_")
 # Where a release sets the runner's request limit outside a function of its own (0.5.9:
 # `self.max_running_requests = min(...)` in `ModelRunner.initialize`): the expression is kept.
 REQUEST_LIMIT = "=max_running_requests"
@@ -76,6 +78,7 @@ _POST_INIT = "ServerArgs.__post_init__"
 _MODEL_CONFIG = "sglang.srt.configs.model_config.ModelConfig"
 _FRACTION_SET = "self.mem_fraction_static ="
 _KV_DTYPE_SET = "self.kv_cache_dtype ="
+_ATTRIBUTE = re.compile(r"\.(\w+)\b")
 _ENV_NAME = re.compile(r"""["'](SGLANG_[A-Z0-9_]+)["']""")
 # Words a file must contain to be parsed at all (a byte-level prefilter).
 _WORD_TEXTS = (
@@ -194,6 +197,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             rewrites = _config_rewrites(parsed.tree, rel, parsed.text)
             found.extend(rewrites)
             always.update(f.qualname for f in rewrites)
+            found.extend(_startup(parsed.tree, rel, lines))
             properties = _runner_properties(parsed.tree, rel, lines)
             found.extend(properties)
             always.update(f.qualname for f in properties)
@@ -222,6 +226,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
     kept.update({REQUEST_LIMIT, RUNNER_DP} | always)
     functions = [f for f in found if f.qualname in kept]
+    functions += _startup_read(found, functions)
     defaults = server_defaults(index)
     for name, value in runner.items():  # the target's runner and model config: what its
         # worker leaves unset
@@ -360,6 +365,34 @@ def _source(qualname: str, node: ast.FunctionDef, rel: str, lines: list[str]) ->
     return FunctionSource(qualname, rel, start, "".join(lines[start - 1 : end]))
 
 
+def _startup(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
+    """The runner's start-up statements that write server-args fields (`startup.py`)."""
+    stops = (*ANCHORS["budget"], "init_memory_pool")
+    return [
+        FunctionSource(f"{startup.STARTUP}{method}:{node.lineno}", rel, node.lineno, text)
+        for method, node in startup.statements(tree, stops)
+        if (text := startup.source_text(node, lines))
+    ]
+
+
+def _startup_read(
+    found: list[FunctionSource], functions: list[FunctionSource]
+) -> list[FunctionSource]:
+    """The start-up statements that write a field the kept arithmetic reads (`.field`)."""
+    read = set(_ATTRIBUTE.findall("\n".join(f.text for f in functions)))
+    out = []
+    for source in found:
+        if not source.qualname.startswith(startup.STARTUP):
+            continue
+        try:
+            statement = ast.parse(source.text).body[0]
+        except (SyntaxError, IndexError):
+            continue
+        if read.intersection(startup.written(statement)):
+            out.append(source)
+    return out
+
+
 def _runner_copies(tree: ast.Module) -> dict[str, str]:
     """`self.x = model_config.y` / `self.x = self.model_config.y` in `ModelRunner` (the first
     of each field): the runner's copies of its model config."""
@@ -379,7 +412,7 @@ def _runner_copies(tree: ast.Module) -> dict[str, str]:
 
 
 def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
-    """`ModelRunner`'s `@property def ..._config` (0.5.9's hybrid predicates)."""
+    """`ModelRunner`'s hybrid predicates (`_RUNNER_PROPERTY`)."""
     out: list[FunctionSource] = []
     for node in tree.body:
         if not (isinstance(node, ast.ClassDef) and node.name == "ModelRunner"):
@@ -387,7 +420,7 @@ def _runner_properties(tree: ast.Module, rel: str, lines: list[str]) -> list[Fun
         for item in node.body:
             if (
                 isinstance(item, ast.FunctionDef)
-                and item.name.endswith(_RUNNER_PROPERTY_SUFFIX)
+                and _RUNNER_PROPERTY.search(item.name)
                 and any(ast.unparse(d) == "property" for d in item.decorator_list)
             ):
                 start = min(d.lineno for d in item.decorator_list)

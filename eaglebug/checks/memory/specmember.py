@@ -13,12 +13,11 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.memory.reading import evaluate
 from eaglebug.checks.pyeval.machine import Machine
-from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import Call
 from eaglebug.checks.pyeval.values import EnumMember, Instance, Intrinsic, Top
-from eaglebug.checks.source.facts import module_name
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 
@@ -28,26 +27,22 @@ _SPEC_MEMBER = "sglang.speculative.member"  # a member of the tree's Speculative
 def member(index: TreeIndex, algorithm: str | None) -> object:
     """The launch's algorithm as the tree's own `SpeculativeAlgorithm.from_string` makes it
     (the `NONE` member without one; its `is_eagle()` and the rest then run from the tree)."""
-    algorithm = algorithm or None
     facts = algorithm_facts(index)
     if facts.source is None:
         return Top("this tree's SpeculativeAlgorithm is not read")
+    try:  # the name server args leave (`NEXTN` is `EAGLE` by the time the runner reads it)
+        name = facts.canonical(algorithm) if algorithm else None
+    except InputError:
+        return Top(f"{algorithm} is not an algorithm of this tree")
     call = ast.parse("SpeculativeAlgorithm.from_string(name)", mode="eval").body
-    found = evaluate(index, facts.source, call, {}, names={"name": algorithm})
+    found = evaluate(index, facts.source, call, {}, names={"name": name})
     if isinstance(found, (EnumMember, Instance)):
         return found
-    if algorithm is not None and facts.predicates:
-        module, _ = module_name(facts.source)
-        cls = Source.of(index).class_val(f"{module}.SpeculativeAlgorithm")
-        try:
-            return EnumMember(cls, facts.canonical(algorithm), None)
-        except Exception:
-            return Top(f"{algorithm} is not an algorithm of this tree")
-    if "NONE" in facts.members and facts.predicates:
-        # No algorithm, and a registry the reading cannot fill (0.5.6: members are
-        # registered at import): the NONE member, whose predicates answer as the tree's
-        # own run of each on each member said (`speculative/algorithms.py`).
-        return Intrinsic(_SPEC_MEMBER, "NONE")
+    # A registry the reading cannot fill (0.5.6-0.5.7: members are registered at import, the
+    # class is no enum): the stand-in member, whose predicates answer as the tree's own run of
+    # each on each member said (`speculative/algorithms.py`).
+    if facts.predicates and (name or "NONE") in facts.members:
+        return Intrinsic(_SPEC_MEMBER, name or "NONE")
     return Top("this tree's SpeculativeAlgorithm is not read")
 
 
