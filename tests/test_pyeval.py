@@ -87,6 +87,46 @@ def test_an_undecided_test_forks_and_merges(tmp_path: Path) -> None:
     assert any("undecided: flag" in note for note in result.assumed)
 
 
+def test_an_undecided_branch_that_changes_nothing_is_not_said(tmp_path: Path) -> None:
+    """0.5.3's `log_info_on_rank0`: `if torch.distributed.is_initialized() and rank == 0:
+    logger.info(msg)` is undecided on every reading, and either way the run goes on with the
+    same state: no verdict rests on it, so `assumed` does not say it. A branch that writes an
+    attribute, binds a name or ends a path is still said, in its place."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        import logging
+        logger = logging.getLogger(__name__)
+        class Box:
+            def __init__(self):
+                self.size = 0
+        def log(flag, msg):
+            if flag:
+                logger.info(msg)
+        def f(flag, other):
+            log(flag, "x")
+            box = Box()
+            if other:
+                box.size = 1
+            y = 0
+            if flag:
+                y = 1
+            if flag:
+                return y
+            return box.size
+    """
+        },
+    )
+    assert run(m, "a", "log", Top("flag"), "m").assumed == ()
+    said = run(m, "a", "f", Top("flag"), Top("other")).assumed
+    assert said == (
+        "sglang/srt/a.py:13: undecided: other (other)",  # an attribute written
+        "sglang/srt/a.py:16: undecided: flag (flag)",  # a name bound
+        "sglang/srt/a.py:18: undecided: flag (flag)",  # a path ended
+    )
+
+
 def test_a_truthy_unknown_decides_a_test(tmp_path: Path) -> None:
     m = machine(
         tmp_path,

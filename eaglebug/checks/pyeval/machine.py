@@ -393,10 +393,14 @@ class Machine:
             if self.guarded(Test(said, reads, True), taken):
                 raise PathEnded  # the branch taken ended this path (inside an undecided one)
             return
-        self.assume(f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})")
+        note, mark = (
+            f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})",
+            len(self.assumed),
+        )
         self.forks += 1
         if self.forks > self.budget.forks:
             raise Exhausted(f"more than {self.budget.forks} undecided branches")
+        before = dict(frame.locals)
         heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
         narrow(self, test, True)
         ended_body = self.guarded(Test(text, reads, False), body)
@@ -404,6 +408,12 @@ class Machine:
         self.heap, frame.locals, frame.local_reads = heap, local, local_reads
         narrow(self, test, False)
         ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
+        # A branch whose two ways leave the same state (a log line on rank 0) decides
+        # nothing the run goes on with: no verdict rests on it, so it is not said.
+        quiet = not (ended_body or ended_else or body_state[0].owned or self.heap.owned)
+        quiet = quiet and _same(body_state[1], before) and _same(frame.locals, before)
+        if not quiet and note not in self.assumed:
+            self.assumed.insert(mark, note)
         if ended_body and ended_else:
             raise PathEnded
         if ended_body:  # only the else path goes on: the rest of the function assumes it
@@ -480,3 +490,8 @@ Factory = Callable[[], Machine]
 
 # What callers import from here: the machine and what they agree on with it.
 __all__ = ["Call", "Machine", "Observer", "PathEnded", "Policy", "Result", "Returned", "Stopped"]
+
+
+def _same(locals_: dict[str, Any], before: dict[str, Any]) -> bool:
+    """The same names bound to the very same values (a path that bound nothing anew)."""
+    return locals_.keys() == before.keys() and all(locals_[k] is v for k, v in before.items())
