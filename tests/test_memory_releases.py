@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from eaglebug.checks.logs.memory import Overheads
+from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import CONFIG_REWRITE, memory_sources
@@ -329,3 +330,16 @@ def test_053_reads_the_drafts_cell_in_its_own_pool_sizing(
     assert "not_read" not in got and "incomplete" not in found.message, found.message
     assert got["draft_kv_cell_bytes"] == 8 * 128 * 1 * 2 * 2  # KV heads x dim x layer x K,V x 2
     assert got["kv_cell_bytes"] == 8 * 128 * 32 * 2 * 2  # the target's 32 layers, bfloat16
+
+
+def test_a_config_registry_outside_utils_is_read(sglang_053: Path, tmp_path: Path) -> None:
+    """0.5.2 keeps `_CONFIG_REGISTRY` in `sglang/srt/hf_transformers_utils.py`, 0.5.3 on under
+    `utils/`: the registry is looked for under `utils/` first, then anywhere in `srt/`, so
+    Qwen3-Next's own config class is found either way (0.5.2 said "pool size not read": its
+    config had no `mamba_cache_per_req`). Here 0.5.3's file moved where 0.5.2 had it."""
+    root = copy_tree(sglang_053, tmp_path / "tree")
+    srt = root / "sglang" / "srt"
+    (srt / "utils" / "hf_transformers_utils.py").rename(srt / "hf_transformers_utils.py")
+    found = model_objects(TreeIndex(locate(str(root)), use_cache=False), QWEN3_NEXT_80B)
+    assert found.qualname == "sglang.srt.configs.qwen3_next.Qwen3NextConfig"
+    assert found.registry_from.startswith("sglang/srt/hf_transformers_utils.py:")

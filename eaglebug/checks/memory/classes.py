@@ -1,8 +1,9 @@
 """The config class the audited tree registers for a model's `model_type`.
 
-SGLang loads a config.json into its own class where it registers one (`_CONFIG_REGISTRY`,
-`utils/hf_transformers_utils.py` in 0.5.9, `utils/hf_transformers/common.py` in 0.5.23); the
-hybrid-model predicates test for those classes, and the state sizes are their properties. The
+SGLang loads a config.json into its own class where it registers one (`_CONFIG_REGISTRY`:
+`srt/hf_transformers_utils.py` in 0.5.2, `utils/hf_transformers_utils.py` in 0.5.9,
+`utils/hf_transformers/common.py` in 0.5.23); the hybrid-model predicates test for those
+classes, and the state sizes are their properties. The
 registry's class names are read with `ast`; a byte search of `configs/` for the quoted
 `model_type` finds the module that defines the class. The evaluator then makes the object from
 config.json with the class's own `__init__` (`memory/hybrid.py`). A tree answer per model_type.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 from eaglebug.checks.source import syntax
 from eaglebug.checks.source.classfacts import class_string
@@ -61,8 +63,17 @@ def _parsed_with(index: TreeIndex, folder: str, word: bytes) -> Iterator[tuple[s
 
 
 def _registry(index: TreeIndex) -> tuple[set[str], str]:
-    """The class names `_CONFIG_REGISTRY` is built from, and where."""
-    for rel, parsed in _parsed_with(index, "sglang/srt/utils/", _REGISTRY):
+    """The class names `_CONFIG_REGISTRY` is built from, and where: under `utils/` (0.5.3
+    on), else anywhere in `srt/` (0.5.2's `srt/hf_transformers_utils.py`)."""
+    utils = "sglang/srt/utils/"
+    for rel, parsed in chain(
+        _parsed_with(index, utils, _REGISTRY),
+        (
+            (r, p)
+            for r, p in _parsed_with(index, "sglang/srt/", _REGISTRY)
+            if not r.startswith(utils)
+        ),
+    ):
         names: set[str] = set()
         line = 0
         for node in syntax.statements(parsed.tree):
