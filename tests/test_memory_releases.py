@@ -10,13 +10,16 @@ releases') uses the tests' published config (`tests/memconfigs.py`).
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eaglebug.checks.logs.memory import Overheads
+from eaglebug.checks.memory import startup
 from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
@@ -343,3 +346,38 @@ def test_a_config_registry_outside_utils_is_read(sglang_053: Path, tmp_path: Pat
     found = model_objects(TreeIndex(locate(str(root)), use_cache=False), QWEN3_NEXT_80B)
     assert found.qualname == "sglang.srt.configs.qwen3_next.Qwen3NextConfig"
     assert found.registry_from.startswith("sglang/srt/hf_transformers_utils.py:")
+
+
+def test_the_start_up_is_followed_in_the_runners_order_to_the_pool() -> None:
+    """`startup.statements` walks `__init__`, enters each `self.<method>()` where it is
+    called, keeps the statements writing server-args fields, and ends at the pool's call;
+    a field the same statement also sets on the runner (0.5.9's `configure_kv_cache_dtype`:
+    `self.kv_cache_dtype = torch...` beside `self.server_args.kv_cache_dtype = "fp8_e4m3"`)
+    is not one the flat store could hold, so it is not taken."""
+    tree = ast.parse(
+        textwrap.dedent(
+            """
+            class ModelRunner:
+                def __init__(self, server_args):
+                    self.server_args = server_args
+                    server_args.a = 1
+                    self.initialize()
+                    server_args.after = 3
+                def initialize(self):
+                    if self.server_args.kv_cache_dtype == "auto":
+                        self.kv_cache_dtype = 1
+                        self.server_args.kv_cache_dtype = "fp8_e4m3"
+                    self.adjust()
+                    self.init_memory_pool(1)
+                    self.server_args.too_late = 4
+                def adjust(self):
+                    if self.flag:
+                        self.server_args.b = 2
+            """
+        )
+    )
+    found = startup.statements(tree, ("init_memory_pool",))
+    assert [(method, startup.written(node)) for method, node in found] == [
+        ("__init__", ["a"]),
+        ("adjust", ["b"]),
+    ]

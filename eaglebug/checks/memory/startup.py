@@ -39,20 +39,24 @@ _OWNERS = ("server_args", "self.server_args")
 
 
 def written(statement: ast.AST) -> list[str]:
-    """The server-args fields `statement` assigns (`self.server_args.x = ...`), in order."""
-    out: list[str] = []
+    """The server-args fields `statement` assigns (`self.server_args.x = ...`), in order; not
+    one it also assigns on the runner itself (0.5.9's `self.kv_cache_dtype = torch...` beside
+    `self.server_args.kv_cache_dtype = "fp8_e4m3"`): the flat store holds one value a name."""
+    server: list[str] = []
+    runner: set[str] = set()
     for node in ast.walk(statement):
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
         for target in targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and ast.unparse(target.value) in _OWNERS
-                and target.attr not in out
-            ):
-                out.append(target.attr)
-    return out
+            if not isinstance(target, ast.Attribute):
+                continue
+            owner = ast.unparse(target.value)
+            if owner == "self":
+                runner.add(target.attr)
+            elif owner in _OWNERS and target.attr not in server:
+                server.append(target.attr)
+    return [name for name in server if name not in runner]
 
 
 def statements(tree: ast.Module, stops: Sequence[str]) -> list[tuple[str, ast.stmt]]:
