@@ -21,7 +21,7 @@ import pytest
 from eaglebug.checks.logs.memory import Overheads
 from eaglebug.checks.memory import startup
 from eaglebug.checks.memory.classes import model_objects
-from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.fit import GIB, MIB, Context, Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import CONFIG_REWRITE, memory_sources
 from eaglebug.checks.source.index import TreeIndex
@@ -381,3 +381,25 @@ def test_the_start_up_is_followed_in_the_runners_order_to_the_pool() -> None:
         ("__init__", ["a"]),
         ("adjust", ["b"]),
     ]
+
+
+def test_a_draft_token_count_the_launch_leaves_is_the_trees_default(index_041: TreeIndex) -> None:
+    """Before 0.5 `--speculative-num-draft-tokens` has a default in `ServerArgs` itself (64
+    in 0.4.1, 8 in 0.4.3) and no resolution sets it: the store held the launch's None over
+    it, and 0.4.3's pool headroom (`max_num_reqs * speculative_num_draft_tokens`) was "not
+    read" for any NEXTN launch that did not give the flag. A value given wins."""
+    shape = model_shape(
+        json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text()), None
+    )
+    assert not isinstance(shape, str)
+    sources = memory_sources(index_041)
+    gpu = Gpu(H100_MIB * MIB, H100_MIB * MIB)
+    left = Context(index_041, sources, MemoryLaunch("m", algorithm="EAGLE"), shape, None, gpu)
+    given = MemoryLaunch("m", algorithm="EAGLE", speculative_num_draft_tokens=16)
+    assert left.values(shape)["speculative_num_draft_tokens"] == 64
+    assert (
+        Context(index_041, sources, given, shape, None, gpu).values(shape)[
+            "speculative_num_draft_tokens"
+        ]
+        == 16
+    )

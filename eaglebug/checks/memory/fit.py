@@ -243,10 +243,13 @@ class Context:
             "enable_unified_memory": False,
             "speculative_algorithm": algorithm,
             "spec_algorithm": self.spec_member(),
-            "speculative_num_draft_tokens": launch.speculative_num_draft_tokens,
             **{  # given or resolved; else the tree's default stands
                 name: value
-                for name in ("speculative_num_steps", "speculative_eagle_topk")
+                for name in (
+                    "speculative_num_steps",
+                    "speculative_eagle_topk",
+                    "speculative_num_draft_tokens",
+                )
                 if (value := getattr(launch, name)) is not None
             },
             "model_path": launch.model_path,
