@@ -7,8 +7,8 @@ PyPI, or those named with `--releases`; fetched once into the tests' release cac
 seed preflight's settings (8 x H200, sm90) for each launch shape below: a dense model with an
 EAGLE-3 draft and top-k 4, gpt-oss with an EAGLE-3 draft, Qwen3-Next with and without NEXTN,
 DeepSeek-V3 with DP attention and MTP, DeepSeek-V3.2 with NEXTN, an FP8 KV cache with page
-size 16. The model folders are the tests' configs (`tests/memconfigs.py`, every key the
-memory check reads). A row is printed for each launch whose findings say something was not
+size 16, the seed launch (Kimi-K2.5 with its EAGLE-3 draft), a STANDALONE draft. The model folders are the tests' configs (`tests/memconfigs.py`, `tests/configs.py`:
+every key the memory check reads). A row is printed for each launch whose findings say something was not
 read (`details.not_read`, "incomplete", "not read"), and for each run that failed outright.
 
 A benchmark of coverage, not of time: exit 0 whatever is unread, 1 when a preflight crashes or
@@ -56,6 +56,16 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "llama-fp8kv-page16": (
         "llama", ("--tp", "2", "--kv-cache-dtype", "fp8_e4m3", "--page-size", "16")
     ),
+    "kimi-eagle3": (  # the seed launch: a wrapper class with an EAGLE-3 draft
+        "kimi",
+        ("--tp", "8", "--speculative-algorithm", "EAGLE3",
+         "--speculative-draft-model-path", "{kimi-eagle3}", "--trust-remote-code"),
+    ),
+    "llama-standalone": (  # a whole small model as the draft
+        "llama",
+        ("--tp", "1", "--speculative-algorithm", "STANDALONE",
+         "--speculative-draft-model-path", "{llama-eagle3}"),
+    ),
 }  # fmt: skip
 _UNREAD = re.compile(r"not read|incomplete|could not")
 
@@ -63,7 +73,7 @@ _UNREAD = re.compile(r"not read|incomplete|could not")
 def _models(folder: Path) -> dict[str, Path]:
     sys.path.insert(0, str(REPO))
     from tests import memconfigs as m
-    from tests.configs import write_model
+    from tests.configs import kimi_k25, kimi_k25_eagle3, write_model
 
     made = {
         "llama": (m.LLAMA31_8B, m.LLAMA31_8B_BYTES),
@@ -72,6 +82,8 @@ def _models(folder: Path) -> dict[str, Path]:
         "qwen3next": (m.QWEN3_NEXT_80B, m.QWEN3_NEXT_80B_BYTES),
         "dsv3": (m.DEEPSEEK_V3, m.DEEPSEEK_V3_BYTES),
         "dsv32": (m.DEEPSEEK_V32, m.DEEPSEEK_V3_BYTES),
+        "kimi": (kimi_k25(), 594_000_000_000),
+        "kimi-eagle3": (kimi_k25_eagle3(), None),
     }
     return {
         name: write_model(folder / name, config, total_size=size)
