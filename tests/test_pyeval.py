@@ -113,6 +113,9 @@ def test_an_undecided_branch_that_changes_nothing_is_not_said(tmp_path: Path) ->
             if flag:
                 y = 1
             if flag:
+                if other:
+                    raise ValueError(y)
+            if flag:
                 return y
             return box.size
     """
@@ -123,7 +126,9 @@ def test_an_undecided_branch_that_changes_nothing_is_not_said(tmp_path: Path) ->
     assert said == (
         "sglang/srt/a.py:13: undecided: other (other)",  # an attribute written
         "sglang/srt/a.py:16: undecided: flag (flag)",  # a name bound
-        "sglang/srt/a.py:18: undecided: flag (flag)",  # a path ended
+        "sglang/srt/a.py:18: undecided: flag (flag)",  # a raise that may happen under it
+        "sglang/srt/a.py:19: undecided: other (other)",
+        "sglang/srt/a.py:21: undecided: flag (flag)",  # a path ended
     )
 
 

@@ -51,6 +51,7 @@ from eaglebug.checks.pyeval.state import (
     Write,
     merge_heaps,
     merge_locals,
+    same_bindings,
     source_text,
 )
 from eaglebug.checks.pyeval.values import (
@@ -400,7 +401,7 @@ class Machine:
         self.forks += 1
         if self.forks > self.budget.forks:
             raise Exhausted(f"more than {self.budget.forks} undecided branches")
-        before = dict(frame.locals)
+        before, raised = dict(frame.locals), len(self.raised)
         heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
         narrow(self, test, True)
         ended_body = self.guarded(Test(text, reads, False), body)
@@ -409,9 +410,13 @@ class Machine:
         narrow(self, test, False)
         ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
         # A branch whose two ways leave the same state (a log line on rank 0) decides
-        # nothing the run goes on with: no verdict rests on it, so it is not said.
+        # nothing the run goes on with: no verdict rests on it, so it is not said. A raise
+        # that may happen under it is something.
         quiet = not (ended_body or ended_else or body_state[0].owned or self.heap.owned)
-        quiet = quiet and _same(body_state[1], before) and _same(frame.locals, before)
+        quiet = quiet and len(self.raised) == raised
+        quiet = (
+            quiet and same_bindings(body_state[1], before) and same_bindings(frame.locals, before)
+        )
         if not quiet and note not in self.assumed:
             self.assumed.insert(mark, note)
         if ended_body and ended_else:
@@ -490,8 +495,3 @@ Factory = Callable[[], Machine]
 
 # What callers import from here: the machine and what they agree on with it.
 __all__ = ["Call", "Machine", "Observer", "PathEnded", "Policy", "Result", "Returned", "Stopped"]
-
-
-def _same(locals_: dict[str, Any], before: dict[str, Any]) -> bool:
-    """The same names bound to the very same values (a path that bound nothing anew)."""
-    return locals_.keys() == before.keys() and all(locals_[k] is v for k, v in before.items())

@@ -246,3 +246,8 @@ class Call:
         frame = self.frame
         line = self.node.lineno if self.node is not None else 0
         return f"{frame.rel}:{line}" if frame is not None else f"<call>:{line}"
+
+
+def same_bindings(locals_: dict[str, Any], before: dict[str, Any]) -> bool:
+    """The same names bound to the very same values (a path that bound nothing anew)."""
+    return locals_.keys() == before.keys() and all(locals_[k] is v for k, v in before.items())
