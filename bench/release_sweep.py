@@ -61,10 +61,10 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("--tp", "8", "--speculative-algorithm", "EAGLE3",
          "--speculative-draft-model-path", "{kimi-eagle3}", "--trust-remote-code"),
     ),
-    "llama-standalone": (  # a whole small model as the draft
+    "llama-standalone": (  # a whole model as the draft (the same one: the shape is the point)
         "llama",
         ("--tp", "1", "--speculative-algorithm", "STANDALONE",
-         "--speculative-draft-model-path", "{llama-eagle3}"),
+         "--speculative-draft-model-path", "{llama}"),
     ),
 }  # fmt: skip
 _UNREAD = re.compile(r"not read|incomplete|could not")

@@ -4,8 +4,9 @@ The launch is real: Llama-3.1-8B-Instruct on one H100 in SGLang's docs CI (0.4.1
 whose log printed the free memory, the weights and the pool SGLang sized
 (tests/fixtures/memory/launches22/launches.json, with its source). The prediction is made the
 way `diagnose --sglang` makes it: the launch's flags, the measured free memory and weights.
-Qwen3-Next on 0.5.3 and 0.5.7 (whose runner and speculative enum read unlike the newer
-releases') uses the tests' published config (`tests/memconfigs.py`).
+The other launches (Qwen3-Next, Llama-3.1-8B with an EAGLE-3 draft, on releases whose runner,
+config registry and speculative enum read unlike the newer ones') use the tests' published
+configs (`tests/memconfigs.py`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.machine import Machine, Observer, Policy, Result
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import Deeper
-from eaglebug.checks.pyeval.values import OneOf, Top, truth
+from eaglebug.checks.pyeval.values import UNSET, OneOf, Top, truth
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 
@@ -91,7 +91,8 @@ def test_an_undecided_branch_that_changes_nothing_is_not_said(tmp_path: Path) ->
     """0.5.3's `log_info_on_rank0`: `if torch.distributed.is_initialized() and rank == 0:
     logger.info(msg)` is undecided on every reading, and either way the run goes on with the
     same state: no verdict rests on it, so `assumed` does not say it. A branch that writes an
-    attribute, binds a name or ends a path is still said, in its place."""
+    attribute, binds a name, may raise or ends a path is still said, in its place, and so is
+    any where the observer hears what the run does (a call site)."""
     m = machine(
         tmp_path,
         {
@@ -129,6 +130,15 @@ def test_an_undecided_branch_that_changes_nothing_is_not_said(tmp_path: Path) ->
         "sglang/srt/a.py:18: undecided: flag (flag)",  # a raise that may happen under it
         "sglang/srt/a.py:19: undecided: other (other)",
         "sglang/srt/a.py:21: undecided: flag (flag)",  # a path ended
+    )
+
+    class Sites(Observer):  # hears each call: a call under the branch is something
+        def on_call(self, call: Any) -> Any:
+            return UNSET
+
+    heard = Machine(m.source, Intrinsics(), observer=Sites())
+    assert run(heard, "a", "log", Top("flag"), "m").assumed == (
+        "sglang/srt/a.py:8: undecided: flag (flag)",
     )
 
 

@@ -363,11 +363,11 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
     values = _values(ctx, out)
     handed, named = startup.handed_on(ctx, "init_memory_pool")
 
-    def sized(shape: ModelShape, values: dict[str, object]) -> tuple[Reading, dict[str, object]]:
-        """The runner's own `init_memory_pool`, handed what its caller hands it."""
+    def sized(shape: ModelShape, store: dict[str, object]) -> tuple[Reading, dict[str, object]]:
+        """The runner's own `init_memory_pool` on `store`, handed what its caller hands it."""
         args = [out.pre_load_gib, *handed]
         return ctx.run(
-            "init_memory_pool", args, shape, values, out.avail_after_load_gib, kwargs=dict(named)
+            "init_memory_pool", args, shape, store, out.avail_after_load_gib, kwargs=dict(named)
         )
 
     pool, env = sized(ctx.target, values)

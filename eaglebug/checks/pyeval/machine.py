@@ -41,6 +41,7 @@ from eaglebug.checks.pyeval.protocol import (
     Returned,
     Stopped,
     Thrown,
+    hears_events,
 )
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import (
@@ -409,14 +410,13 @@ class Machine:
         self.heap, frame.locals, frame.local_reads = heap, local, local_reads
         narrow(self, test, False)
         ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
-        # A branch whose two ways leave the same state (a log line on rank 0) decides
-        # nothing the run goes on with: no verdict rests on it, so it is not said. A raise
-        # that may happen under it is something.
+        # A branch whose two ways leave the same state (a log line on rank 0) decides nothing
+        # the run goes on with, unless a raise may happen under it or the observer hears what
+        # the run does there (a call site): no verdict rests on it, so it is not said.
         quiet = not (ended_body or ended_else or body_state[0].owned or self.heap.owned)
-        quiet = quiet and len(self.raised) == raised
-        quiet = (
-            quiet and same_bindings(body_state[1], before) and same_bindings(frame.locals, before)
-        )
+        quiet = quiet and len(self.raised) == raised and not hears_events(self.observer)
+        unbound = same_bindings(body_state[1], before) and same_bindings(frame.locals, before)
+        quiet = quiet and unbound
         if not quiet and note not in self.assumed:
             self.assumed.insert(mark, note)
         if ended_body and ended_else:

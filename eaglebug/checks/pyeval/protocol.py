@@ -70,6 +70,16 @@ class Observer:
         """A binary operation evaluated (the layer walk watches divisions by group sizes)."""
 
 
+# The hooks that hear what a run does beyond the state it leaves (a call site, a store on an
+# unknown object, a statement reached): a branch that only does such things is not idle.
+_EVENTS = ("on_store", "on_statement", "on_call", "on_return", "on_binop")
+
+
+def hears_events(observer: Observer) -> bool:
+    """Does `observer` override a hook of `_EVENTS`?"""
+    return any(getattr(type(observer), name) is not getattr(Observer, name) for name in _EVENTS)
+
+
 class PathEnded(Exception):
     """This path returned or raised inside an undecided branch: its branch ended."""
 
