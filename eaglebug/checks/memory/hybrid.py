@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eaglebug.checks.memory.reading import evaluate
 from eaglebug.checks.pyeval import objects
 from eaglebug.checks.pyeval.machine import Machine
-from eaglebug.checks.pyeval.values import FuncVal, Instance, Top, is_known
+from eaglebug.checks.pyeval.values import FunctionSite, FuncVal, Instance, Top, is_known
 
 if TYPE_CHECKING:
     from eaglebug.checks.memory.fit import Context
@@ -39,7 +39,7 @@ def register(ctx: Context, m: Machine, obj: Instance) -> None:
     m.heap.path_classes[(obj.oid, _CONFIG)] = cls
     _from_config(m, obj, config)
     for name in HYBRID:
-        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
+        found = _predicate(ctx, name)
         if found is None:
             continue
         site, owner = found
@@ -86,14 +86,10 @@ def _nested(flat: dict[str, object]) -> dict[str, object]:
     }
 
 
-def anchors(ctx: Context) -> dict[str, str]:
-    """Where each of the tree's hybrid predicates is, by name."""
-    out: dict[str, str] = {}
-    for name in HYBRID:
-        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
-        if found is not None:
-            out[name] = found[0].where
-    return out
+def _predicate(ctx: Context, name: str) -> tuple[FunctionSite, str | None] | None:
+    """A hybrid predicate of the tree: a function of the model config (0.5.23) or a property
+    of `ModelRunner` (0.5.3, 0.5.9), and the class it is a method of."""
+    return ctx.site(name) or ctx.site(f"ModelRunner.{name}")
 
 
 # The tree's own predicate of a hybrid linear-attention model, with the expressions (over the
@@ -115,12 +111,12 @@ _FORMS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _form(ctx: Context) -> tuple[str, str] | None:
-    """The tree's predicate (the first of `_FORMS` it has) and the file it is in."""
+def _form(ctx: Context) -> tuple[str, FunctionSite] | None:
+    """The tree's predicate (the first of `_FORMS` it has) and where it is."""
     for name in _FORMS:
-        found = ctx.site(name) or ctx.site(f"ModelRunner.{name}")
+        found = _predicate(ctx, name)
         if found is not None:
-            return name, found[0].rel
+            return name, found[0]
     return None
 
 
@@ -131,7 +127,7 @@ def _read(ctx: Context, which: int) -> Any:
     if form is None:
         return None
     node = ast.parse(_FORMS[form[0]][which], mode="eval").body
-    return evaluate(ctx.index, form[1], node, ctx.values(ctx.target), ctx.world())
+    return evaluate(ctx.index, form[1].rel, node, ctx.values(ctx.target), ctx.world())
 
 
 def is_mamba(ctx: Context) -> bool:
@@ -158,7 +154,7 @@ def pool_kind(ctx: Context) -> tuple[str, str] | None:
     full = _read(ctx, 2)
     count = len(full) if isinstance(full, list) else "?"
     form = _form(ctx)
-    where = anchors(ctx).get(form[0], "") if form is not None else ""
+    where = form[1].where if form is not None else ""
     return f"KV for {count} full-attention layers + mamba state cache", where
 
 
