@@ -174,6 +174,7 @@ def memory_sources(index: TreeIndex) -> MemorySources:
 
 def _memory_sources(index: TreeIndex) -> MemorySources:
     found: list[FunctionSource] = []
+    start_up: list[tuple[FunctionSource, list[str]]] = []  # `_startup`, kept where read
     runner: dict[str, object] = {}
     copies: dict[str, str] = {}
     env_read: set[str] = set()
@@ -197,7 +198,7 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
             rewrites = _config_rewrites(parsed.tree, rel, parsed.text)
             found.extend(rewrites)
             always.update(f.qualname for f in rewrites)
-            found.extend(_startup(parsed.tree, rel, lines))
+            start_up = _startup(parsed.tree, rel, lines)
             properties = _runner_properties(parsed.tree, rel, lines)
             found.extend(properties)
             always.update(f.qualname for f in properties)
@@ -226,7 +227,8 @@ def _memory_sources(index: TreeIndex) -> MemorySources:
     kept = _reachable(found, calls, [e for e in entries.values() if e] + list(_ALSO))
     kept.update({REQUEST_LIMIT, RUNNER_DP} | always)
     functions = [f for f in found if f.qualname in kept]
-    functions += _startup_read(found, functions)
+    read = set(_ATTRIBUTE.findall("\n".join(f.text for f in functions)))
+    functions += [source for source, fields in start_up if read.intersection(fields)]
     defaults = server_defaults(index)
     for name, value in runner.items():  # the target's runner and model config: what its
         # worker leaves unset
@@ -365,32 +367,20 @@ def _source(qualname: str, node: ast.FunctionDef, rel: str, lines: list[str]) ->
     return FunctionSource(qualname, rel, start, "".join(lines[start - 1 : end]))
 
 
-def _startup(tree: ast.Module, rel: str, lines: list[str]) -> list[FunctionSource]:
-    """The runner's start-up statements that write server-args fields (`startup.py`)."""
+def _startup(
+    tree: ast.Module, rel: str, lines: list[str]
+) -> list[tuple[FunctionSource, list[str]]]:
+    """The runner's start-up statements that write server-args fields (`startup.py`), each
+    with those fields; kept where the arithmetic reads one of them (`.field`)."""
     stops = (*ANCHORS["budget"], "init_memory_pool")
     return [
-        FunctionSource(f"{startup.STARTUP}{method}:{node.lineno}", rel, node.lineno, text)
+        (
+            FunctionSource(f"{startup.STARTUP}{method}:{node.lineno}", rel, node.lineno, text),
+            startup.written(node),
+        )
         for method, node in startup.statements(tree, stops)
         if (text := startup.source_text(node, lines))
     ]
-
-
-def _startup_read(
-    found: list[FunctionSource], functions: list[FunctionSource]
-) -> list[FunctionSource]:
-    """The start-up statements that write a field the kept arithmetic reads (`.field`)."""
-    read = set(_ATTRIBUTE.findall("\n".join(f.text for f in functions)))
-    out = []
-    for source in found:
-        if not source.qualname.startswith(startup.STARTUP):
-            continue
-        try:
-            statement = ast.parse(source.text).body[0]
-        except (SyntaxError, IndexError):
-            continue
-        if read.intersection(startup.written(statement)):
-            out.append(source)
-    return out
 
 
 def _runner_copies(tree: ast.Module) -> dict[str, str]:
