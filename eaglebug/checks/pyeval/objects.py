@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
     from eaglebug.checks.source.classes import ClassRef
 
-_MISSING: Any = MISSING
 _DECORATED = {"property": "property", "cached_property": "property", "staticmethod": "static",
               "classmethod": "class"}  # fmt: skip
 
@@ -61,8 +60,8 @@ def resolve(m: Machine, module: str, name: str, hops: int = 0) -> Any:
 
 
 def _resolve(m: Machine, module: str, name: str, hops: int) -> Any:
-    given = m.intrinsics.values.get(f"{module}.{name}", _MISSING)
-    if given is not _MISSING:  # a plug-in's value wins over the tree's (a lazy singleton)
+    given = m.intrinsics.values.get(f"{module}.{name}", MISSING)
+    if given is not MISSING:  # a plug-in's value wins over the tree's (a lazy singleton)
         return given
     lazy = m.source.lazy_function(module, name)
     if lazy is not None:  # a plain module function: no parse until it runs
@@ -159,7 +158,7 @@ def attribute(m: Machine, owner: Any, attr: str, where: str) -> Any:
     if isinstance(owner, OneOf):
         return one_of((attribute(m, v, attr, where) for v in owner.values), m.budget.alternatives)
     found = lookup(m, owner, attr, where)
-    if found is _MISSING:
+    if found is MISSING:
         if isinstance(owner, Instance) and owner.oid in m.heap.tracked:
             key = owner.key(attr)
             m.reads.add(key)
@@ -169,14 +168,14 @@ def attribute(m: Machine, owner: Any, attr: str, where: str) -> Any:
 
 
 def lookup(m: Machine, owner: Any, attr: str, where: str) -> Any:
-    """`owner.attr`, or `_MISSING` when the object certainly has no such attribute."""
+    """`owner.attr`, or `MISSING` when the object certainly has no such attribute."""
     if owner is None and not attr.startswith("__"):
-        return _MISSING  # None has no attributes of its own (`getattr(None, "x", d)` is d)
+        return MISSING  # None has no attributes of its own (`getattr(None, "x", d)` is d)
     if isinstance(owner, Instance):
         return _instance_attribute(m, owner, attr, where)
     if isinstance(owner, ClassVal):
         found = class_attribute(m, owner, None, attr, where)
-        if found is _MISSING and owner.ref is None:
+        if found is MISSING and owner.ref is None:
             return Top(f"{where}: {owner.qualname}.{attr} is outside the tree")
         return found
     if isinstance(owner, EnumMember):
@@ -222,14 +221,14 @@ def _instance_attribute(m: Machine, obj: Instance, attr: str, where: str) -> Any
         classes = [c for c in (running, *m.heap.roles.get(obj.oid, ())) if c is not None]
     for cls in dict.fromkeys(classes):
         found = class_attribute(m, cls, obj, attr, where)
-        if found is not _MISSING:
+        if found is not MISSING:
             return found
     if m.heap.is_closed(obj.oid, obj.path):
-        return _MISSING
+        return MISSING
     if obj.oid in m.heap.flat and not obj.path:
         for cls in dict.fromkeys(classes):
             found = flat.missing_field(m, cls, obj, attr, where)
-            if found is not _MISSING:
+            if found is not MISSING:
                 return found
     return Top(f"{where}: {_kind(obj)}.{attr} is not known")
 
@@ -256,7 +255,7 @@ def class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str
             return m.intrinsics.values[qualname]
         if m.intrinsics.handler(qualname) is not None:
             return Intrinsic(qualname, bound)  # a plug-in's method, bound to the object
-        return _MISSING
+        return MISSING
     order, outside = m.source.mro(cls.ref)
     for ref in order:
         site = m.source.method(ref, attr)
@@ -275,7 +274,7 @@ def class_attribute(m: Machine, cls: ClassVal, bound: Any, attr: str, where: str
         handler = m.intrinsics.handler(f"{base}.{attr}")
         if handler is not None:
             return Intrinsic(f"{base}.{attr}", bound)
-    return _MISSING
+    return MISSING
 
 
 def _class_value(m: Machine, ref: ClassRef, attr: str, node: ast.expr) -> Any:
@@ -302,7 +301,7 @@ def class_body_name(m: Machine, ref: ClassRef, name: str, where: str) -> Any:
     """A name of a class body read further down the same body (`ALL = (DECODE, PREFILL)`)."""
     node = m.source.class_attribute(ref, name)
     if node is None:
-        return _MISSING
+        return MISSING
     value = _class_value(m, ref, name, node)
     return value.value if isinstance(value, EnumMember) else value
 
