@@ -38,7 +38,7 @@ from tests.memconfigs import (
 )
 from tests.test_mambapools import STATE_TP4
 from tests.test_memory import H200, details, memory, one
-from tests.test_mempools import copy_tree, edit
+from tests.test_mempools import copy_tree, edited_index
 
 FIXTURES = Path(__file__).parent / "fixtures/memory/launches22"
 H100_MIB = 81559  # an H100 80GB HBM3 as NVML reports it
@@ -299,14 +299,13 @@ def test_053_reads_the_mamba_cache_its_runner_sizes_at_start_up(
 def test_053_the_start_up_read_is_the_trees_own(sglang_053: Path, tmp_path: Path) -> None:
     """The same launch on a copy of 0.5.3 whose start-up keeps 256 requests' state, not 512:
     the cache follows the tree, not a number eaglebug holds."""
-    root = copy_tree(sglang_053, tmp_path / "tree")
-    runner = root / "sglang" / "srt" / "model_executor" / "model_runner.py"
-    edit(
-        runner,
+    index = edited_index(
+        sglang_053,
+        tmp_path / "tree",
+        "model_executor/model_runner.py",
         "self.server_args.max_mamba_cache_size = 512",
         "self.server_args.max_mamba_cache_size = 256",
     )
-    index = TreeIndex(locate(str(root)), use_cache=False)
     model = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
     got = details(one(memory(index, "--model-path", str(model), "--tp", "4", gpu=H200)))
     assert got["mamba_cache_requests"] == 256

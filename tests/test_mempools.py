@@ -104,14 +104,13 @@ def test_a_parallel_field_the_launch_lacks_stays_unread(sglang_0519: Path, tmp_p
     """The same configurator reading a width the launch's figures do not hold: the field is
     still the view, its width unknown, and the finding says the limit was not read and why
     instead of a `max_running_requests=None` that looks like SGLang's own."""
-    root = copy_tree(sglang_0519, tmp_path / "tree")
-    configurator = root / "sglang" / "srt" / "mem_cache" / "kv_cache_configurator.py"
-    edit(
-        configurator,
+    index = edited_index(
+        sglang_0519,
+        tmp_path / "tree",
+        "mem_cache/kv_cache_configurator.py",
         "requested_per_worker = max_num_reqs // self.ps.attn_dp_size",
         "requested_per_worker = max_num_reqs // self.ps.attn_dp_width",
     )
-    index = TreeIndex(locate(str(root)), use_cache=False)
     model = write_model(tmp_path / "v3", DEEPSEEK_V3, total_size=DEEPSEEK_V3_BYTES)
     flags = ("--model-path", str(model), *DP8, "--max-running-requests", "1024")
     found = one(memory(index, *flags, gpu=H200))
@@ -204,6 +203,14 @@ def edit(path: Path, old: str, new: str) -> None:
     assert old in text, f"{path}: {old!r} not found"
     path.unlink()  # a new file: the release's own (linked) copy stays as it was
     path.write_text(text.replace(old, new, 1))
+
+
+def edited_index(release: Path, dest: Path, rel: str, old: str, new: str) -> TreeIndex:
+    """The index of a `copy_tree` copy of `release` with one change (`edit`) to its file `rel`
+    (under `sglang/srt/`)."""
+    root = copy_tree(release, dest)
+    edit(root / "sglang" / "srt" / rel, old, new)
+    return TreeIndex(locate(str(root)), use_cache=False)
 
 
 def predict_on(
