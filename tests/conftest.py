@@ -55,6 +55,7 @@ sglang_0523 = _release_tree("sglang_0523", "0.5.23")
 
 index_041 = _release_index("index_041", "sglang_041post7")
 index_053 = _release_index("index_053", "sglang_053")
+index_057 = _release_index("index_057", "sglang_057")
 index_059 = _release_index("index_059", "sglang_059")
 index_0510 = _release_index("index_0510", "sglang_0510")
 index_0519 = _release_index("index_0519", "sglang_0519")

@@ -102,14 +102,13 @@ def test_a_tree_without_the_fraction_anchor_says_so(index_041: TreeIndex) -> Non
     assert said and "ServerArgs.__post_init__" in said[0]
 
 
-def test_057_reads_the_layer_lists_the_runner_writes_back(sglang_057: Path) -> None:
+def test_057_reads_the_layer_lists_the_runner_writes_back(index_057: TreeIndex) -> None:
     """0.5.7's `load_model` rewrites `model_config.full_attention_layer_ids` (the config's list
     cut to the runner's layers; empty where the config has none) before the pool reads it: the
     tree's own expression is kept and run, so a dense model is read completely."""
-    index = TreeIndex(locate(str(sglang_057)), use_cache=False)
-    kept = [f for f in memory_sources(index).functions if f.qualname.startswith(CONFIG_REWRITE)]
+    kept = [f for f in memory_sources(index_057).functions if f.qualname.startswith(CONFIG_REWRITE)]
     assert {f.qualname for f in kept} >= {"=model_config.full_attention_layer_ids"}
-    made, _ = _llama_on_h100(index)
+    made, _ = _llama_on_h100(index_057)
     assert made.unknown == []
     assert made.kv_cell_bytes == 131072  # 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
     assert made.max_total_num_tokens is not None
@@ -141,20 +140,21 @@ def test_online_fp8_is_said_not_modelled(index_041: TreeIndex) -> None:
     assert notes(MemoryLaunch("m", quantization="fp8"), Overheads(78.0, 8.5)) == []
 
 
-def test_piecewise_graphs_after_the_pool_need_no_note(sglang_057: Path) -> None:
+def test_piecewise_graphs_after_the_pool_need_no_note(index_057: TreeIndex) -> None:
     """0.5.7 captures its piecewise CUDA graphs after `init_memory_pool` (in `initialize`):
     they come out of the slack the fraction leaves, which the arithmetic already has, so no
     note, whatever the launch says of them."""
     from eaglebug.checks.memory.unmodelled import unmodelled
 
-    index = TreeIndex(locate(str(sglang_057)), use_cache=False)
-    assert unmodelled(index).piecewise_before_pool is None
+    assert unmodelled(index_057).piecewise_before_pool is None
     config = json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text())
     shape = model_shape(config, None)
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", piecewise_cuda_graph=True)
     gpu = Gpu(H100_MIB * MIB, 78 * GIB)
-    made = predict(index, memory_sources(index), launch, shape, None, gpu, Weights(15 * GIB, 0))
+    made = predict(
+        index_057, memory_sources(index_057), launch, shape, None, gpu, Weights(15 * GIB, 0)
+    )
     assert not [a for a in made.assumed if "piecewise" in a]
 
 
@@ -254,17 +254,16 @@ def test_piecewise_graphs_before_the_pool_are_said(sglang_057: Path, tmp_path: P
     assert assumed(index, {"enable_piecewise_cuda_graph": False}, None, None, False, False) == []
 
 
-def test_057_a_registry_algorithm_is_the_trees_member(sglang_057: Path, tmp_path: Path) -> None:
+def test_057_a_registry_algorithm_is_the_trees_member(index_057: TreeIndex, tmp_path: Path) -> None:
     """0.5.7's `SpeculativeAlgorithm` is no enum: its members are registered at import by a
     metaclass, so `from_string` cannot be run and `is_none()` (`self is
     SpeculativeAlgorithm.NONE`) could not be decided: Qwen3-Next with NEXTN said "pool size not
     read (OneOf...)". The launch's member now answers each predicate as the tree's own run of it
     said: the draft tokens' mamba state is reserved, and the pool is the speculative one."""
-    index = TreeIndex(locate(str(sglang_057)), use_cache=False)
     model = write_model(tmp_path / "qn", QWEN3_NEXT_80B, total_size=QWEN3_NEXT_80B_BYTES)
     launch = ("--model-path", str(model), "--tp", "4", "--max-running-requests", "48")
-    plain = one(memory(index, *launch, gpu=H200))
-    nextn = one(memory(index, *launch, "--speculative-algorithm", "NEXTN", gpu=H200))
+    plain = one(memory(index_057, *launch, gpu=H200))
+    nextn = one(memory(index_057, *launch, "--speculative-algorithm", "NEXTN", gpu=H200))
     assert "incomplete" not in nextn.message, nextn.message
     got, base = details(nextn), details(plain)
     assert got["mamba_cache_requests"] < base["mamba_cache_requests"]
