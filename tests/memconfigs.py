@@ -180,3 +180,32 @@ QWEN3_NEXT_80B: dict[str, Any] = {
 }
 # 80B parameters in bfloat16 (the repository's safetensors index: 162 GB)
 QWEN3_NEXT_80B_BYTES = 162_000_000_000
+
+# google/gemma-3-27b-it, https://huggingface.co/google/gemma-3-27b-it/blob/main/config.json:
+# its text config as NVIDIA/TensorRT-LLM's tests keep the file's layout
+# (tests/unittest/_torch/modeling/test_modeling_gemma3.py, GEMMA3_27B_CONFIG, shrunk there to
+# 6 layers and a window of 4), with the published 62 layers and window of 1024 (Lightning-AI/
+# litgpt litgpt/config.py, "Gemma-3-27b-it"). Like the published file it names no context
+# length: transformers' Gemma3TextConfig supplies max_position_embeddings (131072), and
+# `save_pretrained` leaves a value equal to the class default out of config.json.
+GEMMA3_27B: dict[str, Any] = {
+    "architectures": ["Gemma3ForConditionalGeneration"],
+    "model_type": "gemma3",
+    "text_config": {
+        "head_dim": 128,
+        "hidden_size": 5376,
+        "intermediate_size": 21504,
+        "model_type": "gemma3_text",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 62,
+        "num_key_value_heads": 16,
+        "query_pre_attn_scalar": 168,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "sliding_window": 1024,
+    },
+    "torch_dtype": "bfloat16",
+    "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 27},
+}
+# keras-team/keras-hub keras_hub/src/models/gemma3/gemma3_presets.py, "gemma3_instruct_27b":
+# 27,432,062,576 parameters, in bfloat16.
+GEMMA3_27B_BYTES = 27_432_062_576 * 2

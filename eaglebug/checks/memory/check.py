@@ -302,16 +302,15 @@ def check_memory(inputs: MemoryInputs) -> list[Finding]:
     return findings
 
 
-def _no_budget(inputs: MemoryInputs, p: Prediction, numbers: str, context: int) -> Finding:
+def _no_budget(inputs: MemoryInputs, p: Prediction, numbers: str, context: int | None) -> Finding:
     options: list[Option] = []
-    fraction = _fraction_for(inputs, max(context, 1))
+    fraction = _fraction_for(inputs, max(context or 1, 1))
     viable = _fraction_for(inputs, 1)
     if fraction is not None or viable is not None:
         value = fraction if fraction is not None else viable
+        full = f"one full {context}-token request" if context else "one request"
         room = (
-            f"room for one full {context}-token request"
-            if fraction is not None
-            else f"some KV cache, but less than one {context}-token request"
+            f"room for {full}" if fraction is not None else f"some KV cache, but less than {full}"
         )
         slack_gib = inputs.gpu.total_bytes / GIB * (1 - (value or 0))
         options.append(
@@ -321,7 +320,7 @@ def _no_budget(inputs: MemoryInputs, p: Prediction, numbers: str, context: int) 
                 f"{room}; {slack_gib:.1f} GiB per GPU left for CUDA graphs and activations",
             )
         )
-    tp = _larger_tp(inputs, max(context, 1))
+    tp = _larger_tp(inputs, max(context or 1, 1))
     if tp is not None:
         split = FlagFix("--tp", str(tp), f"the weights split over {tp} GPUs")
         # A fraction that leaves less than the tree's own reserve trades this error for an

@@ -289,7 +289,15 @@ class Context:
             "spec_aux_config.dflash_draft_num_layers": None,
             "post_capture_kv_active": False,
             "model_config.is_multimodal": shape.multimodal,
-            "model_config.context_len": shape.context_len,
+            "model_config.context_len": (
+                shape.context_len
+                if shape.context_len is not None
+                else Top(
+                    "config.json names no context length (max_position_embeddings or another "
+                    "key SGLang's get_context_length reads): the one transformers' config class "
+                    "gives it is not read"
+                )
+            ),
             "model_config.head_dim": shape.head_dim,
             "model_config.v_head_dim": shape.v_head_dim,
             "model_config.kv_lora_rank": shape.kv_lora_rank,

@@ -76,13 +76,14 @@ def memory_findings(
         )
     assert target.config is not None
     context = number("--context-length")
-    shape = model_shape(target.config, int(context) if context else None)
+    rules = configchecks.context_rules(index)
+    shape = model_shape(target.config, int(context) if context else None, rules)
     if isinstance(shape, str):
         return _skip(f"memory check skipped: the target's {shape}")
     draft_shape = None
     draft_bytes = 0
     if draft is not None and draft.config is not None:
-        made = model_shape(draft.config, None)
+        made = model_shape(draft.config, None, rules)
         draft_shape = made if not isinstance(made, str) else None
         draft_bytes = configchecks.weights_bytes(draft.path)[0] or 0
 

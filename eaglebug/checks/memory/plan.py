@@ -397,9 +397,13 @@ def _pool_059(ctx: Context, out: Prediction) -> None:
         profiled = [s.value for s in pool.steps if s.name == "max_total_num_tokens"]
         if profiled and isinstance(profiled[0], int):
             out.kv_gib = profiled[0] * out.kv_cell_bytes / GIB
-    reqs = [s for s in pool.steps if s.name == "max_num_reqs" and isinstance(s.value, int)]
-    if reqs and isinstance(reqs[-1].value, int):
-        out.max_running_requests = _request_limit(ctx, env, tokens, reqs[-1].value)
+    reqs = [s for s in pool.steps if s.name == "max_num_reqs"]
+    known = [s.value for s in reqs if isinstance(s.value, int)]
+    if known:
+        out.max_running_requests = _request_limit(ctx, env, tokens, known[-1])
+    elif reqs:  # said as `_pool` says it for a configurator's tree
+        why = _why(pool.unknown, reqs[-1].value)
+        out.unknown.append(f"max_running_requests not read ({why})")
     if ctx.draft is not None and ctx.launch.algorithm:
         draft_values = ctx.values(ctx.draft, draft_worker=True, runner=True)
         layers = ctx.draft.nextn_layers or ctx.draft.layers

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from eaglebug.checks.models.checks import DEFAULT_CONTEXT, ContextRules, derived_context_length
+
 # torch element sizes of the dtypes a --kv-cache-dtype or a config's torch_dtype names.
 DTYPE_BYTES = {
     "float32": 4,
@@ -47,7 +49,7 @@ class ModelShape:
     v_head_dim: int
     kv_lora_rank: int | None
     rope_dim: int | None
-    context_len: int
+    context_len: int | None  # None: config.json names no context length (see `model_shape`)
     dtype_bytes: int
     nextn_layers: int | None
     multimodal: bool
@@ -68,8 +70,15 @@ def _int(config: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShape | str:
-    """The shape of a model from its config.json, or why it cannot be had."""
+def model_shape(
+    config: Mapping[str, Any], context_len: int | None, rules: ContextRules = DEFAULT_CONTEXT
+) -> ModelShape | str:
+    """The shape of a model from its config.json, or why it cannot be had. `context_len`: the
+    launch's `--context-length`; else SGLang's `get_context_length` of the config, by the
+    tree's `rules` (its keys, scaled by plain rope scaling: a Gemma-3 text config's linear
+    factor 8 counts). A config that names none of those keys (transformers' config class
+    supplies the length, and `save_pretrained` leaves a class default out of config.json:
+    Gemma-3's) has no length here, not a guess."""
     text = config
     for key in ("text_config", "language_config", "llm_config"):
         if isinstance(config.get(key), dict):
@@ -88,7 +97,7 @@ def model_shape(config: Mapping[str, Any], context_len: int | None) -> ModelShap
         head_dim = (_int(text, "qk_rope_head_dim") or 0) + (_int(text, "qk_nope_head_dim") or 0)
         v_head_dim = _int(text, "v_head_dim") or head_dim
     dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
-    length = context_len or _int(text, "max_position_embeddings") or 0
+    length = context_len if context_len is not None else derived_context_length(config, rules)
     return ModelShape(
         layers=layers,
         kv_heads=kv_heads,

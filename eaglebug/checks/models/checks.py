@@ -63,6 +63,10 @@ class ContextRules:
     source: str | None  # where it was read from: file:line of SGLang's refusal
 
 
+# The keys and the variable of the releases read so far, for a reading without a tree.
+DEFAULT_CONTEXT = ContextRules(_DEFAULT_CONTEXT_KEYS, _DEFAULT_CONTEXT_ENV, None, None)
+
+
 def context_rules(index: TreeIndex) -> ContextRules:
     """How this tree derives and guards the context length (a tree answer)."""
     return index.answer("context_rules", ContextRules, lambda: _context_rules(index))
