@@ -24,7 +24,8 @@ from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.flags import serve_front_end, server_flags
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
-from tests.configs import eagle3, llama
+from tests.configs import eagle3, llama, write_model
+from tests.memconfigs import GPT_OSS_120B
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEEPSEEK_V3: dict[str, Any] = json.loads(
@@ -271,6 +272,20 @@ def test_spec_v2_needs_topk_one_on_059(check: Check) -> None:
     assert refusals(check("0.5.9", *flags)) == []  # EnvBool(False): off unless set
     in_front = ("SGLANG_ENABLE_SPEC_V2=1", "python", "-m", "sglang.launch_server")
     assert len(refusals(check("0.5.9", *flags, command=in_front))) == 1
+
+
+def test_a_message_over_several_lines_is_shown_on_one(check: Check, tmp_path: Path) -> None:
+    """0.5.23 refuses gpt-oss without a backend it lists, in a message of several lines (one
+    a backend): the report shows it on one, not with the escaped newlines of a terminal-safe
+    line. (The tree reads the architecture from the checkpoint at --model-path.)"""
+    from eaglebug.cli.view import evidence_lines
+
+    model = write_model(tmp_path / "gpt-oss", GPT_OSS_120B)
+    [finding] = refusals(check("0.5.23", "--model-path", str(model), target=GPT_OSS_120B))
+    message = evidence(finding).sglang_message or ""
+    assert "backends\n- Prefill: None\n- Decode: None" in message  # as the tree writes it
+    [said] = [x.text for x in evidence_lines(finding) if x.text.startswith("SGLang says:")]
+    assert said.endswith("but got the following backends - Prefill: None - Decode: None")
 
 
 @pytest.mark.parametrize("version", ["0.5.14", "0.5.22", "0.5.23"])

@@ -82,7 +82,10 @@ def evidence_lines(f: Finding) -> list[Line]:
     if isinstance(f.evidence, RuntimeEvidence):
         lines += _runtime_lines(f.evidence)
     if isinstance(f.evidence, ConfigEvidence) and f.evidence.sglang_message:
-        lines.append(Line(f"SGLang says: {f.evidence.sglang_message}", "dim"))
+        # one line: SGLang's own message may span several (a list of backends, one a line),
+        # which the terminal-safe text would show as literal "\n"s
+        said = " ".join(part.strip() for part in f.evidence.sglang_message.splitlines())
+        lines.append(Line(f"SGLang says: {said.strip()}", "dim"))
     return lines
 
 
