@@ -7,8 +7,12 @@ PyPI, or those named with `--releases`; fetched once into the tests' release cac
 seed preflight's settings (8 x H200, sm90) for each launch shape below: a dense model with an
 EAGLE-3 draft and top-k 4, gpt-oss with an EAGLE-3 draft, Qwen3-Next with and without NEXTN,
 DeepSeek-V3 with DP attention and MTP, DeepSeek-V3.2 with NEXTN, an FP8 KV cache with page
-size 16, the seed launch (Kimi-K2.5 with its EAGLE-3 draft), a STANDALONE draft. The model folders are the tests' configs (`tests/memconfigs.py`, `tests/configs.py`:
-every key the memory check reads). A row is printed for each launch whose findings say something was not
+size 16, the seed launch (Kimi-K2.5 with its EAGLE-3 draft), a STANDALONE draft, Qwen3-30B-A3B
+(MoE) and Qwen3-8B (top-k 8) with EAGLE-3 drafts, GLM-4.5-Air drafting with its own MTP
+layer, Llama-4-Scout (a vision-language wrapper) with an EAGLE-3 draft, Gemma-3-27B (sliding
+window layers). The model folders are the tests' configs (`tests/memconfigs.py`,
+`tests/configs.py`: every key the memory check reads) and published ones kept for the sweep
+(`sweep_models.py`). A row is printed for each launch whose findings say something was not
 read (`details.not_read`, "incomplete", "not read"), and for each run that failed outright.
 
 A benchmark of coverage, not of time: exit 0 whatever is unread, 1 when a preflight crashes or
@@ -66,12 +70,39 @@ SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("--tp", "1", "--speculative-algorithm", "STANDALONE",
          "--speculative-draft-model-path", "{llama}"),
     ),
+    "qwen3moe-eagle3": (  # an MoE target, a draft with a shorter context (SpecForge's)
+        "qwen3moe",
+        ("--tp", "2", "--speculative-algorithm", "EAGLE3",
+         "--speculative-draft-model-path", "{qwen3moe-eagle3}", "--speculative-num-steps", "3",
+         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"),
+    ),
+    "qwen3-8b-eagle3-topk8": (
+        "qwen3-8b",
+        ("--tp", "1", "--speculative-algorithm", "EAGLE3",
+         "--speculative-draft-model-path", "{qwen3-8b-eagle3}", "--speculative-num-steps", "5",
+         "--speculative-eagle-topk", "8", "--speculative-num-draft-tokens", "32"),
+    ),
+    "glm45air-mtp": (  # the target's own MTP layer as the draft (no weight size: no memory)
+        "glm45air",
+        ("--tp", "4", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"),
+    ),
+    "llama4-eagle3": (  # a vision-language wrapper class as the target (no weight size)
+        "llama4",
+        ("--tp", "8", "--speculative-algorithm", "EAGLE3",
+         "--speculative-draft-model-path", "{llama4-eagle3}", "--context-length", "2048"),
+    ),
+    "gemma3-ctx32k": (  # sliding-window layers; its config names no context length
+        "gemma3", ("--tp", "2", "--context-length", "32768")
+    ),
 }  # fmt: skip
 _UNREAD = re.compile(r"not read|incomplete|could not")
 
 
 def _models(folder: Path) -> dict[str, Path]:
     sys.path.insert(0, str(REPO))
+    import sweep_models as s
+
     from tests import memconfigs as m
     from tests.configs import kimi_k25, kimi_k25_eagle3, write_model
 
@@ -84,6 +115,14 @@ def _models(folder: Path) -> dict[str, Path]:
         "dsv32": (m.DEEPSEEK_V32, m.DEEPSEEK_V3_BYTES),
         "kimi": (kimi_k25(), 594_000_000_000),
         "kimi-eagle3": (kimi_k25_eagle3(), None),
+        "gemma3": (m.GEMMA3_27B, m.GEMMA3_27B_BYTES),
+        "qwen3moe": (s.QWEN3_30B_A3B, s.QWEN3_30B_A3B_BYTES),
+        "qwen3moe-eagle3": (s.QWEN3_30B_A3B_EAGLE3, None),
+        "qwen3-8b": (s.QWEN3_8B, s.QWEN3_8B_BYTES),
+        "qwen3-8b-eagle3": (s.QWEN3_8B_EAGLE3, None),
+        "glm45air": (s.GLM45_AIR, None),
+        "llama4": (s.LLAMA4_SCOUT, None),
+        "llama4-eagle3": (s.LLAMA4_EAGLE3, None),
     }
     return {
         name: write_model(folder / name, config, total_size=size)
