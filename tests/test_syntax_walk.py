@@ -88,3 +88,34 @@ def test_hand_built_nodes_and_every_syntax_form() -> None:
         "for l in m:\n    n = 9\n"
     )
     assert _same(nested) and len(list(syntax.statements(nested))) == 14
+
+
+_SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def _over_is_the_walk_pruned(tree: ast.AST, text: str, name: str) -> int:
+    """`walk_over` yields, in `walk`'s order, `walk`'s nodes whose lines (or none, for a
+    node without a position) include one that spells `name`, and each node named `name`."""
+    lines = syntax.lines_with(text, name)
+    assert list(lines) == [i for i, line in enumerate(text.splitlines(), 1) if name in line]
+    # (contexts and operators are shared objects, met all over the tree: left out)
+    ours = [id(n) for n in syntax.walk_over(tree, lines) if not isinstance(n, _SHARED)]
+    kept = set(ours)
+    assert ours == [id(n) for n in syntax.walk(tree) if id(n) in kept]  # walk's order
+    named = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    assert all(id(n) in kept for n in named)
+    return len(named)
+
+
+def test_the_pruned_walk_keeps_every_node_its_lines_name(sglang_0523: Path) -> None:
+    """The memory check's reading of the flags the tree hands on as variables walks only the
+    statements that name `envs` or `environ` (`memory/envflags.py`)."""
+    rel = "sglang/srt/server_args.py"
+    text = (sglang_0523 / rel).read_text()
+    tree = ast.parse(text)
+    assert _over_is_the_walk_pruned(tree, text, "envs") >= 4
+    small = "x = [\n    envs.A.get(),\n]\nclass K:\n    def f(self):\n        return 1\n"
+    small += "    def g(self):\n        envs.B.set(\n            self.b)\n"
+    assert _over_is_the_walk_pruned(ast.parse(small), small, "envs") == 2
+    pruned = {type(n).__name__ for n in syntax.walk_over(ast.parse(small), (2, 9))}
+    assert "Return" not in pruned and "Constant" not in pruned  # `f`'s body was not walked

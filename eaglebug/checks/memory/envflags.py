@@ -29,7 +29,13 @@ def _flag_env(index: TreeIndex) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for rel in sorted(flag_files(index)):
         parsed = parsed_with(index, rel, "envs.", "os.environ[")
-        for node in syntax.walk(parsed.tree) if parsed is not None else []:
+        if parsed is None:
+            continue
+        # Both spellings name `envs` or `environ` on a line of the statement: the statements
+        # without either (nearly all of a server-args file) are not walked.
+        for node in syntax.walk_over(
+            parsed.tree, syntax.lines_with(parsed.text, "envs", "environ")
+        ):
             handed = _handed_to_env(node)
             if handed is not None:
                 field, variable = handed

@@ -9,6 +9,7 @@ field of every node, each node a child of its field or of its field's list, in t
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
 
@@ -25,6 +26,55 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             try:
                 value = getattr(node, name)
             except AttributeError:  # an optional field a hand-built node never set
+                continue
+            if isinstance(value, _AST):
+                put(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, _AST):
+                        put(item)
+        yield node
+
+
+def lines_with(text: str, *needles: str) -> tuple[int, ...]:
+    """The (1-based) numbers of the lines of `text` that hold any of `needles`, in order."""
+    at = sorted(i for needle in needles for i in _finds(text, needle))
+    found: list[int] = []
+    line, counted = 1, 0
+    for i in at:
+        line += text.count("\n", counted, i)
+        counted = i
+        if not found or found[-1] != line:
+            found.append(line)
+    return tuple(found)
+
+
+def _finds(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + len(needle))
+
+
+def walk_over(node: ast.AST, lines: tuple[int, ...]) -> Iterator[ast.AST]:
+    """`walk(node)`'s nodes, in its order, without those whose lines hold none of `lines`
+    (sorted; nor anything under them): for a reader that looks for a node spelt with a given
+    name, each of `lines_with` that name, so it walks the few statements that can hold one
+    rather than a whole server-args file. A node without a position (a module, an operator,
+    an argument list) is walked into."""
+    todo = deque([node])
+    take, put = todo.popleft, todo.append
+    while todo:
+        node = take()
+        start = getattr(node, "lineno", None)
+        if start is not None:
+            first = bisect_left(lines, start)  # the first of `lines` at or after the start
+            if first == len(lines) or lines[first] > (getattr(node, "end_lineno", None) or start):
+                continue
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
                 continue
             if isinstance(value, _AST):
                 put(value)
