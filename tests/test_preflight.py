@@ -368,6 +368,27 @@ def test_context_length_longer_than_the_targets_own_is_an_error(
     assert only(with_id(allowed, "config.context_length")).severity == "info"
 
 
+def test_a_target_config_without_a_context_length_is_a_warning(
+    index_059: TreeIndex, tmp_path: Path
+) -> None:
+    """Gemma-3's published config names no context length (transformers' config class supplies
+    it, unread here): the draft's shorter one is said as a warning resting on that unknown,
+    with the two ways around it; --context-length within the draft's, or the variable, leave
+    nothing to say."""
+    config = llama()
+    del config["max_position_embeddings"]
+    target, draft = pair(tmp_path, config, eagle3(max_position_embeddings=2048))
+    finding = only(with_id(run(index_059, *spec_pair(target, draft)), "config.context_length"))
+    assert finding.severity == "warning" and finding.role == "draft"
+    assert "names no context length" in finding.message and "(2048)" in finding.message
+    fix = finding.fix.text() if finding.fix else ""
+    assert "--context-length 2048" in fix and ENV_VAR in fix
+    within = run(index_059, *spec_pair(target, draft, "--context-length", "2048"))
+    assert with_id(within, "config.context_length") == []
+    allowed = run(index_059, *spec_pair(target, draft), environ={ENV_VAR: "1"})
+    assert with_id(allowed, "config.context_length") == []
+
+
 @pytest.mark.parametrize(
     ("rope_scaling", "target_len"),
     [

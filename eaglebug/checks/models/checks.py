@@ -171,10 +171,12 @@ def check_context_length(
                 ),
             )
         )
-    if draft is None or effective is None:
+    if draft is None:
         return findings
     draft_len = derived_context_length(draft, rules)
-    if draft_len is None or effective <= draft_len:
+    if effective is None and draft_len is not None and not allowed:
+        findings.append(_unknown_target_length(draft_len, rules))
+    if effective is None or draft_len is None or effective <= draft_len:
         return findings
     sglang_says = None
     if rules.message:
@@ -228,6 +230,40 @@ def check_context_length(
         )
     )
     return findings
+
+
+def _unknown_target_length(draft_len: int, rules: ContextRules) -> Finding:
+    """The target's config.json names no context length (transformers' config class supplies
+    one, which is not read: `save_pretrained` leaves a class default out, as Gemma-3's does):
+    SGLang compares it with the draft's all the same, so the draft's shorter length is said,
+    as a warning resting on the unknown, not an error on a guess."""
+    keys = ", ".join(rules.keys)
+    return Finding(
+        id="config.context_length",
+        severity="warning",
+        message=(
+            f"the target's config.json names no context length ({keys}), so the one its "
+            f"transformers config class supplies is not read; if it is longer than the draft's "
+            f"({draft_len}), SGLang refuses to start after loading the target"
+        ),
+        role="draft",
+        attribute="max_position_embeddings",
+        fix=Choice(
+            (
+                FlagFix(
+                    "--context-length",
+                    str(draft_len),
+                    f"keeps the draft inside its trained range; the server then rejects "
+                    f"prompts longer than {draft_len} tokens",
+                ),
+                EnvFix(rules.env_var, "1", "lets SGLang start with the target's longer context"),
+            )
+        ),
+        evidence=ConfigEvidence.of(
+            {"target_context_length": None, "draft_max_position_embeddings": draft_len},
+            read_from=rules.source,
+        ),
+    )
 
 
 def _eagle_config(draft: Mapping[str, Any]) -> Mapping[str, Any]:
