@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -27,10 +27,12 @@ from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
 from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.logs.memory import MemoryLog
+from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.launch import GpuFigures, memory_findings
 from eaglebug.checks.models import auxlayers
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models import draft_checks as draftchecks
+from eaglebug.checks.models.classdefaults import with_class_defaults
 from eaglebug.checks.models.draft_arch import draft_mode_class, first_architecture
 from eaglebug.checks.models.source import ModelSource, is_repo_id, resolve_model
 from eaglebug.checks.source.external import ExternalPackage, ignored_package
@@ -218,10 +220,13 @@ def preflight(
     algorithm_name = flags.text("--speculative-algorithm")
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
-    target = resolve_model(model_path, env, flags.text("--revision"))
+    target = _with_class_defaults(index, resolve_model(model_path, env, flags.text("--revision")))
     draft_given = flags.text("--speculative-draft-model-path")
     draft = (
-        resolve_model(draft_given, env, flags.text("--speculative-draft-model-revision"))
+        _with_class_defaults(
+            index,
+            resolve_model(draft_given, env, flags.text("--speculative-draft-model-revision")),
+        )
         if draft_given
         else None
     )
@@ -344,6 +349,27 @@ def preflight(
     index.save()
     result.findings = sort_findings(findings)
     return result
+
+
+def _with_class_defaults(index: TreeIndex, source: ModelSource) -> ModelSource:
+    """The model's config as transformers builds it where it leaves a key to its config
+    class (`models/classdefaults.py`); a model type the tree registers a class of its own
+    for (`_CONFIG_REGISTRY`) keeps config.json as it is."""
+    if source.config is None:
+        return source
+    supplied = with_class_defaults(
+        source.config,
+        index.tree.root,
+        lambda model_type: bool(model_objects(index, {"model_type": model_type}).qualname),
+    )
+    if not supplied.keys:
+        return source
+    return replace(
+        source,
+        config=supplied.config,
+        class_defaults=supplied.keys,
+        class_defaults_from=supplied.read_from,
+    )
 
 
 def _loaded_per_gpu(

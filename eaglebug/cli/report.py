@@ -162,6 +162,13 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
         if source is not None:
             where = f"{source.path} ({source.how})" if source.found else source.how
             console.print(f"[dim]{role}: {escape(source.given)} -> {escape(str(where))}[/]")
+            if source.class_defaults:
+                n = len(source.class_defaults)
+                console.print(
+                    f"[dim]  {n} key{'s' if n > 1 else ''} config.json leaves out, read from its "
+                    f"transformers config class: {escape(', '.join(source.class_defaults_from))} "
+                    "(--json lists them)[/]"
+                )
     if result.launch.env_additions:
         env = " ".join(f"{k}={v}" for k, v in result.launch.env_additions.items())
         console.print(f"[dim]env: {escape(env)}[/]")

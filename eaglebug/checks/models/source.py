@@ -23,13 +23,25 @@ class ModelSource:
     how: str  # "local folder" | "Hugging Face cache (<rev>)" | why it was not found
     config: dict[str, Any] | None = None
     revision: str | None = None  # the launch's --revision (or the draft's), if it gave one
+    # The keys config.json leaves out that its transformers config class gives, and where that
+    # class is (`classdefaults.py`): `config` holds them.
+    class_defaults: tuple[str, ...] = ()
+    class_defaults_from: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:
         return self.path is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"given": self.given, "path": str(self.path) if self.path else None, "how": self.how}
+        out: dict[str, Any] = {
+            "given": self.given,
+            "path": str(self.path) if self.path else None,
+            "how": self.how,
+        }
+        if self.class_defaults:
+            out["class_defaults"] = list(self.class_defaults)
+            out["class_defaults_from"] = list(self.class_defaults_from)
+        return out
 
 
 def hub_cache(environ: Mapping[str, str]) -> Path:

@@ -1,0 +1,183 @@
+"""What transformers' config class gives the keys a model's config.json leaves out.
+
+Why: `save_pretrained` writes only what differs from the model's config class, so a published
+config.json may name no context length, vocabulary or window at all (Gemma-3's text config
+names none of the three), while SGLang reads them from the object transformers builds, the
+class's defaults filled in. Where the audited SGLang's environment holds transformers (its
+folder beside `sglang/`), the class is the one transformers' own `CONFIG_MAPPING_NAMES`
+(`models/auto/configuration_auto.py`) names for the config's `model_type` (and for each
+sub-config's, `text_config`'s), found by its `class` line among transformers' configuration
+modules; each `__init__` parameter with a literal default that `__init__` keeps as it is
+(`self.x = x`) fills the key config.json leaves out. Read with `ast`, never imported. A model
+type SGLang builds with a config class of its own is left alone (`own`), as is a default that
+is not a literal or that `__init__` transforms: those stay unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.contract.limits import SOURCE_FILE_BYTES
+
+_AUTO = "transformers/models/auto/configuration_auto.py"
+_SUB_CONFIGS = ("text_config", "language_config", "llm_config")
+
+
+@dataclass(frozen=True)
+class Supplied:
+    """A config with the class defaults it left out, and which keys those were, from where."""
+
+    config: dict[str, Any]
+    keys: tuple[str, ...] = ()  # "text_config.max_position_embeddings"
+    read_from: tuple[str, ...] = ()  # "transformers/models/gemma3/configuration_gemma3.py:91"
+
+
+def with_class_defaults(
+    config: Mapping[str, Any], root: Path, own: Callable[[str], bool]
+) -> Supplied:
+    """`config` with what transformers' config classes give the keys it leaves out; `root`:
+    the folder holding `sglang/` (and transformers, where installed); `own(model_type)`: does
+    SGLang build that type with a config class of its own?"""
+    merged = dict(config)
+    keys: list[str] = []
+    where: list[str] = []
+    parts: list[tuple[str, dict[str, Any]]] = [("", merged)]
+    for name in _SUB_CONFIGS:
+        if isinstance(merged.get(name), dict):
+            merged[name] = dict(merged[name])
+            parts.append((f"{name}.", merged[name]))
+    for prefix, part in parts:
+        model_type = part.get("model_type")
+        if not isinstance(model_type, str) or own(model_type):
+            continue
+        found = _defaults(str(root), model_type)
+        if found is None:
+            continue
+        defaults, read_from = found
+        missing = {k: v for k, v in defaults.items() if k not in part}
+        if missing:
+            part.update(missing)
+            keys += [f"{prefix}{k}" for k in sorted(missing)]
+            where.append(read_from)
+    return Supplied(merged, tuple(keys), tuple(where)) if keys else Supplied(dict(config))
+
+
+def _defaults(root: str, model_type: str) -> tuple[dict[str, Any], str] | None:
+    """The class's kept literal defaults and where the class is, or None (no transformers
+    here, no such type, a class not found)."""
+    auto = _parse(Path(root) / _AUTO)
+    if auto is None:
+        return None
+    name = _mapping(auto, "CONFIG_MAPPING_NAMES").get(model_type)
+    if name is None:
+        return None
+    # Where transformers keeps the type's module (its own table of exceptions, else the type's
+    # name) is only looked in first: the class is known by its `class` line.
+    folder = _mapping(auto, "SPECIAL_MODEL_TYPE_TO_MODULE_NAME").get(
+        model_type, model_type.replace("-", "_")
+    )
+    found = _class_file(root, name, folder)
+    if found is None:
+        return None
+    rel, tree = found
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return _kept_defaults(node), f"{rel}:{node.lineno}"
+    return None
+
+
+def _mapping(tree: ast.Module, name: str) -> dict[str, str]:
+    """A module-level `NAME = OrderedDict([(key, value), ...])` of strings, as written."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        named = any(isinstance(t, ast.Name) and t.id == name for t in targets)
+        if named and isinstance(value, ast.Call) and value.args:
+            try:
+                pairs = ast.literal_eval(value.args[0])
+            except (ValueError, SyntaxError, TypeError):
+                return {}
+            return {k: v for k, v in pairs if isinstance(k, str) and isinstance(v, str)}
+    return {}
+
+
+def _class_file(root: str, name: str, folder: str) -> tuple[str, ast.Module] | None:
+    """The configuration module of transformers that defines `class <name>(`, parsed."""
+    needle = f"\nclass {name}(".encode()
+    models = Path(root) / "transformers" / "models"
+    likely = sorted(models.glob(f"{folder}/configuration_*.py"))
+    for path in [*likely, *sorted(models.glob("*/configuration_*.py"))]:
+        try:
+            if path.stat().st_size > SOURCE_FILE_BYTES or needle not in path.read_bytes():
+                continue
+        except OSError:
+            continue
+        tree = _parse(path)
+        if tree is not None:
+            return path.relative_to(root).as_posix(), tree
+    return None
+
+
+def _parse(path: Path) -> ast.Module | None:
+    """A module's tree, kept while the file's size and mtime hold (a long-lived process, the
+    TUI's checks' worker, sees transformers installed or upgraded under it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_size > SOURCE_FILE_BYTES:
+        return None
+    return _parsed(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, size: int, mtime_ns: int) -> ast.Module | None:
+    try:
+        return ast.parse(Path(path).read_bytes(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _kept_defaults(cls: ast.ClassDef) -> dict[str, Any]:
+    """`__init__`'s parameters with a literal default (not None) stored as they come."""
+    init = next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    args = init.args
+    named = list(zip(args.args[len(args.args) - len(args.defaults) :], args.defaults, strict=True))
+    named += [
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    ]
+    kept = {
+        stmt.targets[0].attr
+        for stmt in init.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Attribute)
+        and isinstance(stmt.targets[0].value, ast.Name)
+        and stmt.targets[0].value.id == "self"
+        and isinstance(stmt.value, ast.Name)
+        and stmt.value.id == stmt.targets[0].attr
+    }
+    out: dict[str, Any] = {}
+    for arg, default in named:
+        if arg.arg not in kept:
+            continue
+        try:
+            value = ast.literal_eval(default)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        if value is not None:
+            out[arg.arg] = value
+    return out

@@ -1,0 +1,139 @@
+"""The keys a model's config.json leaves to its transformers config class, read beside SGLang.
+
+Gemma-3-27B's published config names no context length and no vocabulary: transformers'
+Gemma3TextConfig gives both (131072 positions, 262208 tokens), and SGLang reads them from the
+config object transformers builds. With transformers beside the release (a real environment's
+site-packages; here two of its published modules, `tests/fixtures/transformers/`), the
+preflight reads them as SGLang does: its EAGLE-3 draft's 2048 positions against the target's
+1048576 (131072 with the linear rope factor 8) are SGLang's refusal, and the draft's other
+vocabulary an error.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eaglebug.checks import preflight
+from eaglebug.checks.models.classdefaults import with_class_defaults
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.source.tree import locate
+from tests.configs import eagle3, write_model
+from tests.memconfigs import GEMMA3_27B, GEMMA3_27B_BYTES
+from tests.test_memory import H200, LAUNCH
+from tests.test_mempools import copy_tree
+
+TRANSFORMERS = Path(__file__).parent / "fixtures" / "transformers" / "transformers"
+
+
+@pytest.fixture(scope="module")
+def beside(sglang_0523: Path, tmp_path_factory: pytest.TempPathFactory) -> TreeIndex:
+    """0.5.23 with transformers' configuration modules beside it."""
+    root = copy_tree(sglang_0523, tmp_path_factory.mktemp("site-packages"))
+    shutil.copytree(TRANSFORMERS, root / "transformers")
+    return TreeIndex(locate(str(root)), use_cache=False)
+
+
+def _launch(tmp_path: Path) -> list[str]:
+    target = write_model(tmp_path / "gemma-3-27b-it", GEMMA3_27B, total_size=GEMMA3_27B_BYTES)
+    draft = write_model(tmp_path / "draft", eagle3(hidden_size=5376, max_position_embeddings=2048))
+    return [
+        *LAUNCH, "--model-path", str(target), "--tp", "2", "--speculative-algorithm", "EAGLE3",
+        "--speculative-draft-model-path", str(draft),
+    ]  # fmt: skip
+
+
+def test_the_class_gives_what_config_json_leaves_out(beside: TreeIndex, tmp_path: Path) -> None:
+    result = preflight(beside, _launch(tmp_path), {}, H200)
+    target = result.target
+    assert {"text_config.max_position_embeddings", "text_config.vocab_size"} <= set(
+        target.class_defaults
+    )
+    assert set(target.class_defaults_from) == {  # Gemma3Config's, Gemma3TextConfig's
+        "transformers/models/gemma3/configuration_gemma3.py:246",
+        "transformers/models/gemma3/configuration_gemma3.py:33",
+    }
+    assert target.config is not None
+    assert target.config["text_config"]["max_position_embeddings"] == 131072
+    assert target.config["text_config"]["sliding_window"] == 1024  # config.json's own stays
+    assert "vocab_size" not in GEMMA3_27B["text_config"]  # the published dict, untouched
+    by_id = {f.id: f for f in result.findings}
+    context = by_id["config.context_length"]
+    assert context.severity == "error"
+    assert "(2048) is shorter than the target's (1048576)" in context.message
+    assert by_id["config.vocab"].severity == "error"
+    assert "(262208)" in by_id["config.vocab"].message
+    assert target.to_json()["class_defaults_from"] == list(target.class_defaults_from)
+
+
+def test_without_transformers_beside_it_the_config_is_as_published(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    result = preflight(index_0523, _launch(tmp_path), {}, H200)
+    assert result.target.class_defaults == ()
+    assert result.target.config == GEMMA3_27B
+    context = [f for f in result.findings if f.id == "config.context_length"]
+    assert [f.severity for f in context] == ["warning"]  # the unknown, said as one
+
+
+def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:
+    """A default `__init__` transforms, one that is not a literal, and None are not taken; a
+    type SGLang builds with a class of its own is left alone."""
+    models = tmp_path / "transformers" / "models"
+    (models / "auto").mkdir(parents=True)
+    (models / "auto" / "configuration_auto.py").write_text(
+        'CONFIG_MAPPING_NAMES = OrderedDict([("foo", "FooConfig"), ("bar", "BarConfig")])\n'
+    )
+    (models / "foo").mkdir()
+    (models / "foo" / "configuration_foo.py").write_text(
+        textwrap.dedent(
+            """
+            class FooConfig(PretrainedConfig):
+                def __init__(self, a=1, b=2, c=None, d=SIZE, *, e=(4, 5), **kwargs):
+                    self.a = a
+                    self.b = b * 2
+                    self.c = c
+                    self.d = d
+                    self.e = e
+                    super().__init__(**kwargs)
+            """
+        )
+    )
+    made = with_class_defaults({"model_type": "foo", "a": 7}, tmp_path, lambda t: False)
+    assert made.config == {"model_type": "foo", "a": 7, "e": (4, 5)}
+    assert made.keys == ("e",)
+    assert made.read_from == ("transformers/models/foo/configuration_foo.py:2",)
+    own = with_class_defaults({"model_type": "foo"}, tmp_path, lambda t: t == "foo")
+    assert own.config == {"model_type": "foo"} and own.keys == ()
+    unknown = with_class_defaults({"model_type": "bar"}, tmp_path, lambda t: False)
+    assert unknown.keys == ()  # BarConfig is named but defined nowhere
+
+
+def test_a_kept_answer_is_not_reused_once_transformers_is_beside_it(
+    sglang_0523: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI keeps a preflight's answer by what it read: installing transformers beside the
+    tree, or a change to the class read, is a new answer, not the kept one."""
+    import eaglebug.cli.parser
+
+    root = copy_tree(sglang_0523, tmp_path / "site-packages")
+    words = ["preflight", "--sglang", str(root), "--json", "--gpu-mem-gib", "141", "--"]
+    words += _launch(tmp_path)
+
+    def vocab() -> str:
+        """The vocabulary finding's message ('' when there is none)."""
+        eaglebug.cli.parser.main(words)
+        report = json.loads(capsys.readouterr().out)
+        found = [f["message"] for f in report["findings"] if f["id"] == "config.vocab"]
+        return found[0] if found else ""
+
+    assert "262208" not in vocab()  # the published config names no vocabulary
+    shutil.copytree(TRANSFORMERS, root / "transformers")
+    assert "(262208)" in vocab()
+    gemma3 = root / "transformers" / "models" / "gemma3" / "configuration_gemma3.py"
+    gemma3.write_text(gemma3.read_text().replace("vocab_size=262_208", "vocab_size=262_209"))
+    assert "(262209)" in vocab()
