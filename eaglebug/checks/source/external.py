@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:  # the findings load only when one is made: a kept reply needs none
     from eaglebug.checks.contract.findings import Finding
@@ -160,7 +159,9 @@ def registry_rule(index: TreeIndex) -> ExternalRule | None:
 
 
 def _read_rule(index: TreeIndex) -> ExternalRule | None:
-    import ast  # only when the rule is not a kept answer
+    import ast  # only when the rule is not a kept answer (a warm preflight reads this module)
+
+    from eaglebug.checks.source import syntax
 
     if REGISTRY not in index.entries:
         return None
