@@ -81,8 +81,8 @@ def test_without_transformers_beside_it_the_config_is_as_published(
 
 
 def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:
-    """A default `__init__` transforms, one that is not a literal, and None are not taken; a
-    type SGLang builds with a class of its own is left alone."""
+    """A default `__init__` transforms, writes again or replaces, one that is not a literal,
+    and None are not taken; a type SGLang builds with a class of its own is left alone."""
     models = tmp_path / "transformers" / "models"
     (models / "auto").mkdir(parents=True)
     (models / "auto" / "configuration_auto.py").write_text(
@@ -93,18 +93,23 @@ def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             class FooConfig(PretrainedConfig):
-                def __init__(self, a=1, b=2, c=None, d=SIZE, *, e=(4, 5), **kwargs):
+                def __init__(self, a=1, b=2, c=None, d=SIZE, *, e=(4, 5), f=6, g=7, **kwargs):
                     self.a = a
                     self.b = b * 2
                     self.c = c
                     self.d = d
                     self.e = e
+                    self.f = f
+                    if kwargs:
+                        self.f = 0
+                    g = g or 8
+                    self.g = g
                     super().__init__(**kwargs)
             """
         )
     )
     made = with_class_defaults({"model_type": "foo", "a": 7}, tmp_path, lambda t: False)
-    assert made.config == {"model_type": "foo", "a": 7, "e": (4, 5)}
+    assert made.config == {"model_type": "foo", "a": 7, "e": [4, 5]}
     assert made.keys == ("e",)
     assert made.read_from == ("transformers/models/foo/configuration_foo.py:2",)
     own = with_class_defaults({"model_type": "foo"}, tmp_path, lambda t: t == "foo")

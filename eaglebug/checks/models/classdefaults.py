@@ -1,9 +1,9 @@
 """What transformers' config class gives the keys a model's config.json leaves out.
 
 Why: `save_pretrained` writes only what differs from the model's config class, so a published
-config.json may name no context length, vocabulary or window at all (Gemma-3's text config
-names none of the three), while SGLang reads them from the object transformers builds, the
-class's defaults filled in. Where the audited SGLang's environment holds transformers (its
+config.json may name no context length or vocabulary at all (Gemma-3's text config names
+neither), while SGLang reads them from the object transformers builds, the class's defaults
+filled in. Where the audited SGLang's environment holds transformers (its
 folder beside `sglang/`), the class is the one transformers' own `CONFIG_MAPPING_NAMES`
 (`models/auto/configuration_auto.py`) names for the config's `model_type` (and for each
 sub-config's, `text_config`'s), found by its `class` line among transformers' configuration
@@ -148,7 +148,10 @@ def _parsed(path: str, size: int, mtime_ns: int) -> ast.Module | None:
 
 
 def _kept_defaults(cls: ast.ClassDef) -> dict[str, Any]:
-    """`__init__`'s parameters with a literal default (not None) stored as they come."""
+    """`__init__`'s parameters with a literal default (not None) that it stores as they come:
+    `self.x = x` at its top level, the only write of `self.x` in it, and no write of `x`
+    (a default `__init__` replaces or derives from stays unknown). A tuple as a list, as JSON
+    has it."""
     init = next(
         (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
     )
@@ -159,16 +162,27 @@ def _kept_defaults(cls: ast.ClassDef) -> dict[str, Any]:
     named += [
         (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
     ]
+    writes: dict[str, int] = {}  # "self.x" or "x" -> how many statements write it
+    for node in ast.walk(init):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                written = _written(name)
+                if written is not None:
+                    writes[written] = writes.get(written, 0) + 1
     kept = {
-        stmt.targets[0].attr
+        stmt.value.id
         for stmt in init.body
         if isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Attribute)
-        and isinstance(stmt.targets[0].value, ast.Name)
-        and stmt.targets[0].value.id == "self"
         and isinstance(stmt.value, ast.Name)
-        and stmt.value.id == stmt.targets[0].attr
+        and _written(stmt.targets[0]) == f"self.{stmt.value.id}"
+        and writes.get(f"self.{stmt.value.id}") == 1
+        and stmt.value.id not in writes
     }
     out: dict[str, Any] = {}
     for arg, default in named:
@@ -179,5 +193,22 @@ def _kept_defaults(cls: ast.ClassDef) -> dict[str, Any]:
         except (ValueError, SyntaxError, TypeError):
             continue
         if value is not None:
-            out[arg.arg] = value
+            out[arg.arg] = _as_json(value)
     return out
+
+
+def _written(node: ast.AST) -> str | None:
+    """ "self.x" for `self.x`, "x" for a plain name, as an assignment's target."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}" if node.value.id == "self" else None
+    return None
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
