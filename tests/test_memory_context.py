@@ -3,8 +3,9 @@
 The request estimate (`max_running_requests`) divides the pool by the model's context length
 and the pool is compared with one full-length request, so the length is read as the tree
 reads it (its keys, scaled by plain rope scaling), never guessed: Gemma-3's published config
-names no length at all (transformers' config class supplies it), and the check said
-"max_running_requests not read (...: division by zero)" from a length of 0 it made up.
+names no length at all (transformers' config class supplies it: read where transformers is
+beside the tree, `test_classdefaults.py`), and the check said "max_running_requests not read
+(...: division by zero)" from a length of 0 it made up.
 """
 
 from __future__ import annotations

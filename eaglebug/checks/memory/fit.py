@@ -294,8 +294,8 @@ class Context:
                 if shape.context_len is not None
                 else Top(
                     "config.json names no context length (max_position_embeddings or another "
-                    "key SGLang's get_context_length reads): the one transformers' config class "
-                    "gives it is not read"
+                    "key SGLang's get_context_length reads), and no transformers config class "
+                    "beside this tree gives one"
                 )
             ),
             "model_config.head_dim": shape.head_dim,

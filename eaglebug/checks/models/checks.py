@@ -233,18 +233,19 @@ def check_context_length(
 
 
 def _unknown_target_length(draft_len: int, rules: ContextRules) -> Finding:
-    """The target's config.json names no context length (transformers' config class supplies
-    one, which is not read: `save_pretrained` leaves a class default out, as Gemma-3's does):
-    SGLang compares it with the draft's all the same, so the draft's shorter length is said,
-    as a warning resting on the unknown, not an error on a guess."""
+    """The target's config.json names no context length (`save_pretrained` leaves a class
+    default out, as Gemma-3's does) and no transformers beside the tree says what its config
+    class gives (`classdefaults.py`): SGLang compares that length with the draft's all the
+    same, so the draft's shorter one is said, as a warning resting on the unknown, not an
+    error on a guess."""
     keys = ", ".join(rules.keys)
     return Finding(
         id="config.context_length",
         severity="warning",
         message=(
-            f"the target's config.json names no context length ({keys}), so the one its "
-            f"transformers config class supplies is not read; if it is longer than the draft's "
-            f"({draft_len}), SGLang refuses to start after loading the target"
+            f"the target's config.json names no context length ({keys}), and no transformers "
+            f"config class beside this tree gives one; if the one SGLang gets is longer than "
+            f"the draft's ({draft_len}), SGLang refuses to start after loading the target"
         ),
         role="draft",
         attribute="max_position_embeddings",
