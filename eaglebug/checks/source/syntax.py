@@ -18,22 +18,7 @@ _AST = ast.AST
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """`node` and every node under it, breadth first, as `ast.walk` yields them."""
-    todo = deque([node])
-    take, put = todo.popleft, todo.append
-    while todo:
-        node = take()
-        for name in node._fields:
-            try:
-                value = getattr(node, name)
-            except AttributeError:  # an optional field a hand-built node never set
-                continue
-            if isinstance(value, _AST):
-                put(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, _AST):
-                        put(item)
-        yield node
+    return _walk(node, None)
 
 
 def lines_with(text: str, *needles: str) -> tuple[int, ...]:
@@ -62,19 +47,25 @@ def walk_over(node: ast.AST, lines: tuple[int, ...]) -> Iterator[ast.AST]:
     name, each of `lines_with` that name, so it walks the few statements that can hold one
     rather than a whole server-args file. A node without a position (a module, an operator,
     an argument list) is walked into."""
+    return _walk(node, lines)
+
+
+def _walk(node: ast.AST, lines: tuple[int, ...] | None) -> Iterator[ast.AST]:
+    """The breadth-first walk of both, with the child loop written out: every field of every
+    node, each node a child of its field or of its field's list, in that order; where `lines`
+    is given, a node whose lines hold none of them is left out with what is under it."""
     todo = deque([node])
     take, put = todo.popleft, todo.append
     while todo:
         node = take()
-        start = getattr(node, "lineno", None)
-        if start is not None:
+        if lines is not None and (start := getattr(node, "lineno", None)) is not None:
             first = bisect_left(lines, start)  # the first of `lines` at or after the start
             if first == len(lines) or lines[first] > (getattr(node, "end_lineno", None) or start):
                 continue
         for name in node._fields:
             try:
                 value = getattr(node, name)
-            except AttributeError:
+            except AttributeError:  # an optional field a hand-built node never set
                 continue
             if isinstance(value, _AST):
                 put(value)
