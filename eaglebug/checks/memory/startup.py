@@ -45,10 +45,7 @@ def written(statement: ast.AST) -> list[str]:
     server: list[str] = []
     runner: set[str] = set()
     for node in ast.walk(statement):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for target in targets:
+        for target in syntax.assigned(node):
             if not isinstance(target, ast.Attribute):
                 continue
             owner = ast.unparse(target.value)

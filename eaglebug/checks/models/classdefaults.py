@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.limits import SOURCE_FILE_BYTES
+from eaglebug.checks.source import syntax
 
 _AUTO = "transformers/models/auto/configuration_auto.py"
 _SUB_CONFIGS = ("text_config", "language_config", "llm_config")
@@ -164,12 +165,7 @@ def _kept_defaults(cls: ast.ClassDef) -> dict[str, Any]:
     ]
     writes: dict[str, int] = {}  # "self.x" or "x" -> how many statements write it
     for node in ast.walk(init):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for target in targets:
+        for target in syntax.assigned(node):
             for name in ast.walk(target):
                 written = _written(name)
                 if written is not None:

@@ -152,10 +152,8 @@ def havoc(m: Machine, stmt: ast.stmt, why: str) -> None:
     m.assume(f"{where}: not run: {why}")
     unknown = Top(f"{where}: set in {why}")
     for node in syntax.walk(stmt):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        targets = syntax.assigned(node)
+        if isinstance(node, ast.For):
             targets = [node.target]
         elif (
             isinstance(node, ast.Call)

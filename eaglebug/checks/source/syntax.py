@@ -21,6 +21,16 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     return _walk(node, None)
 
 
+def assigned(node: ast.AST) -> list[ast.expr]:
+    """The targets an assignment statement writes (each of an `=`'s, an augmented or annotated
+    one's); none for any other node."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
+
+
 def lines_with(text: str, *needles: str) -> tuple[int, ...]:
     """The (1-based) numbers of the lines of `text` that hold any of `needles`, in order."""
     at = sorted(i for needle in needles for i in _finds(text, needle))
