@@ -166,9 +166,12 @@ def _call_arguments(ctx: Context, method: str) -> tuple[list[Flat], dict[str, Fl
     if found is None or found[1] is None:
         return [], {}
     parsed = parsed_with(ctx.index, found[0].rel, f".{method}(")
+    if parsed is None:
+        return [], {}
+    near = syntax.lines_with(parsed.text, method)  # a call of it names it on one of its lines
     calls = [
         node
-        for node in (syntax.walk(parsed.tree) if parsed is not None else ())
+        for node in syntax.walk_over(parsed.tree, near)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == method
