@@ -13,7 +13,8 @@ what the runner and the configurator keep (`self.mambaish_config`, `kvc.mambaish
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eaglebug.checks.memory.reading import evaluate
 from eaglebug.checks.pyeval import objects
@@ -97,13 +98,22 @@ def _predicate(ctx: Context, name: str) -> tuple[FunctionSite, str | None] | Non
 # releases that have that predicate keep them: `mambaish_config` (0.5.7 on) an object of
 # cache parameters; `is_hybrid_gdn` (0.5.3) a runner property beside the config's own
 # `mamba_cache_per_req` and layer list.
-_FORMS: dict[str, tuple[str, str, str]] = {
-    "mambaish_config": (
+class _Form(NamedTuple):
+    """One release family's hybrid predicate: the expressions (over the runner) of its answer,
+    of one request's state bytes, and of the full-attention layers."""
+
+    hybrid: str
+    state_bytes: str
+    full_layers: str
+
+
+_FORMS: dict[str, _Form] = {
+    "mambaish_config": _Form(
         "self.mambaish_config is not None",
         "self.mambaish_config.mamba2_cache_params.mamba_cache_per_req",
         "self.mambaish_config.full_attention_layer_ids",
     ),
-    "is_hybrid_gdn": (
+    "is_hybrid_gdn": _Form(
         "self.is_hybrid_gdn",
         "self.model_config.hf_config.mamba_cache_per_req",
         "self.model_config.hf_config.full_attention_layer_ids",
@@ -111,29 +121,30 @@ _FORMS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _form(ctx: Context) -> tuple[str, FunctionSite] | None:
+def _form(ctx: Context) -> tuple[_Form, FunctionSite] | None:
     """The tree's predicate (the first of `_FORMS` it has) and where it is."""
-    for name in _FORMS:
+    for name, form in _FORMS.items():
         found = _predicate(ctx, name)
         if found is not None:
-            return name, found[0]
+            return form, found[0]
     return None
 
 
-def _read(ctx: Context, which: int) -> Any:
+def _read(ctx: Context, expression: Callable[[_Form], str]) -> Any:
     """One of the form's expressions over the flat object (`self`), with the reading's
     plug-ins (the config object and the predicates above)."""
-    form = _form(ctx)
-    if form is None:
+    found = _form(ctx)
+    if found is None:
         return None
-    node = ast.parse(_FORMS[form[0]][which], mode="eval").body
-    return evaluate(ctx.index, form[1].rel, node, ctx.values(ctx.target), ctx.world())
+    form, site = found
+    node = ast.parse(expression(form), mode="eval").body
+    return evaluate(ctx.index, site.rel, node, ctx.values(ctx.target), ctx.world())
 
 
 def is_mamba(ctx: Context) -> bool:
     """Does the tree's own predicate say this model is a hybrid linear-attention one?"""
     if "mamba" not in ctx.cache:
-        said = _read(ctx, 0) if ctx.config_class else False
+        said = _read(ctx, lambda form: form.hybrid) if ctx.config_class else False
         ctx.cache["mamba"] = said is True
     return bool(ctx.cache["mamba"])
 
@@ -143,7 +154,7 @@ def state_bytes_per_request(ctx: Context) -> object:
     linear-attention layer, at their dtypes' sizes)."""
     if not is_mamba(ctx):
         return None
-    made = _read(ctx, 1)
+    made = _read(ctx, lambda form: form.state_bytes)
     return made if made is not None else Top("mamba_cache_per_req not read")
 
 
@@ -151,7 +162,7 @@ def pool_kind(ctx: Context) -> tuple[str, str] | None:
     """ "KV for N full-attention layers + mamba state cache", and the predicate's place."""
     if not is_mamba(ctx):
         return None
-    full = _read(ctx, 2)
+    full = _read(ctx, lambda form: form.full_layers)
     count = len(full) if isinstance(full, list) else "?"
     form = _form(ctx)
     where = form[1].where if form is not None else ""
