@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.logs.memory import MemoryLog
-from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch
 from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.source.index import TreeIndex
-from tests.memconfigs import DEEPSEEK_V3
+from tests.memconfigs import DEEPSEEK_V3, shape_on
 
 ANCHORS: dict[str, dict[str, Any]] = {
     a["name"]: a
@@ -33,7 +33,7 @@ def inferencex_2128(index: TreeIndex, draft_gb: float) -> tuple[Prediction, floa
     prediction at 0.88, and the smallest fraction whose pool holds a token."""
     measured = ANCHORS["dsv4_pro_h200_tp8_no_kv_budget"]["measured"]
     sources = memory_sources(index)
-    shape = model_shape(DEEPSEEK_V3, None)
+    shape = shape_on(index, DEEPSEEK_V3)
     assert not isinstance(shape, str)
     free = measured["avail_after_target_gb"] + measured["target_weights_gb"]
     log = MemoryLog("TP0", free, measured["target_weights_gb"], draft_gb or None, *[None] * 5)

@@ -209,3 +209,14 @@ GEMMA3_27B: dict[str, Any] = {
 # keras-team/keras-hub keras_hub/src/models/gemma3/gemma3_presets.py, "gemma3_instruct_27b":
 # 27,432,062,576 parameters, in bfloat16.
 GEMMA3_27B_BYTES = 27_432_062_576 * 2
+
+
+def shape_on(index: Any, config: dict[str, Any]) -> Any:
+    """The model's shape as a launch without --context-length has it: the context length the
+    tree itself derives from the config (`models/context.py`)."""
+    from eaglebug.checks.memory.fit import model_shape
+    from eaglebug.checks.models.context import context_rules, derived_context_length
+
+    shape = model_shape(config, derived_context_length(index, config, context_rules(index)))
+    assert not isinstance(shape, str), shape
+    return shape

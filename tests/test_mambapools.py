@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.memory.classes import model_objects
-from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+from eaglebug.checks.memory.fit import MemoryLaunch
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests import test_memory, test_mempools
 from tests.configs import write_model
-from tests.memconfigs import QWEN3_NEXT_80B, QWEN3_NEXT_80B_BYTES
+from tests.memconfigs import QWEN3_NEXT_80B, QWEN3_NEXT_80B_BYTES, shape_on
 from tests.test_memory import ANCHORS, H200, details, memory, one
 from tests.test_mempools import H200_GPU
 
@@ -105,8 +105,7 @@ copy_tree, edit = test_mempools.copy_tree, test_mempools.edit
 
 def predict_on(root: Path, launch: MemoryLaunch) -> Prediction:
     tree = TreeIndex(locate(str(root)), use_cache=False)
-    shape = model_shape(QWEN3_NEXT_80B, None)
-    assert not isinstance(shape, str)
+    shape = shape_on(tree, QWEN3_NEXT_80B)
     weights = Weights(QWEN3_NEXT_80B_BYTES // launch.tp, 0)
     config = model_objects(tree, QWEN3_NEXT_80B).qualname
     return predict(tree, memory_sources(tree), launch, shape, None, H200_GPU, weights, None, config)
@@ -128,8 +127,7 @@ def test_a_changed_state_formula_changes_the_answer(sglang_0523: Path, tmp_path:
 
 
 def on_release(index: TreeIndex, launch: MemoryLaunch) -> Prediction:
-    shape = model_shape(QWEN3_NEXT_80B, None)
-    assert not isinstance(shape, str)
+    shape = shape_on(index, QWEN3_NEXT_80B)
     weights = Weights(QWEN3_NEXT_80B_BYTES // launch.tp, 0)
     config = model_objects(index, QWEN3_NEXT_80B).qualname
     return predict(

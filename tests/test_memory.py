@@ -40,6 +40,7 @@ from tests.memconfigs import (
     LLAMA31_8B_BYTES,
     kimi_k25_config,
     kimi_k25_eagle3_config,
+    shape_on,
 )
 
 GIB = 1 << 30
@@ -751,14 +752,14 @@ def test_every_release_in_the_cache_reads_completely(
 ) -> None:
     """Each release's own shape: whether the draft is charged to the target's budget and its
     layer added to the target's cells (0.5.14 on), with nothing left unread."""
-    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+    from eaglebug.checks.memory.fit import MemoryLaunch
     from eaglebug.checks.memory.plan import Weights, predict
     from eaglebug.checks.memory.rules import memory_sources
     from tests.sglang_releases import release
 
     index = TreeIndex(locate(str(release(version))), use_cache=False)
     sources = memory_sources(index)
-    target, draft = model_shape(LLAMA31_8B, None), model_shape(EAGLE3_LLAMA31_8B, None)
+    target, draft = shape_on(index, LLAMA31_8B), shape_on(index, EAGLE3_LLAMA31_8B)
     assert not isinstance(target, str) and not isinstance(draft, str)
     weights = Weights(LLAMA31_8B_BYTES, EAGLE3_LLAMA31_8B_BYTES)
     gpu = Gpu(81559 * MIB, int(78.58 * GIB))
@@ -797,7 +798,7 @@ def test_a_measured_graph_capture_bigger_than_the_slack_is_an_error(
 def test_max_running_requests_given_and_derived(version: str) -> None:
     """0.5.9 takes it from `self.max_running_requests = min(...)` in model_runner.py, 0.5.23
     from `resolve_max_num_reqs`: the flag's value when given, else the tree's estimate."""
-    from eaglebug.checks.memory.fit import MemoryLaunch, model_shape
+    from eaglebug.checks.memory.fit import MemoryLaunch
     from eaglebug.checks.memory.plan import Weights, predict
     from eaglebug.checks.memory.rules import REQUEST_LIMIT, memory_sources
     from tests.sglang_releases import release
@@ -806,7 +807,7 @@ def test_max_running_requests_given_and_derived(version: str) -> None:
     sources = memory_sources(index)
     kept = [f for f in sources.functions if f.qualname == REQUEST_LIMIT]
     assert bool(kept) is (version == "0.5.9")
-    target = model_shape(LLAMA31_8B, None)
+    target = shape_on(index, LLAMA31_8B)
     assert not isinstance(target, str)
     gpu = Gpu(81559 * MIB, int(78.58 * GIB))
     for given, expected in ((None, 2048), (48, 48), (10**6, None)):

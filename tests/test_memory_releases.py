@@ -35,6 +35,7 @@ from tests.memconfigs import (
     LLAMA31_8B_BYTES,
     QWEN3_NEXT_80B,
     QWEN3_NEXT_80B_BYTES,
+    shape_on,
 )
 from tests.test_mambapools import STATE_TP4
 from tests.test_memory import H200, details, memory, one
@@ -53,7 +54,7 @@ def _llama_on_h100(index: TreeIndex) -> tuple[Prediction, dict[str, Any]]:
     record = _record("llama31_8b_h100_docs_send_request_2025_01_23")
     figures = record["figures"]
     config = json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text())
-    shape = model_shape(config, None)
+    shape = shape_on(index, config)
     assert not isinstance(shape, str)
     free, weights = figures["avail_before_load_gb"], figures["weights_gb"]
     made = predict(
@@ -93,7 +94,7 @@ def test_a_tree_without_the_fraction_anchor_says_so(index_041: TreeIndex) -> Non
     entries = {**sources.entries, "fraction": ""}
     bare = type(sources)(**{**sources.__dict__, "entries": entries})
     config = json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text())
-    shape = model_shape(config, None)
+    shape = shape_on(index_041, config)
     assert not isinstance(shape, str)
     gpu = Gpu(H100_MIB * MIB, 78 * GIB)
     made = predict(index_041, bare, MemoryLaunch("m"), shape, None, gpu, Weights(15 * GIB, 0))
@@ -119,7 +120,7 @@ def test_online_fp8_is_said_not_modelled(index_041: TreeIndex) -> None:
     load (it branches on `is_checkpoint_fp8_serialized`); with the weights read from the
     checkpoint the prediction says so. Measured weights (a log) already are the FP8 ones."""
     config = json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text())
-    shape = model_shape(config, None)
+    shape = shape_on(index_041, config)
     assert not isinstance(shape, str)
     sources = memory_sources(index_041)
     gpu = Gpu(H100_MIB * MIB, 78 * GIB)
@@ -148,7 +149,7 @@ def test_piecewise_graphs_after_the_pool_need_no_note(index_057: TreeIndex) -> N
 
     assert unmodelled(index_057).piecewise_before_pool is None
     config = json.loads((FIXTURES / "Llama-3.1-8B-Instruct.config.json").read_text())
-    shape = model_shape(config, None)
+    shape = shape_on(index_057, config)
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", piecewise_cuda_graph=True)
     gpu = Gpu(H100_MIB * MIB, 78 * GIB)
@@ -211,7 +212,7 @@ def test_058_reads_the_fp8_dsa_layout_from_the_pool_itself(sglang_058post1: Path
     anchor = test_memory.ANCHORS["dsv32_dp8_kv_cell_with_indexer"]["sglang"]
     logged = anchor["kv_gb"] * GIB / anchor["tokens"]
     index = TreeIndex(locate(str(sglang_058post1)), use_cache=False)
-    shape = model_shape(DEEPSEEK_V32, None)
+    shape = shape_on(index, DEEPSEEK_V32)
     assert not isinstance(shape, str)
     gpu = Gpu(143771 * MIB, int(139.5 * GIB))
     weights = Weights(DEEPSEEK_V3_BYTES // 8, 0)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
+from eaglebug.checks.memory.fit import Gpu, MemoryLaunch
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.orchestrator import GpuMemory
@@ -33,6 +33,7 @@ from tests.memconfigs import (
     GPT_OSS_120B_BYTES,
     LLAMA31_8B,
     LLAMA31_8B_BYTES,
+    shape_on,
 )
 from tests.test_memory import H200, details, memory, one
 
@@ -164,7 +165,7 @@ def test_anchor_the_mla_cell_each_dp_rank_logged(index: TreeIndex) -> None:
     attention (one latent head, not split) is (512 + 64) x 61 x 2 = 70272 on both releases."""
     anchor = test_memory.ANCHORS["dsv3_dp_attention_mla_cell_per_rank"]["sglang"]
     logged = anchor["kv_gb"] * GIB / anchor["tokens"]
-    shape = model_shape(DEEPSEEK_V3, None)
+    shape = shape_on(index, DEEPSEEK_V3)
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True)
     made = predict(
@@ -217,7 +218,7 @@ def predict_on(
     root: Path, launch: MemoryLaunch, config: dict[str, Any], weights: int
 ) -> Prediction:
     index = TreeIndex(locate(str(root)), use_cache=False)
-    shape = model_shape(config, None)
+    shape = shape_on(index, config)
     assert not isinstance(shape, str)
     return predict(index, memory_sources(index), launch, shape, None, H200_GPU, Weights(weights, 0))
 
@@ -259,7 +260,7 @@ def test_a_dsa_cell_adds_the_indexer_k_cache(index: TreeIndex, tmp_path: Path) -
 def _dsv32_at_dp8(index: TreeIndex, kv_cache_dtype: str = "auto") -> Prediction:
     """DeepSeek-V3.2 on 8 x H200 with DP attention 8, as the tree sizes its KV pools (the
     launch of sglang #14700's log)."""
-    shape = model_shape(DEEPSEEK_V32, None)
+    shape = shape_on(index, DEEPSEEK_V32)
     assert not isinstance(shape, str)
     launch = MemoryLaunch("m", tp=8, dp=8, enable_dp_attention=True, kv_cache_dtype=kv_cache_dtype)
     weights = Weights(DEEPSEEK_V3_BYTES // 8, 0)
@@ -397,7 +398,7 @@ def test_anchor_the_swa_split_sglang_logged(index_0523: TreeIndex) -> None:
 
     anchor = test_memory.ANCHORS["mimo_v2_flash_swa_split"]["sglang"]
     sources = memory_sources(index_0523)
-    shape = model_shape(GPT_OSS_120B, None)
+    shape = shape_on(index_0523, GPT_OSS_120B)
     assert not isinstance(shape, str)
     ctx = Context(index_0523, sources, MemoryLaunch("m", tp=4, page_size=64), shape, None, H200_GPU)
     values = ctx.values(shape, runner=True)

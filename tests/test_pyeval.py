@@ -325,6 +325,48 @@ def test_an_input_bag_reads_and_writes(tmp_path: Path) -> None:
     assert m.fields(args)["page_size"] == 64
 
 
+def test_a_configs_nested_mapping_reads_as_a_dict_and_as_an_object(tmp_path: Path) -> None:
+    """config.json's nested mappings are dotted keys of the bag: `text_config` is read as the
+    object transformers makes of it, `rope_scaling` with a dict's protocol (`get`, `in`, `[]`,
+    `keys`), each as the code uses it; a key the mapping lacks is absent (config.json is
+    whole), and an open bag, whose keys are not all known, answers no dict at all."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(config):
+            rope = getattr(config.text_config, "rope_scaling", None)
+            factor = rope.get("factor", 1)
+            if "original_max_position_embeddings" in rope:
+                factor = 1
+            return (
+                config.text_config.heads,
+                factor,
+                rope["rope_type"],
+                rope.get("missing", "dflt"),
+                "mscale" in rope,
+                list(rope.keys()),
+                rope.get("yarn")["beta"],
+            )
+    """
+        },
+    )
+    fields = {
+        "text_config.heads": 16,
+        "text_config.rope_scaling.rope_type": "yarn",
+        "text_config.rope_scaling.factor": 4.0,
+        "text_config.rope_scaling.yarn.beta": 32,
+    }
+    site = m.source.function("sglang.srt.a", "f")
+    assert site is not None
+    value = m.run(site, [m.bag(fields)], {}).value
+    assert value == (16, 4.0, "yarn", "dflt", False, ["rope_type", "factor", "yarn"], 32)
+    fields["text_config.rope_scaling.original_max_position_embeddings"] = 4096
+    assert m.run(site, [m.bag(fields)], {}).value[1] == 1
+    opened = m.run(site, [m.bag(fields, closed=False)], {}).value
+    assert opened[0] == 16 and all(isinstance(v, Top) for v in opened[1:]), opened
+
+
 def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:
     m = machine(
         tmp_path,

@@ -102,7 +102,7 @@ def test_a_tree_without_the_anchors_says_the_memory_rules_are_missing(tmp_path: 
     index = TreeIndex(locate(str(root)), use_cache=False)
     sources = memory_sources(index)
     assert all(anchor == "" for anchor in sources.entries.values())
-    shape = model_shape({"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8}, None)
+    shape = model_shape({"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8}, 4096)
     assert not isinstance(shape, str)
     made = predict(
         index, sources, MemoryLaunch("m"), shape, None, Gpu(80 << 30, 79 << 30), Weights(1 << 30, 0)

@@ -31,6 +31,7 @@ from eaglebug.checks.memory.classes import model_objects
 from eaglebug.checks.memory.launch import GpuFigures, memory_findings
 from eaglebug.checks.models import auxlayers
 from eaglebug.checks.models import checks as configchecks
+from eaglebug.checks.models import context as contextchecks
 from eaglebug.checks.models import draft_checks as draftchecks
 from eaglebug.checks.models.classdefaults import with_class_defaults
 from eaglebug.checks.models.draft_arch import draft_mode_class, first_architecture
@@ -303,12 +304,13 @@ def preflight(
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
         context = flags.number("--context-length")
         findings.extend(
-            configchecks.check_context_length(
+            contextchecks.check_context_length(
+                index,
                 target.config,
                 draft_config,
                 int(context) if context is not None else None,
                 env,
-                configchecks.context_rules(index),
+                contextchecks.context_rules(index),
             )
         )
         if draft_config is not None and algorithm is not None:

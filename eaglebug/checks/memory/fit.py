@@ -290,13 +290,7 @@ class Context:
             "post_capture_kv_active": False,
             "model_config.is_multimodal": shape.multimodal,
             "model_config.context_len": (
-                shape.context_len
-                if shape.context_len is not None
-                else Top(
-                    "config.json names no context length (max_position_embeddings or another "
-                    "key SGLang's get_context_length reads), and no transformers config class "
-                    "beside this tree gives one"
-                )
+                shape.context_len if shape.context_len is not None else Top(shape.context_unknown)
             ),
             "model_config.head_dim": shape.head_dim,
             "model_config.v_head_dim": shape.v_head_dim,

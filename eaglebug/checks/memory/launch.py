@@ -24,6 +24,7 @@ from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.rules import memory_sources
 from eaglebug.checks.memory.weights import RankShare, per_rank_bytes
 from eaglebug.checks.models import checks as configchecks
+from eaglebug.checks.models.context import context_rules, derived_context_length
 from eaglebug.checks.models.source import ModelSource
 from eaglebug.checks.source.index import TreeIndex
 
@@ -76,14 +77,15 @@ def memory_findings(
         )
     assert target.config is not None
     context = number("--context-length")
-    rules = configchecks.context_rules(index)
-    shape = model_shape(target.config, int(context) if context else None, rules)
+    rules = context_rules(index)
+    length = int(context) if context else derived_context_length(index, target.config, rules)
+    shape = model_shape(target.config, length)
     if isinstance(shape, str):
         return _skip(f"memory check skipped: the target's {shape}")
     draft_shape = None
     draft_bytes = 0
     if draft is not None and draft.config is not None:
-        made = model_shape(draft.config, None, rules)
+        made = model_shape(draft.config, derived_context_length(index, draft.config, rules))
         draft_shape = made if not isinstance(made, str) else None
         draft_bytes = configchecks.weights_bytes(draft.path)[0] or 0
 

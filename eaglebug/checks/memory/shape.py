@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eaglebug.checks.models.checks import DEFAULT_CONTEXT, ContextRules, derived_context_length
-
 # torch element sizes of the dtypes a --kv-cache-dtype or a config's torch_dtype names.
 DTYPE_BYTES = {
     "float32": 4,
@@ -49,7 +47,7 @@ class ModelShape:
     v_head_dim: int
     kv_lora_rank: int | None
     rope_dim: int | None
-    context_len: int | None  # None: config.json names no context length (see `model_shape`)
+    context_len: int | None  # None: not known (`context_unknown` says why)
     dtype_bytes: int
     nextn_layers: int | None
     multimodal: bool
@@ -59,6 +57,7 @@ class ModelShape:
     hf: tuple[tuple[str, object], ...] = ()
     dtype: str = "bfloat16"  # torch's name for the config's torch_dtype
     hf_text: tuple[tuple[str, object], ...] = ()  # the text config's, for a wrapper's
+    context_unknown: str = "the context length was not derived"
 
     @property
     def mla(self) -> bool:
@@ -70,15 +69,10 @@ def _int(config: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def model_shape(
-    config: Mapping[str, Any], context_len: int | None, rules: ContextRules = DEFAULT_CONTEXT
-) -> ModelShape | str:
+def model_shape(config: Mapping[str, Any], context_len: int | str | None) -> ModelShape | str:
     """The shape of a model from its config.json, or why it cannot be had. `context_len`: the
-    launch's `--context-length`; else SGLang's `get_context_length` of the config, by the
-    tree's `rules` (its keys, scaled by plain rope scaling: a Gemma-3 text config's linear
-    factor 8 counts). A config that names none of those keys (transformers' config class
-    supplies the length, and `save_pretrained` leaves a class default out of config.json:
-    Gemma-3's) has no length here, not a guess."""
+    launch's `--context-length`, else the one the tree derives from the config
+    (`models/context.py`), or why that is not known (a string; None: not derived)."""
     text = config
     for key in ("text_config", "language_config", "llm_config"):
         if isinstance(config.get(key), dict):
@@ -97,7 +91,6 @@ def model_shape(
         head_dim = (_int(text, "qk_rope_head_dim") or 0) + (_int(text, "qk_nope_head_dim") or 0)
         v_head_dim = _int(text, "v_head_dim") or head_dim
     dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
-    length = context_len if context_len is not None else derived_context_length(config, rules)
     return ModelShape(
         layers=layers,
         kv_heads=kv_heads,
@@ -105,16 +98,15 @@ def model_shape(
         v_head_dim=v_head_dim,
         kv_lora_rank=rank,
         rope_dim=_int(text, "qk_rope_head_dim"),
-        context_len=length,
+        context_len=context_len if isinstance(context_len, int) else None,
         dtype_bytes=DTYPE_BYTES.get(dtype.replace("torch.", ""), 2),
         nextn_layers=_int(text, "num_nextn_predict_layers"),
         multimodal=any(k in config for k in ("vision_config", "vision_tower")),
         dsa="index_topk" in text,
         hf=tuple(sorted(_leaves(config))),
         dtype=TORCH_NAMES.get(dtype.replace("torch.", ""), "bfloat16"),
-        hf_text=tuple(sorted((k, v) for k, v in text.items() if _plain(v)))
-        if text is not config
-        else (),
+        hf_text=tuple(sorted(_leaves(text))) if text is not config else (),
+        **({"context_unknown": context_len} if isinstance(context_len, str) else {}),
     )
 
 

@@ -1,40 +1,23 @@
 """Model-config checks for a speculative launch: target vs draft, against the launch's flags.
 
-Each returns findings per the contract. Where SGLang's own wording or knobs matter (the env var
-that allows a longer context, the keys it reads the context length from), they are read from
-the audited tree, so the advice follows the release.
+Each returns findings per the contract. The context length, which SGLang derives by its own
+code, is checked in `context.py`.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.contract.fixes import AdviceFix, Choice, EnvFix, FlagFix
+from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.contract.inputs import regular_file
-from eaglebug.checks.contract.numbers import float_value
 from eaglebug.checks.models.checkpoint import Checkpoint
-from eaglebug.checks.models.config import MAX_ROPE_FACTOR, json_file
-from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.models.config import json_file
 
 GIB = 1024**3
-# SGLang's EnvBool spellings of true (environ.py: lower-cased, not stripped; anything else,
-# "on" included, is warned about and read as the default, False).
-_TRUE = frozenset({"1", "true", "yes", "y"})
-_DEFAULT_CONTEXT_KEYS = (
-    "max_sequence_length",
-    "seq_length",
-    "max_seq_len",
-    "model_max_length",
-    "max_position_embeddings",
-)
-_DEFAULT_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 _TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
@@ -51,220 +34,6 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 def _int(config: Mapping[str, Any], key: str) -> int | None:
     value = config.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-@dataclass(frozen=True)
-class ContextRules:
-    """How the audited SGLang derives context lengths and lets a user override them."""
-
-    keys: tuple[str, ...]
-    env_var: str
-    message: str | None  # SGLang's own refusal text, placeholders filled in later
-    source: str | None  # where it was read from: file:line of SGLang's refusal
-
-
-# The keys and the variable of the releases read so far, for a reading without a tree.
-DEFAULT_CONTEXT = ContextRules(_DEFAULT_CONTEXT_KEYS, _DEFAULT_CONTEXT_ENV, None, None)
-
-
-def context_rules(index: TreeIndex) -> ContextRules:
-    """How this tree derives and guards the context length (a tree answer)."""
-    return index.answer("context_rules", ContextRules, lambda: _context_rules(index))
-
-
-def _context_rules(index: TreeIndex) -> ContextRules:
-    keys: tuple[str, ...] = _DEFAULT_CONTEXT_KEYS
-    env_var = _DEFAULT_CONTEXT_ENV
-    message = None
-    source = None
-    for rel in index.entries:
-        if not rel.startswith("sglang/srt/"):
-            continue
-        name = rel.rsplit("/", 1)[-1]
-        if name not in {"hf_transformers_utils.py", "common.py", "model_config.py"}:
-            continue
-        try:
-            text = (index.tree.root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if "CONTEXT_LENGTH_KEYS = [" in text:
-            start = text.index("CONTEXT_LENGTH_KEYS = [")
-            end = text.find("]", start)
-            try:
-                value = ast.literal_eval(text[start + len("CONTEXT_LENGTH_KEYS = ") : end + 1])
-                if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    keys = tuple(value)
-            except (SyntaxError, ValueError):
-                pass
-        if name == "model_config.py":
-            env = re.search(r"envs\.(SGLANG_\w*CONTEXT\w*)\.get\(\)", text) or re.search(
-                r"set the env var (SGLANG_\w+)=1", text
-            )
-            if env:
-                env_var = env.group(1)
-                source = rel
-            wording = re.search(
-                r'f"(Warning: \{reason\} context_length[^"]*)"((?:\s*f?"[^"]*")*)', text
-            )
-            if wording:
-                more = re.findall(r'f?"([^"]*)"', wording.group(2))
-                message = wording.group(1) + "".join(more)
-                source = f"{rel}:{text.count(chr(10), 0, wording.start()) + 1}"
-    return ContextRules(keys, env_var, message, source)
-
-
-def derived_context_length(config: Mapping[str, Any], rules: ContextRules) -> int | None:
-    """SGLang's `get_context_length`: the first known key, scaled by plain rope scaling."""
-    text = text_config(config)
-    factor: float = 1
-    scaling = text.get("rope_scaling")
-    if isinstance(scaling, dict):
-        # read_config refused a factor that is not a positive finite number
-        factor = float_value(scaling.get("factor", 1), hi=MAX_ROPE_FACTOR) or 1
-        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
-            factor = 1
-    for key in rules.keys:
-        value = _int(text, key)
-        if value is not None:
-            return int(factor * value)
-    return None
-
-
-def check_context_length(
-    target: Mapping[str, Any],
-    draft: Mapping[str, Any] | None,
-    user_context: int | None,
-    env: Mapping[str, str],
-    rules: ContextRules,
-) -> list[Finding]:
-    findings: list[Finding] = []
-    allowed = env.get(rules.env_var, "").lower() in _TRUE
-    target_len = derived_context_length(target, rules)
-    effective = user_context if user_context is not None else target_len
-    env_fix = f"{rules.env_var}=1"
-    if user_context is not None and target_len is not None and user_context > target_len:
-        findings.append(
-            Finding(
-                id="config.context_length",
-                severity="info" if allowed else "error",
-                message=(
-                    f"--context-length {user_context} is longer than the target's derived "
-                    f"context length {target_len}"
-                    + (f"; allowed by {env_fix}" if allowed else "; SGLang refuses to start")
-                ),
-                role="target",
-                attribute="context_length",
-                fix=EnvFix(rules.env_var, "1", "set: SGLang allows the longer context")
-                if allowed
-                else Choice(
-                    (
-                        FlagFix(
-                            "--context-length",
-                            str(target_len),
-                            "stays within what the target was configured for",
-                        ),
-                        EnvFix(rules.env_var, "1", "forces the longer context on SGLang"),
-                    )
-                ),
-                evidence=ConfigEvidence.of(
-                    {"target_context_length": target_len, "requested": user_context}
-                ),
-            )
-        )
-    if draft is None:
-        return findings
-    draft_len = derived_context_length(draft, rules)
-    if effective is None and draft_len is not None and not allowed:
-        findings.append(_unknown_target_length(draft_len, rules))
-    if effective is None or draft_len is None or effective <= draft_len:
-        return findings
-    sglang_says = None
-    if rules.message:
-        sglang_says = (
-            rules.message.replace("{reason}", "Target model's")
-            .replace("{context_length}", str(effective))
-            .replace("{derived_context_len}", str(draft_len))
-        )
-    choice = Choice(
-        (
-            EnvFix(
-                rules.env_var,
-                "1",
-                f"keeps the full {effective}-token context; the draft runs past the {draft_len} "
-                "positions it was trained on, so its acceptance rate (and the speed-up) drops on "
-                "long prompts; outputs stay correct because the target verifies every token",
-            ),
-            FlagFix(
-                "--context-length",
-                str(draft_len),
-                f"keeps the draft inside its trained range; the server then rejects prompts "
-                f"longer than {draft_len} tokens",
-            ),
-        )
-    )
-    evidence = ConfigEvidence.of(
-        {
-            "target_context_length": effective,
-            "draft_max_position_embeddings": draft_len,
-            "env_var": rules.env_var,
-        },
-        read_from=rules.source,
-        sglang=sglang_says,
-    )
-    findings.append(
-        Finding(
-            id="config.context_length",
-            severity="info" if allowed else "error",
-            message=(
-                f"the draft's context length ({draft_len}) is shorter than the target's ({effective})"
-                + (
-                    f"; {env_fix} is set, so SGLang starts and the draft runs past its trained positions"
-                    if allowed
-                    else "; SGLang refuses to start after loading the target"
-                )
-            ),
-            role="draft",
-            attribute="max_position_embeddings",
-            fix=choice.env if allowed else choice,
-            evidence=evidence,
-        )
-    )
-    return findings
-
-
-def _unknown_target_length(draft_len: int, rules: ContextRules) -> Finding:
-    """The target's config.json names no context length (`save_pretrained` leaves a class
-    default out, as Gemma-3's does) and no transformers beside the tree says what its config
-    class gives (`classdefaults.py`): SGLang compares that length with the draft's all the
-    same, so the draft's shorter one is said, as a warning resting on the unknown, not an
-    error on a guess."""
-    keys = ", ".join(rules.keys)
-    return Finding(
-        id="config.context_length",
-        severity="warning",
-        message=(
-            f"the target's config.json names no context length ({keys}), and no transformers "
-            f"config class beside this tree gives one; if the one SGLang gets is longer than "
-            f"the draft's ({draft_len}), SGLang refuses to start after loading the target"
-        ),
-        role="draft",
-        attribute="max_position_embeddings",
-        fix=Choice(
-            (
-                FlagFix(
-                    "--context-length",
-                    str(draft_len),
-                    f"keeps the draft inside its trained range; the server then rejects "
-                    f"prompts longer than {draft_len} tokens",
-                ),
-                EnvFix(rules.env_var, "1", "lets SGLang start with the target's longer context"),
-            )
-        ),
-        evidence=ConfigEvidence.of(
-            {"target_context_length": None, "draft_max_position_embeddings": draft_len},
-            read_from=rules.source,
-        ),
-    )
 
 
 def _eagle_config(draft: Mapping[str, Any]) -> Mapping[str, Any]:

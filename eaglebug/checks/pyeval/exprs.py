@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval import calls, objects, ops
+from eaglebug.checks.pyeval import calls, flat, objects, ops
 from eaglebug.checks.pyeval.state import Call, source_text
 from eaglebug.checks.pyeval.values import (
     MISSING,
@@ -52,7 +52,10 @@ def expr(m: Machine, node: ast.expr) -> Any:
             owner, key = expr(m, base), expr(m, index)
             if isinstance(owner, ClassVal):
                 return objects.class_subscript(m, owner, key, where(m, node))
-            return ops.subscript(owner, key, m.budget, where(m, node))
+            mapping = flat.as_mapping(m, owner)  # `quantization_config["quant_method"]`
+            return ops.subscript(
+                owner if mapping is None else mapping, key, m.budget, where(m, node)
+            )
         case ast.Slice(lower=lower, upper=upper, step=step):
             parts = [expr(m, p) if p is not None else None for p in (lower, upper, step)]
             if any(isinstance(p, (Top, OneOf)) for p in parts):
@@ -150,7 +153,8 @@ def compare(
     result: Any = True
     for op, right in zip(cmpops, rights, strict=True):
         b = expr(m, right)
-        outcome = ops.compare(op, a, b, m.budget, where(m, node))
+        mapping = flat.as_mapping(m, b) if isinstance(op, (ast.In, ast.NotIn)) else None
+        outcome = ops.compare(op, a, b if mapping is None else mapping, m.budget, where(m, node))
         if outcome is False:
             return False
         if outcome is not True:
@@ -352,6 +356,9 @@ def _method(
         return made
     if isinstance(receiver, (int, float, bool)) or receiver is None:
         return Top(f"{here}: {type(receiver).__name__}.{attr}() is not modelled")
+    mapping = flat.mapping_read(m, receiver, attr)  # `rope_scaling.get("factor", 1)`
+    if mapping is not None:
+        return ops.method_of_value(mapping, attr, args, kwargs, m.budget, here)
     return _DONE
 
 

@@ -9,6 +9,10 @@ lacks is unknown, unless the classes the object stands for say more, each said i
   ParallelState`), so the store stands for it as it does for `self.server_args`;
 - the running method is the one that fills it on first use (`unset_cache`: `if not
   hasattr(self, "_cache"): self._cache = ...`), so it is not set yet.
+
+A config.json's nested mapping is held as dotted keys (`rope_scaling.factor`), read as
+attributes where transformers makes a sub-config object of it (`text_config.num_hidden_layers`)
+and as the dict it is where the code uses a dict's protocol on it (`as_mapping`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,52 @@ def unset_cache(m: Machine, owner: Any, attr: str, where: str) -> bool:
     if fills:
         m.assume(f"{where}: self.{attr} taken as not yet set (this method fills it on first use)")
     return fills
+
+
+# The methods of a dict that only read it, answered on a config.json's nested mapping.
+DICT_READS = frozenset({"get", "keys", "values", "items", "copy"})
+
+
+def as_mapping(m: Machine, value: Any) -> dict[str, Any] | None:
+    """A path of a complete input object (a config.json, `closed`) under which its store holds
+    deeper keys, as the dict config.json has there; None for anything else.
+
+    Why: the store cannot tell a nested mapping that stays a dict (`rope_scaling`,
+    `quantization_config`, an EAGLE-3 draft's `eagle_config`) from one transformers makes a
+    sub-config object of (`text_config`): both are dotted keys. The code that reads it says
+    which: `rope_scaling.get("factor", 1)`, `"original_max_position_embeddings" in
+    rope_scaling`, `quantization_config["quant_method"]` are a dict's protocol (a sub-config
+    object has no `get` and no `[]`), so they are answered from the dict, a key it lacks absent
+    as config.json is complete; an attribute read stays a read of the path. Nested mappings
+    come back as dicts, in config.json's order. Read only: a write goes to the path."""
+    if not isinstance(value, Instance) or not value.path:
+        return None
+    store = m.heap.objects.get(value.oid, {})
+    if not m.heap.is_closed(value.oid, value.path) or not m.heap.deeper.under(store, value.path):
+        return None
+    out: dict[str, Any] = {}
+    prefix = f"{value.path}."
+    for key, held in store.items():
+        if not key.startswith(prefix):
+            continue
+        head, deeper, _ = key[len(prefix) :].partition(".")
+        if not deeper:
+            out[head] = held
+        elif head not in out:
+            out[head] = as_mapping(m, value.child(head))
+    return out
+
+
+def mapping_read(m: Machine, value: Any, attr: str) -> dict[str, Any] | None:
+    """The dict `value.attr(...)` reads, where `attr` is a reading method of a dict and the
+    path holds no key of that name (`as_mapping`); else None."""
+    if attr not in DICT_READS or not isinstance(value, Instance) or not value.path:
+        return None
+    store = m.heap.objects.get(value.oid, {})
+    key = value.key(attr)
+    if key in store or m.heap.deeper.under(store, key):
+        return None
+    return as_mapping(m, value)
 
 
 # A declared field whose class shares at least this many field names with the flat store is
