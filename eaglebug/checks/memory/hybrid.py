@@ -36,6 +36,8 @@ def register(ctx: Context, m: Machine, obj: Instance) -> None:
     cls = m.source.class_val(ctx.config_class)
     if cls.ref is None:
         return
+    if not m.heap.deeper.under(m.fields(obj), _CONFIG):
+        return  # a reading whose flat object holds no config there (ModelConfig's own methods)
     config = Instance(obj.oid, None, _CONFIG)
     m.heap.path_classes[(obj.oid, _CONFIG)] = cls
     _from_config(m, obj, config)
