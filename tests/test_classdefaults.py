@@ -53,10 +53,8 @@ def test_the_class_gives_what_config_json_leaves_out(beside: TreeIndex, tmp_path
     assert {"text_config.max_position_embeddings", "text_config.vocab_size"} <= set(
         target.class_defaults
     )
-    assert set(target.class_defaults_from) == {  # Gemma3Config's, Gemma3TextConfig's
-        "transformers/models/gemma3/configuration_gemma3.py:246",
-        "transformers/models/gemma3/configuration_gemma3.py:33",
-    }
+    module = beside.tree.root / "transformers" / "models" / "gemma3" / "configuration_gemma3.py"
+    assert set(target.class_defaults_from) == {f"{module}:246", f"{module}:33"}  # both classes
     assert target.config is not None
     assert target.config["text_config"]["max_position_embeddings"] == 131072
     assert target.config["text_config"]["sliding_window"] == 1024  # config.json's own stays
@@ -108,13 +106,13 @@ def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:
             """
         )
     )
-    made = with_class_defaults({"model_type": "foo", "a": 7}, tmp_path, lambda t: False)
+    made = with_class_defaults({"model_type": "foo", "a": 7}, [tmp_path], lambda t: False)
     assert made.config == {"model_type": "foo", "a": 7, "e": [4, 5]}
     assert made.keys == ("e",)
-    assert made.read_from == ("transformers/models/foo/configuration_foo.py:2",)
-    own = with_class_defaults({"model_type": "foo"}, tmp_path, lambda t: t == "foo")
+    assert made.read_from == (f"{models / 'foo' / 'configuration_foo.py'}:2",)
+    own = with_class_defaults({"model_type": "foo"}, [tmp_path], lambda t: t == "foo")
     assert own.config == {"model_type": "foo"} and own.keys == ()
-    unknown = with_class_defaults({"model_type": "bar"}, tmp_path, lambda t: False)
+    unknown = with_class_defaults({"model_type": "bar"}, [tmp_path], lambda t: False)
     assert unknown.keys == ()  # BarConfig is named but defined nowhere
 
 
@@ -142,3 +140,81 @@ def test_a_kept_answer_is_not_reused_once_transformers_is_beside_it(
     gemma3 = root / "transformers" / "models" / "gemma3" / "configuration_gemma3.py"
     gemma3.write_text(gemma3.read_text().replace("vocab_size=262_208", "vocab_size=262_209"))
     assert "(262209)" in vocab()
+
+
+def _environment(root: Path, transformers: bool = True) -> Path:
+    """A virtual environment's layout (nothing in it runs): its `bin/python` and, with
+    `transformers`, transformers' configuration modules in its site-packages."""
+    (root / "bin").mkdir(parents=True)
+    python = root / "bin" / "python"
+    python.write_text("")
+    python.chmod(0o755)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    site = root / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    if transformers:
+        shutil.copytree(TRANSFORMERS, site / "transformers")
+    return python
+
+
+def test_a_source_checkout_reads_transformers_from_its_environment(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """SGLang run from a checkout (`pip install -e python`) has no transformers beside its
+    `sglang/`: the launch's own interpreter's site-packages has it."""
+    python = _environment(tmp_path / "venv")
+    words = [str(python), *_launch(tmp_path)[1:]]
+    result = preflight(index_0523, words, {"PATH": str(tmp_path / "no-such-folder")}, H200)
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    assert "text_config.vocab_size" in result.target.class_defaults
+    assert all(w.startswith(f"{site}/transformers/") for w in result.target.class_defaults_from)
+    assert str(site) in result.package_roots
+    by_id = {f.id: f for f in result.findings}
+    assert "(262208)" in by_id["config.vocab"].message
+    nowhere = {"PATH": str(tmp_path / "no-such-folder")}
+    plain = preflight(index_0523, _launch(tmp_path), nowhere, H200)
+    assert plain.target.class_defaults == ()  # no `python` on that PATH: the tree's folder only
+
+
+def test_the_launchs_python_and_its_search_path(tmp_path: Path) -> None:
+    from eaglebug.checks.launch.sitepaths import package_roots
+
+    tree = tmp_path / "checkout" / "python"
+    python = _environment(tmp_path / "venv", transformers=False)
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    env = {"PATH": f"{python.parent}:/usr/bin", "PYTHONPATH": "extra", "HOME": str(tmp_path)}
+    roots = package_roots(tree, ["python", "-m", "sglang.launch_server"], env, cwd="/work")
+    assert roots == (Path("/work/extra"), tree, site)  # a venv: no user site-packages
+    script = python.parent / "sglang"  # a console script names its interpreter
+    script.write_text(f"#!{python}\nimport sys\n")
+    script.chmod(0o755)
+    assert package_roots(tree, ["sglang", "serve"], env, cwd="/work")[-1] == site
+    env_line = python.parent / "serve-env"
+    env_line.write_text("#!/usr/bin/env python\n")
+    env_line.chmod(0o755)
+    assert package_roots(tree, ["serve-env"], {**env, "PYTHONPATH": ""}) == (tree, site)
+    (tmp_path / "venv" / "pyvenv.cfg").unlink()  # not a venv: the user's own site-packages too
+    user = tmp_path / ".local" / "lib" / "python3.11" / "site-packages"
+    user.mkdir(parents=True)
+    assert package_roots(tree, ["VAR=1", "python"], env, cwd="/w")[-2:] == (site, user)
+    assert package_roots(tree, ["no-such-program"], env, cwd="/w") == (Path("/w/extra"), tree)
+
+
+def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(
+    sglang_0523: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import eaglebug.cli.parser
+
+    python = _environment(tmp_path / "venv", transformers=False)
+    words = ["preflight", "--sglang", str(sglang_0523), "--json", "--gpu-mem-gib", "141", "--"]
+    words += [str(python), *_launch(tmp_path)[1:]]
+
+    def vocab() -> str:
+        eaglebug.cli.parser.main(words)
+        report = json.loads(capsys.readouterr().out)
+        return next((f["message"] for f in report["findings"] if f["id"] == "config.vocab"), "")
+
+    assert "262208" not in vocab()
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    shutil.copytree(TRANSFORMERS, site / "transformers")
+    assert "(262208)" in vocab()

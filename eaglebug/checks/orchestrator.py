@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.args.attention import GpuArch, check_attention
@@ -25,6 +26,7 @@ from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
+from eaglebug.checks.launch.sitepaths import package_roots
 from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.classes import model_objects
@@ -63,6 +65,9 @@ class PreflightResult:
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     external: ExternalPackage | None = None  # the out-of-tree model package audited with it
+    # Where the launch's Python looks for transformers (`launch/sitepaths.py`): a kept answer
+    # stamps each, so transformers installed, upgraded or removed there is a new answer.
+    package_roots: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -221,11 +226,15 @@ def preflight(
     algorithm_name = flags.text("--speculative-algorithm")
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
-    target = _with_class_defaults(index, resolve_model(model_path, env, flags.text("--revision")))
+    roots = package_roots(index.tree.root, words, env)
+    target = _with_class_defaults(
+        index, roots, resolve_model(model_path, env, flags.text("--revision"))
+    )
     draft_given = flags.text("--speculative-draft-model-path")
     draft = (
         _with_class_defaults(
             index,
+            roots,
             resolve_model(draft_given, env, flags.text("--speculative-draft-model-revision")),
         )
         if draft_given
@@ -235,6 +244,7 @@ def preflight(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
     )
     result.external = index.external
+    result.package_roots = tuple(str(r) for r in roots)
     findings = result.findings
     findings.extend(deprecated)
     if external is not None and index.external is None:
@@ -353,7 +363,9 @@ def preflight(
     return result
 
 
-def _with_class_defaults(index: TreeIndex, source: ModelSource) -> ModelSource:
+def _with_class_defaults(
+    index: TreeIndex, roots: Sequence[Path], source: ModelSource
+) -> ModelSource:
     """The model's config as transformers builds it where it leaves a key to its config
     class (`models/classdefaults.py`); a model type the tree registers a class of its own
     for (`_CONFIG_REGISTRY`) keeps config.json as it is."""
@@ -361,7 +373,7 @@ def _with_class_defaults(index: TreeIndex, source: ModelSource) -> ModelSource:
         return source
     supplied = with_class_defaults(
         source.config,
-        index.tree.root,
+        roots,
         lambda model_type: bool(model_objects(index, {"model_type": model_type}).qualname),
     )
     if not supplied.keys:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eaglebug.checks import NO_ANSWER, Answers, Patch, PreflightResult, stamp_key
@@ -65,7 +64,7 @@ def kept(answers: Answers, check_key: str) -> Kept | None:
 
 def keep(answers: Answers, check_key: str, flight: PreflightResult, patches: list[Patch]) -> None:
     """Keep a check's answer (not if it read folders that cannot be stamped)."""
-    folders = model_folders(flight.target, flight.draft, beside=Path(flight.package_dir).parent)
+    folders = model_folders(flight.target, flight.draft, roots=flight.package_roots)
     if folders is None:
         return
     answers.put(check_key, Kept(flight, patches, folders), [], Kept)

@@ -71,20 +71,16 @@ def unchanged(stamps: tuple[FolderStamp, ...]) -> bool:
 
 
 def model_folders(
-    *sources: ModelSource | None, beside: Path | None = None
+    *sources: ModelSource | None, roots: Sequence[str | Path] = ()
 ) -> tuple[FolderStamp, ...] | None:
     """The model folders a preflight read, to check before its answer is reused; None when a
     model came from (or was missed in) the Hugging Face cache, whose layout is not stamped.
-    `beside`: the folder holding the tree's `sglang/`, where the transformers whose config
-    classes give what a config.json leaves out is (`classdefaults.py`): its folder (installed,
-    upgraded or removed) and those of the classes read are stamped too."""
-    stamps = []
-    if beside is not None:
-        stamps.append(folder_stamp(beside / "transformers"))
-        read = {
-            w.rpartition(":")[0] for s in sources if s is not None for w in s.class_defaults_from
-        }
-        stamps += [folder_stamp(beside / Path(rel).parent) for rel in sorted(read)]
+    `roots`: where the launch's Python looks for transformers, whose config classes give what
+    a config.json leaves out (`classdefaults.py`): its folder in each (installed, upgraded or
+    removed) and those of the classes read are stamped too."""
+    stamps = [folder_stamp(Path(root) / "transformers") for root in roots]
+    read = {w.rpartition(":")[0] for s in sources if s is not None for w in s.class_defaults_from}
+    stamps += [folder_stamp(Path(path).parent) for path in sorted(read)]
     for source in sources:
         if source is None:
             continue

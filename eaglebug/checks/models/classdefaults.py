@@ -3,8 +3,9 @@
 Why: `save_pretrained` writes only what differs from the model's config class, so a published
 config.json may name no context length or vocabulary at all (Gemma-3's text config names
 neither), while SGLang reads them from the object transformers builds, the class's defaults
-filled in. Where the audited SGLang's environment holds transformers (its
-folder beside `sglang/`), the class is the one transformers' own `CONFIG_MAPPING_NAMES`
+filled in. Where the launch's Python would find transformers (beside `sglang/` in
+site-packages, or where `launch/sitepaths.py` finds its environment's site-packages for a
+source checkout), the class is the one transformers' own `CONFIG_MAPPING_NAMES`
 (`models/auto/configuration_auto.py`) names for the config's `model_type` (and for each
 sub-config's, `text_config`'s), found by its `class` line among transformers' configuration
 modules; each `__init__` parameter with a literal default that `__init__` keeps as it is
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,15 +36,19 @@ class Supplied:
 
     config: dict[str, Any]
     keys: tuple[str, ...] = ()  # "text_config.max_position_embeddings"
-    read_from: tuple[str, ...] = ()  # "transformers/models/gemma3/configuration_gemma3.py:91"
+    read_from: tuple[str, ...] = ()  # ".../transformers/models/gemma3/configuration_gemma3.py:91"
 
 
 def with_class_defaults(
-    config: Mapping[str, Any], root: Path, own: Callable[[str], bool]
+    config: Mapping[str, Any], roots: Sequence[Path], own: Callable[[str], bool]
 ) -> Supplied:
-    """`config` with what transformers' config classes give the keys it leaves out; `root`:
-    the folder holding `sglang/` (and transformers, where installed); `own(model_type)`: does
-    SGLang build that type with a config class of its own?"""
+    """`config` with what transformers' config classes give the keys it leaves out; `roots`:
+    the folders the launch's Python looks in for packages (`launch/sitepaths.py`), the first
+    holding transformers read; `own(model_type)`: does SGLang build that type with a config
+    class of its own?"""
+    root = next((r for r in roots if (r / _AUTO).is_file()), None)
+    if root is None:
+        return Supplied(dict(config))
     merged = dict(config)
     keys: list[str] = []
     where: list[str] = []
@@ -85,10 +90,10 @@ def _defaults(root: str, model_type: str) -> tuple[dict[str, Any], str] | None:
     found = _class_file(root, name, folder)
     if found is None:
         return None
-    rel, tree = found
+    path, tree = found
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
-            return _kept_defaults(node), f"{rel}:{node.lineno}"
+            return _kept_defaults(node), f"{path}:{node.lineno}"
     return None
 
 
@@ -124,7 +129,7 @@ def _class_file(root: str, name: str, folder: str) -> tuple[str, ast.Module] | N
             continue
         tree = _parse(path)
         if tree is not None:
-            return path.relative_to(root).as_posix(), tree
+            return str(path), tree
     return None
 
 
