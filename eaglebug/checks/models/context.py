@@ -11,15 +11,13 @@ expression evaluated by the one evaluator (`pyeval`) on an object whose `hf_conf
 `hf_text_config` are the config.json's, so the keys it tries, the rope scaling it multiplies
 by and whatever a later release adds are the tree's. A config that names none of the tree's
 context keys (`save_pretrained` leaves a class default out, as Gemma-3's does, and no
-transformers beside the tree supplied it, `classdefaults.py`) has no length here, not the
-tree's fallback of 2048: the real config object would have had its class's.
+transformers the launch would import supplied it, `classdefaults.py`) has no length here, not
+the tree's fallback of 2048: the real config object would have had its class's.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -300,10 +298,11 @@ def check_context_length(
 
 def _unknown_target_length(draft_len: int, rules: ContextRules, why: str) -> Finding:
     """The target's context length is not known (its config.json names none, as Gemma-3's
-    does when `save_pretrained` leaves a class default out and no transformers beside the tree
-    says what its config class gives, `classdefaults.py`; or the tree's derivation came out
-    unknown): SGLang compares that length with the draft's all the same, so the draft's
-    shorter one is said, as a warning resting on the unknown, not an error on a guess."""
+    does when `save_pretrained` leaves a class default out and no transformers the launch
+    would import says what its config class gives, `classdefaults.py`; or the tree's
+    derivation came out unknown): SGLang compares that length with the draft's all the same,
+    so the draft's shorter one is said, as a warning resting on the unknown, not an error on
+    a guess."""
     return Finding(
         id="config.context_length",
         severity="warning",
@@ -341,15 +340,14 @@ def derived_context_length(
     if not any(text.get(k) is not None for k in rules.keys):
         return (
             f"config.json names no context length ({', '.join(rules.keys)}), and no "
-            "transformers config class beside this tree gives one"
+            "transformers config class the launch's Python would find gives one"
         )
     derivation = rules.derivation
     if derivation is None:
         return "no derivation of the context length found in this tree's model config"
-    subject = [json.dumps(config, sort_keys=True, default=str), derivation.where]
     return index.answer_for(
         _ANSWER,
-        [hashlib.sha256(subject[0].encode()).hexdigest(), subject[1]],
+        [config, derivation.where],
         int | str,
         lambda: _evaluate(index, derivation, config),
         _KEEP_ANSWERS,
@@ -360,31 +358,31 @@ def _evaluate(index: TreeIndex, derivation: Derivation, config: Mapping[str, Any
     """`derivation`'s expression, run as the body of its method on an object whose
     `hf_config` is config.json and `hf_text_config` its text part (both complete; any other
     attribute of the object unknown)."""
-    parsed = index.parse_file(derivation.file)
-    owner_name, _, method = derivation.qualname.partition(".")
+    source = Source.of(index)
+    module, _ = module_name(derivation.file)
+    method = source.function(module, derivation.qualname)
     stmt = next(
         (
             s
-            for s in (syntax.walk(parsed.tree) if parsed is not None else [])
+            for s in (syntax.walk(method.node) if method is not None and method.node else [])
             if isinstance(s, ast.Assign) and s.lineno == derivation.line
         ),
         None,
     )
     if stmt is None:
         return f"{derivation.where}: the derivation is no longer there"
-    source = Source.of(index)
-    module, _ = module_name(derivation.file)
+    owner_name, _, name = derivation.qualname.partition(".")
     owner = source.class_val(f"{module}.{owner_name}")
     machine = Machine(source, policy=Policy(record_raises=False))
-    fields = {f"hf_config.{k}": v for k, v in dotted(config).items()}
-    fields.update({f"hf_text_config.{k}": v for k, v in dotted(text_config(config)).items()})
+    fields = {f"hf_config.{k}": v for k, v in _dotted(config).items()}
+    fields.update({f"hf_text_config.{k}": v for k, v in _dotted(text_config(config)).items()})
     self_obj = machine.bag(fields, owner, closed=False)
     for path in ("hf_config", "hf_text_config"):
         machine.heap.closed_paths.add((self_obj.oid, path))
     body = ast.Return(value=stmt.value)
     ast.copy_location(body, stmt)
     node = ast.FunctionDef(
-        name=method,
+        name=name,
         args=ast.arguments(
             posonlyargs=[], args=[ast.arg("self")], kwonlyargs=[], kw_defaults=[], defaults=[]
         ),
@@ -402,13 +400,13 @@ def _evaluate(index: TreeIndex, derivation: Derivation, config: Mapping[str, Any
     return f"{derivation.where}: the derived length is {value!r}"
 
 
-def dotted(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def _dotted(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """config.json's keys as the dotted attributes of the config object (`rope_scaling.factor`:
     the evaluator reads a nested mapping as a dict or as an object, as the code uses it)."""
     out: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping) and value:
-            out.update(dotted(value, f"{prefix}{key}."))
+            out.update(_dotted(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
