@@ -367,6 +367,37 @@ def test_a_configs_nested_mapping_reads_as_a_dict_and_as_an_object(tmp_path: Pat
     assert opened[0] == 16 and all(isinstance(v, Top) for v in opened[1:]), opened
 
 
+def test_a_configs_nested_mapping_written_is_read_as_written(tmp_path: Path) -> None:
+    """`rope["factor"] = 2.0` is the mapping's new key; a change the reading does not follow
+    (`update`, `del`, a key not known) leaves the mapping unknown from there on, for every
+    name that holds it, rather than the config.json it no longer is."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(config, key, how):
+            rope = config.rope_scaling
+            rope["factor"] = 2.0
+            written = rope.get("factor"), "factor" in rope, config.rope_scaling["factor"]
+            if how == "update":
+                rope.update({"x": 1})
+            elif how == "del":
+                del config.rope_scaling["factor"]
+            else:
+                rope[key] = 1
+            return written, rope.get("factor"), "factor" in rope, config.rope_scaling["type"]
+    """
+        },
+    )
+    site = m.source.function("sglang.srt.a", "f")
+    assert site is not None
+    for how in ("update", "del", "key"):
+        config = m.bag({"rope_scaling.factor": 8.0, "rope_scaling.type": "linear"})
+        written, *after = m.run(site, [config, Top("key"), how], {}).value
+        assert written == (2.0, True, 2.0)
+        assert all(isinstance(v, Top) for v in after), (how, after)
+
+
 def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:
     m = machine(
         tmp_path,

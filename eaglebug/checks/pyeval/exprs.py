@@ -52,7 +52,7 @@ def expr(m: Machine, node: ast.expr) -> Any:
             owner, key = expr(m, base), expr(m, index)
             if isinstance(owner, ClassVal):
                 return objects.class_subscript(m, owner, key, where(m, node))
-            mapping = flat.as_mapping(m, owner)  # `quantization_config["quant_method"]`
+            mapping = flat.view(m, owner)  # `quantization_config["quant_method"]`
             return ops.subscript(
                 owner if mapping is None else mapping, key, m.budget, where(m, node)
             )
@@ -153,7 +153,7 @@ def compare(
     result: Any = True
     for op, right in zip(cmpops, rights, strict=True):
         b = expr(m, right)
-        mapping = flat.as_mapping(m, b) if isinstance(op, (ast.In, ast.NotIn)) else None
+        mapping = flat.view(m, b) if isinstance(op, (ast.In, ast.NotIn)) else None
         outcome = ops.compare(op, a, b if mapping is None else mapping, m.budget, where(m, node))
         if outcome is False:
             return False
@@ -357,8 +357,13 @@ def _method(
     if isinstance(receiver, (int, float, bool)) or receiver is None:
         return Top(f"{here}: {type(receiver).__name__}.{attr}() is not modelled")
     mapping = flat.mapping_read(m, receiver, attr)  # `rope_scaling.get("factor", 1)`
+    if isinstance(mapping, Top):  # changed earlier in a way the reading does not follow
+        return Top(mapping.why, reads_of(mapping))
     if mapping is not None:
         return ops.method_of_value(mapping, attr, args, kwargs, m.budget, here)
+    if attr in flat.DICT_WRITES and flat.as_mapping(m, receiver) is not None:
+        flat.spoil(m, receiver, f"{here}: .{attr}() of {receiver.path}")
+        return Top(f"{here}: .{attr}() of {receiver.path}")
     return _DONE
 
 

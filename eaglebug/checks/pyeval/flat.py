@@ -56,8 +56,10 @@ def unset_cache(m: Machine, owner: Any, attr: str, where: str) -> bool:
     return fills
 
 
-# The methods of a dict that only read it, answered on a config.json's nested mapping.
+# The methods of a dict that only read it, answered on a config.json's nested mapping, and
+# those that change it (after which it is unknown: `spoil`).
 DICT_READS = frozenset({"get", "keys", "values", "items", "copy"})
+DICT_WRITES = frozenset({"update", "pop", "popitem", "setdefault", "clear"})
 
 
 def as_mapping(m: Machine, value: Any) -> dict[str, Any] | None:
@@ -71,10 +73,13 @@ def as_mapping(m: Machine, value: Any) -> dict[str, Any] | None:
     rope_scaling`, `quantization_config["quant_method"]` are a dict's protocol (a sub-config
     object has no `get` and no `[]`), so they are answered from the dict, a key it lacks absent
     as config.json is complete; an attribute read stays a read of the path. Nested mappings
-    come back as dicts, in config.json's order. Read only: a write goes to the path."""
+    come back as dicts, in config.json's order. A write goes to the path: `d[k] = v` to its
+    key, anything else makes the whole mapping unknown (`spoil`)."""
     if not isinstance(value, Instance) or not value.path:
         return None
     store = m.heap.objects.get(value.oid, {})
+    if value.path in store:  # set as a whole (or spoilt): its keys below are not it
+        return None
     if not m.heap.is_closed(value.oid, value.path) or not m.heap.deeper.under(store, value.path):
         return None
     out: dict[str, Any] = {}
@@ -90,16 +95,45 @@ def as_mapping(m: Machine, value: Any) -> dict[str, Any] | None:
     return out
 
 
-def mapping_read(m: Machine, value: Any, attr: str) -> dict[str, Any] | None:
+def view(m: Machine, value: Any) -> dict[str, Any] | Top | None:
+    """What a dict's protocol on `value` reads: its mapping (`as_mapping`), or the unknown it
+    became where it was spoilt; None for anything else."""
+    if isinstance(value, Instance) and value.path:
+        held = m.heap.objects.get(value.oid, {}).get(value.path)
+        if isinstance(held, Top) and m.heap.is_closed(value.oid, value.path):
+            return held
+    return as_mapping(m, value)
+
+
+def set_item(m: Machine, value: Any, key: Any, item: Any, rel: str, line: int) -> bool:
+    """`mapping[key] = item` on a config.json's nested mapping (`as_mapping`): the key written
+    where it is a plain name, else the mapping spoilt; False when `value` is no such mapping."""
+    if as_mapping(m, value) is None:
+        return False
+    assert isinstance(value, Instance)
+    if isinstance(key, str) and key and "." not in key:
+        m.write(value, key, item, rel, line)
+    else:
+        spoil(m, value, f"{rel}:{line}: a key of {value.path} written")
+    return True
+
+
+def spoil(m: Machine, value: Instance, why: str) -> None:
+    """The mapping at `value`'s path changed in a way the reading does not follow: it is
+    unknown from here on (its path set as a whole, which reads take before its keys)."""
+    m.heap.set(value.oid, value.path, Top(why))
+
+
+def mapping_read(m: Machine, value: Any, attr: str) -> dict[str, Any] | Top | None:
     """The dict `value.attr(...)` reads, where `attr` is a reading method of a dict and the
-    path holds no key of that name (`as_mapping`); else None."""
+    path holds no key of that name (`view`); else None."""
     if attr not in DICT_READS or not isinstance(value, Instance) or not value.path:
         return None
     store = m.heap.objects.get(value.oid, {})
     key = value.key(attr)
     if key in store or m.heap.deeper.under(store, key):
         return None
-    return as_mapping(m, value)
+    return view(m, value)
 
 
 # A declared field whose class shares at least this many field names with the flat store is

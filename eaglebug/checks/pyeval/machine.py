@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from eaglebug.checks.pyeval import calls, exprs, flow, objects
+from eaglebug.checks.pyeval import calls, exprs, flat, flow, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
 from eaglebug.checks.pyeval.flow import why_of
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
@@ -314,6 +314,11 @@ class Machine:
                 for target in targets:
                     if isinstance(target, ast.Name):
                         frame.locals.pop(target.id, None)
+                    elif isinstance(target, ast.Subscript):  # `del rope_scaling["type"]`
+                        mapping = exprs.expr(self, target.value)
+                        if flat.as_mapping(self, mapping) is not None:
+                            why = f"{frame.rel}:{stmt.lineno}: a key of it deleted"
+                            flat.spoil(self, mapping, why)
             case _:
                 pass  # pass, global, nonlocal, break / continue outside an unrolled loop
 
@@ -353,6 +358,8 @@ class Machine:
                 if isinstance(container, (dict, list)) and not isinstance(key, (Top, OneOf)):
                     with suppress(TypeError, IndexError):
                         container[key] = value
+                else:  # a config.json's nested mapping (`pyeval/flat.py`)
+                    flat.set_item(self, container, key, value, frame.rel, stmt.lineno)
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
                 for element, part in zip(elts, self.unpack(value, len(elts), stmt), strict=True):
                     if isinstance(element, ast.Starred):
