@@ -398,6 +398,34 @@ def test_a_configs_nested_mapping_written_is_read_as_written(tmp_path: Path) -> 
         assert all(isinstance(v, Top) for v in after), (how, after)
 
 
+def test_an_item_written_at_an_unknown_key_leaves_the_container_unknown(tmp_path: Path) -> None:
+    """`d[key] = v` with `key` unknown may have changed any item: the name (or attribute) the
+    dict was read from is unknown afterwards, not the dict it was before; a known key is
+    written as it is."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class Box:
+            def __init__(self):
+                self.table = {"a": 1}
+
+        def f(key):
+            d = {"a": 1}
+            d["b"] = 2
+            known = dict(d)
+            d[key] = 3
+            box = Box()
+            box.table[key] = 4
+            return known, d, box.table
+    """
+        },
+    )
+    known, d, table = run(m, "a", "f", Top("key")).value
+    assert known == {"a": 1, "b": 2}
+    assert isinstance(d, Top) and isinstance(table, Top)
+
+
 def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:
     m = machine(
         tmp_path,

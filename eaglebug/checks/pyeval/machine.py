@@ -358,6 +358,9 @@ class Machine:
                 if isinstance(container, (dict, list)) and not isinstance(key, (Top, OneOf)):
                     with suppress(TypeError, IndexError):
                         container[key] = value
+                elif isinstance(container, (dict, list)):  # which item changed is not known
+                    why = f"{frame.rel}:{stmt.lineno}: an item written at an unknown key"
+                    self.rebind(base, Top(why, reads_of(key)), stmt)
                 else:  # a config.json's nested mapping (`pyeval/flat.py`)
                     flat.set_item(self, container, key, value, frame.rel, stmt.lineno)
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
@@ -368,6 +371,13 @@ class Machine:
                         self.assign(element, part, stmt, read)
             case _:
                 pass
+
+    def rebind(self, target: ast.expr, value: Any, stmt: ast.stmt) -> None:
+        """Give the name or attribute a container was read from a new value (the unknown a
+        write the reading cannot follow leaves); a container reached otherwise keeps its
+        old items in the names that hold it."""
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            self.assign(target, value, stmt, frozenset())
 
     def unpack(self, value: Any, count: int, stmt: ast.stmt) -> list[Any]:
         if isinstance(value, OneOf) and all(
