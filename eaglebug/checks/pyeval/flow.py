@@ -1,23 +1,70 @@
-"""The machine's raises, `try` blocks and loops (`machine.Machine` runs the statements that reach here).
+"""The machine's raises, `try` blocks, loops and item writes (`machine.Machine` runs the
+statements that reach here).
 
 A `raise` or a failing `assert` is recorded with the tests on the way to it and the inputs they
 read, and ends the function (a decided path), the path (an undecided one) or the whole run
 (`Policy.stop_at_raise`, a definite raise). A `for` over a known sequence runs each item; one
-over an unknown, or a `while`, is not run: what it assigns becomes unknown (`havoc`).
+over an unknown, or a `while`, is not run: what it assigns becomes unknown (`havoc`). An item
+written or deleted changes a container the reading holds; one it cannot follow leaves the
+container unknown (`change_item`).
 """
 
 from __future__ import annotations
 
 import ast
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from eaglebug.checks.pyeval import flat
 from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
 from eaglebug.checks.pyeval.state import Test, source_text
-from eaglebug.checks.pyeval.values import Instance, OneOf, Raised, Top, message_text, truth
+from eaglebug.checks.pyeval.values import (
+    Instance,
+    OneOf,
+    Raised,
+    Top,
+    message_text,
+    reads_of,
+    truth,
+)
 from eaglebug.checks.source import syntax
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
+
+
+_DELETED: Any = object()  # `change_item` without a value: `del container[key]`
+
+
+# -- items --------------------------------------------------------------------------------
+def change_item(m: Machine, target: ast.Subscript, stmt: ast.stmt, value: Any = _DELETED) -> None:
+    """`container[key] = value`, or `del container[key]` without a value. A dict or list the
+    reading holds is changed in place where the key is known; at an unknown key any item may
+    have changed, so the name or attribute the container was read from becomes unknown
+    (another name holding it keeps the old items); a config.json's nested mapping is changed
+    through its path (`flat.py`)."""
+    container, key = m.expr(target.value), m.expr(target.slice)
+    rel, line = m.stack[-1].rel, stmt.lineno
+    deleted = value is _DELETED
+    if isinstance(container, (dict, list)) and deleted:
+        return  # not followed (yet)
+    if isinstance(container, (dict, list)):
+        if isinstance(key, (Top, OneOf)):
+            how = "deleted" if deleted else "written"
+            why = f"{rel}:{line}: an item {how} at an unknown key"
+            if isinstance(target.value, (ast.Name, ast.Attribute)):  # else it keeps its items
+                m.assign(target.value, Top(why, reads_of(key)), stmt, frozenset())
+            return
+        with suppress(TypeError, IndexError, KeyError):
+            if deleted:
+                del container[key]
+            else:
+                container[key] = value
+    elif deleted:
+        if flat.as_mapping(m, container) is not None:
+            flat.spoil(m, container, f"{rel}:{line}: a key of {container.path} deleted")
+    else:
+        flat.set_item(m, container, key, value, rel, line)
 
 
 # -- raises --------------------------------------------------------------------------------

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
-from eaglebug.checks.pyeval import calls, exprs, flat, flow, objects
+from eaglebug.checks.pyeval import calls, exprs, flow, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
 from eaglebug.checks.pyeval.flow import why_of
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
@@ -314,11 +314,8 @@ class Machine:
                 for target in targets:
                     if isinstance(target, ast.Name):
                         frame.locals.pop(target.id, None)
-                    elif isinstance(target, ast.Subscript):  # `del rope_scaling["type"]`
-                        mapping = exprs.expr(self, target.value)
-                        if flat.as_mapping(self, mapping) is not None:
-                            why = f"{frame.rel}:{stmt.lineno}: a key of it deleted"
-                            flat.spoil(self, mapping, why)
+                    elif isinstance(target, ast.Subscript):
+                        flow.change_item(self, target, stmt)
             case _:
                 pass  # pass, global, nonlocal, break / continue outside an unrolled loop
 
@@ -353,16 +350,8 @@ class Machine:
                 if isinstance(owner, Instance):
                     self.write(owner, attr, value, frame.rel, stmt.lineno)
                     self.observer.on_field(frame, owner, owner.key(attr), value, stmt, before)
-            case ast.Subscript(value=base, slice=index):
-                container, key = exprs.expr(self, base), exprs.expr(self, index)
-                if isinstance(container, (dict, list)) and not isinstance(key, (Top, OneOf)):
-                    with suppress(TypeError, IndexError):
-                        container[key] = value
-                elif isinstance(container, (dict, list)):  # which item changed is not known
-                    why = f"{frame.rel}:{stmt.lineno}: an item written at an unknown key"
-                    self.rebind(base, Top(why, reads_of(key)), stmt)
-                else:  # a config.json's nested mapping (`pyeval/flat.py`)
-                    flat.set_item(self, container, key, value, frame.rel, stmt.lineno)
+            case ast.Subscript():
+                flow.change_item(self, target, stmt, value)
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
                 for element, part in zip(elts, self.unpack(value, len(elts), stmt), strict=True):
                     if isinstance(element, ast.Starred):
@@ -371,13 +360,6 @@ class Machine:
                         self.assign(element, part, stmt, read)
             case _:
                 pass
-
-    def rebind(self, target: ast.expr, value: Any, stmt: ast.stmt) -> None:
-        """Give the name or attribute a container was read from a new value (the unknown a
-        write the reading cannot follow leaves); a container reached otherwise keeps its
-        old items in the names that hold it."""
-        if isinstance(target, (ast.Name, ast.Attribute)):
-            self.assign(target, value, stmt, frozenset())
 
     def unpack(self, value: Any, count: int, stmt: ast.stmt) -> list[Any]:
         if isinstance(value, OneOf) and all(
