@@ -399,9 +399,9 @@ def test_a_configs_nested_mapping_written_is_read_as_written(tmp_path: Path) -> 
 
 
 def test_an_item_written_at_an_unknown_key_leaves_the_container_unknown(tmp_path: Path) -> None:
-    """`d[key] = v` with `key` unknown may have changed any item: the name (or attribute) the
-    dict was read from is unknown afterwards, not the dict it was before; a known key is
-    written as it is."""
+    """`d[key] = v` or `del d[key]` with `key` unknown may have changed any item: the name (or
+    attribute) the dict was read from is unknown afterwards, not the dict it was before; a
+    known key is written or deleted as it is."""
     m = machine(
         tmp_path,
         {
@@ -418,12 +418,22 @@ def test_an_item_written_at_an_unknown_key_leaves_the_container_unknown(tmp_path
             box = Box()
             box.table[key] = 4
             return known, d, box.table
+
+        def g(key):
+            d = {"a": 1, "b": 2}
+            del d["a"]
+            known = dict(d)
+            del d[key]
+            return known, d
     """
         },
     )
     known, d, table = run(m, "a", "f", Top("key")).value
     assert known == {"a": 1, "b": 2}
     assert isinstance(d, Top) and isinstance(table, Top)
+    known, d = run(m, "a", "g", Top("key")).value
+    assert known == {"b": 2}  # a known key deleted is gone
+    assert isinstance(d, Top)
 
 
 def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:

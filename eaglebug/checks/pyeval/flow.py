@@ -46,8 +46,6 @@ def change_item(m: Machine, target: ast.Subscript, stmt: ast.stmt, value: Any = 
     container, key = m.expr(target.value), m.expr(target.slice)
     rel, line = m.stack[-1].rel, stmt.lineno
     deleted = value is _DELETED
-    if isinstance(container, (dict, list)) and deleted:
-        return  # not followed (yet)
     if isinstance(container, (dict, list)):
         if isinstance(key, (Top, OneOf)):
             how = "deleted" if deleted else "written"
