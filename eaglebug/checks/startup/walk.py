@@ -225,8 +225,14 @@ class _Tracer(Receivers):
         if isinstance(node, ast.Name):  # a class in a table, a hook in a list: named here
             self._named(node.id, frame.role)
             return
-        for child in ast.iter_child_nodes(node):
-            self._walk(child, frame)
+        for field in _fields(type(node)):  # ast.iter_child_nodes, without its generators
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for child in value:
+                    if isinstance(child, ast.AST):
+                        self._walk(child, frame)
+            elif isinstance(value, ast.AST):
+                self._walk(value, frame)
         if isinstance(node, ast.Call):
             self._call(node, frame)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
@@ -327,6 +333,20 @@ def walk(index: TreeIndex, algorithm: str, worker_classes: tuple[str, ...]) -> S
     except RecursionError:
         index.warnings.append("the start-up nests too deep to follow: findings have no step")
         return StartupTrace(algorithm, ())
+
+
+# Fields that hold only an operator or a load/store marker: nodes with nothing to walk.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes worth walking, in the order
+    `ast.iter_child_nodes` gives them."""
+    found = _FIELDS.get(kind)
+    if found is None:
+        found = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    return found
 
 
 def _is_main_block(node: ast.stmt) -> bool:
