@@ -200,6 +200,64 @@ def test_the_launchs_python_and_its_search_path(tmp_path: Path) -> None:
     assert package_roots(tree, ["no-such-program"], env, cwd="/w") == (Path("/w/extra"), tree)
 
 
+def _pyenv(root: Path) -> Path:
+    """pyenv's layout: its `python` shim (the script pyenv writes, naming its root) in
+    `shims/`, and two versions, 3.11.7 a plain install and `serve` a virtualenv."""
+    shims = root / "shims"
+    shims.mkdir(parents=True)
+    shim = shims / "python"
+    shim.write_text(
+        "#!/usr/bin/env bash\nset -e\n"
+        f'program="${{0##*/}}"\n\nexport PYENV_ROOT="{root}"\n'
+        f'exec "{root}/libexec/pyenv" exec "$program" "$@"\n'
+    )
+    shim.chmod(0o755)
+    for version in ("3.11.7", "serve"):
+        _environment(root / "versions" / version, transformers=False)
+    return shim
+
+
+def test_a_pyenv_shim_is_the_version_pyenv_picks(tmp_path: Path) -> None:
+    """`python` on the launch's PATH is pyenv's shim (a bash script under pyenv's root, no
+    site-packages of its own): the site-packages are those of the version `pyenv exec`
+    would run, read from the files pyenv reads, in its order."""
+    from eaglebug.checks.launch.sitepaths import package_roots
+
+    root = tmp_path / "pyenv"
+    shim = _pyenv(root)
+    tree = tmp_path / "checkout" / "python"
+    env = {"PATH": f"{shim.parent}:{tmp_path / 'system'}", "HOME": str(tmp_path)}
+    words = ["python", "-m", "sglang.launch_server"]
+
+    def site(version: str) -> Path:
+        return root / "versions" / version / "lib" / "python3.11" / "site-packages"
+
+    project = tmp_path / "work" / "model"
+    project.mkdir(parents=True)
+    assert package_roots(tree, words, env, cwd=str(project)) == (tree,)  # no version set
+    (root / "version").write_text("3.11.7\n")  # `pyenv global`
+    assert package_roots(tree, words, env, cwd=str(project)) == (tree, site("3.11.7"))
+    # `pyenv local` in a folder above: a comment, a missing version, then one that is there
+    (tmp_path / "work" / ".python-version").write_text("# pinned\n3.9.0\nserve extra\n")
+    assert package_roots(tree, words, env, cwd=str(project)) == (tree, site("serve"))
+    shell = {**env, "PYENV_VERSION": "3.11.7"}  # `pyenv shell` wins over both files
+    assert package_roots(tree, words, shell, cwd=str(project)) == (tree, site("3.11.7"))
+    # `system`: the python on PATH past the shims, here not a venv (the user's site too)
+    system = _environment(tmp_path / "system-python", transformers=False)
+    (tmp_path / "system-python" / "pyvenv.cfg").unlink()
+    user = tmp_path / ".local" / "lib" / "python3.11" / "site-packages"
+    user.mkdir(parents=True)
+    plain = {**env, "PATH": f"{shim.parent}:{system.parent}", "PYENV_VERSION": "system"}
+    roots = package_roots(tree, words, plain, cwd=str(project))
+    assert roots == (
+        tree,
+        tmp_path / "system-python" / "lib" / "python3.11" / "site-packages",
+        user,
+    )
+    gone = {**env, "PYENV_VERSION": "3.9.0"}  # pyenv would find no python: nothing guessed
+    assert package_roots(tree, words, gone, cwd=str(project)) == (tree,)
+
+
 def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(
     sglang_0523: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -217,4 +275,37 @@ def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(
     assert "262208" not in vocab()
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     shutil.copytree(TRANSFORMERS, site / "transformers")
+    assert "(262208)" in vocab()
+
+
+def test_a_kept_answer_sees_pyenv_pick_another_python(
+    sglang_0523: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`pyenv local serve` in the launch's folder after a preflight: the kept answer read
+    another Python's (no) transformers, so the question is answered afresh."""
+    import eaglebug.cli.parser
+
+    shim = _pyenv(tmp_path / "pyenv")
+    site = tmp_path / "pyenv" / "versions" / "serve" / "lib" / "python3.11" / "site-packages"
+    shutil.copytree(TRANSFORMERS, site / "transformers")
+    (tmp_path / "pyenv" / "version").write_text("3.11.7\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", str(shim.parent))
+    monkeypatch.delenv("PYENV_VERSION", raising=False)
+    monkeypatch.delenv("PYENV_DIR", raising=False)
+    words = ["preflight", "--sglang", str(sglang_0523), "--json", "--gpu-mem-gib", "141", "--"]
+    words += ["python", *_launch(tmp_path)[1:]]
+
+    def vocab() -> str:
+        eaglebug.cli.parser.main(words)
+        report = json.loads(capsys.readouterr().out)
+        return next((f["message"] for f in report["findings"] if f["id"] == "config.vocab"), "")
+
+    assert "262208" not in vocab()  # the global 3.11.7 has no transformers
+    (project / ".python-version").write_text("serve\n")
     assert "(262208)" in vocab()

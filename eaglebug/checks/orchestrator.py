@@ -68,6 +68,8 @@ class PreflightResult:
     # Where the launch's Python looks for transformers (`launch/sitepaths.py`): a kept answer
     # stamps each, so transformers installed, upgraded or removed there is a new answer.
     package_roots: tuple[str, ...] = ()
+    # The folders whose files chose the launch's Python (pyenv's version files): stamped too.
+    python_chosen_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,7 +228,8 @@ def preflight(
     algorithm_name = flags.text("--speculative-algorithm")
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
-    roots = package_roots(index.tree.root, words, env)
+    chosen_by: list[Path] = []
+    roots = package_roots(index.tree.root, words, env, chosen_by=chosen_by)
     target = _with_class_defaults(
         index, roots, resolve_model(model_path, env, flags.text("--revision"))
     )
@@ -245,6 +248,7 @@ def preflight(
     )
     result.external = index.external
     result.package_roots = tuple(str(r) for r in roots)
+    result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings
     findings.extend(deprecated)
     if external is not None and index.external is None:

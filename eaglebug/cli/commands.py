@@ -328,7 +328,12 @@ def preflight_command(args: argparse.Namespace) -> int:
             text = json_text(result.to_json())
         else:
             text = rendered(print_preflight, result)
-        folders = model_folders(result.target, result.draft, roots=result.package_roots)
+        folders = model_folders(
+            result.target,
+            result.draft,
+            roots=result.package_roots,
+            chosen_by=result.python_chosen_by,
+        )
         return _Answered(tuple(result.warnings), text, code, folders)
 
     # Besides the tree, the answer depends on the launch, the environment and the GPU, and

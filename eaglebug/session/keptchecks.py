@@ -64,7 +64,9 @@ def kept(answers: Answers, check_key: str) -> Kept | None:
 
 def keep(answers: Answers, check_key: str, flight: PreflightResult, patches: list[Patch]) -> None:
     """Keep a check's answer (not if it read folders that cannot be stamped)."""
-    folders = model_folders(flight.target, flight.draft, roots=flight.package_roots)
+    folders = model_folders(
+        flight.target, flight.draft, roots=flight.package_roots, chosen_by=flight.python_chosen_by
+    )
     if folders is None:
         return
     answers.put(check_key, Kept(flight, patches, folders), [], Kept)

@@ -71,14 +71,18 @@ def unchanged(stamps: tuple[FolderStamp, ...]) -> bool:
 
 
 def model_folders(
-    *sources: ModelSource | None, roots: Sequence[str | Path] = ()
+    *sources: ModelSource | None,
+    roots: Sequence[str | Path] = (),
+    chosen_by: Sequence[str | Path] = (),
 ) -> tuple[FolderStamp, ...] | None:
     """The model folders a preflight read, to check before its answer is reused; None when a
     model came from (or was missed in) the Hugging Face cache, whose layout is not stamped.
     `roots`: where the launch's Python looks for transformers, whose config classes give what
     a config.json leaves out (`classdefaults.py`): its folder in each (installed, upgraded or
-    removed) and those of the classes read are stamped too."""
+    removed) and those of the classes read are stamped too; `chosen_by`: the folders whose
+    files chose the launch's Python (pyenv's version files), another choice another answer."""
     stamps = [folder_stamp(Path(root) / "transformers") for root in roots]
+    stamps += [folder_stamp(folder) for folder in chosen_by]
     read = {w.rpartition(":")[0] for s in sources if s is not None for w in s.class_defaults_from}
     stamps += [folder_stamp(Path(path).parent) for path in sorted(read)]
     for source in sources:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,12 +31,20 @@ _SITES = (
     "local/lib/python3*/dist-packages",
 )
 _SHEBANG_BYTES = 512
+_SHIM_BYTES = 4096
+_PYENV_ROOT = re.compile(rb'^export PYENV_ROOT="([^"\n]+)"', re.MULTILINE)
 
 
 def package_roots(
-    tree_root: Path, words: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+    tree_root: Path,
+    words: Sequence[str],
+    environ: Mapping[str, str],
+    cwd: str | None = None,
+    chosen_by: list[Path] | None = None,
 ) -> tuple[Path, ...]:
-    """Where the launch's Python looks for top-level packages, `tree_root` among them."""
+    """Where the launch's Python looks for top-level packages, `tree_root` among them;
+    `chosen_by`, when given, gets the folders whose files chose that Python (pyenv's version
+    files' folders), which a kept answer stamps."""
     additions, argv = env_and_argv(words)
     env = {**environ, **additions}
     here = cwd if cwd is not None else os.getcwd()
@@ -43,7 +52,11 @@ def package_roots(
         Path(here, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry
     ]
     roots.append(tree_root)
-    python = _interpreter(argv[0], env) if argv else None
+    python = (
+        _interpreter(argv[0], env, here, chosen_by if chosen_by is not None else [])
+        if argv
+        else None
+    )
     if python is not None:
         prefix = python.parent.parent  # the venv's or conda env's, not the base it links to
         for pattern in _SITES:
@@ -54,24 +67,72 @@ def package_roots(
     return tuple(dict.fromkeys(roots))
 
 
-def _interpreter(program: str, env: Mapping[str, str]) -> Path | None:
+def _interpreter(
+    program: str, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
     """The Python the launch's first word runs: itself where it is one, else the one its
-    `#!` line names (a console script such as `sglang`)."""
+    `#!` line names (a console script such as `sglang`); a pyenv shim, the one it execs."""
     found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         return None
     path = Path(found)
+    head = _head(path, _SHIM_BYTES)
+    if path.parent.name == "shims" and (root := _PYENV_ROOT.search(head or b"")) is not None:
+        return _pyenv_python(Path(os.fsdecode(root.group(1))), path, env, cwd, chosen_by)
     if path.name.startswith("python"):
         return path
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SHEBANG_BYTES)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
+    if head is None or not head.startswith(b"#!"):
         return None
     words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
     named = Path(words[0]) if words else None
     if named is not None and named.name == "env" and len(words) > 1:  # `#!/usr/bin/env python3`
-        return _interpreter(words[1], env) if words[1].startswith("python") else None
+        if not words[1].startswith("python"):
+            return None
+        return _interpreter(words[1], env, cwd, chosen_by)
     return named if named is not None and named.name.startswith("python") else None
+
+
+def _head(path: Path, size: int) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except OSError:
+        return None
+
+
+def _pyenv_python(
+    root: Path, shim: Path, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
+    """What `pyenv exec` runs for a shim, as pyenv picks it: the versions `PYENV_VERSION`
+    names, else those of the nearest `.python-version` from the launch's folder up, else
+    the global `version` file; the first that has the program (`system`: the next one on
+    `PATH` past the shims). None when pyenv would find none."""
+    program = shim.name
+    chosen_by.append(root / "versions")  # a version installed or removed
+    if env.get("PYENV_VERSION"):
+        versions = env["PYENV_VERSION"].split(":")
+    else:
+        here = Path(cwd, env.get("PYENV_DIR") or ".")
+        files = [d / ".python-version" for d in (here, *here.parents)]
+        chosen = next((f for f in files if f.is_file()), root / "version")
+        looked = files[: files.index(chosen) + 1] if chosen in files else [*files, chosen]
+        chosen_by += [f.parent for f in looked]  # a version file made or edited: a new choice
+        text = (_head(chosen, _SHIM_BYTES) or b"").decode("utf-8", "replace")
+        versions = [  # pyenv's own reading: each line's first word, not a comment or a path
+            w[0]
+            for line in text.splitlines()
+            if (w := line.split()) and not w[0].startswith("#") and "/" not in w[0] and w[0] != ".."
+        ]
+    for version in versions or ["system"]:
+        if version == "system":
+            rest = os.pathsep.join(
+                p for p in env.get("PATH", os.defpath).split(os.pathsep) if Path(p) != shim.parent
+            )
+            found = shutil.which(program, path=rest)
+            if found is not None:
+                return _interpreter(found, {**env, "PATH": rest}, cwd, chosen_by)
+            continue
+        candidate = root / "versions" / version / "bin" / program
+        if candidate.is_file():
+            return candidate
+    return None
