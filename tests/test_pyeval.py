@@ -436,6 +436,48 @@ def test_an_item_written_at_an_unknown_key_leaves_the_container_unknown(tmp_path
     assert isinstance(d, Top)
 
 
+def test_a_change_the_reading_cannot_make_leaves_the_container_unknown(tmp_path: Path) -> None:
+    """`layers.extend(more)` with `more` unknown (it raised TypeError in the reading),
+    `d.update(other)` or `d.pop(key)` with either unknown, and the changes it does not model
+    (`layers.pop()`, `d.clear()`): the name or attribute the container was read from is
+    unknown afterwards, not the list or dict it was before; known changes are made."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class Box:
+            def __init__(self):
+                self.layers = [1]
+
+        def f(more, key):
+            layers = [1]
+            layers.extend([2, 3])
+            layers.insert(0, 0)
+            known = list(layers)
+            layers.extend(more)
+            box = Box()
+            box.layers.extend(more)
+            popped = [1, 2]
+            popped.pop()
+            d = {"a": 1}
+            d.update({"b": 2})
+            d.setdefault("c", 3)
+            seen = dict(d)
+            d.update(more)
+            e = {"a": 1}
+            e.pop(key)
+            cleared = {"a": 1}
+            cleared.clear()
+            return known, layers, box.layers, popped, seen, d, e, cleared
+    """
+        },
+    )
+    known, layers, held, popped, seen, d, e, cleared = run(m, "a", "f", Top("m"), Top("k")).value
+    assert known == [0, 1, 2, 3] and seen == {"a": 1, "b": 2, "c": 3}
+    unknown = (layers, held, popped, d, e, cleared)
+    assert all(isinstance(v, Top) for v in unknown), unknown
+
+
 def test_method_on_a_class_of_the_tree_is_not_a_builtin(tmp_path: Path) -> None:
     m = machine(
         tmp_path,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval import calls, flat, objects, ops
+from eaglebug.checks.pyeval import calls, flat, flow, objects, ops
 from eaglebug.checks.pyeval.state import Call, source_text
 from eaglebug.checks.pyeval.values import (
     MISSING,
@@ -339,6 +339,12 @@ def _method(
     here = where(m, node)
     if isinstance(receiver, Top):
         return _DONE  # an unknown receiver's method is unknown (`objects`): never a builtin
+    held = alternatives(receiver) if isinstance(receiver, OneOf) else [receiver]
+    if not all(ops.change_follows(v, attr, args, kwargs) for v in held):
+        why = f"{here}: .{attr}() changes it in a way the reading does not follow"
+        if isinstance(node.func, ast.Attribute):
+            flow.forget(m, node.func.value, Top(why, reads_of(*args, *kwargs.values())))
+        return Top(why, reads_of(*args, *kwargs.values()))
     if isinstance(receiver, OneOf) and all(
         isinstance(v, (str, dict, list, tuple)) for v in receiver.values
     ):

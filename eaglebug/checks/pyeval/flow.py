@@ -65,6 +65,18 @@ def change_item(m: Machine, target: ast.Subscript, stmt: ast.stmt, value: Any = 
         flat.set_item(m, container, key, value, rel, line)
 
 
+def forget(m: Machine, held_in: ast.expr, unknown: Top) -> None:
+    """The local or attribute a container was read from holds `unknown` now: it was changed
+    in a way the reading does not follow (another name holding it keeps the old items)."""
+    frame = m.stack[-1]
+    if isinstance(held_in, ast.Name) and held_in.id in frame.locals:
+        frame.locals[held_in.id] = unknown
+    elif isinstance(held_in, ast.Attribute):
+        owner = m.expr(held_in.value)
+        if isinstance(owner, Instance):
+            m.write(owner, held_in.attr, unknown, frame.rel, held_in.lineno)
+
+
 # -- raises --------------------------------------------------------------------------------
 def raise_(m: Machine, stmt: ast.stmt, exc: ast.expr | None, msg: ast.expr | None) -> None:
     if m.policy.skip_raises:

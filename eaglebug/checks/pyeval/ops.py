@@ -308,6 +308,37 @@ STR_METHODS = frozenset(
      "join", "format", "isdigit", "removeprefix", "removesuffix", "title", "count", "find"}
 )  # fmt: skip
 DICT_METHODS = frozenset({"get", "keys", "values", "items", "setdefault", "pop", "update", "copy"})
+_KNOWN_ITERABLES = (list, tuple, str, dict)  # not a range: it could be of any length
+# Changes the reading does not make (`layers.pop()`, `d.clear()`): the container is unknown after.
+_UNFOLLOWED: dict[type, frozenset[str]] = {
+    list: frozenset({"pop", "remove", "clear", "sort", "reverse"}),
+    dict: frozenset({"clear", "popitem"}),
+}
+
+
+def change_follows(owner: Any, attr: str, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """Can the reading make this change to a list or dict it holds (`layers.extend(more)`,
+    `d.update(other)`) as Python would? Not with an unknown key, index or iterable, nor
+    arguments Python would refuse: then the container is unknown from there on. True for
+    anything that changes nothing."""
+    if attr in _UNFOLLOWED.get(type(owner), frozenset()):
+        return False
+    if isinstance(owner, list):
+        if attr == "extend":
+            return len(args) == 1 and not kwargs and isinstance(args[0], _KNOWN_ITERABLES)
+        if attr == "insert":
+            return len(args) == 2 and not kwargs and type(args[0]) is int
+        return attr != "append" or (len(args) == 1 and not kwargs)
+    if isinstance(owner, dict) and attr == "update":
+        return len(args) <= 1 and (not args or isinstance(args[0], dict))
+    if isinstance(owner, dict) and attr in {"setdefault", "pop"}:
+        if not 1 <= len(args) <= 2 or kwargs or isinstance(args[0], (Top, OneOf)):
+            return False
+        try:
+            hash(args[0])
+        except TypeError:
+            return False
+    return True
 
 
 def pure_call(
@@ -398,7 +429,10 @@ def method_of_value(
             return dict(owner)
         return list(getattr(owner, attr)())
     if isinstance(owner, list) and attr in {"append", "extend", "insert"}:
-        getattr(owner, attr)(*args)
+        try:  # `change_follows` has said the arguments are ones Python takes
+            getattr(owner, attr)(*args)
+        except TypeError as error:
+            return Top(f"{where}: list.{attr}: {error}")
         return None
     if isinstance(owner, (list, tuple)) and attr in {"index", "count"}:
         try:
