@@ -8,6 +8,7 @@ grows. A synthetic copy of the real files with one formula changed changes the a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -75,6 +76,23 @@ def test_0523_rewrites_the_deprecated_flags_and_0_5_9_keeps_them(
     assert new["dp_flags_resolved_from"].startswith("sglang/srt/arg_groups/parallel_hook.py:")
     old = v3(index_059, tmp_path / "old", *DP8)
     assert old["dp_flags_resolved"] is None  # 0.5.9 reads --dp-size and the switch as given
+
+
+def test_a_flag_the_resolution_leaves_unknown_is_said_in_the_json(
+    sglang_0523: Path, tmp_path: Path
+) -> None:
+    """A DP flag the tree's resolution sets to something the reading cannot know is shown as
+    not known, with why, in the finding's JSON (an unknown there stopped `--json` with an
+    internal error)."""
+    tree = copy_tree(sglang_0523, tmp_path / "tree")
+    hook = tree / "sglang" / "srt" / "arg_groups" / "parallel_hook.py"
+    edit(hook, "            dp_size=1,\n", "            dp_size=replicas_from_the_cluster(),\n")
+    found = v3(TreeIndex(locate(str(tree)), use_cache=False), tmp_path / "m", *DP8)
+    resolved = dict(found["dp_flags_resolved"])
+    assert resolved["attn_dp_size"] == 8
+    assert str(resolved["dp_size"]).startswith("not known: ")
+    assert "replicas_from_the_cluster" in resolved["dp_size"]
+    json.dumps(found)
 
 
 def test_dp_attention_divides_the_request_limit_per_rank(index: TreeIndex, tmp_path: Path) -> None:

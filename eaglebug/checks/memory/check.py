@@ -21,6 +21,7 @@ from eaglebug.checks.logs.memory import MemoryLog, Overheads
 from eaglebug.checks.memory.fit import GIB, MIB, Gpu, MemoryLaunch, ModelShape
 from eaglebug.checks.memory.plan import Prediction, Weights, minimum_fraction, predict
 from eaglebug.checks.memory.rules import MemorySources
+from eaglebug.checks.pyeval.values import Top
 from eaglebug.checks.source.index import TreeIndex
 
 # Decode batch sizes tried for a --cuda-graph-max-bs that fits, largest first.
@@ -112,9 +113,21 @@ def _layout_details(p: Prediction) -> dict[str, object]:
         "attention_tp_size": layout.attn_tp_size,
         "attention_dp_size": layout.attn_dp_size,
         "attention_layout_from": layout.attn_tp_from,
-        "dp_flags_resolved": dict(layout.resolved) or None,
+        "dp_flags_resolved": {k: _shown(v) for k, v in layout.resolved.items()} or None,
         "dp_flags_resolved_from": layout.resolved_from if layout.resolved else None,
     }
+
+
+def _shown(value: object) -> object:
+    """A value as the report's JSON can hold it: a scalar, or a list or dict of them, as it
+    is; one the reading does not know, as why (the readings that used it said so)."""
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return f"not known: {value.why}" if isinstance(value, Top) else f"a {type(value).__name__}"
 
 
 def _requests(p: Prediction) -> str:
