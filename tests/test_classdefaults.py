@@ -22,10 +22,10 @@ from eaglebug.checks import preflight
 from eaglebug.checks.models.classdefaults import with_class_defaults
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
-from tests.configs import eagle3, write_model
+from tests.configs import eagle3, kimi_k25, write_model
 from tests.memconfigs import GEMMA3_27B, GEMMA3_27B_BYTES
 from tests.test_memory import H200, LAUNCH
-from tests.test_mempools import copy_tree
+from tests.test_mempools import copy_tree, edit
 
 TRANSFORMERS = Path(__file__).parent / "fixtures" / "transformers" / "transformers"
 
@@ -76,6 +76,61 @@ def test_without_transformers_beside_it_the_config_is_as_published(
     assert result.target.config == GEMMA3_27B
     context = [f for f in result.findings if f.id == "config.context_length"]
     assert [f.severity for f in context] == ["warning"]  # the unknown, said as one
+
+
+def _mla_draft(tmp_path: Path) -> list[str]:
+    """The seed launch with an EAGLE-3 MLA draft for Kimi-K2.5 (`kimi_k25_eagle3.py`'s
+    class) whose config.json, saved from DeepseekV3Config's subclass, leaves out what equals
+    that class's defaults: its context length and its latent width among them."""
+    target = write_model(tmp_path / "kimi-k2.5", kimi_k25(), total_size=8 * 10**9)
+    draft = {
+        "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+        "model_type": "kimi_k2",
+        "hidden_size": 7168,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 64,
+        "vocab_size": 163840,
+        "draft_vocab_size": 32000,
+        "torch_dtype": "bfloat16",
+    }
+    draft_path = write_model(tmp_path / "kimi-k2.5-eagle3-mla", draft)
+    return [
+        *LAUNCH, "--model-path", str(target), "--tp", "8", "--trust-remote-code",
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft_path),
+    ]  # fmt: skip
+
+
+def test_sglangs_alias_of_a_transformers_class_gives_that_class_defaults(
+    beside: TreeIndex, sglang_0523: Path, tmp_path: Path
+) -> None:
+    """0.5.23 registers `_KimiK2ConfigAlias(DeepseekV3Config)` for `kimi_k2` (which
+    transformers does not map): the draft is built as DeepseekV3Config, whose 4096 positions
+    are shorter than the target's 262144, SGLang's refusal. The same tree without that
+    registration leaves the draft's context unknown: read from the tree."""
+    words = _mla_draft(tmp_path)
+    result = preflight(beside, words, {}, H200)
+    draft = result.draft
+    assert draft is not None
+    assert {"max_position_embeddings", "kv_lora_rank", "qk_rope_head_dim"} <= set(
+        draft.class_defaults
+    )
+    module = beside.tree.root / "transformers" / "models" / "deepseek_v3"
+    assert draft.class_defaults_from == (f"{module / 'configuration_deepseek_v3.py'}:26",)
+    assert draft.config is not None and draft.config["kv_lora_rank"] == 512
+    context = next(f for f in result.findings if f.id == "config.context_length")
+    assert context.severity == "error"
+    assert "(4096) is shorter than the target's (262144)" in context.message
+    # the target's text config (`kimi_k2` too) is read through the same alias
+    assert "text_config.rope_interleave" in result.target.class_defaults
+
+    unregistered = copy_tree(sglang_0523, tmp_path / "no-alias")
+    shutil.copytree(TRANSFORMERS, unregistered / "transformers")
+    common = unregistered / "sglang" / "srt" / "utils" / "hf_transformers" / "common.py"
+    edit(common, '_CONFIG_REGISTRY["kimi_k2"] = _KimiK2ConfigAlias', "pass")
+    before = preflight(TreeIndex(locate(str(unregistered)), use_cache=False), words, {}, H200)
+    assert before.draft is not None and before.draft.class_defaults == ()
+    assert [f.severity for f in before.findings if f.id == "config.context_length"] == ["warning"]
 
 
 def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:

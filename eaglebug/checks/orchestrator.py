@@ -372,13 +372,15 @@ def _with_class_defaults(
 ) -> ModelSource:
     """The model's config as transformers builds it where it leaves a key to its config
     class (`models/classdefaults.py`); a model type the tree registers a class of its own
-    for (`_CONFIG_REGISTRY`) keeps config.json as it is."""
+    for (`_CONFIG_REGISTRY`) keeps config.json as it is, unless that class is transformers'
+    under another name."""
     if source.config is None:
         return source
     supplied = with_class_defaults(
         source.config,
         roots,
         lambda model_type: bool(model_objects(index, {"model_type": model_type}).qualname),
+        lambda model_type: model_objects(index, {"model_type": model_type}).reuses or None,
     )
     if not supplied.keys:
         return source

@@ -33,6 +33,9 @@ class ConfigClass:
     qualname: str  # "" when the tree registers none for this model_type
     class_from: str  # file:line of that class
     registry_from: str  # file:line of the tree's registry of config classes
+    # transformers' class it is under another `model_type`, adding no `__init__` of its own
+    # (0.5.23's `_KimiK2ConfigAlias(DeepseekV3Config)`), else ""
+    reuses: str = ""
 
 
 def model_objects(index: TreeIndex, config: Mapping[str, object]) -> ConfigClass:
@@ -91,8 +94,14 @@ def _registry(index: TreeIndex) -> tuple[set[str], str]:
 def _model_objects(index: TreeIndex, model_type: str) -> ConfigClass:
     registered, registry_from = _registry(index)
     quoted = (f'"{model_type}"').encode()
-    for rel, parsed in _parsed_with(index, _CONFIGS, quoted):
-        for node in parsed.tree.body:
+    registry_file = registry_from.rpartition(":")[0]
+    beside = parsed_with(index, registry_file, quoted.decode()) if registry_file else None
+    found = chain(
+        _parsed_with(index, _CONFIGS, quoted),
+        [(registry_file, beside)] if beside is not None else [],  # classes made beside it
+    )
+    for rel, parsed in found:
+        for node in syntax.statements(parsed.tree):  # also under `try:` (an optional import)
             if (
                 isinstance(node, ast.ClassDef)
                 and node.name in registered
@@ -100,5 +109,25 @@ def _model_objects(index: TreeIndex, model_type: str) -> ConfigClass:
             ):
                 module, _ = module_name(rel)
                 qualname = f"{module}.{node.name}"
-                return ConfigClass(model_type, qualname, f"{rel}:{node.lineno}", registry_from)
+                reuses = _transformers_class(parsed.tree, node)
+                return ConfigClass(
+                    model_type, qualname, f"{rel}:{node.lineno}", registry_from, reuses
+                )
     return ConfigClass(model_type, "", "", registry_from)
+
+
+def _transformers_class(tree: ast.Module, cls: ast.ClassDef) -> str:
+    """The transformers class `cls` is, under another name: its one base is imported from
+    transformers and it defines no `__init__` (class attributes aside, which `from_pretrained`
+    does not write); "" otherwise."""
+    if len(cls.bases) != 1 or not isinstance(cls.bases[0], ast.Name):
+        return ""
+    if any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
+        return ""
+    base = cls.bases[0].id
+    for node in syntax.statements(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "transformers" and not node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == base:
+                    return alias.name
+    return ""

@@ -10,8 +10,10 @@ source checkout), the class is the one transformers' own `CONFIG_MAPPING_NAMES`
 sub-config's, `text_config`'s), found by its `class` line among transformers' configuration
 modules; each `__init__` parameter with a literal default that `__init__` keeps as it is
 (`self.x = x`) fills the key config.json leaves out. Read with `ast`, never imported. A model
-type SGLang builds with a config class of its own is left alone (`own`), as is a default that
-is not a literal or that `__init__` transforms: those stay unknown.
+type SGLang builds with a config class of its own is left alone (`own`), unless that class is
+transformers' own under another name (0.5.23 registers `DeepseekV3Config`'s subclass for a
+Kimi-K2.5 EAGLE-3 draft's `kimi_k2`): then that class's defaults are read. A default that is
+not a literal or that `__init__` transforms stays unknown.
 """
 
 from __future__ import annotations
@@ -40,12 +42,16 @@ class Supplied:
 
 
 def with_class_defaults(
-    config: Mapping[str, Any], roots: Sequence[Path], own: Callable[[str], bool]
+    config: Mapping[str, Any],
+    roots: Sequence[Path],
+    own: Callable[[str], bool],
+    reuses: Callable[[str], str | None] = lambda model_type: None,
 ) -> Supplied:
     """`config` with what transformers' config classes give the keys it leaves out; `roots`:
     the folders the launch's Python looks in for packages (`launch/sitepaths.py`), the first
     holding transformers read; `own(model_type)`: does SGLang build that type with a config
-    class of its own?"""
+    class of its own? `reuses(model_type)`: the transformers class that class is, under
+    another name (it adds no `__init__`), whose defaults are then the ones."""
     root = next((r for r in roots if (r / _AUTO).is_file()), None)
     if root is None:
         return Supplied(dict(config))
@@ -59,9 +65,12 @@ def with_class_defaults(
             parts.append((f"{name}.", merged[name]))
     for prefix, part in parts:
         model_type = part.get("model_type")
-        if not isinstance(model_type, str) or own(model_type):
+        if not isinstance(model_type, str):
             continue
-        found = _defaults(str(root), model_type)
+        alias = reuses(model_type)
+        if alias is None and own(model_type):
+            continue
+        found = _defaults(str(root), model_type, alias)
         if found is None:
             continue
         defaults, read_from = found
@@ -73,13 +82,20 @@ def with_class_defaults(
     return Supplied(merged, tuple(keys), tuple(where)) if keys else Supplied(dict(config))
 
 
-def _defaults(root: str, model_type: str) -> tuple[dict[str, Any], str] | None:
+def _defaults(
+    root: str, model_type: str, name: str | None = None
+) -> tuple[dict[str, Any], str] | None:
     """The class's kept literal defaults and where the class is, or None (no transformers
-    here, no such type, a class not found)."""
+    here, no such type, a class not found): transformers' class for `model_type`, or the
+    class `name` (SGLang's alias of it), found under the type transformers maps it to."""
     auto = _parse(Path(root) / _AUTO)
     if auto is None:
         return None
-    name = _mapping(auto, "CONFIG_MAPPING_NAMES").get(model_type)
+    mapped = _mapping(auto, "CONFIG_MAPPING_NAMES")
+    if name is not None:
+        model_type = next((t for t, n in mapped.items() if n == name), model_type)
+    else:
+        name = mapped.get(model_type)
     if name is None:
         return None
     # Where transformers keeps the type's module (its own table of exceptions, else the type's

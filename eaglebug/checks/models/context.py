@@ -239,6 +239,9 @@ def check_context_length(
     if effective is None and draft_len is not None and not allowed:
         assert isinstance(derived, str)
         findings.append(_unknown_target_length(draft_len, rules, derived))
+    if effective is not None and draft_len is None and not allowed:
+        assert isinstance(of_draft, str)
+        findings.append(_unknown_draft_length(effective, rules, of_draft))
     if effective is None or draft_len is None or effective <= draft_len:
         return findings
     sglang_says = None
@@ -294,6 +297,29 @@ def check_context_length(
         )
     )
     return findings
+
+
+def _unknown_draft_length(effective: int, rules: ContextRules, why: str) -> Finding:
+    """The draft's context length is not known (its config.json names none of the keys the
+    tree's derivation reads, and no config class at hand says what the object SGLang builds
+    would have): SGLang compares it with the target's all the same, so the check is said as a
+    warning resting on the unknown, never passed in silence."""
+    return Finding(
+        id="config.context_length",
+        severity="warning",
+        message=(
+            f"the draft's context length is not known here ({why}); if the one SGLang gets "
+            f"is shorter than the target's ({effective}), SGLang refuses to start after "
+            "loading the target"
+        ),
+        role="draft",
+        attribute="max_position_embeddings",
+        fix=EnvFix(rules.env_var, "1", "lets SGLang start whatever the draft's length"),
+        evidence=ConfigEvidence.of(
+            {"target_context_length": effective, "draft_max_position_embeddings": None},
+            read_from=rules.source,
+        ),
+    )
 
 
 def _unknown_target_length(draft_len: int, rules: ContextRules, why: str) -> Finding:
