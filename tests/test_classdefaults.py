@@ -133,6 +133,46 @@ def test_sglangs_alias_of_a_transformers_class_gives_that_class_defaults(
     assert [f.severity for f in before.findings if f.id == "config.context_length"] == ["warning"]
 
 
+def test_which_registered_classes_are_transformers_own(tmp_path: Path) -> None:
+    """A registered class is transformers' own under another name when its one base comes
+    from transformers (a module of it too) and it adds no `__init__`; one with an `__init__`
+    of its own is the tree's, and a type registered nowhere is neither."""
+    from eaglebug.checks.memory.classes import model_objects
+
+    utils = tmp_path / "sglang" / "srt" / "utils"
+    utils.mkdir(parents=True)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang" / "srt", utils):
+        (folder / "__init__.py").write_text("")
+    (utils / "hf_transformers_utils.py").write_text(
+        textwrap.dedent(
+            """
+            try:
+                from transformers.models.deepseek_v3 import DeepseekV3Config as _Base
+
+                class _Alias(_Base):
+                    model_type = "kimi_k2"
+                    q_head_norm = True
+
+                class _Own(_Base):
+                    model_type = "own_type"
+
+                    def __init__(self, **kwargs):
+                        super().__init__(**kwargs)
+
+                _CONFIG_REGISTRY = {"kimi_k2": _Alias, "own_type": _Own}
+            except ImportError:
+                pass
+            """
+        )
+    )
+    index = TreeIndex(locate(str(tmp_path)), use_cache=False)
+    alias = model_objects(index, {"model_type": "kimi_k2"})
+    assert alias.qualname.endswith("._Alias") and alias.reuses == "DeepseekV3Config"
+    own = model_objects(index, {"model_type": "own_type"})
+    assert own.qualname.endswith("._Own") and own.reuses == ""
+    assert model_objects(index, {"model_type": "llama"}).qualname == ""
+
+
 def test_only_literal_defaults_kept_as_they_come(tmp_path: Path) -> None:
     """A default `__init__` transforms, writes again or replaces, one that is not a literal,
     and None are not taken; a type SGLang builds with a class of its own is left alone."""
@@ -340,7 +380,9 @@ def test_a_kept_answer_sees_pyenv_pick_another_python(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`pyenv local serve` in the launch's folder after a preflight: the kept answer read
-    another Python's (no) transformers, so the question is answered afresh."""
+    another Python's (no) transformers, so the question is answered afresh; a log written in
+    that folder changes nothing pyenv reads, and the kept answer stands."""
+    import eaglebug.checks
     import eaglebug.cli.parser
 
     shim = _pyenv(tmp_path / "pyenv")
@@ -361,6 +403,13 @@ def test_a_kept_answer_sees_pyenv_pick_another_python(
         report = json.loads(capsys.readouterr().out)
         return next((f["message"] for f in report["findings"] if f["id"] == "config.vocab"), "")
 
+    computed: list[int] = []
+    preflight_now = eaglebug.checks.preflight
+    monkeypatch.setattr(
+        eaglebug.checks, "preflight", lambda *a, **k: computed.append(1) or preflight_now(*a, **k)
+    )
     assert "262208" not in vocab()  # the global 3.11.7 has no transformers
+    (project / "server.log").write_text("a log in the launch's folder: the same question\n")
+    assert "262208" not in vocab() and len(computed) == 1  # the kept answer
     (project / ".python-version").write_text("serve\n")
-    assert "(262208)" in vocab()
+    assert "(262208)" in vocab() and len(computed) == 2

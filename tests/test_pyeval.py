@@ -764,6 +764,34 @@ def test_a_session_variable_is_unknown_to_the_evaluated_code(tmp_path: Path) -> 
     assert home == "/root"  # any other variable is read as it is set
 
 
+def test_a_dict_updated_from_a_partly_known_environment_is_unknown(tmp_path: Path) -> None:
+    """`env.update(os.environ)` where only some variables are known: the copy cannot say that
+    any other variable is unset (it would read as absent), so it is unknown, where a known
+    dict's update is followed."""
+    from eaglebug.checks.pyeval.brains import register_os
+
+    hooks = Intrinsics()
+    register_os(hooks, {"SGLANG_X": "1"}, known={"SGLANG_X", "SGLANG_Y"})
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        import os
+        def f():
+            env = {"A": "1"}
+            env.update({"B": "2"})
+            known = dict(env)
+            env.update(os.environ)
+            return known, env, env.get("OTHER")
+    """
+        },
+        intrinsics=hooks,
+    )
+    known, env, other = run(m, "a", "f").value
+    assert known == {"A": "1", "B": "2"}
+    assert isinstance(env, Top) and isinstance(other, Top)
+
+
 def test_let_go_drops_only_the_tables_of_files_whose_trees_are_gone(tmp_path: Path) -> None:
     """`Source.let_go` (the matrix, between its steps): the tables built from a file whose
     tree the index let go are made again from a new parse, and say the same; the others stay."""

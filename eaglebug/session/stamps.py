@@ -47,9 +47,13 @@ FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (
 
 
 def folder_stamp(path: Path | str) -> FolderStamp:
-    """A folder's state: its mtime and each direct entry's size and mtime."""
+    """A folder's state: its mtime and each direct entry's size and mtime; a file's, its own
+    size and mtime (absent: -1, either)."""
     try:
-        mtime = os.stat(path).st_mtime_ns
+        st = os.stat(path)
+        if not os.path.isdir(path):
+            return (str(path), st.st_mtime_ns, (("", st.st_size, st.st_mtime_ns),))
+        mtime = st.st_mtime_ns
         with os.scandir(path) as it:
             entries = sorted((e.name, *_size_mtime(e)) for e in it)
     except OSError:
@@ -79,8 +83,9 @@ def model_folders(
     model came from (or was missed in) the Hugging Face cache, whose layout is not stamped.
     `roots`: where the launch's Python looks for transformers, whose config classes give what
     a config.json leaves out (`classdefaults.py`): its folder in each (installed, upgraded or
-    removed) and those of the classes read are stamped too; `chosen_by`: the folders whose
-    files chose the launch's Python (pyenv's version files), another choice another answer."""
+    removed) and those of the classes read are stamped too; `chosen_by`: the files (and
+    folders) that chose the launch's Python (pyenv's version files, its `versions/`), another
+    choice another answer."""
     stamps = [folder_stamp(Path(root) / "transformers") for root in roots]
     stamps += [folder_stamp(folder) for folder in chosen_by]
     read = {w.rpartition(":")[0] for s in sources if s is not None for w in s.class_defaults_from}

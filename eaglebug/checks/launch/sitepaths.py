@@ -43,8 +43,8 @@ def package_roots(
     chosen_by: list[Path] | None = None,
 ) -> tuple[Path, ...]:
     """Where the launch's Python looks for top-level packages, `tree_root` among them;
-    `chosen_by`, when given, gets the folders whose files chose that Python (pyenv's version
-    files' folders), which a kept answer stamps."""
+    `chosen_by`, when given, gets the files and folders that chose that Python (pyenv's
+    version files and its `versions/`), which a kept answer stamps."""
     additions, argv = env_and_argv(words)
     env = {**environ, **additions}
     here = cwd if cwd is not None else os.getcwd()
@@ -115,8 +115,9 @@ def _pyenv_python(
         here = Path(cwd, env.get("PYENV_DIR") or ".")
         files = [d / ".python-version" for d in (here, *here.parents)]
         chosen = next((f for f in files if f.is_file()), root / "version")
-        looked = files[: files.index(chosen) + 1] if chosen in files else [*files, chosen]
-        chosen_by += [f.parent for f in looked]  # a version file made or edited: a new choice
+        # each version file looked at (one made, edited or removed is a new choice), not its
+        # folder: the launch's own folder changes with every log written there
+        chosen_by += files[: files.index(chosen) + 1] if chosen in files else [*files, chosen]
         text = (_head(chosen, _SHIM_BYTES) or b"").decode("utf-8", "replace")
         versions = [  # pyenv's own reading: each line's first word, not a comment or a path
             w[0]

@@ -118,7 +118,7 @@ def _model_objects(index: TreeIndex, model_type: str) -> ConfigClass:
 
 def _transformers_class(tree: ast.Module, cls: ast.ClassDef) -> str:
     """The transformers class `cls` is, under another name: its one base is imported from
-    transformers and it defines no `__init__` (class attributes aside, which `from_pretrained`
+    transformers (or a module of it) and it defines no `__init__` (class attributes aside, which `from_pretrained`
     does not write); "" otherwise."""
     if len(cls.bases) != 1 or not isinstance(cls.bases[0], ast.Name):
         return ""
@@ -126,7 +126,11 @@ def _transformers_class(tree: ast.Module, cls: ast.ClassDef) -> str:
         return ""
     base = cls.bases[0].id
     for node in syntax.statements(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "transformers" and not node.level:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == "transformers"
+            and not node.level
+        ):
             for alias in node.names:
                 if (alias.asname or alias.name) == base:
                     return alias.name

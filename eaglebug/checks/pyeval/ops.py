@@ -321,7 +321,7 @@ def change_follows(owner: Any, attr: str, args: list[Any], kwargs: dict[str, Any
     `d.update(other)`) as Python would? Not with an unknown key, index or iterable, nor
     arguments Python would refuse: then the container is unknown from there on. True for
     anything that changes nothing."""
-    if attr in _UNFOLLOWED.get(type(owner), frozenset()):
+    if any(isinstance(owner, kind) and attr in names for kind, names in _UNFOLLOWED.items()):
         return False
     if isinstance(owner, list):
         if attr == "extend":
@@ -330,7 +330,10 @@ def change_follows(owner: Any, attr: str, args: list[Any], kwargs: dict[str, Any
             return len(args) == 2 and not kwargs and type(args[0]) is int
         return attr != "append" or (len(args) == 1 and not kwargs)
     if isinstance(owner, dict) and attr == "update":
-        return len(args) <= 1 and (not args or isinstance(args[0], dict))
+        # not from a dict whose other keys are not known (`PartialDict`): they would read as absent
+        return len(args) <= 1 and (
+            not args or (isinstance(args[0], dict) and not isinstance(args[0], PartialDict))
+        )
     if isinstance(owner, dict) and attr in {"setdefault", "pop"}:
         if not 1 <= len(args) <= 2 or kwargs or isinstance(args[0], (Top, OneOf)):
             return False
