@@ -353,6 +353,52 @@ def test_a_pyenv_shim_is_the_version_pyenv_picks(tmp_path: Path) -> None:
     assert package_roots(tree, words, gone, cwd=str(project)) == (tree,)
 
 
+def test_a_wrappers_environment_is_the_launchs_python(tmp_path: Path) -> None:
+    """`uv run` runs the project's environment (`.venv` beside the nearest pyproject.toml,
+    or UV_PROJECT_ENVIRONMENT), `conda run -n NAME` / `-p PREFIX` that environment of the
+    conda that runs it; `taskset` and `nohup` run the `python` after them."""
+    from eaglebug.checks.launch.sitepaths import package_roots
+
+    tree = tmp_path / "checkout" / "python"
+    launch = ["python", "-m", "sglang.launch_server"]
+
+    def site(env_root: Path) -> Path:
+        return env_root / "lib" / "python3.11" / "site-packages"
+
+    project = tmp_path / "project"
+    _environment(project / ".venv", transformers=False)
+    (project / "pyproject.toml").write_text("[project]\nname = 'serve'\n")
+    (project / "scripts").mkdir()
+    words = ["taskset", "-c", "0-7", "uv", "run", "--no-sync", *launch]
+    chosen: list[Path] = []
+    found = package_roots(tree, words, {"PATH": "/no-such"}, str(project / "scripts"), chosen)
+    assert found == (tree, site(project / ".venv"))
+    assert project / "pyproject.toml" in chosen  # a project made or moved: a new choice
+    elsewhere = {"PATH": "/no-such", "UV_PROJECT_ENVIRONMENT": str(tmp_path / "env")}
+    _environment(tmp_path / "env", transformers=False)
+    assert package_roots(tree, words, elsewhere, str(project))[-1] == site(tmp_path / "env")
+
+    conda = tmp_path / "conda"
+    (conda / "bin").mkdir(parents=True)
+    (conda / "bin" / "conda").write_text("#!/bin/sh\n")
+    (conda / "bin" / "conda").chmod(0o755)
+    _environment(conda / "envs" / "sglang", transformers=False)
+    (conda / "envs" / "sglang" / "pyvenv.cfg").unlink()  # conda's envs are no venvs
+    env = {"PATH": str(conda / "bin"), "HOME": str(tmp_path / "home")}
+    named = ["conda", "run", "-n", "sglang", "--no-capture-output", *launch]
+    assert package_roots(tree, named, env, str(tmp_path)) == (tree, site(conda / "envs" / "sglang"))
+    prefixed = ["conda", "run", "-p", str(conda / "envs" / "sglang"), *launch]
+    assert package_roots(tree, prefixed, env, str(tmp_path)) == (
+        tree,
+        site(conda / "envs" / "sglang"),
+    )
+    python = _environment(tmp_path / "venv", transformers=False)
+    plain = {"PATH": str(python.parent)}
+    assert package_roots(tree, ["nohup", *launch], plain, str(tmp_path))[-1] == site(
+        tmp_path / "venv"
+    )
+
+
 def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(
     sglang_0523: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

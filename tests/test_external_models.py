@@ -545,6 +545,9 @@ def test_the_launchs_own_interpreter_path_is_asked(tmp_path: Path) -> None:
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     found = external_for_launch(words, environ)
     assert found is not None and found.package_dir == (site / "my_models").resolve()
+    wrapped = [words[0], "nohup", "numactl", "--interleave=all", *words[1:]]
+    found = external_for_launch(wrapped, environ)  # the python after the wrappers is asked
+    assert found is not None and found.package_dir == (site / "my_models").resolve()
     with pytest.raises(InputError, match="not found"):
         for_launch(words, environ)  # this interpreter's path alone does not hold it
     assert external_for_launch(words[1:], environ) is None  # no variable, no package

@@ -644,6 +644,37 @@ def test_program_forms(
     assert value(launch, flags, "--tp-size") == "8"
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["taskset", "-c", "0-7", "uv", "run", "python", "-m", "sglang.launch_server"],
+        ["numactl", "--interleave", "all", "-N0", "--localalloc", *LAUNCH],
+        ["nohup", "sglang", "serve"],
+        ["uv", "run", "--with", "vllm", "--no-sync", "python", "-m", "sglang.launch_server"],
+        ["conda", "run", "-n", "sglang", "--no-capture-output", *LAUNCH],
+    ],
+)
+def test_program_forms_run_through_wrappers(
+    release_flags: tuple[str, list[FlagSpec]], words: list[str]
+) -> None:
+    """As launch scripts in the wild write it: each wrapper's own options and operands (a
+    value that is not an option: `0-7`, `all`, `vllm`, `sglang`) are part of the program,
+    the server's flags follow, and the launch runs with the wrapper."""
+    test_program_forms(release_flags, words, tuple(words))
+
+
+def test_a_command_not_sglangs_nor_a_known_wrapper_is_refused(
+    release_flags: tuple[str, list[FlagSpec]],
+) -> None:
+    """A usage error (exit 2) with a hint that names the wrappers read; a wrapper with
+    nothing of SGLang's to run after its options is no launch."""
+    version, flags = release_flags
+    for words in (["srun", "-N1", *LAUNCH], ["uv", "run", "--with", "vllm"]):
+        with pytest.raises(InputError) as raised:
+            parse_launch([*words, "--model-path", "m"], flags, version)
+        assert "`uv run`, `conda run`" in str(raised.value.hint)
+
+
 def test_env_words_before_the_command(release_flags: tuple[str, list[FlagSpec]]) -> None:
     version, flags = release_flags
     launch = parse_launch(

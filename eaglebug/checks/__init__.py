@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
     from eaglebug.checks.launch.words import SWITCH as SWITCH
     from eaglebug.checks.launch.words import with_flags as with_flags
+    from eaglebug.checks.launch.wrappers import unwrapped as unwrapped
     from eaglebug.checks.logs.acceptance import DEFAULT_RULES as DEFAULT_RULES
     from eaglebug.checks.logs.acceptance import THRESHOLD as THRESHOLD
     from eaglebug.checks.logs.acceptance import AcceptanceRules as AcceptanceRules
@@ -183,6 +184,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "compare_matrices": ("eaglebug.checks.matrix.compare", "compare"),
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
+    "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
     "find_class": ("eaglebug.checks.source.index", "find_class"),
     "finding_json": ("eaglebug.checks.logs.parse", "finding_json"),
@@ -320,6 +322,7 @@ __all__ = [
     "step_text",
     "strict_json",
     "support_matrix",
+    "unwrapped",
     "with_flags",
     "with_nodes",
 ]

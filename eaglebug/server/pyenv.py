@@ -75,11 +75,14 @@ def external_for_launch(words: Sequence[str], environ: Mapping[str, str]) -> Ext
 
     if ENV_VAR not in environ and not any(ENV_VAR in word for word in words):
         return None  # the common case, decided before the launch parser loads
-    from eaglebug.checks import env_and_argv, for_launch
+    from eaglebug.checks import env_and_argv, for_launch, unwrapped
 
     additions, argv = env_and_argv(words)
     env = {**environ, **additions}
     if not env.get(ENV_VAR, "").strip():
         return None
-    probed = path_of(argv[0], env) if argv else None
+    wrapped, command = unwrapped(argv)
+    # `uv run` / `conda run` pick an environment of their own: the `python` on PATH is not it
+    own_environment = any(w.name in ("uv run", "conda run") for w in wrapped)
+    probed = path_of(command[0], env) if command and not own_environment else None
     return for_launch(words, environ, python_path=probed)

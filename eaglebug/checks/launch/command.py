@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
+from eaglebug.checks.launch.wrappers import WRAPPERS, unwrapped
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # The modules that start SGLang's server: named, because the command is read before any tree
@@ -90,9 +91,16 @@ _PYTHON_OPTS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
 
 
 def _program_length(words: list[str]) -> int:
-    """How many leading words name the program (before the first server flag)."""
+    """How many leading words name the program (before the first server flag): the
+    wrappers it runs through (`wrappers.py`: `nohup`, `numactl`, `taskset`, `uv run`,
+    `conda run`), then SGLang's entry point."""
     if not words:
         raise InputError("no launch command given", f"pass it after `--`: {_FORMS}")
+    _, command = unwrapped(words)
+    return len(words) - len(command) + _command_length(command)
+
+
+def _command_length(words: list[str]) -> int:
     if words[0].startswith("-"):
         return 0
     first = os.path.basename(words[0])
@@ -113,7 +121,8 @@ def _program_length(words: list[str]) -> int:
     if first == "sglang":
         raise InputError("only `sglang serve` launches a server", f"expected {_FORMS}")
     raise InputError(
-        f"cannot read the launch command starting with {words[0]!r}", f"expected {_FORMS}"
+        f"cannot read the launch command starting with {words[0]!r}",
+        f"expected {_FORMS}, run directly or through {WRAPPERS}",
     )
 
 

@@ -8,8 +8,9 @@ model is usually brought up) has only its own package under the tree's folder: t
 is in the environment's site-packages. The candidates, in the order the server's Python
 searches them: the launch's `PYTHONPATH`, the folder holding `sglang/`, then the
 site-packages of the interpreter the launch runs (`python` found on the launch's own `PATH`,
-or the one a console script's `#!` line names), and the user's own site-packages outside a
-virtual environment. A folder is a candidate whether or not transformers is there now, so
+or the one a console script's `#!` line names; through a pyenv shim, the version pyenv would
+pick; under `uv run` or `conda run`, the environment they run in: `wrappers.py`), and the
+user's own site-packages outside a virtual environment. A folder is a candidate whether or not transformers is there now, so
 that a kept answer notices it installed later (`session/stamps.py`).
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eaglebug.checks.launch.command import env_and_argv
+from eaglebug.checks.launch.wrappers import Wrapped, unwrapped
 
 _SITES = (
     "lib/python3*/site-packages",
@@ -52,11 +54,17 @@ def package_roots(
         Path(here, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry
     ]
     roots.append(tree_root)
-    python = (
-        _interpreter(argv[0], env, here, chosen_by if chosen_by is not None else [])
-        if argv
-        else None
+    chosen = chosen_by if chosen_by is not None else []
+    wrapped, command = unwrapped(argv)
+    environment = next(
+        (e for w in reversed(wrapped) if (e := _wrapper_environment(w, env, here, chosen))),
+        None,
     )
+    python: Path | None = None
+    if environment is not None:  # `uv run`, `conda run`: the environment they run in
+        python = environment / "bin" / "python"
+    elif command:
+        python = _interpreter(command[0], env, here, chosen)
     if python is not None:
         prefix = python.parent.parent  # the venv's or conda env's, not the base it links to
         for pattern in _SITES:
@@ -136,4 +144,32 @@ def _pyenv_python(
         candidate = root / "versions" / version / "bin" / program
         if candidate.is_file():
             return candidate
+    return None
+
+
+def _wrapper_environment(
+    wrapper: Wrapped, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
+    """The environment a wrapper runs the command in, where it picks one: `uv run`, the
+    project's (`UV_PROJECT_ENVIRONMENT`, else `.venv` beside the nearest `pyproject.toml`
+    from `--project`/`--directory` or the launch's folder up); `conda run`, the one `-p`
+    names, or `-n`'s under the conda that runs it. None: the command's own `python` decides."""
+    if wrapper.name == "uv run":
+        start = Path(cwd, wrapper.option("--project", "--directory") or ".")
+        files = [d / "pyproject.toml" for d in (start, *start.parents)]
+        project = next((f.parent for f in files if f.is_file()), None)
+        chosen_by += files[: files.index(project / "pyproject.toml") + 1] if project else files
+        if project is None:
+            return None
+        return Path(project, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
+    if wrapper.name == "conda run":
+        prefix = wrapper.option("-p", "--prefix")
+        if prefix:
+            return Path(cwd, prefix)
+        name = wrapper.option("-n", "--name")
+        found = shutil.which(wrapper.words[0], path=env.get("PATH", os.defpath))
+        if not name or found is None:
+            return None
+        root = Path(os.path.realpath(found)).parent.parent  # bin/conda or condabin/conda
+        return root if name == "base" else root / "envs" / name
     return None
