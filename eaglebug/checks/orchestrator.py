@@ -68,7 +68,8 @@ class PreflightResult:
     # Where the launch's Python looks for transformers (`launch/sitepaths.py`): a kept answer
     # stamps each, so transformers installed, upgraded or removed there is a new answer.
     package_roots: tuple[str, ...] = ()
-    # The files and folders that chose the launch's Python (pyenv's version files): stamped too.
+    # The files and folders that chose the launch's Python (pyenv's version files, the
+    # pyproject.toml `uv run` goes by): stamped too.
     python_chosen_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:

@@ -10,8 +10,9 @@ searches them: the launch's `PYTHONPATH`, the folder holding `sglang/`, then the
 site-packages of the interpreter the launch runs (`python` found on the launch's own `PATH`,
 or the one a console script's `#!` line names; through a pyenv shim, the version pyenv would
 pick; under `uv run` or `conda run`, the environment they run in: `wrappers.py`), and the
-user's own site-packages outside a virtual environment. A folder is a candidate whether or not transformers is there now, so
-that a kept answer notices it installed later (`session/stamps.py`).
+user's own site-packages outside a virtual environment. A folder is a candidate whether or
+not transformers is there now, so that a kept answer notices it installed later
+(`session/stamps.py`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def package_roots(
 ) -> tuple[Path, ...]:
     """Where the launch's Python looks for top-level packages, `tree_root` among them;
     `chosen_by`, when given, gets the files and folders that chose that Python (pyenv's
-    version files and its `versions/`), which a kept answer stamps."""
+    version files and its `versions/`, the `pyproject.toml` files `uv run` looks for), which a
+    kept answer stamps."""
     additions, argv = env_and_argv(words)
     env = {**environ, **additions}
     here = cwd if cwd is not None else os.getcwd()

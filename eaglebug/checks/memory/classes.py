@@ -118,8 +118,9 @@ def _model_objects(index: TreeIndex, model_type: str) -> ConfigClass:
 
 def _transformers_class(tree: ast.Module, cls: ast.ClassDef) -> str:
     """The transformers class `cls` is, under another name: its one base is imported from
-    transformers (or a module of it) and it defines no `__init__` (class attributes aside, which `from_pretrained`
-    does not write); "" otherwise."""
+    transformers (or a module of it) and it defines no `__init__`; "" otherwise. Class
+    attributes it adds (0.5.23's `_DeepseekV4ConfigAlias` has a dozen) are not read as
+    defaults: a key config.json leaves out that only they give stays unknown."""
     if len(cls.bases) != 1 or not isinstance(cls.bases[0], ast.Name):
         return ""
     if any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
