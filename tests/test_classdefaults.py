@@ -459,3 +459,28 @@ def test_a_kept_answer_sees_pyenv_pick_another_python(
     assert "262208" not in vocab() and len(computed) == 1  # the kept answer
     (project / ".python-version").write_text("serve\n")
     assert "(262208)" in vocab() and len(computed) == 2
+
+
+def test_without_sglang_the_tree_is_the_one_the_wrapped_launchs_python_imports(
+    sglang_0523: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No `--sglang` and no importable sglang here: the tree is the one the launch's own
+    Python imports, asked of the Python after its wrappers (`uv run` here: the project's
+    environment), never of the wrapper."""
+    import eaglebug.cli.parser
+
+    project = tmp_path / "project"
+    python = _environment(project / ".venv", transformers=False)
+    python.write_text(f"#!/bin/sh\necho {sglang_0523 / 'sglang'}\n")  # answers the probe
+    (project / "pyproject.toml").write_text("[project]\nname = 'serve'\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", "/no-such-folder")
+    words = ["preflight", "--json", "--gpu-mem-gib", "141", "--"]
+    words += ["nohup", "uv", "run", "--no-sync", *_launch(tmp_path)]
+    eaglebug.cli.parser.main(words)
+    report = json.loads(capsys.readouterr().out)
+    assert report["sglang"]["version"] == "0.5.23"
+    assert report["launch"]["program"][:5] == ["nohup", "uv", "run", "--no-sync", "python"]

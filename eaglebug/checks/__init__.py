@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
+    from eaglebug.checks.launch.sitepaths import launch_python as launch_python
     from eaglebug.checks.launch.words import SWITCH as SWITCH
     from eaglebug.checks.launch.words import with_flags as with_flags
     from eaglebug.checks.launch.wrappers import unwrapped as unwrapped
@@ -185,6 +186,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
+    "launch_python": ("eaglebug.checks.launch.sitepaths", "launch_python"),
     "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
     "find_class": ("eaglebug.checks.source.index", "find_class"),
     "finding_json": ("eaglebug.checks.logs.parse", "finding_json"),
@@ -298,6 +300,7 @@ __all__ = [
     "int_text",
     "int_value",
     "launch_environ",
+    "launch_python",
     "line_ranks",
     "list_tree",
     "locate",

@@ -51,11 +51,11 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
-        from eaglebug.checks import split_words
+        from eaglebug.checks import launch_python
         from eaglebug.server.pyenv import sglang_of
 
-        program = next((w for w in split_words(words) if "=" not in w), "")
-        sglang = sglang_of(program)
+        python = launch_python(words, os.environ)  # through wrappers, shims, `#!` lines
+        sglang = sglang_of(str(python)) if python is not None else None
     return locate(sglang)
 
 

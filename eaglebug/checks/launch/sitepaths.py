@@ -56,17 +56,7 @@ def package_roots(
         Path(here, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry
     ]
     roots.append(tree_root)
-    chosen = chosen_by if chosen_by is not None else []
-    wrapped, command = unwrapped(argv)
-    environment = next(
-        (e for w in reversed(wrapped) if (e := _wrapper_environment(w, env, here, chosen))),
-        None,
-    )
-    python: Path | None = None
-    if environment is not None:  # `uv run`, `conda run`: the environment they run in
-        python = environment / "bin" / "python"
-    elif command:
-        python = _interpreter(command[0], env, here, chosen)
+    python = _python_of(argv, env, here, chosen_by if chosen_by is not None else [])
     if python is not None:
         prefix = python.parent.parent  # the venv's or conda env's, not the base it links to
         for pattern in _SITES:
@@ -75,6 +65,29 @@ def package_roots(
             user = Path(env["HOME"], ".local")
             roots += [Path(p) for p in sorted(glob.glob(str(user / _SITES[0])))]
     return tuple(dict.fromkeys(roots))
+
+
+def launch_python(
+    words: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+) -> Path | None:
+    """The Python a launch runs (through its wrappers, a console script's `#!` line or a
+    pyenv shim), found on the file system; None when it cannot be told."""
+    additions, argv = env_and_argv(words)
+    here = cwd if cwd is not None else os.getcwd()
+    return _python_of(argv, {**environ, **additions}, here, [])
+
+
+def _python_of(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
+    wrapped, command = unwrapped(argv)
+    environment = next(
+        (e for w in reversed(wrapped) if (e := _wrapper_environment(w, env, cwd, chosen_by))),
+        None,
+    )
+    if environment is not None:  # `uv run`, `conda run`: the environment they run in
+        return environment / "bin" / "python"
+    return _interpreter(command[0], env, cwd, chosen_by) if command else None
 
 
 def _interpreter(
