@@ -99,11 +99,13 @@ def _interpreter(
     if found is None:
         return None
     path = Path(found)
-    head = _head(path, _SHIM_BYTES)
-    if path.parent.name == "shims" and (root := _PYENV_ROOT.search(head or b"")) is not None:
-        return _pyenv_python(Path(os.fsdecode(root.group(1))), path, env, cwd, chosen_by)
+    if path.parent.name == "shims":  # a pyenv shim names pyenv's root: read only those
+        root = _PYENV_ROOT.search(_head(path, _SHIM_BYTES) or b"")
+        if root is not None:
+            return _pyenv_python(Path(os.fsdecode(root.group(1))), path, env, cwd, chosen_by)
     if path.name.startswith("python"):
         return path
+    head = _head(path, _SHEBANG_BYTES)
     if head is None or not head.startswith(b"#!"):
         return None
     words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
