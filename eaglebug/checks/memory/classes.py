@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from eaglebug.checks.source import syntax
-from eaglebug.checks.source.classfacts import class_string
+from eaglebug.checks.source.classfacts import class_string, module_imports
 from eaglebug.checks.source.facts import Parsed, module_name
 from eaglebug.checks.source.index import TreeIndex, parsed_with
 
@@ -107,32 +107,24 @@ def _model_objects(index: TreeIndex, model_type: str) -> ConfigClass:
                 and node.name in registered
                 and class_string(node, "model_type") == model_type
             ):
-                module, _ = module_name(rel)
+                module, is_package = module_name(rel)
                 qualname = f"{module}.{node.name}"
-                reuses = _transformers_class(parsed.tree, node)
+                imports = module_imports(parsed.tree, module, is_package)
+                reuses = _transformers_class(imports, node)
                 return ConfigClass(
                     model_type, qualname, f"{rel}:{node.lineno}", registry_from, reuses
                 )
     return ConfigClass(model_type, "", "", registry_from)
 
 
-def _transformers_class(tree: ast.Module, cls: ast.ClassDef) -> str:
+def _transformers_class(imports: dict[str, str], cls: ast.ClassDef) -> str:
     """The transformers class `cls` is, under another name: its one base is imported from
-    transformers (or a module of it) and it defines no `__init__`; "" otherwise. Class
-    attributes it adds (0.5.23's `_DeepseekV4ConfigAlias` has a dozen) are not read as
-    defaults: a key config.json leaves out that only they give stays unknown."""
+    transformers (or a module of it; `imports`, the module's) and it defines no `__init__`;
+    "" otherwise. Class attributes it adds (0.5.23's `_DeepseekV4ConfigAlias` has a dozen) are
+    not read as defaults: a key config.json leaves out that only they give stays unknown."""
     if len(cls.bases) != 1 or not isinstance(cls.bases[0], ast.Name):
         return ""
     if any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
         return ""
-    base = cls.bases[0].id
-    for node in syntax.statements(tree):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and (node.module or "").split(".")[0] == "transformers"
-            and not node.level
-        ):
-            for alias in node.names:
-                if (alias.asname or alias.name) == base:
-                    return alias.name
-    return ""
+    target = imports.get(cls.bases[0].id, "")
+    return target.rpartition(".")[2] if target.split(".")[0] == "transformers" else ""
