@@ -117,6 +117,17 @@ def _interpreter(
     return named if named is not None and named.name.startswith("python") else None
 
 
+def _nearest(start: Path, name: str, looked: list[Path]) -> Path | None:
+    """The nearest file `name` from `start` up; each place looked at goes into `looked`: one
+    made, edited or removed there is a new choice (the files, not their folders, which change
+    with every log written in them)."""
+    for folder in (start, *start.parents):
+        looked.append(folder / name)
+        if looked[-1].is_file():
+            return looked[-1]
+    return None
+
+
 def _head(path: Path, size: int) -> bytes | None:
     try:
         with open(path, "rb") as handle:
@@ -137,12 +148,10 @@ def _pyenv_python(
     if env.get("PYENV_VERSION"):
         versions = env["PYENV_VERSION"].split(":")
     else:
-        here = Path(cwd, env.get("PYENV_DIR") or ".")
-        files = [d / ".python-version" for d in (here, *here.parents)]
-        chosen = next((f for f in files if f.is_file()), root / "version")
-        # each version file looked at (one made, edited or removed is a new choice), not its
-        # folder: the launch's own folder changes with every log written there
-        chosen_by += files[: files.index(chosen) + 1] if chosen in files else [*files, chosen]
+        local = _nearest(Path(cwd, env.get("PYENV_DIR") or "."), ".python-version", chosen_by)
+        chosen = local or root / "version"
+        if local is None:
+            chosen_by.append(chosen)
         text = (_head(chosen, _SHIM_BYTES) or b"").decode("utf-8", "replace")
         versions = [  # pyenv's own reading: each line's first word, not a comment or a path
             w[0]
@@ -173,12 +182,10 @@ def _wrapper_environment(
     names, or `-n`'s under the conda that runs it. None: the command's own `python` decides."""
     if wrapper.name == "uv run":
         start = Path(cwd, wrapper.option("--project", "--directory") or ".")
-        files = [d / "pyproject.toml" for d in (start, *start.parents)]
-        project = next((f.parent for f in files if f.is_file()), None)
-        chosen_by += files[: files.index(project / "pyproject.toml") + 1] if project else files
+        project = _nearest(start, "pyproject.toml", chosen_by)
         if project is None:
             return None
-        return Path(project, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
+        return Path(project.parent, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
     if wrapper.name == "conda run":
         prefix = wrapper.option("-p", "--prefix")
         if prefix:
