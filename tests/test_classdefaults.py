@@ -397,6 +397,18 @@ def test_a_wrappers_environment_is_the_launchs_python(tmp_path: Path) -> None:
     assert package_roots(tree, ["nohup", *launch], plain, str(tmp_path))[-1] == site(
         tmp_path / "venv"
     )
+    # An `env` among the wrappers changes what the ones after it and the server see: the
+    # `python` found on its PATH, uv's environment, the server's PYTHONPATH.
+    through_env = ["nohup", "env", f"PATH={python.parent}", "PYTHONPATH=extra", *launch]
+    assert package_roots(tree, through_env, {"PATH": "/no-such"}, str(tmp_path)) == (
+        tmp_path / "extra",
+        tree,
+        site(tmp_path / "venv"),
+    )
+    uv_env = ["env", "-u", "HOME", f"UV_PROJECT_ENVIRONMENT={tmp_path / 'env'}", *words]
+    assert package_roots(tree, uv_env, {"PATH": "/no-such"}, str(project))[-1] == site(
+        tmp_path / "env"
+    )
 
 
 def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(

@@ -548,6 +548,11 @@ def test_the_launchs_own_interpreter_path_is_asked(tmp_path: Path) -> None:
     wrapped = [words[0], "nohup", "numactl", "--interleave=all", *words[1:]]
     found = external_for_launch(wrapped, environ)  # the python after the wrappers is asked
     assert found is not None and found.package_dir == (site / "my_models").resolve()
+    set_by_env = ["nohup", "env", words[0], *words[1:]]  # the variable set by an `env` wrapper
+    found = external_for_launch(set_by_env, environ)
+    assert found is not None and found.package_dir == (site / "my_models").resolve()
+    unset = ["env", "-u", "SGLANG_EXTERNAL_MODEL_PACKAGE", *words[1:]]
+    assert external_for_launch(unset, {**environ, "SGLANG_EXTERNAL_MODEL_PACKAGE": "x"}) is None
     with pytest.raises(InputError, match="not found"):
         for_launch(words, environ)  # this interpreter's path alone does not hold it
     assert external_for_launch(words[1:], environ) is None  # no variable, no package

@@ -652,6 +652,14 @@ def test_program_forms(
         ["nohup", "sglang", "serve"],
         ["uv", "run", "--with", "vllm", "--no-sync", "python", "-m", "sglang.launch_server"],
         ["conda", "run", "-n", "sglang", "--no-capture-output", *LAUNCH],
+        ["timeout", "-k", "30", "--signal=INT", "2h", *LAUNCH],
+        ["timeout", "-k5", "-v", "600", "stdbuf", "-oL", "-e", "L", *LAUNCH],
+        ["nohup", "env", "-u", "PYTHONPATH", "CUDA_VISIBLE_DEVICES=0,1", *LAUNCH],
+        ["env", "-i", "-C", "/srv", "HOME=/root", "sglang", "serve"],
+        # Slurm: `-N 1`, `-n1`, `--gres gpu:8` take values; `-l`, `--exclusive`
+        # (its value only ever attached) and `-K1` do not take the next word.
+        ["srun", "-N", "1", "-n1", "-l", "--exclusive", "--gres", "gpu:8", "-K1", *LAUNCH],
+        ["srun", "--nodes=2", "--ntasks-per-node=1", "--", "numactl", "-N0", *LAUNCH],
     ],
 )
 def test_program_forms_run_through_wrappers(
@@ -669,10 +677,18 @@ def test_a_command_not_sglangs_nor_a_known_wrapper_is_refused(
     """A usage error (exit 2) with a hint that names the wrappers read; a wrapper with
     nothing of SGLang's to run after its options is no launch."""
     version, flags = release_flags
-    for words in (["srun", "-N1", *LAUNCH], ["uv", "run", "--with", "vllm"]):
+    refused = (
+        ["mpirun", "-np", "1", *LAUNCH],
+        ["uv", "run", "--with", "vllm"],  # `--model-path` read as uv's switch, `m` the program
+        ["env", "-S", "python -m sglang.launch_server", "--tp", "2"],  # `-S`'s own syntax
+        ["srun", "-N"],  # `-N` takes `--model-path` as getopt would, `m` the program
+    )
+    for words in refused:
         with pytest.raises(InputError) as raised:
             parse_launch([*words, "--model-path", "m"], flags, version)
         assert "`uv run`, `conda run`" in str(raised.value.hint)
+    with pytest.raises(InputError, match=r"^`timeout 600` runs no SGLang server command$"):
+        parse_launch(["timeout", "600", "--model-path", "m"], flags, version)
 
 
 def test_env_words_before_the_command(release_flags: tuple[str, list[FlagSpec]]) -> None:
@@ -699,6 +715,27 @@ def test_env_command_form(release_flags: tuple[str, list[FlagSpec]]) -> None:
     launch = parse_launch(["env", f"{ENV_VAR}=1", *LAUNCH, "--model-path", "m"], flags, version)
     assert launch.env_additions == {ENV_VAR: "1"}
     assert launch.program == LAUNCH
+
+
+def test_an_env_among_the_wrappers_changes_what_the_server_sees(
+    release_flags: tuple[str, list[FlagSpec]],
+) -> None:
+    """`env` after another wrapper (or with options) runs the server: its words stay in the
+    program, and the environment the checks read is the one it leaves, in order: set by the
+    words before the command, then each `env`'s `-i`, `-u NAME` and `NAME=VALUE`."""
+    version, flags = release_flags
+    words = [
+        f"{ENV_VAR}=1", "A=outer", "nohup", "env", "-u", ENV_VAR, "--unset=HOME", "B=2",
+        "taskset", "-c", "0-3", "env", "A=inner", *LAUNCH, "--model-path", "m",
+    ]  # fmt: skip
+    launch = parse_launch(words, flags, version)
+    assert launch.env_additions == {ENV_VAR: "1", "A": "outer"}
+    assert launch.program == (*words[2:13], *LAUNCH)
+    assert launch.env({"HOME": "/h", "PATH": "/bin"}) == {"A": "inner", "B": "2", "PATH": "/bin"}
+    cleared = parse_launch(["env", "-", "C=3", *LAUNCH], flags, version)
+    assert cleared.program == ("env", "-", "C=3", *LAUNCH)
+    assert cleared.env({"HOME": "/h"}) == {"C": "3"}
+    assert parse_launch(["env", "-i", *LAUNCH], flags, version).env({"HOME": "/h"}) == {}
 
 
 def test_one_pasted_shell_string_with_backslash_newlines(

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.interface.patching import plan_patches as plan_patches
     from eaglebug.checks.launch.command import env_and_argv as env_and_argv
     from eaglebug.checks.launch.command import split_words as split_words
+    from eaglebug.checks.launch.command import words_environment as words_environment
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
@@ -185,6 +186,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "compare_matrices": ("eaglebug.checks.matrix.compare", "compare"),
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
+    "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "launch_python": ("eaglebug.checks.launch.sitepaths", "launch_python"),
     "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
@@ -328,6 +330,7 @@ __all__ = [
     "unwrapped",
     "with_flags",
     "with_nodes",
+    "words_environment",
 ]
 
 

@@ -75,10 +75,9 @@ def external_for_launch(words: Sequence[str], environ: Mapping[str, str]) -> Ext
 
     if ENV_VAR not in environ and not any(ENV_VAR in word for word in words):
         return None  # the common case, decided before the launch parser loads
-    from eaglebug.checks import env_and_argv, for_launch, unwrapped
+    from eaglebug.checks import for_launch, unwrapped, words_environment
 
-    additions, argv = env_and_argv(words)
-    env = {**environ, **additions}
+    env, argv = words_environment(words, environ)
     if not env.get(ENV_VAR, "").strip():
         return None
     wrapped, command = unwrapped(argv)

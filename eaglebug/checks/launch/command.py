@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,9 +16,8 @@ from dataclasses import dataclass, field
 from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
-from eaglebug.checks.launch.wrappers import WRAPPERS, unwrapped
+from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
 
-_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # The modules that start SGLang's server: named, because the command is read before any tree
 # is found (the tree is the one the command's own python imports: `eaglebug/cli/commands._tree`).
 _ENTRY_MODULES = {"sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py"}
@@ -61,10 +59,9 @@ class LaunchSpec:
         return number
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """The environment the server would see: ours, plus the words before the command."""
-        merged = dict(environ)
-        merged.update(self.env_additions)
-        return merged
+        """The environment the server would see: ours, plus the words before the command,
+        as an `env` among its wrappers changes it."""
+        return launch_environment(self.program, {**environ, **self.env_additions})
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -96,7 +93,12 @@ def _program_length(words: list[str]) -> int:
     `conda run`), then SGLang's entry point."""
     if not words:
         raise InputError("no launch command given", f"pass it after `--`: {_FORMS}")
-    _, command = unwrapped(words)
+    wrapped, command = unwrapped(words)
+    if wrapped and command[0].startswith("-"):  # bare flags are a launch of no program
+        raise InputError(
+            f"`{' '.join(wrapped[-1].words)}` runs no SGLang server command",
+            f"expected {_FORMS.rsplit(', or', 1)[0]} after it",
+        )
     return len(words) - len(command) + _command_length(command)
 
 
@@ -213,15 +215,30 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     """Split `VAR=value ... [env VAR=value ...] command ...` into the env additions and argv."""
     words = split_words(words)
     env: dict[str, str] = {}
-    while words and _ENV_WORD.match(words[0]):
+    while words and ASSIGNMENT.match(words[0]):
         name, _, value = words.pop(0).partition("=")
         env[name] = value
-    if words and words[0] == "env":  # `env VAR=1 python -m ...`
-        words.pop(0)
-        while words and _ENV_WORD.match(words[0]):
+    if words[:1] == ["env"] and ASSIGNMENT.match(words[1] if len(words) > 1 else ""):
+        words.pop(0)  # `env VAR=1 python -m ...`; with options, `env` is a wrapper
+        while words and ASSIGNMENT.match(words[0]):
             name, _, value = words.pop(0).partition("=")
             env[name] = value
     return env, words
+
+
+def launch_environment(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
+    """The environment the command after `argv`'s wrappers runs in, started in `env` (an
+    `env` among them may set, unset or clear: `wrappers.environment`)."""
+    return environment(unwrapped(argv)[0], env)
+
+
+def words_environment(
+    words: Sequence[str], environ: Mapping[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """The environment a launch command's program sees (ours, its `VAR=value` words, what an
+    `env` among its wrappers does) and its words without the leading `VAR=value` ones."""
+    additions, argv = env_and_argv(words)
+    return launch_environment(argv, {**environ, **additions}), argv
 
 
 def parse_launch(

@@ -8,7 +8,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from eaglebug.checks.launch.command import env_and_argv
+from eaglebug.checks.launch.command import words_environment
+from eaglebug.checks.launch.wrappers import unwrapped
 from eaglebug.checks.source.external import (
     ENV_VAR,
     ExternalPackage,
@@ -23,14 +24,15 @@ def for_launch(
     python_path: Sequence[str] | None = None,
     cwd: str | None = None,
 ) -> ExternalPackage | None:
-    """The package a launch command's environment (ours, plus its `VAR=value` words) names,
+    """The package a launch command's environment (ours, plus its `VAR=value` words, as an
+    `env` among its wrappers leaves it) names,
     found where that launch's Python would find it; None when it names none."""
-    additions, argv = env_and_argv(words)
-    env = {**environ, **additions}
+    env, argv = words_environment(words, environ)
     name = env.get(ENV_VAR, "").strip()
     if not name:
         return None
-    module_launch = "-m" in argv[1:2]  # `python -m ...` puts its folder first
+    command = unwrapped(argv)[1]
+    module_launch = "-m" in command[1:2]  # `python -m ...` puts its folder first
     search = launch_search_path(
         env,
         sys.path if python_path is None else python_path,

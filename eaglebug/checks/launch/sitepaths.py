@@ -24,8 +24,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from eaglebug.checks.launch.command import env_and_argv
-from eaglebug.checks.launch.wrappers import Wrapped, unwrapped
+from eaglebug.checks.launch.command import env_and_argv, launch_environment
+from eaglebug.checks.launch.wrappers import Wrapped, environment, unwrapped
 
 _SITES = (
     "lib/python3*/site-packages",
@@ -50,13 +50,14 @@ def package_roots(
     version files and its `versions/`, the `pyproject.toml` files `uv run` looks for), which a
     kept answer stamps."""
     additions, argv = env_and_argv(words)
-    env = {**environ, **additions}
+    started = {**environ, **additions}
+    env = launch_environment(argv, started)  # the server's, as its wrappers leave it
     here = cwd if cwd is not None else os.getcwd()
     roots: list[Path] = [
         Path(here, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry
     ]
     roots.append(tree_root)
-    python = _python_of(argv, env, here, chosen_by if chosen_by is not None else [])
+    python = _python_of(argv, started, here, chosen_by if chosen_by is not None else [])
     if python is not None:
         prefix = python.parent.parent  # the venv's or conda env's, not the base it links to
         for pattern in _SITES:
@@ -80,14 +81,17 @@ def launch_python(
 def _python_of(
     argv: Sequence[str], env: Mapping[str, str], cwd: str, chosen_by: list[Path]
 ) -> Path | None:
+    """`env`: the one `argv` is started in; each wrapper sees it as the ones before it left
+    it (`env PATH=... uv run ...`)."""
     wrapped, command = unwrapped(argv)
-    environment = next(
-        (e for w in reversed(wrapped) if (e := _wrapper_environment(w, env, cwd, chosen_by))),
-        None,
-    )
-    if environment is not None:  # `uv run`, `conda run`: the environment they run in
-        return environment / "bin" / "python"
-    return _interpreter(command[0], env, cwd, chosen_by) if command else None
+    chosen: Path | None = None  # the innermost `uv run` / `conda run`'s environment
+    for i, wrapper in enumerate(wrapped):
+        found = _wrapper_environment(wrapper, environment(wrapped[:i], env), cwd, chosen_by)
+        chosen = found if found is not None else chosen
+    if chosen is not None:  # `uv run`, `conda run`: the environment they run in
+        return chosen / "bin" / "python"
+    program_env = environment(wrapped, env)
+    return _interpreter(command[0], program_env, cwd, chosen_by) if command else None
 
 
 def _interpreter(

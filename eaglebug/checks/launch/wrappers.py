@@ -1,6 +1,7 @@
 """The commands a launch is often run through before SGLang's own: `nohup`, `numactl`,
-`taskset`, `uv run`, `conda run` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`,
-as launch scripts in the wild write it).
+`taskset`, `timeout`, `stdbuf`, `env`, `srun`, `uv run`, `conda run` (`taskset -c 0-7 uv run
+python -m sglang.launch_server ...`, `nohup env CUDA_VISIBLE_DEVICES=0,1 python3 -m ...`,
+`srun -N 1 --gres=gpu:8 python3 -m ...`, as launch scripts in the wild write it).
 
 Why: a user pastes the launch command they run. Refused at its first word, the preflight
 said nothing about a launch that is fine apart from its wrapper; stripped blindly, a wrapper's
@@ -8,14 +9,18 @@ own option value would be read as the program. Each wrapper here is read by its 
 (which of its options take a value, how many operands precede the command), so the words
 after it are the server's program and flags, and the launch still runs with the wrapper.
 Which Python a wrapper runs (`uv run`: the project's environment; `conda run -n`: that
-environment's) is `sitepaths.py`'s, from `Wrapped`.
+environment's) is `sitepaths.py`'s, from `Wrapped`; what an `env` in the chain does to the
+server's environment (its `NAME=VALUE` words, `-u NAME`, `-i`) is `environment`'s.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # a `NAME=value` word
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class _Grammar:
     operands: int = 0  # words between the options and the command (`taskset`'s CPU list)
     all_take_values: bool = False  # every option takes a value but the `without` ones
     without: frozenset[str] = frozenset()
+    assignments: bool = False  # `NAME=VALUE` words before the command (`env`'s)
+    unreadable: frozenset[str] = frozenset()  # options whose effect is not read: no launch
 
 
 _NUMACTL_SWITCHES = frozenset(
@@ -41,10 +48,46 @@ _UV_RUN_VALUES = frozenset(
      "--color", "--allow-insecure-host"}
 )  # fmt: skip
 _CONDA_RUN_VALUES = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
+# GNU coreutils' (`timeout --help`, `stdbuf --help`, `env --help`): the options that take a
+# value as the next word; a short one may have it attached (`-k5`, `-oL`: one word).
+_TIMEOUT_VALUES = frozenset({"-k", "--kill-after", "-s", "--signal"})
+_STDBUF_VALUES = frozenset({"-i", "--input", "-o", "--output", "-e", "--error"})
+_ENV_VALUES = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+# Slurm's `srun` (src/common/slurm_opt.c at SchedMD/slurm 284c3b9: the `common_options[]` with
+# a srun setter and `required_argument`); its getopt string starts with `+`, so the command is
+# the first word that is not an option. An optional argument is only ever attached
+# (`--exclusive=user`, `-K1`): one word, as a switch is. Options a SPANK plugin adds (pyxis's
+# `--container-image`) are read as switches unless written `--option=value`.
+_SRUN_VALUES = frozenset(
+    [f"-{short}" for short in "ABCDFGJLMNSTWbcdeimnopqrtwx"]
+    + [
+        f"--{name}"
+        for name in """
+accel-bind account acctg-freq autocomplete bb bbf bcast-exclude begin chdir cluster
+cluster-constraint clusters comment constraint container container-id context core-spec
+cores-per-socket cpu-bind cpu-freq cpu_bind cpus-per-gpu cpus-per-task deadline delay-boot
+dependency distribution epilog error exclude export extra extra-node-info gpu-bind
+gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags het-group hint
+ignore-signals input job-name jobid licenses mail-type mail-user mcs-label mem mem-bind
+mem-per-cpu mem-per-gpu mem-update mincpus mpi msg-timeout network nodefile nodelist nodes
+ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket ntasks-per-tres
+open-mode output pack-group partition prefer priority profile prolog qos relative
+reservation resources runtime segment signal slurmd-debug sockets-per-node switches
+task-epilog task-prolog tasks-per-node thread-spec threads threads-per-core time time-min
+tmp treewidth tres-bind tres-per-task wait wckey""".split()
+    ]
+)
 _GRAMMARS: dict[tuple[str, ...], _Grammar] = {
     ("nohup",): _Grammar(1, frozenset()),
     ("numactl",): _Grammar(1, frozenset(), all_take_values=True, without=_NUMACTL_SWITCHES),
     ("taskset",): _Grammar(1, frozenset(), operands=1),
+    ("timeout",): _Grammar(1, _TIMEOUT_VALUES, operands=1),  # the duration
+    ("stdbuf",): _Grammar(1, _STDBUF_VALUES),
+    # `-S` splits its value into more words by a shell-like syntax of its own: not read.
+    ("env",): _Grammar(
+        1, _ENV_VALUES, assignments=True, unreadable=frozenset({"-S", "--split-string"})
+    ),
+    ("srun",): _Grammar(1, _SRUN_VALUES),
     ("uv", "run"): _Grammar(2, _UV_RUN_VALUES),
     ("conda", "run"): _Grammar(2, _CONDA_RUN_VALUES),
 }
@@ -54,15 +97,33 @@ WRAPPERS = ", ".join(f"`{' '.join(names)}`" for names in _GRAMMARS)
 
 @dataclass(frozen=True)
 class Wrapped:
-    """One wrapper of a launch: its words, its name (`uv run`) and the options it was given
-    (option -> value, `""` for a switch)."""
+    """One wrapper of a launch: its words, its name (`uv run`), the options it was given
+    (option -> value, `""` for a switch) and, for `env`, the variables it sets."""
 
     words: tuple[str, ...]
     name: str
     options: tuple[tuple[str, str], ...]
+    assignments: tuple[tuple[str, str], ...] = ()
 
     def option(self, *names: str) -> str | None:
         return next((value for option, value in self.options if option in names), None)
+
+
+def environment(wrapped: Sequence[Wrapped], env: Mapping[str, str]) -> dict[str, str]:
+    """The environment the command after `wrapped` runs in, given the one they are started
+    in: each `env` in turn clears it (`-i`, a lone `-`), unsets (`-u NAME`) and sets (its
+    `NAME=VALUE` words), as `env` does; the other wrappers pass it on."""
+    seen = dict(env)
+    for wrapper in wrapped:
+        if wrapper.name != "env":
+            continue
+        if any(option in ("-i", "--ignore-environment", "-") for option, _ in wrapper.options):
+            seen.clear()
+        for option, value in wrapper.options:
+            if option in ("-u", "--unset"):
+                seen.pop(value, None)
+        seen.update(wrapper.assignments)
+    return seen
 
 
 def unwrapped(words: Sequence[str]) -> tuple[list[Wrapped], list[str]]:
@@ -84,29 +145,60 @@ def _one(words: list[str]) -> Wrapped | None:
     for names, grammar in _GRAMMARS.items():
         if (head, *words[1 : len(names)]) != names:
             continue
-        i = grammar.words
-        options: list[tuple[str, str]] = []
-        while i < len(words) and words[i].startswith("-") and words[i] != "-":
-            word = words[i]
-            if word == "--":
-                i += 1
-                break
-            option, eq, value = word.partition("=")
-            takes = option in grammar.with_value or (
-                grammar.all_take_values
-                and option not in grammar.without
-                and not (len(option) > 2 and not option.startswith("--"))  # `-N0`
-            )
-            if eq or not takes:
-                options.append((option, value))
-                i += 1
-            elif i + 1 < len(words):
-                options.append((option, words[i + 1]))
-                i += 2
-            else:
-                return None
+        read = _options(words, grammar)
+        if read is None:
+            return None
+        options, i = read
         i += grammar.operands
+        assignments: list[tuple[str, str]] = []
+        while grammar.assignments and i < len(words) and ASSIGNMENT.match(words[i]):
+            name, _, value = words[i].partition("=")
+            assignments.append((name, value))
+            i += 1
         if i >= len(words):
             return None  # nothing left to run: not a wrapped launch
-        return Wrapped(tuple(words[:i]), " ".join(names), tuple(options))
+        return Wrapped(tuple(words[:i]), " ".join(names), tuple(options), tuple(assignments))
     return None
+
+
+def _options(words: list[str], grammar: _Grammar) -> tuple[list[tuple[str, str]], int] | None:
+    """The wrapper's options as getopt reads them (a short option's value attached, `-k5`, or
+    the next word; a long one's after `=` or the next word), and where they end; None when
+    one is not read here or lacks its value."""
+    i = grammar.words
+    options: list[tuple[str, str]] = []
+    while i < len(words) and words[i].startswith("-"):
+        word = words[i]
+        if word == "--":
+            return options, i + 1
+        if word == "-":  # `env -`: `-i`'s old spelling; for the others, the command
+            if not grammar.assignments:
+                break
+            options.append((word, ""))
+            i += 1
+            continue
+        if word.startswith("--"):
+            option, eq, value = word.partition("=")
+            attached = eq != ""
+        else:  # `-k5`, `-oL`, `-N0`: a value attached (a cluster of switches is one word)
+            option, value = word[:2], word[2:]
+            attached = value != ""
+            if attached and not _takes(option, grammar):
+                option, value = word, ""
+        if option in grammar.unreadable:
+            return None
+        if attached or not _takes(option, grammar):
+            options.append((option, value))
+            i += 1
+        elif i + 1 < len(words):
+            options.append((option, words[i + 1]))
+            i += 2
+        else:
+            return None
+    return options, i
+
+
+def _takes(option: str, grammar: _Grammar) -> bool:
+    return option in grammar.with_value or (
+        grammar.all_take_values and option not in grammar.without
+    )
