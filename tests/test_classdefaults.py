@@ -12,6 +12,7 @@ vocabulary an error.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -409,6 +410,77 @@ def test_a_wrappers_environment_is_the_launchs_python(tmp_path: Path) -> None:
     assert package_roots(tree, uv_env, {"PATH": "/no-such"}, str(project))[-1] == site(
         tmp_path / "env"
     )
+
+
+def test_uv_run_outside_a_project_and_conda_environments_elsewhere(tmp_path: Path) -> None:
+    """`uv run` outside a project runs the interpreter uv discovers: `--python PATH`, the
+    active VIRTUAL_ENV, an active conda environment but base, the nearest `.venv` up (how
+    `uv venv && uv pip install sglang` leaves a folder); `--no-project` ignores a project,
+    `--active` prefers the active environment to it. `conda run -n` finds the environment in
+    CONDA_ENVS_PATH's folders, then the conda's `envs/` and `~/.conda/envs`, the user's first
+    when the conda's root is not writable."""
+    from eaglebug.checks.launch.sitepaths import package_roots
+
+    tree = tmp_path / "checkout" / "python"
+    launch = ["python", "-m", "sglang.launch_server"]
+    uv = ["uv", "run", *launch]
+    plain = {"PATH": "/no-such"}
+
+    def site(env_root: Path) -> Path:
+        return env_root / "lib" / "python3.11" / "site-packages"
+
+    work = tmp_path / "work"
+    _environment(work / ".venv", transformers=False)
+    (work / "logs").mkdir()
+    chosen: list[Path] = []
+    assert package_roots(tree, uv, plain, str(work / "logs"), chosen) == (
+        tree,
+        site(work / ".venv"),
+    )
+    assert work / ".venv" / "pyvenv.cfg" in chosen  # a .venv made later: a new choice
+    active = _environment(tmp_path / "active", transformers=False).parent.parent
+    with_active = {**plain, "VIRTUAL_ENV": str(active)}
+    assert package_roots(tree, uv, with_active, str(work))[-1] == site(active)
+    conda_env = _environment(tmp_path / "conda-env", transformers=False).parent.parent
+    in_conda = {**plain, "CONDA_PREFIX": str(conda_env), "CONDA_DEFAULT_ENV": "serve"}
+    assert package_roots(tree, uv, in_conda, str(work))[-1] == site(conda_env)
+    base = {**in_conda, "CONDA_DEFAULT_ENV": "base"}  # base is a system Python to uv
+    assert package_roots(tree, uv, base, str(work))[-1] == site(work / ".venv")
+    pinned = ["uv", "run", "--python", str(active / "bin" / "python"), *launch]
+    assert package_roots(tree, pinned, plain, str(work))[-1] == site(active)
+
+    project = work / "project"
+    _environment(project / ".venv", transformers=False)
+    (project / "pyproject.toml").write_text("[project]\nname = 'serve'\n")
+    assert package_roots(tree, uv, with_active, str(project))[-1] == site(project / ".venv")
+    flagged = ["uv", "run", "--active", *launch]
+    assert package_roots(tree, flagged, with_active, str(project))[-1] == site(active)
+    outside = ["uv", "run", "--no-project", *launch]
+    assert package_roots(tree, outside, with_active, str(project))[-1] == site(active)
+
+    conda = tmp_path / "conda"
+    (conda / "bin").mkdir(parents=True)
+    (conda / "bin" / "conda").write_text("#!/bin/sh\n")
+    (conda / "bin" / "conda").chmod(0o755)
+    (conda / "conda-meta").mkdir()
+    (conda / "conda-meta" / "history").write_text("")
+    home = tmp_path / "home"
+    _environment(home / ".conda" / "envs" / "serve", transformers=False)
+    _environment(conda / "envs" / "serve", transformers=False)
+    env = {"PATH": str(conda / "bin"), "HOME": str(home)}
+    named = ["conda", "run", "-n", "serve", *launch]
+    assert package_roots(tree, named, env, str(tmp_path))[-1] == site(conda / "envs" / "serve")
+    # conda's root is writable when its conda-meta/history is: without one (a read-only
+    # install has none it may write), the user's folder comes first
+    (conda / "conda-meta" / "history").unlink()
+    user_env = home / ".conda" / "envs" / "serve"
+    assert package_roots(tree, named, env, str(tmp_path))[-1] == site(user_env)
+    shared = tmp_path / "shared-envs"
+    _environment(shared / "serve", transformers=False)
+    listed = {**env, "CONDA_ENVS_PATH": f"{tmp_path / 'none'}{os.pathsep}{shared}"}
+    chosen = []
+    assert package_roots(tree, named, listed, str(tmp_path), chosen)[-1] == site(shared / "serve")
+    assert chosen[:2] == [tmp_path / "none", shared]
 
 
 def test_a_kept_answer_sees_transformers_installed_in_the_launchs_environment(

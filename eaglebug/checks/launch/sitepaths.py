@@ -180,24 +180,75 @@ def _pyenv_python(
 def _wrapper_environment(
     wrapper: Wrapped, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
 ) -> Path | None:
-    """The environment a wrapper runs the command in, where it picks one: `uv run`, the
-    project's (`UV_PROJECT_ENVIRONMENT`, else `.venv` beside the nearest `pyproject.toml`
-    from `--project`/`--directory` or the launch's folder up); `conda run`, the one `-p`
-    names, or `-n`'s under the conda that runs it. None: the command's own `python` decides."""
+    """The environment a wrapper runs the command in, where it picks one (`uv run`: `_uv_run`;
+    `conda run`: `_conda_run`). None: the command's own `python` decides."""
     if wrapper.name == "uv run":
-        start = Path(cwd, wrapper.option("--project", "--directory") or ".")
-        project = _nearest(start, "pyproject.toml", chosen_by)
-        if project is None:
-            return None
-        return Path(project.parent, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
+        return _uv_run(wrapper, env, cwd, chosen_by)
     if wrapper.name == "conda run":
-        prefix = wrapper.option("-p", "--prefix")
-        if prefix:
-            return Path(cwd, prefix)
-        name = wrapper.option("-n", "--name")
-        found = shutil.which(wrapper.words[0], path=env.get("PATH", os.defpath))
-        if not name or found is None:
-            return None
-        root = Path(os.path.realpath(found)).parent.parent  # bin/conda or condabin/conda
-        return root if name == "base" else root / "envs" / name
+        return _conda_run(wrapper, env, cwd, chosen_by)
     return None
+
+
+def _uv_run(
+    wrapper: Wrapped, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
+    """In a project (the nearest `pyproject.toml` from `--project`/`--directory` or the
+    launch's folder up), its environment: `UV_PROJECT_ENVIRONMENT`, else `.venv` beside it
+    (`--active`: the active `VIRTUAL_ENV`). Outside one (or `--no-project`, `--isolated`), the
+    interpreter uv discovers: `--python PATH`; else the active `VIRTUAL_ENV`, an active conda
+    environment other than `base` (`CONDA_PREFIX`), the nearest `.venv` from the launch's
+    folder up (a folder with `pyvenv.cfg`); else the `python` on `PATH`, which is the
+    fallback's. A `--python 3.12` version request is uv's own search: not followed."""
+    start = Path(cwd, wrapper.option("--directory") or ".")
+    python = wrapper.option("--python", "-p")
+    if python is not None and os.sep in python:
+        return Path(start, python).parent.parent
+    no_project = wrapper.option("--no-project", "--isolated") is not None
+    project = (
+        None
+        if no_project
+        else _nearest(Path(start, wrapper.option("--project") or "."), "pyproject.toml", chosen_by)
+    )
+    active = env.get("VIRTUAL_ENV")
+    if project is not None:
+        if active and wrapper.option("--active") is not None:
+            return Path(start, active)
+        return Path(project.parent, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
+    if active:
+        return Path(start, active)
+    conda = env.get("CONDA_PREFIX")
+    if conda and env.get("CONDA_DEFAULT_ENV") != "base":
+        return Path(conda)
+    venv = _nearest(start, ".venv/pyvenv.cfg", chosen_by)
+    return venv.parent if venv is not None else None
+
+
+def _conda_run(
+    wrapper: Wrapped, env: Mapping[str, str], cwd: str, chosen_by: list[Path]
+) -> Path | None:
+    """The environment `-p` names; or `-n`'s, looked for as conda's `locate_prefix_by_name`
+    does: in the folders `CONDA_ENVS_DIRS` (or `CONDA_ENVS_PATH`) names, then the conda's own
+    `envs/` and `~/.conda/envs` (the other way round when the conda's root is not writable),
+    the first that holds it (`base`: the root). Each folder looked in goes into `chosen_by`
+    (an environment created later is a new choice). A `.condarc`'s `envs_dirs` is not read."""
+    prefix = wrapper.option("-p", "--prefix")
+    if prefix:
+        return Path(cwd, prefix)
+    name = wrapper.option("-n", "--name")
+    found = shutil.which(wrapper.words[0], path=env.get("PATH", os.defpath))
+    if not name or found is None:
+        return None
+    root = Path(os.path.realpath(found)).parent.parent  # bin/conda or condabin/conda
+    if name == "base":
+        return root
+    named = env.get("CONDA_ENVS_DIRS") or env.get("CONDA_ENVS_PATH") or ""
+    home = Path(env.get("HOME") or "~").expanduser() / ".conda" / "envs"
+    fixed = [root / "envs", home]
+    if not os.access(root / "conda-meta" / "history", os.W_OK):
+        fixed.reverse()
+    folders = [Path(os.path.expanduser(f)) for f in named.split(os.pathsep) if f] + fixed
+    for folder in dict.fromkeys(folders):
+        chosen_by.append(folder)
+        if (folder / name).is_dir():
+            return folder / name
+    return root / "envs" / name  # not there yet: where `conda create -n` puts it
