@@ -738,6 +738,17 @@ def test_an_env_among_the_wrappers_changes_what_the_server_sees(
     assert parse_launch(["env", "-i", *LAUNCH], flags, version).env({"HOME": "/h"}) == {}
 
 
+def test_what_a_launcher_must_pass_survives_each_env_that_would_drop_it() -> None:
+    from eaglebug.checks import carrying
+
+    tag = {"T": "1", "U": "2"}
+    assert carrying([*LAUNCH, "--tp", "2"], tag) == [*LAUNCH, "--tp", "2"]
+    assert carrying(["nohup", "env", "A=1", *LAUNCH], tag) == ["nohup", "env", "A=1", *LAUNCH]
+    assert carrying(["env", "-u", "T", "A=1", "env", "-", *LAUNCH], tag) == [
+        "env", "-u", "T", "A=1", "T=1", "env", "-", "T=1", "U=2", *LAUNCH,
+    ]  # fmt: skip
+
+
 def test_one_pasted_shell_string_with_backslash_newlines(
     release_flags: tuple[str, list[FlagSpec]],
 ) -> None:

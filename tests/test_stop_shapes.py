@@ -100,6 +100,30 @@ def test_stop_finds_a_grandchild_that_left_the_session(
     assert alive(bystander.pid), "a process of another launch was signalled"
 
 
+def test_a_launch_through_env_i_keeps_its_tag_and_is_stopped_whole(
+    server: Server, tmp_path: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    """`env -i` (or `env -u EAGLEBUG_LAUNCH`) in the launch command would clear the tag for
+    every process of the launch: a grandchild that left the session would be found by
+    nothing. The launcher sets it again after such an `env`'s own words."""
+    ready = tmp_path / "env-i.pids"
+    env = subprocess.run(["which", "env"], capture_output=True, text=True, check=True)
+    words = [env.stdout.strip(), "-i", "A=1", sys.executable, str(SHAPES)]
+    server.launch([*words, "setsid-grandchild", str(ready)], {})
+    pids = reported(ready)
+    record = server.state().latest
+    assert record is not None and record.argv[:3] == words[:3]  # the command as written
+    grandchild = pids[1]
+    assert os.getsid(grandchild) == grandchild != record.pid, "the shape did not setsid"
+    assert psutil.Process(grandchild).environ().get(LAUNCH_ENV) == record.tag
+    assert psutil.Process(grandchild).environ().get("A") == "1"
+    result = server.stop(record, grace_s=2.0)
+    assert result.survivors == ()
+    assert grandchild in {*result.terminated, *result.killed}
+    assert_all_gone(server, pids)
+    assert alive(bystander.pid), "a process of another launch was signalled"
+
+
 def test_stop_walks_again_after_sigterm(server: Server, tmp_path: Path) -> None:
     pids, ready = shape(server, tmp_path, "fork-on-term")
     record = server.state().latest

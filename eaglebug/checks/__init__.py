@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.sitepaths import launch_python as launch_python
     from eaglebug.checks.launch.words import SWITCH as SWITCH
     from eaglebug.checks.launch.words import with_flags as with_flags
+    from eaglebug.checks.launch.wrappers import carrying as carrying
     from eaglebug.checks.launch.wrappers import unwrapped as unwrapped
     from eaglebug.checks.logs.acceptance import DEFAULT_RULES as DEFAULT_RULES
     from eaglebug.checks.logs.acceptance import THRESHOLD as THRESHOLD
@@ -188,6 +189,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
+    "carrying": ("eaglebug.checks.launch.wrappers", "carrying"),
     "launch_python": ("eaglebug.checks.launch.sitepaths", "launch_python"),
     "env_of": ("eaglebug.checks.contract.fixes", "env_of"),
     "find_class": ("eaglebug.checks.source.index", "find_class"),
@@ -285,6 +287,7 @@ __all__ = [
     "audit",
     "bar_line",
     "cache_dir",
+    "carrying",
     "closest_hint",
     "compare_matrices",
     "delegate_names",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from eaglebug.checks import InputError, with_flags
+from eaglebug.checks import InputError, carrying, with_flags
 from eaglebug.server.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -139,8 +139,11 @@ class Server:
         env.update(env_additions)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[LAUNCH_ENV] = tag
+        # An `env -i` among the wrappers would drop the tag (and unbuffered output) for
+        # every process of the launch: `stop` would not find one that left the session.
+        run = carrying(argv, {k: env[k] for k in (LAUNCH_ENV, "PYTHONUNBUFFERED")})
         try:
-            proc = self._start(argv, env, log_path)
+            proc = self._start(run, env, log_path)
         except InputError:
             for folder in reversed(made):  # nothing ran: leave no trace of it
                 with contextlib.suppress(OSError):

@@ -126,6 +126,23 @@ def environment(wrapped: Sequence[Wrapped], env: Mapping[str, str]) -> dict[str,
     return seen
 
 
+def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
+    """`argv` with `variables` set again by each `env` among its wrappers that would drop
+    them (`-i`, a lone `-`, `-u NAME`): after its own `NAME=VALUE` words, so the command it
+    runs sees them. For what a launcher must pass to every process of the launch whatever
+    the command does to its environment (the tag `stop` finds them by)."""
+    wrapped, command = unwrapped(argv)
+    out: list[str] = []
+    for wrapper in wrapped:
+        out += wrapper.words
+        if wrapper.name != "env":
+            continue
+        clears = any(o in ("-i", "--ignore-environment", "-") for o, _ in wrapper.options)
+        unset = {v for o, v in wrapper.options if o in ("-u", "--unset")}
+        out += [f"{k}={v}" for k, v in variables.items() if clears or k in unset]
+    return out + command
+
+
 def unwrapped(words: Sequence[str]) -> tuple[list[Wrapped], list[str]]:
     """The wrappers in front of a command (outermost first) and the command they run; words
     that do not read as a known wrapper's are the command (no wrapper)."""
