@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -379,9 +380,9 @@ def test_preflight_reads_no_session_variable(
     read: list[dict[str, str]] = []
     resolve = orchestrator.resolve_model
 
-    def watched(given: str, environ: dict[str, str], revision: str | None = None) -> object:
+    def watched(given: str, environ: dict[str, str], *rest: Any) -> object:
         read.append(dict(environ))
-        return resolve(given, environ, revision)
+        return resolve(given, environ, *rest)
 
     monkeypatch.setattr(orchestrator, "resolve_model", watched)
     target = write_model(tmp_path / "target", llama())

@@ -230,17 +230,15 @@ def preflight(
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
     chosen_by: list[Path] = []
-    roots = package_roots(index.tree.root, words, env, chosen_by=chosen_by)
+    roots = package_roots(index.tree.root, words, launch_environ(environ), chosen_by=chosen_by)
+    here = launch.host_path  # a container's paths, where they are on this machine
     target = _with_class_defaults(
-        index, roots, resolve_model(model_path, env, flags.text("--revision"))
+        index, roots, resolve_model(model_path, env, flags.text("--revision"), here)
     )
     draft_given = flags.text("--speculative-draft-model-path")
+    draft_revision = flags.text("--speculative-draft-model-revision")
     draft = (
-        _with_class_defaults(
-            index,
-            roots,
-            resolve_model(draft_given, env, flags.text("--speculative-draft-model-revision")),
-        )
+        _with_class_defaults(index, roots, resolve_model(draft_given, env, draft_revision, here))
         if draft_given
         else None
     )

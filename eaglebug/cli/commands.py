@@ -51,9 +51,16 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
-        from eaglebug.checks import launch_python
+        from eaglebug.checks import env_and_argv, launch_python, unwrapped
         from eaglebug.server.pyenv import sglang_of
 
+        runner = next((w for w in unwrapped(env_and_argv(words)[1])[0] if w.container), None)
+        if runner is not None:
+            raise InputError(
+                f"the launch runs in a container ({runner.name}): its SGLang is the image's",
+                "pass --sglang with the same release's tree (pip download --no-deps "
+                "sglang==VERSION, then unzip the wheel)",
+            )
         python = launch_python(words, os.environ)  # through wrappers, shims, `#!` lines
         sglang = sglang_of(str(python)) if python is not None else None
     return locate(sglang)

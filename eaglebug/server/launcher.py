@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from eaglebug.checks import InputError, carrying, with_flags
+from eaglebug.checks import InputError, carrying, unwrapped, with_flags
 from eaglebug.server.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -97,6 +97,14 @@ class Server:
         (`eaglebug launch`): the pending flag fixes go into it here."""
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
+        runner = next((w for w in unwrapped(argv)[0] if w.container), None)
+        if runner is not None:
+            raise InputError(
+                f"eaglebug does not start containers ({runner.name}): the server's processes "
+                "would be the container runtime's, and stop could not end them",
+                "start it yourself, its output to a file (... > server.log 2>&1), and watch "
+                "that: eaglebug watch --log server.log",
+            )
         running = self.attached()
         if running is not None:
             what = "is still running" if self.root_alive(running) else "left processes running"

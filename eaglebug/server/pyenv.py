@@ -81,7 +81,8 @@ def external_for_launch(words: Sequence[str], environ: Mapping[str, str]) -> Ext
     if not env.get(ENV_VAR, "").strip():
         return None
     wrapped, command = unwrapped(argv)
-    # `uv run` / `conda run` pick an environment of their own: the `python` on PATH is not it
-    own_environment = any(w.name in ("uv run", "conda run") for w in wrapped)
+    # `uv run` / `conda run` / a container pick an environment of their own: the `python` on
+    # PATH is not it
+    own_environment = any(w.name in ("uv run", "conda run") or w.container for w in wrapped)
     probed = path_of(command[0], env) if command and not own_environment else None
     return for_launch(words, environ, python_path=probed)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.contract.numbers import float_text
+from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
 from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
 
@@ -62,6 +63,11 @@ class LaunchSpec:
         """The environment the server would see: ours, plus the words before the command,
         as an `env` among its wrappers changes it."""
         return launch_environment(self.program, {**environ, **self.env_additions})
+
+    def host_path(self, path: str) -> str | None:
+        """Where a path the server names is on this machine: itself, unless the server runs
+        in a container (then through its bind mounts; None where none maps it)."""
+        return host_path(unwrapped(self.program)[0], path)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.launch.command import words_environment
+from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.wrappers import unwrapped
 from eaglebug.checks.source.external import (
     ENV_VAR,
@@ -31,8 +34,21 @@ def for_launch(
     name = env.get(ENV_VAR, "").strip()
     if not name:
         return None
-    command = unwrapped(argv)[1]
+    wrapped, command = unwrapped(argv)
     module_launch = "-m" in command[1:2]  # `python -m ...` puts its folder first
+    if any(w.container for w in wrapped):
+        # In a container only what a bind mount brings in from here is found here (its
+        # PYTHONPATH entries, mapped): the image's own packages are not on this machine.
+        entries = env.get("PYTHONPATH", "").split(os.pathsep)
+        mapped = [host_path(wrapped, e) for e in entries if e.startswith("/")]
+        search = list(dict.fromkeys(e for e in mapped if e is not None))
+        if importlib.machinery.PathFinder.find_spec(name.split(".")[0], search) is None:
+            raise InputError(
+                f"{ENV_VAR}={name}: the package is not on a PYTHONPATH folder mounted into the "
+                "container, so it is the image's and not on this machine",
+                "pass --external-models with a copy of it here",
+            )
+        return find_package(name, search, f"{ENV_VAR}={name}")
     search = launch_search_path(
         env,
         sys.path if python_path is None else python_path,

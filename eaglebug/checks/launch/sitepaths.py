@@ -50,6 +50,8 @@ def package_roots(
     version files and its `versions/`, the `pyproject.toml` files `uv run` looks for), which a
     kept answer stamps."""
     additions, argv = env_and_argv(words)
+    if any(w.container for w in unwrapped(argv)[0]):
+        return (tree_root,)  # the image's Python and packages are not on this machine
     started = {**environ, **additions}
     env = launch_environment(argv, started)  # the server's, as its wrappers leave it
     here = cwd if cwd is not None else os.getcwd()
@@ -84,6 +86,8 @@ def _python_of(
     """`env`: the one `argv` is started in; each wrapper sees it as the ones before it left
     it (`env PATH=... uv run ...`)."""
     wrapped, command = unwrapped(argv)
+    if any(w.container for w in wrapped):
+        return None  # the image's own, not on this machine
     chosen: Path | None = None  # the innermost `uv run` / `conda run`'s environment
     for i, wrapper in enumerate(wrapped):
         found = _wrapper_environment(wrapper, environment(wrapped[:i], env), cwd, chosen_by)

@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from eaglebug.checks.launch.containers import DOCKER_RUN_VALUES, PODMAN_RUN_VALUES, inside
+
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # a `NAME=value` word
 
 
@@ -32,6 +34,7 @@ class _Grammar:
     without: frozenset[str] = frozenset()
     assignments: bool = False  # `NAME=VALUE` words before the command (`env`'s)
     unreadable: frozenset[str] = frozenset()  # options whose effect is not read: no launch
+    container: bool = False  # runs the command in a container (`containers.py`)
 
 
 _NUMACTL_SWITCHES = frozenset(
@@ -90,6 +93,11 @@ _GRAMMARS: dict[tuple[str, ...], _Grammar] = {
     ("srun",): _Grammar(1, _SRUN_VALUES),
     ("uv", "run"): _Grammar(2, _UV_RUN_VALUES),
     ("conda", "run"): _Grammar(2, _CONDA_RUN_VALUES),
+    # The command after the image (the operand) runs inside the container.
+    ("docker", "run"): _Grammar(2, DOCKER_RUN_VALUES, operands=1, container=True),
+    ("docker", "container", "run"): _Grammar(3, DOCKER_RUN_VALUES, operands=1, container=True),
+    ("podman", "run"): _Grammar(2, PODMAN_RUN_VALUES, operands=1, container=True),
+    ("podman", "container", "run"): _Grammar(3, PODMAN_RUN_VALUES, operands=1, container=True),
 }
 
 WRAPPERS = ", ".join(f"`{' '.join(names)}`" for names in _GRAMMARS)
@@ -104,17 +112,24 @@ class Wrapped:
     name: str
     options: tuple[tuple[str, str], ...]
     assignments: tuple[tuple[str, str], ...] = ()
+    container: bool = False  # the command runs in a container (`containers.py`)
 
     def option(self, *names: str) -> str | None:
         return next((value for option, value in self.options if option in names), None)
 
 
-def environment(wrapped: Sequence[Wrapped], env: Mapping[str, str]) -> dict[str, str]:
+def environment(
+    wrapped: Sequence[Wrapped], env: Mapping[str, str], cwd: str | None = None
+) -> dict[str, str]:
     """The environment the command after `wrapped` runs in, given the one they are started
     in: each `env` in turn clears it (`-i`, a lone `-`), unsets (`-u NAME`) and sets (its
-    `NAME=VALUE` words), as `env` does; the other wrappers pass it on."""
+    `NAME=VALUE` words), as `env` does; a container runner starts the command with the
+    variables it is given (`containers.inside`); the other wrappers pass it on."""
     seen = dict(env)
     for wrapper in wrapped:
+        if wrapper.container:
+            seen = inside(wrapper, seen, cwd if cwd is not None else os.getcwd())
+            continue
         if wrapper.name != "env":
             continue
         if any(option in ("-i", "--ignore-environment", "-") for option, _ in wrapper.options):
@@ -174,14 +189,18 @@ def _one(words: list[str]) -> Wrapped | None:
             i += 1
         if i >= len(words):
             return None  # nothing left to run: not a wrapped launch
-        return Wrapped(tuple(words[:i]), " ".join(names), tuple(options), tuple(assignments))
+        name = " ".join(names)
+        return Wrapped(
+            tuple(words[:i]), name, tuple(options), tuple(assignments), grammar.container
+        )
     return None
 
 
 def _options(words: list[str], grammar: _Grammar) -> tuple[list[tuple[str, str]], int] | None:
-    """The wrapper's options as getopt reads them (a short option's value attached, `-k5`, or
-    the next word; a long one's after `=` or the next word), and where they end; None when
-    one is not read here or lacks its value."""
+    """The wrapper's options as getopt (and Go's pflag) read them, and where they end: a long
+    one's value after `=` or the next word; short ones clustered in one word (`-it`), the
+    first that takes a value taking the rest of the word (`-k5`, `-oL`, `-itp8000`) or the
+    next word. None when one is not read here or lacks its value."""
     i = grammar.words
     options: list[tuple[str, str]] = []
     while i < len(words) and words[i].startswith("-"):
@@ -195,23 +214,29 @@ def _options(words: list[str], grammar: _Grammar) -> tuple[list[tuple[str, str]]
             i += 1
             continue
         if word.startswith("--"):
-            option, eq, value = word.partition("=")
-            attached = eq != ""
-        else:  # `-k5`, `-oL`, `-N0`: a value attached (a cluster of switches is one word)
-            option, value = word[:2], word[2:]
-            attached = value != ""
-            if attached and not _takes(option, grammar):
-                option, value = word, ""
-        if option in grammar.unreadable:
-            return None
-        if attached or not _takes(option, grammar):
-            options.append((option, value))
-            i += 1
-        elif i + 1 < len(words):
-            options.append((option, words[i + 1]))
-            i += 2
+            option, eq, inline = word.partition("=")
+            pending: list[tuple[str, str | None]] = [(option, inline if eq else None)]
         else:
-            return None
+            pending = []
+            for at in range(1, len(word)):
+                option = f"-{word[at]}"
+                if _takes(option, grammar):
+                    rest = word[at + 1 :]
+                    if grammar.container and rest.startswith("="):
+                        rest = rest[1:]  # pflag's `-p=8000:8000`
+                    pending.append((option, rest or None))
+                    break
+                pending.append((option, ""))
+        i += 1
+        for option, attached in pending:
+            if option in grammar.unreadable:
+                return None
+            if attached is None and _takes(option, grammar):
+                if i >= len(words):
+                    return None
+                attached = words[i]
+                i += 1
+            options.append((option, attached or ""))
     return options, i
 
 

@@ -8,7 +8,7 @@ never downloads anything.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,14 +45,22 @@ class ModelSource:
 
 
 def hub_cache(environ: Mapping[str, str]) -> Path:
+    """The Hugging Face cache of a process with this environment (`~` its own `HOME`)."""
     if environ.get("HF_HUB_CACHE"):
-        return Path(environ["HF_HUB_CACHE"]).expanduser()
+        return _home(environ["HF_HUB_CACHE"], environ)
     if environ.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(environ["HUGGINGFACE_HUB_CACHE"]).expanduser()
+        return _home(environ["HUGGINGFACE_HUB_CACHE"], environ)
     home = environ.get("HF_HOME") or os.path.join(
         environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"
     )
-    return Path(home).expanduser() / "hub"
+    return _home(home, environ) / "hub"
+
+
+def _home(path: str, environ: Mapping[str, str]) -> Path:
+    """`~` or `~/...` as the process's own `HOME` says (a container's is not this user's)."""
+    if (path == "~" or path.startswith("~/")) and environ.get("HOME"):
+        return Path(environ["HOME"], path[2:])
+    return Path(path).expanduser()
 
 
 def _snapshot(repo_dir: Path, revision: str | None) -> tuple[Path | None, str]:
@@ -77,15 +85,31 @@ def _snapshot(repo_dir: Path, revision: str | None) -> tuple[Path | None, str]:
 
 
 def resolve_model(
-    given: str, environ: Mapping[str, str], revision: str | None = None
+    given: str,
+    environ: Mapping[str, str],
+    revision: str | None = None,
+    here: Callable[[str], str | None] = lambda path: path,
 ) -> ModelSource:
-    """Find a model folder without touching the network; read its config.json when found."""
-    local = Path(given).expanduser()
-    if local.is_dir():
-        return ModelSource(given, local, "local folder", read_config(local), revision)
+    """Find a model folder without touching the network; read its config.json when found.
+    `environ` is the server's; `here(path)`, where a path the server names is on this machine
+    (through a container's bind mounts: `launch/containers.py`; None when nothing maps it)."""
     if not is_repo_id(given):
+        local = here(str(_home(given, environ)))
+        if local is None:
+            return ModelSource(given, None, _not_mounted(given), revision=revision)
+        if Path(local).is_dir():
+            return ModelSource(
+                given, Path(local), "local folder", read_config(Path(local)), revision
+            )
         return ModelSource(given, None, "no such local folder", revision=revision)
-    cache = hub_cache(environ)
+    local = here(given)  # `org/name` is also a relative path, where such a folder exists
+    if local is not None and Path(local).is_dir():
+        return ModelSource(given, Path(local), "local folder", read_config(Path(local)), revision)
+    inside = hub_cache(environ)
+    mapped = here(str(inside))
+    if mapped is None:
+        return ModelSource(given, None, _not_mounted(str(inside)), revision=revision)
+    cache = Path(mapped)
     repo_dir = cache / ("models--" + given.replace("/", "--"))
     if not repo_dir.is_dir():
         how = f"not downloaded (no {repo_dir.name} in {cache})"
@@ -97,6 +121,10 @@ def resolve_model(
         return ModelSource(given, None, f"snapshot {how} has no config.json", revision=revision)
     cached = f"Hugging Face cache ({how})"
     return ModelSource(given, snapshot, cached, read_config(snapshot), revision)
+
+
+def _not_mounted(path: str) -> str:
+    return f"the container's {path} is not mounted from this machine (no -v or --mount for it)"
 
 
 def is_repo_id(given: str) -> bool:

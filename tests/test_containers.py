@@ -1,0 +1,180 @@
+"""A launch run in a container (`docker run ... IMAGE python3 -m sglang.launch_server ...`).
+
+The commands are the shapes published for SGLang: its install docs' `docker run --gpus all
+--shm-size 32g -p 30000:30000 -v ~/.cache/huggingface:/root/.cache/huggingface --env
+"HF_TOKEN=<secret>" --ipc=host lmsysorg/sglang:latest python3 -m sglang.launch_server ...`
+(sgl-project/sglang docs/get_started/install.md; the same mount in its docker/compose.yaml),
+and NVIDIA's DGX playbook (github.com/nvidia/dgx-spark-playbooks, skill sglang-setup):
+`docker run -d --name sglang-server --gpus '"device=1"' --ipc host --ulimit memlock=-1 --ulimit
+stack=67108864 -p 30000:30000 -e HF_TOKEN=... -v "$HOME/.cache/huggingface/hub:/root/.cache/
+huggingface/hub" lmsysorg/sglang:latest-cu130 sglang serve --model-path ...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eaglebug.checks import InputError, PreflightResult, preflight
+from eaglebug.checks.launch.command import words_environment
+from eaglebug.checks.launch.wrappers import unwrapped
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.server.launcher import Server
+from tests.configs import kimi_k25, kimi_k25_eagle3, write_hub_model, write_model
+from tests.test_memory import H200
+
+ALLOW = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+DOCS = [
+    "docker", "run", "--gpus", "all", "--shm-size", "32g", "-p", "30000:30000",
+    "-v", "~/.cache/huggingface:/root/.cache/huggingface", "--env", "HF_TOKEN=<secret>",
+    "--ipc=host", "lmsysorg/sglang:latest",
+]  # fmt: skip
+PLAYBOOK = [
+    "docker", "run", "-d", "--name", "sglang-server", "--gpus", '"device=1"', "--ipc", "host",
+    "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "-p", "30000:30000",
+    "-e", "HF_TOKEN=hf_x", "-v", "$HOME/.cache/huggingface/hub:/root/.cache/huggingface/hub",
+    "lmsysorg/sglang:latest-cu130",
+]  # fmt: skip
+LAUNCH = ["python3", "-m", "sglang.launch_server"]
+
+
+@pytest.mark.parametrize(
+    "runner",
+    [
+        DOCS,
+        PLAYBOOK,
+        ["podman", "container", "run", "-it", "--rm", "-e", "A=1", "--device", "nvidia.com/gpu=all",
+         "docker.io/lmsysorg/sglang:latest"],
+        ["docker", "run", "-itp8000:8000", "--rm=true", "--", "img"],  # pflag's clusters, `--`
+    ],
+)  # fmt: skip
+def test_the_command_after_the_image_is_the_servers(runner: list[str]) -> None:
+    """Every option of the runner is read as its own (a value such as `all`, `host` or
+    `"device=1"` is not the program); the image is its operand; what follows is SGLang's."""
+    wrapped, command = unwrapped([*runner, *LAUNCH, "--tp", "8"])
+    assert [w.container for w in wrapped] == [True]
+    assert wrapped[0].words == tuple(runner)
+    assert command == [*LAUNCH, "--tp", "8"]
+
+
+def test_the_server_sees_only_what_the_runner_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside, the variables are the `--env-file`'s, then `-e`'s (`NAME` alone: this side's
+    value), and HOME is root's: not the shell's, not the `VAR=value` words before `docker`."""
+    env_file = tmp_path / "server.env"
+    env_file.write_text("# the deployment's\nFROM_FILE=1\n\n  SHARED=file\nPASSED\n")
+    monkeypatch.chdir(tmp_path)
+    words = [
+        "OUTER=1", "docker", "run", "--env-file", "server.env", "-e", "SHARED=flag", "-e", "PASSED",
+        "-eMISSING", "img", *LAUNCH, "--model-path", "m",
+    ]  # fmt: skip
+    env, _ = words_environment(words, {"PASSED": "here", "SECRET": "s", "HOME": "/home/me"})
+    assert env == {"FROM_FILE": "1", "SHARED": "flag", "PASSED": "here", "HOME": "/root"}
+    user = ["docker", "run", "-u", "1000", "img", *LAUNCH]
+    assert words_environment(user, {"HOME": "/home/me"})[0] == {}  # the image's user's: unknown
+    host = ["podman", "run", "--env-host", "-e", "SGLANG_*", "img", *LAUNCH]
+    assert words_environment(host, {"SGLANG_X": "1", "B": "2"})[0] == {
+        "SGLANG_X": "1",
+        "B": "2",
+        "HOME": "/root",
+    }
+    with pytest.raises(InputError, match=r"--env-file .*missing\.env: cannot read it"):
+        words_environment(["docker", "run", "--env-file", "missing.env", "img", *LAUNCH], {})
+
+
+def _seed(models: Path) -> tuple[Path, Path]:
+    return (
+        write_model(models / "Kimi-K2.5", kimi_k25()),
+        write_model(models / "Kimi-K2.5-EAGLE3", kimi_k25_eagle3()),
+    )
+
+
+def test_a_containers_model_paths_are_read_through_its_mounts(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """`--model-path /models/...` is the folder a bind mount maps there; the checks read the
+    same configs as for the same launch run here, and the variables the container is given
+    decide (the draft's shorter context is allowed by `-e`, not by this shell's)."""
+    target, draft = _seed(tmp_path / "host" / "models")
+    flags = ["--tp", "8", "--speculative-algorithm", "EAGLE3", "--trust-remote-code"]
+    direct = [*LAUNCH, "--model-path", str(target), "--speculative-draft-model-path", str(draft)]
+    inside = [
+        "docker", "run", "--gpus", "all", "-v", f"{tmp_path / 'host' / 'models'}:/models:ro",
+        "--ipc=host", "lmsysorg/sglang:v0.5.23", *LAUNCH, "--model-path", "/models/Kimi-K2.5",
+        "--speculative-draft-model-path", "/models/Kimi-K2.5-EAGLE3",
+    ]  # fmt: skip
+    here = preflight(index_0523, [*direct, *flags], {}, H200)
+    there = preflight(index_0523, [*inside, *flags], {ALLOW: "1"}, H200)
+    assert there.target.path == target and there.target.how == "local folder"
+    assert there.draft is not None and there.draft.path == draft
+    assert sorted(f.id for f in there.findings) == sorted(f.id for f in here.findings)
+    assert _context(there) == "error"  # this shell's ALLOW is not the container's
+    allowed = [*inside[:2], "-e", f"{ALLOW}=1", *inside[2:], *flags]
+    assert _context(preflight(index_0523, allowed, {}, H200)) == "info"  # started, said
+
+    unmounted = [w for w in inside if not w.endswith(":/models:ro") and w != "-v"]
+    missed = preflight(index_0523, [*unmounted, *flags], {}, H200)
+    assert missed.target.path is None
+    assert missed.target.how == (
+        "the container's /models/Kimi-K2.5 is not mounted from this machine "
+        "(no -v or --mount for it)"
+    )
+
+
+def _context(result: PreflightResult) -> str:
+    return next(str(f.severity) for f in result.findings if f.id == "config.context_length")
+
+
+def test_a_hub_id_is_found_in_the_cache_mounted_at_the_containers(
+    index_0523: TreeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub id resolves in the container's Hugging Face cache (root's, or its HF_HOME), as
+    the mount of SGLang's docs (`-v ~/.cache/huggingface:/root/.cache/huggingface`) or the
+    playbook's (`$HOME/.cache/huggingface/hub:/root/.cache/huggingface/hub`) brings it in."""
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    hub = tmp_path / "me" / ".cache" / "huggingface" / "hub"
+    snapshot = write_hub_model(hub, "moonshotai/Kimi-K2.5", kimi_k25())
+    for runner in (DOCS, PLAYBOOK):
+        words = [*runner, *LAUNCH, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
+        result = preflight(index_0523, words, {"HF_HOME": "/elsewhere"}, H200)
+        assert result.target.path == snapshot, runner
+    moved = ["docker", "run", "-e", "HF_HOME=/hf", "--mount", f"type=bind,src={hub.parent},dst=/hf"]
+    words = [*moved, "img", *LAUNCH, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
+    assert preflight(index_0523, words, {}, H200).target.path == snapshot
+    bare = ["docker", "run", "img", *LAUNCH, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
+    assert preflight(index_0523, bare, {}, H200).target.how == (
+        "the container's /root/.cache/huggingface/hub is not mounted from this machine "
+        "(no -v or --mount for it)"
+    )
+
+
+def test_eaglebug_does_not_start_a_container_it_could_not_stop(tmp_path: Path) -> None:
+    """The container's processes are the runtime's (containerd's), not children of the
+    command: `stop` could not end them. Refused before anything runs or is recorded."""
+    server = Server(tmp_path)
+    with pytest.raises(InputError) as raised:
+        server.launch([*DOCS, *LAUNCH, "--model-path", "m"], {})
+    assert str(raised.value).startswith("eaglebug does not start containers (docker run)")
+    assert "eaglebug watch --log server.log" in str(raised.value.hint)
+    assert server.state().launches == []
+    assert list(tmp_path.iterdir()) == []  # no state, no log folder
+
+
+def test_without_sglang_a_container_launch_asks_for_the_images_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    import eaglebug.cli.parser
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "sglang" else real(name, *a)
+    )
+    words = ["preflight", "--json", "--", *DOCS, *LAUNCH, "--model-path", str(tmp_path)]
+    assert eaglebug.cli.parser.main(words) == 2
+    err = capsys.readouterr().err
+    assert "the launch runs in a container (docker run): its SGLang is the image's" in err
+    assert "--sglang" in err
