@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from eaglebug.checks import InputError, PreflightResult, preflight
-from eaglebug.checks.launch.command import words_environment
+from eaglebug.checks.launch.command import parse_launch, words_environment
+from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.wrappers import unwrapped
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.server.launcher import Server
@@ -56,6 +57,22 @@ def test_the_command_after_the_image_is_the_servers(runner: list[str]) -> None:
     assert [w.container for w in wrapped] == [True]
     assert wrapped[0].words == tuple(runner)
     assert command == [*LAUNCH, "--tp", "8"]
+
+
+def test_an_entry_point_given_to_the_runner_runs_the_words_after_the_image(
+    index_0523: TreeIndex,
+) -> None:
+    """SGLang's docker/compose.yaml sets `entrypoint: python3 -m sglang.launch_server` and
+    passes the flags as the command: as `docker run`, the words after the image are the
+    entry point's arguments."""
+    version, flags = "0.5.23", server_flags(index_0523)
+    runner = ["docker", "run", "--entrypoint", "python3", "--ipc=host", "lmsysorg/sglang"]
+    words = [*runner, "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8"]
+    launch = parse_launch(words, flags, version)
+    assert launch.program == (*runner, "-m", "sglang.launch_server")
+    assert launch.text("model_path") == "m"
+    with pytest.raises(InputError, match="not SGLang's server"):
+        parse_launch([*runner, "-c", "print()", "--tp", "8"], flags, version)
 
 
 def test_the_server_sees_only_what_the_runner_passes(

@@ -100,6 +100,11 @@ def _program_length(words: list[str]) -> int:
     if not words:
         raise InputError("no launch command given", f"pass it after `--`: {_FORMS}")
     wrapped, command = unwrapped(words)
+    # `docker run --entrypoint python3 IMAGE -m sglang.launch_server ...`: the words after
+    # the image are the entry point's arguments (SGLang's docker/compose.yaml is that shape)
+    entry = wrapped[-1].option("--entrypoint") if wrapped and wrapped[-1].container else None
+    if entry:
+        return len(words) - len(command) + _command_length([entry, *command]) - 1
     if wrapped and command[0].startswith("-"):  # bare flags are a launch of no program
         raise InputError(
             f"`{' '.join(wrapped[-1].words)}` runs no SGLang server command",

@@ -83,10 +83,10 @@ def inside(wrapper: Wrapped, outside: Mapping[str, str], cwd: str) -> dict[str, 
     docker merges them; podman's `--env-host` starts from this side's whole environment. `HOME` is root's unless `--user` names another
     user (then not known)."""
     seen: dict[str, str] = {}
-    if wrapper.option("--env-host") is not None:
-        seen.update(outside)
     if wrapper.option("-u", "--user") is None:
         seen["HOME"] = _ROOT_HOME
+    if wrapper.option("--env-host") is not None:
+        seen.update(outside)
     for option, value in wrapper.options:
         if option == "--env-file":
             seen.update(_env_file(Path(cwd, value), outside))
