@@ -457,6 +457,8 @@ def test_uv_run_outside_a_project_and_conda_environments_elsewhere(tmp_path: Pat
     assert package_roots(tree, flagged, with_active, str(project))[-1] == site(active)
     outside = ["uv", "run", "--no-project", *launch]
     assert package_roots(tree, outside, with_active, str(project))[-1] == site(active)
+    built_from = ["uv", "run", "--python", str(active / "bin" / "python"), *launch]
+    assert package_roots(tree, built_from, plain, str(project))[-1] == site(project / ".venv")
 
     conda = tmp_path / "conda"
     (conda / "bin").mkdir(parents=True)

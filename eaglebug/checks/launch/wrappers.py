@@ -1,7 +1,8 @@
 """The commands a launch is often run through before SGLang's own: `nohup`, `numactl`,
-`taskset`, `timeout`, `stdbuf`, `env`, `srun`, `uv run`, `conda run` (`taskset -c 0-7 uv run
-python -m sglang.launch_server ...`, `nohup env CUDA_VISIBLE_DEVICES=0,1 python3 -m ...`,
-`srun -N 1 --gres=gpu:8 python3 -m ...`, as launch scripts in the wild write it).
+`taskset`, `timeout`, `stdbuf`, `env`, `srun`, `uv run`, `conda run`, `docker run`, `podman
+run` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`, `nohup env
+CUDA_VISIBLE_DEVICES=0,1 python3 -m ...`, `srun -N 1 --gres=gpu:8 python3 -m ...`, as launch
+scripts in the wild write it; a container's, as SGLang's install docs do).
 
 Why: a user pastes the launch command they run. Refused at its first word, the preflight
 said nothing about a launch that is fine apart from its wrapper; stripped blindly, a wrapper's
@@ -106,7 +107,8 @@ WRAPPERS = ", ".join(f"`{' '.join(names)}`" for names in _GRAMMARS)
 @dataclass(frozen=True)
 class Wrapped:
     """One wrapper of a launch: its words, its name (`uv run`), the options it was given
-    (option -> value, `""` for a switch) and, for `env`, the variables it sets."""
+    (option -> value, `""` for a switch), for `env` the variables it sets, and whether the
+    command runs in a container (`docker run`, `podman run`: `containers.py`)."""
 
     words: tuple[str, ...]
     name: str
@@ -132,13 +134,19 @@ def environment(
             continue
         if wrapper.name != "env":
             continue
-        if any(option in ("-i", "--ignore-environment", "-") for option, _ in wrapper.options):
+        clears, unset = _drops(wrapper)
+        if clears:
             seen.clear()
-        for option, value in wrapper.options:
-            if option in ("-u", "--unset"):
-                seen.pop(value, None)
+        for name in unset:
+            seen.pop(name, None)
         seen.update(wrapper.assignments)
     return seen
+
+
+def _drops(wrapper: Wrapped) -> tuple[bool, set[str]]:
+    """What an `env` takes away: everything (`-i`, a lone `-`), and the variables it unsets."""
+    clears = any(o in ("-i", "--ignore-environment", "-") for o, _ in wrapper.options)
+    return clears, {v for o, v in wrapper.options if o in ("-u", "--unset")}
 
 
 def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
@@ -152,8 +160,7 @@ def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
         out += wrapper.words
         if wrapper.name != "env":
             continue
-        clears = any(o in ("-i", "--ignore-environment", "-") for o, _ in wrapper.options)
-        unset = {v for o, v in wrapper.options if o in ("-u", "--unset")}
+        clears, unset = _drops(wrapper)
         out += [f"{k}={v}" for k, v in variables.items() if clears or k in unset]
     return out + command
 
