@@ -732,6 +732,15 @@ def test_an_env_among_the_wrappers_changes_what_the_server_sees(
     assert launch.env_additions == {ENV_VAR: "1", "A": "outer"}
     assert launch.program == (*words[2:13], *LAUNCH)
     assert launch.env({"HOME": "/h", "PATH": "/bin"}) == {"A": "inner", "B": "2", "PATH": "/bin"}
+    srun = ["srun", "--export=NONE", "env", "A=1", *LAUNCH]  # Slurm passes its own only
+    assert parse_launch(srun, flags, version).env({"B": "2", "SLURM_JOB_ID": "7"}) == {
+        "SLURM_JOB_ID": "7",
+        "A": "1",
+    }
+    named = ["srun", "--export", "B,C=3", *LAUNCH]
+    assert parse_launch(named, flags, version).env({"B": "2", "D": "4"}) == {"B": "2", "C": "3"}
+    everything = ["srun", "--export=ALL,C=3", *LAUNCH]
+    assert parse_launch(everything, flags, version).env({"D": "4"}) == {"D": "4", "C": "3"}
     cleared = parse_launch(["env", "-", "C=3", *LAUNCH], flags, version)
     assert cleared.program == ("env", "-", "C=3", *LAUNCH)
     assert cleared.env({"HOME": "/h"}) == {"C": "3"}

@@ -132,6 +132,9 @@ def environment(
         if wrapper.container:
             seen = inside(wrapper, seen, cwd if cwd is not None else os.getcwd())
             continue
+        if wrapper.name == "srun" and (export := wrapper.option("--export")) is not None:
+            seen = _exported(export, seen)
+            continue
         if wrapper.name != "env":
             continue
         clears, unset = _drops(wrapper)
@@ -141,6 +144,22 @@ def environment(
             seen.pop(name, None)
         seen.update(wrapper.assignments)
     return seen
+
+
+def _exported(export: str, env: Mapping[str, str]) -> dict[str, str]:
+    """What `srun --export=...` passes to the step (Slurm's `--export={[ALL,]VARS|ALL|NONE}`):
+    `ALL` everything, `NONE` none but Slurm's own `SLURM_*`; otherwise the variables named
+    (`NAME`, or `NAME=VALUE` to set one), with everything when `ALL` is among them."""
+    items = [item for item in export.split(",") if item]
+    everything = "ALL" in items
+    kept = {k: v for k, v in env.items() if everything or k.startswith("SLURM_")}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if eq:
+            kept[name] = value
+        elif name not in ("ALL", "NONE") and name in env:
+            kept[name] = env[name]
+    return kept
 
 
 def _drops(wrapper: Wrapped) -> tuple[bool, set[str]]:
