@@ -179,6 +179,19 @@ def test_eaglebug_does_not_start_a_container_it_could_not_stop(tmp_path: Path) -
     assert list(tmp_path.iterdir()) == []  # no state, no log folder
 
 
+def test_a_launch_through_sudo_is_refused_to_a_user_who_could_not_stop_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's eaglebug cannot signal root's processes; root's can (and carries its tag
+    through sudo's reset environment: `carrying`)."""
+    import eaglebug.server.launcher
+
+    monkeypatch.setattr(eaglebug.server.launcher.os, "geteuid", lambda: 1000)
+    with pytest.raises(InputError, match="a launch through sudo runs as root"):
+        Server(tmp_path).launch(["sudo", "-n", *LAUNCH, "--model-path", "m"], {})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_without_sglang_a_container_launch_asks_for_the_images_tree(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

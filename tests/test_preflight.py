@@ -12,6 +12,7 @@ import ast
 import gc
 import json
 import os
+import pwd
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -660,6 +661,9 @@ def test_program_forms(
         # (its value only ever attached) and `-K1` do not take the next word.
         ["srun", "-N", "1", "-n1", "-l", "--exclusive", "--gres", "gpu:8", "-K1", *LAUNCH],
         ["srun", "--nodes=2", "--ntasks-per-node=1", "--", "numactl", "-N0", *LAUNCH],
+        # sudo 1.9: `-u` takes a value, `-E` and `-n` do not, `NAME=VALUE` words may follow
+        ["sudo", "-nEu", "svc", "--preserve-env=HF_HOME", "CUDA_VISIBLE_DEVICES=0", *LAUNCH],
+        ["sudo", "docker", "run", "--gpus", "all", "--ipc=host", "img", *LAUNCH],
     ],
 )
 def test_program_forms_run_through_wrappers(
@@ -682,6 +686,8 @@ def test_a_command_not_sglangs_nor_a_known_wrapper_is_refused(
         ["uv", "run", "--with", "vllm"],  # `--model-path` read as uv's switch, `m` the program
         ["env", "-S", "python -m sglang.launch_server", "--tp", "2"],  # `-S`'s own syntax
         ["srun", "-N"],  # `-N` takes `--model-path` as getopt would, `m` the program
+        ["sudo", "-e", *LAUNCH],  # sudoedit: no command runs
+        ["sudo", "-R", "/jail", *LAUNCH],  # a chroot every path would be read in
     )
     for words in refused:
         with pytest.raises(InputError) as raised:
@@ -741,6 +747,21 @@ def test_an_env_among_the_wrappers_changes_what_the_server_sees(
     assert parse_launch(named, flags, version).env({"B": "2", "D": "4"}) == {"B": "2", "C": "3"}
     everything = ["srun", "--export=ALL,C=3", *LAUNCH]
     assert parse_launch(everything, flags, version).env({"D": "4"}) == {"D": "4", "C": "3"}
+    # sudo with sudoers' env_reset: only what -E / --preserve-env keep, the target's HOME
+    root_home = pwd.getpwuid(0).pw_dir
+    shell = {"SGLANG_X": "1", "HF_HOME": "/hf", "HOME": "/home/me", "PATH": "/bin"}
+    reset = parse_launch(["sudo", "-n", "A=1", *LAUNCH], flags, version).env(shell)
+    assert reset == {"USER": "root", "LOGNAME": "root", "HOME": root_home, "A": "1"}
+    kept = parse_launch(["sudo", "--preserve-env=HF_HOME,NONE", *LAUNCH], flags, version)
+    assert kept.env(shell) == {
+        "HF_HOME": "/hf",
+        "USER": "root",
+        "LOGNAME": "root",
+        "HOME": root_home,
+    }
+    assert parse_launch(["sudo", "-E", *LAUNCH], flags, version).env(shell) == shell
+    nobody = parse_launch(["sudo", "-u", "no-such-user-here", *LAUNCH], flags, version)
+    assert "HOME" not in nobody.env(shell)  # not known: not this shell's either
     cleared = parse_launch(["env", "-", "C=3", *LAUNCH], flags, version)
     assert cleared.program == ("env", "-", "C=3", *LAUNCH)
     assert cleared.env({"HOME": "/h"}) == {"C": "3"}
@@ -753,6 +774,9 @@ def test_what_a_launcher_must_pass_survives_each_env_that_would_drop_it() -> Non
     tag = {"T": "1", "U": "2"}
     assert carrying([*LAUNCH, "--tp", "2"], tag) == [*LAUNCH, "--tp", "2"]
     assert carrying(["nohup", "env", "A=1", *LAUNCH], tag) == ["nohup", "env", "A=1", *LAUNCH]
+    assert carrying(["sudo", "-n", "A=1", *LAUNCH], tag) == [
+        "sudo", "-n", "A=1", "T=1", "U=2", *LAUNCH,
+    ]  # fmt: skip
     assert carrying(["env", "-u", "T", "A=1", "env", "-", *LAUNCH], tag) == [
         "env", "-u", "T", "A=1", "T=1", "env", "-", "T=1", "U=2", *LAUNCH,
     ]  # fmt: skip

@@ -105,6 +105,12 @@ class Server:
                 "start it yourself, its output to a file (... > server.log 2>&1), and watch "
                 "that: eaglebug watch --log server.log",
             )
+        if os.geteuid() != 0 and any(w.name == "sudo" for w in unwrapped(argv)[0]):
+            raise InputError(
+                "eaglebug runs as a user, and a launch through sudo runs as root: stop could "
+                "not signal its processes",
+                "run the launch without sudo, or eaglebug itself as the user the launch needs",
+            )
         running = self.attached()
         if running is not None:
             what = "is still running" if self.root_alive(running) else "left processes running"

@@ -88,6 +88,8 @@ def _python_of(
     wrapped, command = unwrapped(argv)
     if any(w.container for w in wrapped):
         return None  # the image's own, not on this machine
+    if any(w.name == "sudo" for w in wrapped):
+        return None  # found on sudoers' `secure_path`, which a user cannot read
     chosen: Path | None = None  # the innermost `uv run` / `conda run`'s environment
     for i, wrapper in enumerate(wrapped):
         found = _wrapper_environment(wrapper, environment(wrapped[:i], env), cwd, chosen_by)

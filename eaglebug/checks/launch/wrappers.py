@@ -1,6 +1,6 @@
 """The commands a launch is often run through before SGLang's own: `nohup`, `numactl`,
-`taskset`, `timeout`, `stdbuf`, `env`, `srun`, `uv run`, `conda run`, `docker run`, `podman
-run` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`, `nohup env
+`taskset`, `timeout`, `stdbuf`, `env`, `srun`, `sudo`, `uv run`, `conda run`, `docker run`,
+`podman run` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`, `nohup env
 CUDA_VISIBLE_DEVICES=0,1 python3 -m ...`, `srun -N 1 --gres=gpu:8 python3 -m ...`, as launch
 scripts in the wild write it; a container's, as SGLang's install docs do).
 
@@ -17,6 +17,7 @@ server's environment (its `NAME=VALUE` words, `-u NAME`, `-i`) is `environment`'
 from __future__ import annotations
 
 import os
+import pwd
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,20 @@ task-epilog task-prolog tasks-per-node thread-spec threads threads-per-core time
 tmp treewidth tres-bind tres-per-task wait wckey""".split()
     ]
 )
+# sudo 1.9's (src/parse_args.c: getopt `+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv` and its
+# long options): those that take a value; `-h HOST` and `--preserve-env=LIST` only attached.
+# `NAME=VALUE` words may follow the options. The modes that do not run the command as written
+# (edit, list, validate, version, remove the timestamp, a chroot every path is read in) are
+# not read.
+_SUDO_VALUES = frozenset(
+    {"-a", "-C", "-c", "-D", "-g", "-p", "-R", "-r", "-T", "-t", "-U", "-u", "--auth-type",
+     "--close-from", "--login-class", "--chdir", "--group", "--host", "--prompt", "--chroot",
+     "--role", "--type", "--command-timeout", "--other-user", "--user"}
+)  # fmt: skip
+_SUDO_UNREADABLE = frozenset(
+    {"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "-K",
+     "--remove-timestamp", "-R", "--chroot"}
+)  # fmt: skip
 _GRAMMARS: dict[tuple[str, ...], _Grammar] = {
     ("nohup",): _Grammar(1, frozenset()),
     ("numactl",): _Grammar(1, frozenset(), all_take_values=True, without=_NUMACTL_SWITCHES),
@@ -92,6 +107,7 @@ _GRAMMARS: dict[tuple[str, ...], _Grammar] = {
         1, _ENV_VALUES, assignments=True, unreadable=frozenset({"-S", "--split-string"})
     ),
     ("srun",): _Grammar(1, _SRUN_VALUES),
+    ("sudo",): _Grammar(1, _SUDO_VALUES, assignments=True, unreadable=_SUDO_UNREADABLE),
     ("uv", "run"): _Grammar(2, _UV_RUN_VALUES),
     ("conda", "run"): _Grammar(2, _CONDA_RUN_VALUES),
     # The command after the image (the operand) runs inside the container.
@@ -135,6 +151,9 @@ def environment(
         if wrapper.name == "srun" and (export := wrapper.option("--export")) is not None:
             seen = _exported(export, seen)
             continue
+        if wrapper.name == "sudo":
+            seen = _sudo(wrapper, seen)
+            continue
         if wrapper.name != "env":
             continue
         clears, unset = _drops(wrapper)
@@ -144,6 +163,36 @@ def environment(
             seen.pop(name, None)
         seen.update(wrapper.assignments)
     return seen
+
+
+def _sudo(wrapper: Wrapped, env: Mapping[str, str]) -> dict[str, str]:
+    """What sudo's command sees with sudoers' defaults (`env_reset`): only what `-E` (all) or
+    `--preserve-env=LIST` keeps, `HOME`, `USER` and `LOGNAME` the target user's (`-u`, root by
+    default), and its `NAME=VALUE` words. What a site's sudoers adds (`env_keep`) is not
+    readable by a user and not assumed."""
+    preserve = wrapper.option("-E", "--preserve-env")
+    if preserve == "":  # -E, or --preserve-env without a list
+        kept = dict(env)
+    else:
+        kept = {name: env[name] for name in (preserve or "").split(",") if name in env}
+        user = wrapper.option("-u", "--user") or "root"
+        kept.update(USER=user, LOGNAME=user)
+        home = _home_of(user)
+        if home is not None:
+            kept["HOME"] = home
+        else:
+            kept.pop("HOME", None)
+    kept.update(wrapper.assignments)
+    return kept
+
+
+def _home_of(user: str) -> str | None:
+    """A user's home folder on this machine (`#1000`: by uid), None when there is no such."""
+    try:
+        found = pwd.getpwuid(int(user[1:])) if user.startswith("#") else pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        return None
+    return found.pw_dir
 
 
 def _exported(export: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -177,6 +226,8 @@ def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
     out: list[str] = []
     for wrapper in wrapped:
         out += wrapper.words
+        if wrapper.name == "sudo":  # its env_reset drops them: set as its own words
+            out += [f"{k}={v}" for k, v in variables.items()]
         if wrapper.name != "env":
             continue
         clears, unset = _drops(wrapper)
