@@ -75,6 +75,36 @@ def test_an_entry_point_given_to_the_runner_runs_the_words_after_the_image(
         parse_launch([*runner, "-c", "print()", "--tp", "8"], flags, version)
 
 
+def test_a_bash_c_string_after_the_image_is_read_as_its_words(index_0523: TreeIndex) -> None:
+    """As launch scripts in the wild write it (genglinliu/WebCoach
+    start_LLM_inference/ASG/start_sglang_server_qwen_vl_7b.sh: `docker run --gpus '"device=5"'
+    --shm-size 32g -p 30003:30003 -v ...:/root/.cache/huggingface --env "HF_TOKEN=..."
+    --ipc=host lmsysorg/sglang:latest bash -c "python3 -m sglang.launch_server --model-path
+    Qwen/Qwen2.5-VL-7B-Instruct --host 0.0.0.0 --port 30003 --tp-size 1
+    --mem-fraction-static 0.7"`): the string's words are the command; its `NAME=VALUE` words
+    count inside the container; a script (`&&`, a pipe) is not one launch command."""
+    version, flags = "0.5.23", server_flags(index_0523)
+    runner = [
+        "docker", "run", "--gpus", '"device=5"', "--shm-size", "32g", "-p", "30003:30003",
+        "--ipc=host", "lmsysorg/sglang:latest",
+    ]  # fmt: skip
+    string = (
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-VL-7B-Instruct --host 0.0.0.0 "
+        "--port 30003 --tp-size 1 --mem-fraction-static 0.7"
+    )
+    launch = parse_launch([*runner, "bash", "-c", string], flags, version)
+    assert launch.program == (*runner, *LAUNCH)
+    assert launch.text("model_path") == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert launch.text("mem_fraction_static") == "0.7"
+    inner = parse_launch([*runner, "sh", "-lc", f"{ALLOW}=1 exec {string}"], flags, version)
+    assert inner.env({ALLOW: "0"}) == {ALLOW: "1", "HOME": "/root"}
+    for script in (f"cd /sgl && {string}", f"{string} > /log/server.log"):
+        with pytest.raises(InputError, match=r"-c string is a shell script \('(&&|>)' in it\)"):
+            parse_launch([*runner, "bash", "-c", script], flags, version)
+    with pytest.raises(InputError, match="not a shell string"):
+        Server(Path("/nonexistent")).launch(["bash", "-c", string], {})
+
+
 def test_the_server_sees_only_what_the_runner_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,11 +121,15 @@ def test_the_server_sees_only_what_the_runner_passes(
     assert env == {"FROM_FILE": "1", "SHARED": "flag", "PASSED": "here", "HOME": "/root"}
     user = ["docker", "run", "-u", "1000", "img", *LAUNCH]
     assert words_environment(user, {"HOME": "/home/me"})[0] == {}  # the image's user's: unknown
-    host = ["podman", "run", "--env-host", "-e", "SGLANG_*", "img", *LAUNCH]
-    assert words_environment(host, {"SGLANG_X": "1", "B": "2"})[0] == {
+    prefixed = ["podman", "run", "-e", "SGLANG_*", "img", *LAUNCH]  # podman's, by prefix
+    assert words_environment(prefixed, {"SGLANG_X": "1", "B": "2"})[0] == {
         "SGLANG_X": "1",
-        "B": "2",
         "HOME": "/root",
+    }
+    host = ["podman", "run", "--env-host", "img", *LAUNCH]
+    assert words_environment(host, {"B": "2", "HOME": "/home/me"})[0] == {
+        "B": "2",
+        "HOME": "/home/me",
     }
     with pytest.raises(InputError, match=r"--env-file .*missing\.env: cannot read it"):
         words_environment(["docker", "run", "--env-file", "missing.env", "img", *LAUNCH], {})

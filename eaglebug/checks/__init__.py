@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.interface.patch import Patch as Patch
     from eaglebug.checks.interface.patching import plan_patches as plan_patches
     from eaglebug.checks.launch.command import env_and_argv as env_and_argv
+    from eaglebug.checks.launch.command import shell_string as shell_string
     from eaglebug.checks.launch.command import split_words as split_words
     from eaglebug.checks.launch.command import words_environment as words_environment
     from eaglebug.checks.launch.external import for_launch as for_launch
@@ -188,6 +189,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
+    "shell_string": ("eaglebug.checks.launch.command", "shell_string"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "carrying": ("eaglebug.checks.launch.wrappers", "carrying"),
     "launch_python": ("eaglebug.checks.launch.sitepaths", "launch_python"),
@@ -323,6 +325,7 @@ __all__ = [
     "read_memory_file",
     "regular_file",
     "reports_in",
+    "shell_string",
     "sort_findings",
     "sort_ranks",
     "split_words",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from eaglebug.checks import InputError, carrying, unwrapped, with_flags
+from eaglebug.checks import InputError, carrying, shell_string, unwrapped, with_flags
 from eaglebug.server.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -104,6 +104,12 @@ class Server:
                 "would be the container runtime's, and stop could not end them",
                 "start it yourself, its output to a file (... > server.log 2>&1), and watch "
                 "that: eaglebug watch --log server.log",
+            )
+        if shell_string(unwrapped(argv)[1]) is not None:
+            raise InputError(
+                "eaglebug starts the launch command itself, not a shell string (bash -c "
+                '"..."): a flag fix could not be added to it',
+                "write the command as its words, without the shell",
             )
         if os.geteuid() != 0 and any(w.name == "sudo" for w in unwrapped(argv)[0]):
             raise InputError(

@@ -237,6 +237,51 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words
 
 
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
+_SHELL_OPERATORS = frozenset(";&|()<>")
+
+
+def shell_string(command: Sequence[str]) -> list[str] | None:
+    """The words of a `bash -c "python3 -m sglang.launch_server ..."` command (how launches in
+    a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
+    command. A string with shell operators (`cd x && python3 ...`,
+    a pipe, a redirection) is a script, not one command: an input error."""
+    if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
+        return None
+    if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
+        return None  # `-c`, `-lc`, `-ec`: the string is the next word
+    lexer = shlex.shlex(command[2], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError as exc:
+        raise InputError(
+            f"the {command[0]} -c string does not parse: {exc}", "check its quoting"
+        ) from None
+    operators = [w for w in words if w and set(w) <= _SHELL_OPERATORS]
+    if operators:
+        raise InputError(
+            f"the {command[0]} -c string is a shell script ({operators[0]!r} in it), not one "
+            "launch command",
+            "pass the launch command itself (its preparation can run before eaglebug)",
+        )
+    return words
+
+
+def _shell_string_read(words: list[str]) -> list[str]:
+    """`words` with a `bash -c STRING` after the wrappers read as the words of STRING (its
+    `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers)."""
+    wrapped, command = unwrapped(words)
+    inner = shell_string(command)
+    if inner is None:
+        return words
+    additions, inner = env_and_argv(inner)
+    if inner[:1] == ["exec"]:  # `VAR=1 exec python3 ...`: the shell replaced by the command
+        inner = inner[1:]
+    assignments = ["env", *(f"{k}={v}" for k, v in additions.items())] if additions else []
+    return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner]
+
+
 def launch_environment(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
     """The environment the command after `argv`'s wrappers runs in, started in `env` (an
     `env` among them may set, unset or clear: `wrappers.environment`)."""
@@ -262,6 +307,7 @@ def parse_launch(
     """The launch's flags by `dest`; `convert(spec, option, value)` is the release's own
     converter of a flag that has one (`FlagSpec.parser`), run on the value (`launch/types.py`)."""
     env, words = env_and_argv(words)
+    words = _shell_string_read(words)
     n_program = _program_length(words)
     program = words[:n_program]
     rest = words[n_program:]
