@@ -134,14 +134,17 @@ def _env_file(path: Path, outside: Mapping[str, str]) -> dict[str, str]:
 def mounts(wrapper: Wrapped) -> list[tuple[str, str]]:
     """(folder here, folder in the container) of each bind mount, in the order given: `-v`/
     `--volume SRC:DST[:options]` with an absolute SRC (a name is a volume docker keeps, not a
-    folder here; `~/...` and `$HOME/...` as the shell would have expanded them, for a command
-    pasted as one string: SGLang's docs write `-v ~/.cache/huggingface:/root/.cache/huggingface`),
-    `--mount type=bind,source=SRC,target=DST` (`src`, `destination`, `dst`)."""
+    folder here; `./...` is from the current folder; `~/...` and `$HOME/...` as the shell
+    would have expanded them in a command pasted as one string: SGLang's docs write
+    `-v ~/.cache/huggingface:/root/.cache/huggingface`), `--mount type=bind,source=SRC,
+    target=DST` (`src`, `destination`, `dst`)."""
     found: list[tuple[str, str]] = []
     for option, value in wrapper.options:
         if option in ("-v", "--volume"):
             parts = value.split(":")
             here = os.path.expanduser(os.path.expandvars(parts[0]))
+            if here.startswith(("./", "../")) or here in (".", ".."):
+                here = os.path.abspath(here)  # docker 23 and later: from the current folder
             if len(parts) >= 2 and here.startswith("/") and parts[1].startswith("/"):
                 found.append((here, parts[1]))
         elif option == "--mount":
