@@ -54,7 +54,7 @@ def test_the_command_after_the_image_is_the_servers(runner: list[str]) -> None:
     """Every option of the runner is read as its own (a value such as `all`, `host` or
     `"device=1"` is not the program); the image is its operand; what follows is SGLang's."""
     wrapped, command = unwrapped([*runner, *LAUNCH, "--tp", "8"])
-    assert [w.container for w in wrapped] == [True]
+    assert [w.container for w in wrapped] == ["docker"]
     assert wrapped[0].words == tuple(runner)
     assert command == [*LAUNCH, "--tp", "8"]
 
@@ -169,8 +169,7 @@ def test_a_containers_model_paths_are_read_through_its_mounts(
     missed = preflight(index_0523, [*unmounted, *flags], {}, H200)
     assert missed.target.path is None
     assert missed.target.how == (
-        "the container's /models/Kimi-K2.5 is not mounted from this machine "
-        "(no -v or --mount for it)"
+        "the container's /models/Kimi-K2.5 is not mounted from this machine (no bind mount for it)"
     )
 
 
@@ -197,7 +196,7 @@ def test_a_hub_id_is_found_in_the_cache_mounted_at_the_containers(
     bare = ["docker", "run", "img", *LAUNCH, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
     assert preflight(index_0523, bare, {}, H200).target.how == (
         "the container's /root/.cache/huggingface/hub is not mounted from this machine "
-        "(no -v or --mount for it)"
+        "(no bind mount for it)"
     )
 
 
@@ -242,3 +241,77 @@ def test_without_sglang_a_container_launch_asks_for_the_images_tree(
     err = capsys.readouterr().err
     assert "the launch runs in a container (docker run): its SGLang is the image's" in err
     assert "--sglang" in err
+
+
+APPTAINER = ["apptainer", "exec", "--nv", "-B", "/scratch/models:/models,/data", "sglang.sif"]
+
+
+def test_an_apptainer_command_is_read_and_its_environment_is_apptainers(
+    tmp_path: Path,
+) -> None:
+    """`srun apptainer exec --nv ... sglang.sif python3 -m ...` (Slurm with Apptainer, the
+    HPC way): this environment passes in but `APPTAINER_*`, `HOME` and `PATH`; injected
+    variables (`APPTAINERENV_X`, `--env`) win; `--cleanenv` keeps TERM and the proxies."""
+    wrapped, command = unwrapped(["srun", "-N", "1", *APPTAINER, *LAUNCH])
+    assert [(w.name, w.container) for w in wrapped] == [
+        ("srun", ""),
+        ("apptainer exec", "apptainer"),
+    ]
+    assert command == LAUNCH
+    shell = {
+        "HOME": "/home/me", "PATH": "/opt/bin", "TERM": "xterm", "SGLANG_X": "1",
+        "APPTAINER_BIND": "/x", "APPTAINERENV_A": "a", "SINGULARITYENV_A": "s",
+        "SINGULARITYENV_B": "b", "APPTAINERENV_HOME": "/nope",
+    }  # fmt: skip
+    default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    env, _ = words_environment([*APPTAINER, *LAUNCH], shell)
+    assert env == {
+        "HOME": "/home/me", "PATH": default_path, "TERM": "xterm", "SGLANG_X": "1",
+        "A": "a", "B": "b",
+    }  # fmt: skip
+    clean = ["apptainer", "exec", "-e", "--env", "C=1,D=2", "img.sif", *LAUNCH]
+    assert words_environment(clean, shell)[0] == {
+        "TERM": "xterm", "LANG": "C", "HOME": "/home/me", "PATH": default_path,
+        "A": "a", "B": "b", "C": "1", "D": "2",
+    }  # fmt: skip
+    singularity = ["singularity", "exec", "--cleanenv", "img.sif", *LAUNCH]  # its own prefix
+    assert words_environment(singularity, shell)[0]["A"] == "s"
+
+
+def test_an_apptainer_containers_files_are_its_binds(
+    index_0523: TreeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The home, /tmp, the current folder and the `-B` binds are the container's files
+    (`--contain` leaves out the first three); a model elsewhere is not in it."""
+    home = tmp_path / "home"
+    target, _ = _seed(home / "models")
+    elsewhere = write_model(tmp_path / "elsewhere" / "Kimi-K2.5", kimi_k25())
+    monkeypatch.chdir(tmp_path)
+    shell = {"HOME": str(home)}
+    words = [*APPTAINER, *LAUNCH, "--model-path", str(target), "--tp", "8"]
+    assert preflight(index_0523, words, shell, H200).target.path == target
+    contained = ["apptainer", "exec", "--contain", "sglang.sif", *words[len(APPTAINER) :]]
+    assert preflight(index_0523, contained, shell, H200).target.how == (
+        f"the container's {target} is not mounted from this machine (no bind mount for it)"
+    )
+    moved = [*words[:-4], "--model-path", "/models/Kimi-K2.5", "--tp", "8"]
+    bound = ["apptainer", "exec", "-B", f"{elsewhere.parent}:/models:ro", "sglang.sif"]
+    result = preflight(index_0523, [*bound, *moved[len(APPTAINER) :]], shell, H200)
+    assert result.target.path == elsewhere
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the current folder is bound too
+    relative = [*APPTAINER, *LAUNCH, "--model-path", "Kimi-K2.5", "--tp", "8"]
+    assert preflight(index_0523, relative, shell, H200).target.path == elsewhere
+
+
+def test_an_apptainer_launch_is_started_and_keeps_its_tag_through_cleanenv() -> None:
+    """Apptainer's command is a child of the launch (stop reaches it): launched, with the
+    tag set by `--env` where `--cleanenv` would drop it."""
+    from eaglebug.checks import carrying
+
+    tag = {"T": "1"}
+    plain = ["apptainer", "exec", "--nv", "img.sif", *LAUNCH]
+    assert carrying(plain, tag) == plain
+    clean = ["apptainer", "exec", "--nv", "-e", "img.sif", *LAUNCH]
+    assert carrying(clean, tag) == [
+        "apptainer", "exec", "--nv", "-e", "--env", "T=1", "img.sif", *LAUNCH,
+    ]  # fmt: skip

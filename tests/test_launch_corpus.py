@@ -69,8 +69,8 @@ def test_a_relative_mount_is_from_the_current_folder(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PWD", str(tmp_path))
     launch = parse_launch([_expanded("hidden_capacity_docker_workdir.sh")], flags, "0.5.23")
-    assert launch.host_path("/code/models/x") == str(tmp_path / "models" / "x")
-    assert launch.host_path("/root/.cache/huggingface/hub") == str(tmp_path / "data" / "hub")
+    assert launch.host_path("/code/models/x", {}) == str(tmp_path / "models" / "x")
+    assert launch.host_path("/root/.cache/huggingface/hub", {}) == str(tmp_path / "data" / "hub")
 
 
 def _expanded(name: str) -> str:

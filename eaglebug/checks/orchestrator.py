@@ -230,8 +230,12 @@ def preflight(
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
     chosen_by: list[Path] = []
-    roots = package_roots(index.tree.root, words, launch_environ(environ), chosen_by=chosen_by)
-    here = launch.host_path  # a container's paths, where they are on this machine
+    started = launch_environ(environ)
+    roots = package_roots(index.tree.root, words, started, chosen_by=chosen_by)
+
+    def here(path: str) -> str | None:  # a container's paths, where they are on this machine
+        return launch.host_path(path, started)
+
     target = _with_class_defaults(
         index, roots, resolve_model(model_path, env, flags.text("--revision"), here)
     )

@@ -97,7 +97,7 @@ class Server:
         (`eaglebug launch`): the pending flag fixes go into it here."""
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
-        runner = next((w for w in unwrapped(argv)[0] if w.container), None)
+        runner = next((w for w in unwrapped(argv)[0] if w.container == "docker"), None)
         if runner is not None:
             raise InputError(
                 f"eaglebug does not start containers ({runner.name}): the server's processes "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from eaglebug.checks.contract.errors import InputError, closest_hint
 from eaglebug.checks.contract.numbers import float_text
+from eaglebug.checks.launch import apptainer
 from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
 from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
@@ -64,10 +65,11 @@ class LaunchSpec:
         as an `env` among its wrappers changes it."""
         return launch_environment(self.program, {**environ, **self.env_additions})
 
-    def host_path(self, path: str) -> str | None:
-        """Where a path the server names is on this machine: itself, unless the server runs
-        in a container (then through its bind mounts; None where none maps it)."""
-        return host_path(unwrapped(self.program)[0], path)
+    def host_path(self, path: str, environ: Mapping[str, str]) -> str | None:
+        """Where a path the server names is on this machine, launched from `environ`: itself,
+        unless the server runs in a container (then through its binds; None where none maps
+        it)."""
+        return server_path(self.program, {**environ, **self.env_additions}, path)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -280,6 +282,23 @@ def _shell_string_read(words: list[str]) -> list[str]:
         inner = inner[1:]
     assignments = ["env", *(f"{k}={v}" for k, v in additions.items())] if additions else []
     return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner]
+
+
+def server_path(
+    argv: Sequence[str], env: Mapping[str, str], path: str, cwd: str | None = None
+) -> str | None:
+    """Where a path the command after `argv`'s wrappers names is on this machine, `argv`
+    started in `env`: through the binds of the innermost container among them (each sees
+    the environment the wrappers before it leave); itself without one."""
+    wrapped = unwrapped(argv)[0]
+    at = next((i for i in range(len(wrapped) - 1, -1, -1) if wrapped[i].container), None)
+    if at is None:
+        return path
+    container = wrapped[at]
+    if container.container == "docker":
+        return host_path(container, path)
+    here = cwd if cwd is not None else os.getcwd()
+    return apptainer.host_path(container, environment(wrapped[:at], env, here), here, path)
 
 
 def launch_environment(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:

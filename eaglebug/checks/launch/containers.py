@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -147,30 +147,37 @@ def mounts(wrapper: Wrapped) -> list[tuple[str, str]]:
                 here = os.path.abspath(here)  # docker 23 and later: from the current folder
             if len(parts) >= 2 and here.startswith("/") and parts[1].startswith("/"):
                 found.append((here, parts[1]))
-        elif option == "--mount":
-            fields = dict(f.partition("=")[::2] for f in value.split(",") if f)
-            source = fields.get("source") or fields.get("src")
-            target = fields.get("target") or fields.get("destination") or fields.get("dst")
-            if fields.get("type") == "bind" and source and target:
-                found.append((os.path.expanduser(os.path.expandvars(source)), target))
+        elif option == "--mount" and (bound := bind_mount(value)) is not None:
+            found.append((os.path.expanduser(os.path.expandvars(bound[0])), bound[1]))
     return found
 
 
-def host_path(wrapped: Sequence[Wrapped], path: str) -> str | None:
-    """Where a path the containerized command names is on this machine: through the bind
-    mount of the deepest folder holding it (a later mount of the same folder wins); None
-    when no mount holds it. Unchanged without a container among `wrapped`."""
-    container = next((w for w in reversed(wrapped) if w.container), None)
-    if container is None:
-        return path
-    if not path.startswith("/"):
-        return None  # relative to the image's working folder: not known here
+def host_path(wrapper: Wrapped, path: str) -> str | None:
+    """Where a path the command in a docker or podman container names is on this machine;
+    None when no mount holds it (relative: from the image's working folder, not known)."""
+    return through(mounts(wrapper), path) if path.startswith("/") else None
+
+
+def through(binds: list[tuple[str, str]], path: str) -> str | None:
+    """`path` (absolute, inside) through the bind of the deepest folder holding it (a later
+    bind of the same folder wins); None when none holds it."""
     wanted = posixpath.normpath(path)
     best: tuple[int, str] | None = None
-    for source, target in mounts(container):
+    for source, target in binds:
         target = posixpath.normpath(target)
         holds = wanted == target or wanted.startswith(target.rstrip("/") + "/")
         if holds and (best is None or len(target) >= best[0]):
             rest = wanted[len(target) :].lstrip("/")
             best = (len(target), posixpath.join(source, rest) if rest else source)
     return best[1] if best is not None else None
+
+
+def bind_mount(value: str) -> tuple[str, str] | None:
+    """A `--mount type=bind,source=SRC,target=DST` value's (SRC, DST) (`src`; `destination`,
+    `dst`); None for another type."""
+    fields = dict(f.partition("=")[::2] for f in value.split(",") if f)
+    source = fields.get("source") or fields.get("src")
+    target = fields.get("target") or fields.get("destination") or fields.get("dst")
+    if fields.get("type") == "bind" and source and target:
+        return source, target
+    return None

@@ -10,8 +10,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.launch.command import words_environment
-from eaglebug.checks.launch.containers import host_path
+from eaglebug.checks.launch.command import env_and_argv, server_path, words_environment
 from eaglebug.checks.launch.wrappers import unwrapped
 from eaglebug.checks.source.external import (
     ENV_VAR,
@@ -40,7 +39,10 @@ def for_launch(
         # In a container only what a bind mount brings in from here is found here (its
         # PYTHONPATH entries, mapped): the image's own packages are not on this machine.
         entries = env.get("PYTHONPATH", "").split(os.pathsep)
-        mapped = [host_path(wrapped, e) for e in entries if e.startswith("/")]
+        started = env_and_argv(words)[0]
+        mapped = [
+            server_path(argv, {**environ, **started}, e) for e in entries if e.startswith("/")
+        ]
         search = list(dict.fromkeys(e for e in mapped if e is not None))
         if importlib.machinery.PathFinder.find_spec(name.split(".")[0], search) is None:
             raise InputError(

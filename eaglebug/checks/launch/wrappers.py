@@ -1,6 +1,6 @@
 """The commands a launch is often run through before SGLang's own: `nohup`, `numactl`,
 `taskset`, `timeout`, `stdbuf`, `env`, `srun`, `sudo`, `uv run`, `conda run`, `docker run`,
-`podman run` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`, `nohup env
+`podman run`, `apptainer exec` (`taskset -c 0-7 uv run python -m sglang.launch_server ...`, `nohup env
 CUDA_VISIBLE_DEVICES=0,1 python3 -m ...`, `srun -N 1 --gres=gpu:8 python3 -m ...`, as launch
 scripts in the wild write it; a container's, as SGLang's install docs do).
 
@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from eaglebug.checks.launch import apptainer
+from eaglebug.checks.launch.apptainer import APPTAINER_EXEC_VALUES, SINGULARITY_EXEC_VALUES
 from eaglebug.checks.launch.containers import DOCKER_RUN_VALUES, PODMAN_RUN_VALUES, inside
 
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # a `NAME=value` word
@@ -36,7 +38,9 @@ class _Grammar:
     without: frozenset[str] = frozenset()
     assignments: bool = False  # `NAME=VALUE` words before the command (`env`'s)
     unreadable: frozenset[str] = frozenset()  # options whose effect is not read: no launch
-    container: bool = False  # runs the command in a container (`containers.py`)
+    # runs the command in a container: "docker" (docker, podman: the runtime's processes,
+    # `containers.py`) or "apptainer" (apptainer, singularity: a child's, `apptainer.py`)
+    container: str = ""
 
 
 _NUMACTL_SWITCHES = frozenset(
@@ -111,10 +115,14 @@ _GRAMMARS: dict[tuple[str, ...], _Grammar] = {
     ("uv", "run"): _Grammar(2, _UV_RUN_VALUES),
     ("conda", "run"): _Grammar(2, _CONDA_RUN_VALUES),
     # The command after the image (the operand) runs inside the container.
-    ("docker", "run"): _Grammar(2, DOCKER_RUN_VALUES, operands=1, container=True),
-    ("docker", "container", "run"): _Grammar(3, DOCKER_RUN_VALUES, operands=1, container=True),
-    ("podman", "run"): _Grammar(2, PODMAN_RUN_VALUES, operands=1, container=True),
-    ("podman", "container", "run"): _Grammar(3, PODMAN_RUN_VALUES, operands=1, container=True),
+    ("docker", "run"): _Grammar(2, DOCKER_RUN_VALUES, operands=1, container="docker"),
+    ("docker", "container", "run"): _Grammar(3, DOCKER_RUN_VALUES, operands=1, container="docker"),
+    ("podman", "run"): _Grammar(2, PODMAN_RUN_VALUES, operands=1, container="docker"),
+    ("podman", "container", "run"): _Grammar(3, PODMAN_RUN_VALUES, operands=1, container="docker"),
+    ("apptainer", "exec"): _Grammar(2, APPTAINER_EXEC_VALUES, operands=1, container="apptainer"),
+    ("singularity", "exec"): _Grammar(
+        2, SINGULARITY_EXEC_VALUES, operands=1, container="apptainer"
+    ),
 }
 
 WRAPPERS = ", ".join(f"`{' '.join(names)}`" for names in _GRAMMARS)
@@ -130,7 +138,7 @@ class Wrapped:
     name: str
     options: tuple[tuple[str, str], ...]
     assignments: tuple[tuple[str, str], ...] = ()
-    container: bool = False  # the command runs in a container (`containers.py`)
+    container: str = ""  # the command runs in a container: its kind (`_Grammar.container`)
 
     def option(self, *names: str) -> str | None:
         return next((value for option, value in self.options if option in names), None)
@@ -145,8 +153,11 @@ def environment(
     variables it is given (`containers.inside`); the other wrappers pass it on."""
     seen = dict(env)
     for wrapper in wrapped:
-        if wrapper.container:
+        if wrapper.container == "docker":
             seen = inside(wrapper, seen, cwd if cwd is not None else os.getcwd())
+            continue
+        if wrapper.container == "apptainer":
+            seen = apptainer.inside(wrapper, seen)
             continue
         if wrapper.name == "srun" and (export := wrapper.option("--export")) is not None:
             seen = _exported(export, seen)
@@ -225,7 +236,11 @@ def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
     wrapped, command = unwrapped(argv)
     out: list[str] = []
     for wrapper in wrapped:
-        out += wrapper.words
+        out += (
+            apptainer.carried(wrapper, variables)
+            if wrapper.container == "apptainer"
+            else wrapper.words
+        )
         if wrapper.name == "sudo":  # its env_reset drops them: set as its own words
             out += [f"{k}={v}" for k, v in variables.items()]
         if wrapper.name != "env":

@@ -124,7 +124,7 @@ def resolve_model(
 
 
 def _not_mounted(path: str) -> str:
-    return f"the container's {path} is not mounted from this machine (no -v or --mount for it)"
+    return f"the container's {path} is not mounted from this machine (no bind mount for it)"
 
 
 def is_repo_id(given: str) -> bool:
