@@ -276,6 +276,8 @@ def test_an_apptainer_command_is_read_and_its_environment_is_apptainers(
     }  # fmt: skip
     singularity = ["singularity", "exec", "--cleanenv", "img.sif", *LAUNCH]  # its own prefix
     assert words_environment(singularity, shell)[0]["A"] == "s"
+    passed = words_environment(["singularity", "exec", "img.sif", *LAUNCH], shell)[0]
+    assert passed["APPTAINER_BIND"] == "/x" and "SINGULARITYENV_B" not in passed
 
 
 def test_an_apptainer_containers_files_are_its_binds(

@@ -82,7 +82,8 @@ def inside(wrapper: Wrapped, outside: Mapping[str, str]) -> dict[str, str]:
             name for option, value in wrapper.options if option == "--no-env"
             for name in value.split(",")
         }  # fmt: skip
-        skipped = ("APPTAINER_", "SINGULARITY_", "APPTAINERENV_", "SINGULARITYENV_")
+        # its own settings and injections (SingularityCE knows no APPTAINER_ names)
+        skipped = tuple(p for prefix in _prefixes(wrapper) for p in (prefix, prefix[:-4] + "_"))
         seen = {
             k: v
             for k, v in outside.items()
