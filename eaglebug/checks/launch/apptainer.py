@@ -156,15 +156,13 @@ def binds(wrapper: Wrapped, outside: Mapping[str, str], cwd: str) -> list[tuple[
     return [(os.path.abspath(os.path.join(cwd, s)), t) for s, t in found]
 
 
-_BIND_OPTIONS = ("ro", "rw", "image-src=", "id=")
-
-
 def _bind_specs(spec: str) -> list[tuple[str, str]]:
     """`SRC[:DST[:OPTS]]`, several separated by commas; a token after a spec's second field
-    that is one of its options (`ro`, `rw`, `image-src=`, `id=`) belongs to it."""
+    that is one of its options (`ro`, `rw`, `image-src=...`, `id=...`) belongs to it."""
     found: list[tuple[str, str]] = []
     for token in spec.split(","):
-        if not token or (found and token.startswith(_BIND_OPTIONS)):
+        option = token in ("ro", "rw") or token.startswith(("image-src=", "id="))
+        if not token or (found and option):
             continue
         parts = token.split(":")
         if parts[0]:

@@ -246,8 +246,8 @@ _SHELL_OPERATORS = frozenset(";&|()<>")
 def shell_string(command: Sequence[str]) -> list[str] | None:
     """The words of a `bash -c "python3 -m sglang.launch_server ..."` command (how launches in
     a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
-    command. A string with shell operators (`cd x && python3 ...`,
-    a pipe, a redirection) is a script, not one command: an input error."""
+    command. A string with shell operators (`cd x && python3 ...`, a pipe, a redirection) is
+    a script, not one command: an input error."""
     if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
         return None
     if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):

@@ -8,6 +8,8 @@ variables `-e`/`--env`/`--env-file` give it (not the shell's), and paths that a 
 is the container's (`/root/.cache/huggingface` unless its variables say otherwise), mounted
 from here or not at all. What the image itself sets (its `ENV` lines, its Python and
 transformers) is not known from here: those stay unknown rather than taken from this machine.
+An Apptainer image's command is another matter (`apptainer.py`); `through` and `bind_mount`
+serve both.
 """
 
 from __future__ import annotations
@@ -80,8 +82,8 @@ def inside(wrapper: Wrapped, outside: Mapping[str, str], cwd: str) -> dict[str, 
     """The variables the container's command is started with, given the environment the
     container runner is started in: each `--env-file`'s, then each `-e` (`NAME=VALUE`, or
     `NAME`: this side's value, if it has one; podman's `NAME*`, every variable so named), as
-    docker merges them; podman's `--env-host` starts from this side's whole environment. `HOME` is root's unless `--user` names another
-    user (then not known)."""
+    docker merges them; podman's `--env-host` starts from this side's whole environment.
+    `HOME` is root's unless `--user` names another user (then not known)."""
     seen: dict[str, str] = {}
     if wrapper.option("-u", "--user") is None:
         seen["HOME"] = _ROOT_HOME

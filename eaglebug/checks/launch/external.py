@@ -26,9 +26,9 @@ def for_launch(
     python_path: Sequence[str] | None = None,
     cwd: str | None = None,
 ) -> ExternalPackage | None:
-    """The package a launch command's environment (ours, plus its `VAR=value` words, as an
-    `env` among its wrappers leaves it) names,
-    found where that launch's Python would find it; None when it names none."""
+    """The package a launch command's environment (ours, plus its `VAR=value` words, as its
+    wrappers leave it) names, found where that launch's Python would find it; None when it
+    names none."""
     env, argv = words_environment(words, environ)
     name = env.get(ENV_VAR, "").strip()
     if not name:

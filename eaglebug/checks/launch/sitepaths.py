@@ -202,10 +202,10 @@ def _uv_run(
     launch's folder up), its environment: `UV_PROJECT_ENVIRONMENT`, else `.venv` beside it
     (`--active`: the active `VIRTUAL_ENV`; `--python` only picks what that is built from).
     Outside one (or `--no-project`, `--isolated`), the interpreter uv discovers: `--python
-    PATH`; else the active `VIRTUAL_ENV`, an active conda
-    environment other than `base` (`CONDA_PREFIX`), the nearest `.venv` from the launch's
-    folder up (a folder with `pyvenv.cfg`); else the `python` on `PATH`, which is the
-    fallback's. A `--python 3.12` version request is uv's own search: not followed."""
+    PATH`; else the active `VIRTUAL_ENV`, an active conda environment other than `base`
+    (`CONDA_PREFIX`), the nearest `.venv` from the launch's folder up (a folder with
+    `pyvenv.cfg`); else the `python` on `PATH`, which is the fallback's. A `--python 3.12`
+    version request is uv's own search: not followed."""
     start = Path(cwd, wrapper.option("--directory") or ".")
     no_project = wrapper.option("--no-project", "--isolated") is not None
     project = (
@@ -219,7 +219,7 @@ def _uv_run(
             return Path(start, active)
         return Path(project.parent, env.get("UV_PROJECT_ENVIRONMENT") or ".venv")
     python = wrapper.option("--python", "-p")
-    if python is not None and os.sep in python:  # in a project, the one it builds its own from
+    if python is not None and os.sep in python:  # outside a project: that interpreter
         return Path(start, python).parent.parent
     if active:
         return Path(start, active)

@@ -229,10 +229,11 @@ def _drops(wrapper: Wrapped) -> tuple[bool, set[str]]:
 
 
 def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
-    """`argv` with `variables` set again by each `env` among its wrappers that would drop
-    them (`-i`, a lone `-`, `-u NAME`): after its own `NAME=VALUE` words, so the command it
-    runs sees them. For what a launcher must pass to every process of the launch whatever
-    the command does to its environment (the tag `stop` finds them by)."""
+    """`argv` with `variables` set again by each wrapper that would drop them: an `env`'s
+    `-i`, a lone `-` or `-u NAME` (after its own `NAME=VALUE` words), sudo's reset (as its
+    `NAME=VALUE` words), Apptainer's `--cleanenv` (`--env`), so the command sees them. For
+    what a launcher must pass to every process of the launch whatever the command does to
+    its environment (the tag `stop` finds them by). `srun --export=NONE` is not changed."""
     wrapped, command = unwrapped(argv)
     out: list[str] = []
     for wrapper in wrapped:

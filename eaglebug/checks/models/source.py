@@ -92,7 +92,8 @@ def resolve_model(
 ) -> ModelSource:
     """Find a model folder without touching the network; read its config.json when found.
     `environ` is the server's; `here(path)`, where a path the server names is on this machine
-    (through a container's bind mounts: `launch/containers.py`; None when nothing maps it)."""
+    (through a container's binds: `launch/containers.py`, `launch/apptainer.py`; None when
+    nothing maps it)."""
     if not is_repo_id(given):
         local = here(str(_home(given, environ)))
         if local is None:
