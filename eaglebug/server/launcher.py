@@ -102,8 +102,9 @@ class Server:
             raise InputError(
                 f"eaglebug does not start containers ({runner.name}): the server's processes "
                 "would be the container runtime's, and stop could not end them",
-                "start it yourself, its output to a file (... > server.log 2>&1), and watch "
-                "that: eaglebug watch --log server.log",
+                "start it yourself (docker run -d --name sglang ...), its output into a file "
+                "(docker logs -f sglang > server.log 2>&1 &), and watch that: "
+                "eaglebug watch --log server.log",
             )
         if shell_string(unwrapped(argv)[1]) is not None:
             raise InputError(
