@@ -12,15 +12,18 @@ huggingface/hub" lmsysorg/sglang:latest-cu130 sglang serve --model-path ...`.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from eaglebug.checks import InputError, PreflightResult, preflight
 from eaglebug.checks.launch.command import parse_launch, words_environment
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.wrappers import unwrapped
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.cli.report import print_preflight
 from eaglebug.server.launcher import Server
 from tests.configs import kimi_k25, kimi_k25_eagle3, write_hub_model, write_model
 from tests.test_memory import H200
@@ -162,6 +165,12 @@ def test_a_containers_model_paths_are_read_through_its_mounts(
     assert there.draft is not None and there.draft.path == draft
     assert sorted(f.id for f in there.findings) == sorted(f.id for f in here.findings)
     assert _context(there) == "error"  # this shell's ALLOW is not the container's
+    shown = io.StringIO()
+    print_preflight(there, Console(file=shown, width=200))
+    assert (
+        "runs through: docker run · in lmsysorg/sglang:v0.5.23: its variables, its paths "
+        "through its binds, its own Python"
+    ) in shown.getvalue()
     allowed = [*inside[:2], "-e", f"{ALLOW}=1", *inside[2:], *flags]
     assert _context(preflight(index_0523, allowed, {}, H200)) == "info"  # started, said
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eaglebug.checks import SEVERITY_ORDER, one_line, sort_findings
+from eaglebug.checks import SEVERITY_ORDER, one_line, sort_findings, unwrapped
 
 if TYPE_CHECKING:  # names for annotations: an audit's report loads no preflight machinery
     from collections.abc import Callable
@@ -172,6 +172,7 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
     if result.launch.env_additions:
         env = " ".join(f"{k}={v}" for k, v in result.launch.env_additions.items())
         console.print(f"[dim]env: {escape(env)}[/]")
+    _wrappers(console, result)
     _startup_order(console, result.findings)
     shown: set[int] = set()
     for report in result.reports:
@@ -194,6 +195,19 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
     for f in rest:
         _finding(console, f, label=f.id)
     _summary(console, result.findings)
+
+
+def _wrappers(console: Console, result: PreflightResult) -> None:
+    """What the server runs through, said where it changes what is read: a container's
+    variables, paths and Python are its own."""
+    wrapped = unwrapped(result.launch.program)[0]
+    if not wrapped:
+        return
+    line = f"runs through: {', '.join(w.name for w in wrapped)}"
+    image = next((w.words[-1] for w in wrapped if w.container), None)
+    if image is not None:
+        line += f" · in {image}: its variables, its paths through its binds, its own Python"
+    console.print(f"[dim]{escape(line)}[/]")
 
 
 def print_audit(result: AuditResult, console: Console | None = None) -> None:
