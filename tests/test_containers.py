@@ -165,6 +165,9 @@ def test_a_containers_model_paths_are_read_through_its_mounts(
     assert there.draft is not None and there.draft.path == draft
     assert sorted(f.id for f in there.findings) == sorted(f.id for f in here.findings)
     assert _context(there) == "error"  # this shell's ALLOW is not the container's
+    assert there.launch.to_json()["wrappers"] == [
+        {"name": "docker run", "words": inside[: inside.index("python3")], "container": "docker"}
+    ]
     shown = io.StringIO()
     print_preflight(there, Console(file=shown, width=200))
     assert (

@@ -72,9 +72,14 @@ class LaunchSpec:
         return server_path(self.program, {**environ, **self.env_additions}, path)
 
     def to_json(self) -> dict[str, object]:
+        wrapped = unwrapped(self.program)[0]
         return {
             "argv": list(self.argv),
             "program": list(self.program),
+            "wrappers": [
+                {"name": w.name, "words": list(w.words), "container": w.container or None}
+                for w in wrapped
+            ],
             "env_additions": self.env_additions,
             "server_args": self.values,
         }
