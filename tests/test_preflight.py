@@ -782,6 +782,27 @@ def test_what_a_launcher_must_pass_survives_each_env_that_would_drop_it() -> Non
     ]  # fmt: skip
 
 
+def test_a_script_line_with_redirections_is_the_command_they_wrap(
+    release_flags: tuple[str, list[FlagSpec]],
+) -> None:
+    """A launch line copied from a script keeps its output redirections and `&`: they do not
+    change the command (the launcher writes the log itself); a pipe or a list is a script."""
+    version, flags = release_flags
+    pasted = (
+        "CUDA_VISIBLE_DEVICES=0,1 nohup python -m sglang.launch_server --model-path m --tp 2 "
+        "> server.log 2>&1 &"
+    )
+    launch = parse_launch([pasted], flags, version)
+    assert launch.argv == ("nohup", *LAUNCH, "--model-path", "m", "--tp", "2")
+    glued = parse_launch(
+        [f"{' '.join(LAUNCH)} --tp 2 >>/tmp/x.log 2> err.log </dev/null"], flags, version
+    )
+    assert glued.argv == (*LAUNCH, "--tp", "2")
+    for script in (f"{' '.join(LAUNCH)} --tp 2 | tee log", f"cd /x && {' '.join(LAUNCH)}"):
+        with pytest.raises(InputError, match="a shell pipeline or list"):
+            parse_launch([script], flags, version)
+
+
 def test_one_pasted_shell_string_with_backslash_newlines(
     release_flags: tuple[str, list[FlagSpec]],
 ) -> None:

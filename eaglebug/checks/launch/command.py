@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,15 +87,44 @@ class LaunchSpec:
 
 
 def split_words(words: Sequence[str]) -> list[str]:
-    """One string (a shell command line) or argv words; shell syntax only in the former."""
+    """One string (a shell command line) or argv words; shell syntax only in the former:
+    quoting, `\\` continuations, and what a script's launch line carries that does not change
+    the command (its output redirections, `> server.log 2>&1`, and a trailing `&`) left out;
+    a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
     if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
         try:
-            return shlex.split(words[0].replace("\\\n", " "))
+            split = shlex.split(words[0].replace("\\\n", " "))
         except ValueError as exc:
             raise InputError(
                 f"the launch command does not parse: {exc}", "check its quoting"
             ) from None
+        return _without_redirections(split)
     return list(words)
+
+
+_REDIRECT = re.compile(r"^(\d*|&)(>>?|<)(&?\d+|&?-|.+)?$")  # `>log`, `2>&1`, `&>log`, `<in`
+_LISTS = frozenset({"|", "||", "&&", ";", "|&"})
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    if words[-1:] == ["&"]:
+        words = words[:-1]
+    if listed := [w for w in words if w in _LISTS]:
+        raise InputError(
+            f"the launch command is a shell pipeline or list ({listed[0]!r} in it), not one "
+            "command",
+            "pass the launch command alone (what runs before or after it is not the launch)",
+        )
+    kept: list[str] = []
+    i = 0
+    while i < len(words):
+        found = _REDIRECT.match(words[i])
+        if found is None:
+            kept.append(words[i])
+            i += 1
+        else:  # `> server.log`: the target is the next word when not attached
+            i += 1 if found.group(3) else 2
+    return kept
 
 
 _PYTHON_OPTS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
