@@ -101,8 +101,12 @@ def test_a_bash_c_string_after_the_image_is_read_as_its_words(index_0523: TreeIn
     assert launch.text("mem_fraction_static") == "0.7"
     inner = parse_launch([*runner, "sh", "-lc", f"{ALLOW}=1 exec {string}"], flags, version)
     assert inner.env({ALLOW: "0"}) == {ALLOW: "1", "HOME": "/root"}
-    for script in (f"cd /sgl && {string}", f"{string} > /log/server.log"):
-        with pytest.raises(InputError, match=r"-c string is a shell script \('(&&|>)' in it\)"):
+    logged = parse_launch(
+        [*runner, "bash", "-c", f"{string} > /log/server.log 2>&1"], flags, version
+    )
+    assert logged.program == launch.program and logged.text("port") == "30003"
+    for script in (f"cd /sgl && {string}", f"{string} | tee /log/server.log"):
+        with pytest.raises(InputError, match=r"-c string is a shell script \('(&&|\|)' in it\)"):
             parse_launch([*runner, "bash", "-c", script], flags, version)
     with pytest.raises(InputError, match="not a shell string"):
         Server(Path("/nonexistent")).launch(["bash", "-c", string], {})

@@ -276,13 +276,14 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 _SHELL_OPERATORS = frozenset(";&|()<>")
+_REDIRECTING = frozenset("<>")  # `>`, `>>`, `2>&1`'s `>&`, `&>`: output, not a script
 
 
 def shell_string(command: Sequence[str]) -> list[str] | None:
     """The words of a `bash -c "python3 -m sglang.launch_server ..."` command (how launches in
     a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
-    command. A string with shell operators (`cd x && python3 ...`, a pipe, a redirection) is
-    a script, not one command: an input error."""
+    command. Its output redirections and a trailing `&` are left out, as on a command line
+    (`split_words`); a list or a pipe (`cd x && python3 ...`) is a script: an input error."""
     if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
         return None
     if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
@@ -296,13 +297,14 @@ def shell_string(command: Sequence[str]) -> list[str] | None:
             f"the {command[0]} -c string does not parse: {exc}", "check its quoting"
         ) from None
     operators = [w for w in words if w and set(w) <= _SHELL_OPERATORS]
-    if operators:
+    scripted = [w for w in operators if not set(w) & _REDIRECTING]
+    if scripted and (scripted != ["&"] or words[-1] != "&"):  # but a trailing `&`
         raise InputError(
-            f"the {command[0]} -c string is a shell script ({operators[0]!r} in it), not one "
+            f"the {command[0]} -c string is a shell script ({scripted[0]!r} in it), not one "
             "launch command",
             "pass the launch command itself (its preparation can run before eaglebug)",
         )
-    return words
+    return _without_redirections(shlex.split(command[2])) if operators else words
 
 
 def _shell_string_read(words: list[str]) -> list[str]:
