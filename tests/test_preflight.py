@@ -794,6 +794,8 @@ def test_a_script_line_with_redirections_is_the_command_they_wrap(
     )
     launch = parse_launch([pasted], flags, version)
     assert launch.argv == ("nohup", *LAUNCH, "--model-path", "m", "--tp", "2")
+    execed = parse_launch([f"A=1 exec {' '.join(LAUNCH)} --tp 2"], flags, version)
+    assert execed.argv == (*LAUNCH, "--tp", "2") and execed.env_additions == {"A": "1"}
     glued = parse_launch(
         [f"{' '.join(LAUNCH)} --tp 2 >>/tmp/x.log 2> err.log </dev/null"], flags, version
     )

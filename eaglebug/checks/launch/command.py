@@ -89,8 +89,8 @@ class LaunchSpec:
 def split_words(words: Sequence[str]) -> list[str]:
     """One string (a shell command line) or argv words; shell syntax only in the former:
     quoting, `\\` continuations, and what a script's launch line carries that does not change
-    the command (its output redirections, `> server.log 2>&1`, and a trailing `&`) left out;
-    a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
+    the command (an `exec` in front, its output redirections, `> server.log 2>&1`, a trailing
+    `&`) left out; a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
     if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
         try:
             split = shlex.split(words[0].replace("\\\n", " "))
@@ -109,6 +109,9 @@ _LISTS = frozenset({"|", "||", "&&", ";", "|&"})
 def _without_redirections(words: list[str]) -> list[str]:
     if words[-1:] == ["&"]:
         words = words[:-1]
+    first = next((i for i, w in enumerate(words) if not ASSIGNMENT.match(w)), len(words))
+    if words[first : first + 1] == ["exec"]:  # a script's last line: the shell replaced by it
+        words = words[:first] + words[first + 1 :]
     if listed := [w for w in words if w in _LISTS]:
         raise InputError(
             f"the launch command is a shell pipeline or list ({listed[0]!r} in it), not one "
