@@ -160,8 +160,9 @@ class Server:
         env.update(env_additions)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[LAUNCH_ENV] = tag
-        # An `env -i` among the wrappers would drop the tag (and unbuffered output) for
-        # every process of the launch: `stop` would not find one that left the session.
+        # A wrapper that drops the environment (`env -i`, sudo's reset, Apptainer's
+        # `--cleanenv`) would drop the tag (and unbuffered output) for every process of the
+        # launch: `stop` would not find one that left the session.
         run = carrying(argv, {k: env[k] for k in (LAUNCH_ENV, "PYTHONUNBUFFERED")})
         try:
             proc = self._start(run, env, log_path)
