@@ -11,6 +11,7 @@ at first, so a kept CLI reply is served without loading the engine.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,7 +52,7 @@ def folder_stamp(path: Path | str) -> FolderStamp:
     size and mtime (absent: -1, either)."""
     try:
         st = os.stat(path)
-        if not os.path.isdir(path):
+        if not stat.S_ISDIR(st.st_mode):
             return (str(path), st.st_mtime_ns, (("", st.st_size, st.st_mtime_ns),))
         mtime = st.st_mtime_ns
         with os.scandir(path) as it:

@@ -91,13 +91,14 @@ def _python_of(
     if any(w.name == "sudo" for w in wrapped):
         return None  # found on sudoers' `secure_path`, which a user cannot read
     chosen: Path | None = None  # the innermost `uv run` / `conda run`'s environment
-    for i, wrapper in enumerate(wrapped):
-        found = _wrapper_environment(wrapper, environment(wrapped[:i], env), cwd, chosen_by)
+    seen = dict(env)  # as the wrappers so far leave it
+    for wrapper in wrapped:
+        found = _wrapper_environment(wrapper, seen, cwd, chosen_by)
         chosen = found if found is not None else chosen
+        seen = environment([wrapper], seen)
     if chosen is not None:  # `uv run`, `conda run`: the environment they run in
         return chosen / "bin" / "python"
-    program_env = environment(wrapped, env)
-    return _interpreter(command[0], program_env, cwd, chosen_by) if command else None
+    return _interpreter(command[0], seen, cwd, chosen_by) if command else None
 
 
 def _interpreter(
