@@ -194,10 +194,10 @@ def check_draft_lm_head(
     kept = [k for k in keeps_own_head(index) if algorithm in predicates.get(k.predicate, ())]
     if not kept:
         return []
+    if checkpoint.has("lm_head.weight") is not False:
+        return []  # asked first: the run of the draft's `__init__` below is a third of a second
     head = lm_head(index, find_class(index, draft_class), draft_config)
     if head is None or head.from_target or not head.fresh:
-        return []
-    if checkpoint.has("lm_head.weight") is not False:
         return []
     short = draft_class.rsplit(".", 1)[-1]
     return [
