@@ -3,7 +3,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from eaglebug.checks.source.trees import ParsedTrees, keep_in_process
 from eaglebug.demo import DemoScenario
+from eaglebug.session import forkmap
 from eaglebug.session.collector import THRESHOLDS
 from tests import gitrepo
 from tests.live import hermetic_demo_env, prepared_demo
@@ -93,6 +94,26 @@ def _isolated_cache(
 ) -> None:
     """Each test gets its own parse cache, so no test sees another's cached facts."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+@pytest.fixture(autouse=True)
+def cores(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], None]]:
+    """Each test's own pool of core tokens for the helpers `session/forkmap.py` forks, as on a
+    machine with `n` cores (two unless the test asks for more): what a test forks does not hang
+    on this machine's core count, nor on a helper an earlier test of the worker left unreaped."""
+    made: list[list[tuple[int, int]]] = []
+
+    def use(n: int) -> None:
+        pool: list[tuple[int, int]] = []
+        made.append(pool)
+        monkeypatch.setattr(forkmap, "_POOL", pool)
+        monkeypatch.setattr(forkmap, "_cores", lambda: n)
+
+    use(2)
+    yield use
+    for pool in made:
+        for fd in pool[0] if pool else ():
+            os.close(fd)
 
 
 # Source bytes whose syntax trees a worker keeps across tests (about 32 bytes of memory per

@@ -65,13 +65,17 @@ def _learnt(index: TreeIndex) -> dict[str, tuple[Any, ...]]:
 
 
 def test_a_preflight_with_helpers_is_the_preflight_without(
-    sglang_0523: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sglang_0523: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cores: Callable[[int], None],
 ) -> None:
     """The seed launch on 0.5.23, cold, with the memory stage and the start-up walk made in
     helpers, against the same run done all here: the same findings and warnings, the same
     answers, facts and looked-into files; and the answers and facts are saved, so the next run
     reads them."""
     assert threading.active_count() == 1, "another test left a thread running: no fork here"
+    cores(4)  # a core for each analysis made ahead, and one for the maps they start
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     words = _launch(tmp_path)
     tree = locate(str(sglang_0523))

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from eaglebug.session.forkmap import forked_map, in_background
@@ -123,6 +124,43 @@ def test_in_background_computes_here_when_the_helper_fails() -> None:
         return 7
 
     assert in_background(compute)() == 7
+
+
+def test_no_more_helpers_at_once_than_free_cores(cores: Callable[[int], None]) -> None:
+    """On two cores one helper works beside this process; a second value asked meanwhile is
+    made here when asked, and the core is free again once the first helper is reaped."""
+    cores(2)
+    first = in_background(os.getpid)
+    second = in_background(os.getpid)
+    assert second() == os.getpid(), "no free core: made here"
+    assert first() != os.getpid()
+    third = in_background(os.getpid)
+    assert third() != os.getpid(), "the first helper's core came back when it was reaped"
+
+
+def test_a_cancelled_helper_gives_its_core_back(cores: Callable[[int], None]) -> None:
+    cores(2)
+    in_background(lambda: select.select([], [], [])).cancel()  # never ends: killed
+    assert in_background(os.getpid)() != os.getpid()
+
+
+def test_on_one_core_nothing_is_forked(cores: Callable[[int], None]) -> None:
+    cores(1)
+    results = forked_map(square_with_pid, list(range(40)), BIG)
+    assert [r for r, _ in results] == [n * n for n in range(40)]
+    assert {pid for _, pid in results} == {os.getpid()}
+    assert in_background(os.getpid)() == os.getpid()
+
+
+def test_a_helpers_own_work_shares_the_same_cores(cores: Callable[[int], None]) -> None:
+    """A helper that starts work of its own (the memory stage maps the files it parses) takes
+    its helpers from the same pool: holding the only free core, it does that work itself."""
+    cores(2)
+    helper, inner = in_background(lambda: (os.getpid(), in_background(os.getpid)()))()
+    assert helper != os.getpid() and inner == helper
+    cores(3)
+    helper, inner = in_background(lambda: (os.getpid(), in_background(os.getpid)()))()
+    assert len({os.getpid(), helper, inner}) == 3, "a third core: the helper's helper runs"
 
 
 _ORPHAN_SCRIPT = """

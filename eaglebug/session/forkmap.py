@@ -18,6 +18,14 @@ child), and only where `fork` exists.
 The same helper makes one value in the background (`in_background`, a `Pending`): the tree's
 listing while the engine loads, and the analyses the index starts ahead
 (`checks/source/ahead.py`). Every helper ends with the process that forked it.
+
+How many at once: no more processes work than the machine has cores for this process (its CPU
+affinity). A cold preflight starts two analyses ahead and maps files besides: on two cores,
+three processes at once gave each about two thirds of a core, and the longest analysis (the
+memory stage) came last. A pool of tokens, one per core beyond this process's own, in a pipe
+that every helper inherits (as GNU make's jobserver does), says whether a core is free: a
+helper is forked only with a token, and its token goes back when it is reaped. Without one,
+the work is done here (a `Pending` computes when its value is asked), with the same result.
 """
 
 from __future__ import annotations
@@ -42,6 +50,47 @@ _INDEX = 4  # bytes per index in the pipe; reads of 4 bytes from a pipe are atom
 _MAX_TOKENS = 15_000  # the whole queue must fit in one pipe buffer (64 KiB on Linux)
 
 
+_POOL: list[tuple[int, int]] = []  # (read, write) ends of the token pipe, once made
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _pool() -> tuple[int, int] | None:
+    """The token pipe this process and its helpers share: made by the first process of a run
+    that forks, with a token for each core but its own; inherited by every helper after."""
+    if not _POOL:
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return None
+        os.set_blocking(read_fd, False)  # no token: the work is done here, not waited for
+        os.write(write_fd, b"t" * min(max(_cores() - 1, 0), 4096))
+        _POOL.append((read_fd, write_fd))
+    return _POOL[0]
+
+
+def _token() -> bool:
+    """Take a free core's token, if there is one."""
+    pool = _pool()
+    if pool is None:
+        return False
+    try:
+        return os.read(pool[0], 1) == b"t"
+    except (BlockingIOError, OSError):
+        return False
+
+
+def _give_back() -> None:
+    with contextlib.suppress(OSError):
+        os.write(_POOL[0][1], b"t")
+
+
 class _Helper:
     """A forked process that computes one value and sends it back pickled, then leaves."""
 
@@ -51,13 +100,16 @@ class _Helper:
 
     @classmethod
     def start(cls, compute: Callable[[], object]) -> _Helper | None:
-        """Fork one running `compute()`; None where a helper cannot be had (then the caller
-        does the work itself)."""
+        """Fork one running `compute()`; None where a helper cannot be had (no fork, other
+        threads, no free core: then the caller does the work itself)."""
         if not hasattr(os, "fork") or threading.active_count() > 1:
+            return None
+        if not _token():
             return None
         try:
             read_fd, write_fd = os.pipe()
         except OSError:
+            _give_back()
             return None
         sys.stdout.flush()  # nothing buffered is inherited twice (the helper never flushes)
         sys.stderr.flush()
@@ -67,6 +119,7 @@ class _Helper:
         except OSError:
             os.close(read_fd)
             os.close(write_fd)
+            _give_back()
             return None
         if pid == 0:  # the helper: the value, to the pipe, and gone
             status = 0
@@ -87,7 +140,10 @@ class _Helper:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         os.close(self.results)
-        os.waitpid(self.pid, 0)
+        try:
+            os.waitpid(self.pid, 0)
+        finally:
+            _give_back()
 
     def result(self) -> tuple[bool, object]:
         """(True, the value), or (False, None) when the helper failed; reaps it either way."""
@@ -97,7 +153,10 @@ class _Helper:
                 chunks.append(chunk)
         finally:
             os.close(self.results)
-            status = os.waitpid(self.pid, 0)[1]
+            try:
+                status = os.waitpid(self.pid, 0)[1]
+            finally:
+                _give_back()
         if os.waitstatus_to_exitcode(status) != 0:
             return False, None
         try:
