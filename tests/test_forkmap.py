@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from eaglebug.session import forkmap
 from eaglebug.session.forkmap import forked_map, in_background
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,6 +162,33 @@ def test_a_helpers_own_work_shares_the_same_cores(cores: Callable[[int], None]) 
     cores(3)
     helper, inner = in_background(lambda: (os.getpid(), in_background(os.getpid)()))()
     assert len({os.getpid(), helper, inner}) == 3, "a third core: the helper's helper runs"
+
+
+def test_cores_a_killed_helpers_own_helper_held_come_back_at_refill(
+    cores: Callable[[int], None],
+) -> None:
+    """A helper killed mid-run (its work no longer wanted) takes with it the core its own
+    helper held, which no one reaps; the TUI's worker refills the pool between requests."""
+    cores(3)
+    started, said = os.pipe()
+
+    def stuck() -> None:
+        in_background(lambda: select.select([], [], []))  # its own helper, on the third core
+        os.write(said, b".")
+        select.select([], [], [])
+
+    try:
+        busy = in_background(stuck)
+        assert select.select([started], [], [], 30.0)[0], "the helper's helper never started"
+        busy.cancel()
+    finally:
+        os.close(started)
+        os.close(said)
+    first, second = in_background(os.getpid), in_background(os.getpid)
+    assert second() == os.getpid() and first() != os.getpid(), "one core lost"
+    forkmap.refill()
+    first, second = in_background(os.getpid), in_background(os.getpid)
+    assert second() != os.getpid() and first() != os.getpid()
 
 
 _ORPHAN_SCRIPT = """

@@ -348,7 +348,7 @@ def _portable(exc: BaseException) -> BaseException:
 def serve(read_fd: int, write_fd: int) -> None:
     """The worker's loop: requests in, answers out, until the request pipe closes."""
     from eaglebug.checks import TreeIndex, preflight  # noqa: F401  loaded before the first request
-    from eaglebug.session.forkmap import ForkedMap, in_background
+    from eaglebug.session.forkmap import ForkedMap, in_background, refill
 
     engine = HereChecks(mapper=ForkedMap, background=in_background, keep=True)
 
@@ -358,6 +358,7 @@ def serve(read_fd: int, write_fd: int) -> None:
                 request = _receive(inp)
             except EOFError:
                 return
+            refill()  # each request's index is closed: none of its helpers runs on
             try:
                 reply: tuple[object, ...] = ("done", _answer(engine, request, out))
             except BrokenPipeError:

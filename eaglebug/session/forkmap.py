@@ -75,6 +75,21 @@ def _pool() -> tuple[int, int] | None:
     return _POOL[0]
 
 
+def refill() -> None:
+    """Make every core free again, between runs of a long-lived process (the TUI's checks'
+    worker) when none of its helpers is running: a token comes back when its helper is reaped,
+    and a helper killed mid-run (its work no longer wanted) takes its own helpers' tokens with
+    it, never reaped by anyone."""
+    pool = _pool()
+    if pool is None:
+        return
+    with contextlib.suppress(BlockingIOError, OSError):
+        while os.read(pool[0], 4096):
+            pass
+    with contextlib.suppress(OSError):
+        os.write(pool[1], b"t" * min(max(_cores() - 1, 0), 4096))
+
+
 def _token() -> bool:
     """Take a free core's token, if there is one."""
     pool = _pool()
