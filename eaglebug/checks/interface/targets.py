@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from eaglebug.checks.source import syntax
@@ -174,7 +175,9 @@ class Targets:
                         todo.append(sub)
                 out.extend(
                     (rel, fn.name if fn is not None else "", stmt.lineno, deferred)
-                    for fn, stmt, deferred in _value_mentions(parsed.tree, name)
+                    for fn, stmt, deferred in _value_mentions(
+                        parsed.tree, name, syntax.lines_with(parsed.text, name)
+                    )
                 )
         return out if len(out) <= _MAX_MENTIONS else [("", "", 0, True)]
 
@@ -310,16 +313,22 @@ def _subclasses_named(tree: ast.Module, base: str) -> list[str]:
 
 
 def _value_mentions(
-    tree: ast.Module, name: str
+    tree: ast.Module, name: str, lines: tuple[int, ...]
 ) -> list[tuple[ast.FunctionDef | None, ast.stmt, bool]]:
     """Statements that use `name` as a value (not an annotation, a base, `name.attr`, or an
     `isinstance` test): (the function they are in, the statement, whether the statement sits
-    under a loop or nested function of that function)."""
+    under a loop or nested function of that function). `lines`: those of the module's text
+    that hold `name` (`syntax.lines_with`, sorted); a statement spanning none of them is not
+    entered, since nothing in it can be spelt `name`."""
     out: list[tuple[ast.FunctionDef | None, ast.stmt, bool]] = []
 
     def visit(
         node: ast.AST, fn: ast.FunctionDef | None, stmt: ast.stmt | None, deferred: bool
     ) -> None:
+        if isinstance(node, ast.stmt):
+            first = bisect_left(lines, node.lineno)
+            if first == len(lines) or lines[first] > (node.end_lineno or node.lineno):
+                return
         if isinstance(node, ast.FunctionDef) and fn is None:
             fn, deferred = node, False
         elif isinstance(node, ast.stmt) and isinstance(stmt, _DEFERRED) and stmt is not fn:
