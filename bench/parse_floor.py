@@ -3,12 +3,11 @@ and the syntax trees.
 
 Why: issue 21 asks for a cold audit within 3x `grep -rn` over the tree, a cold preflight of the
 seed launch within 5x, and the first preflight of a new release (after one of the old) within
-2x. eaglebug's one
-evaluator reads SGLang's code as Python `ast` trees, so a run must at least have the trees of
-the code it evaluates, and a tree in memory costs about a parse: loaded from a cache instead
-(`pickle`, the cheapest way to rebuild Python objects), one takes 70-110% of its parse (0.5.23's
-`model_runner.py`, 109 KB: parsed 17.7 ms, unpickled 12.4 ms). This measures that floor, with
-everything else granted free:
+2x. eaglebug's one evaluator reads SGLang's code as Python `ast` trees, so a run must at least
+have the trees of the code it evaluates, and a tree in memory costs about a parse: loaded from
+a cache instead (`pickle`, the cheapest way to rebuild Python objects), one takes 70-110% of
+its parse (0.5.23's `model_runner.py`, 109 KB: parsed 17.7 ms, unpickled 12.4 ms). This
+measures that floor, with everything else granted free:
 
     the files a preflight of the seed launch parses (one process, so every parse is seen),
     and which outermost function bodies of them it reads (its checks and the evaluator);
@@ -128,7 +127,8 @@ def record(scratch: Path, argv: list[str], command: str) -> tuple[list[str], dic
 
 # The byte-level look every cold run of a tree makes, in a new interpreter of the installed
 # eaglebug: each runtime file read, hashed (the per-file cache is keyed by the hash) and looked
-# at by the extractors (which files to parse). Prints its best CPU seconds of `runs`.
+# at by the extractors (which files to parse). Prints the best CPU seconds of `runs`, of the
+# whole look and of its reading and hashing alone.
 _SCAN = r"""
 import os, sys, time
 import eaglebug.checks, eaglebug.checks.reach.consumers  # the extractors, registered
