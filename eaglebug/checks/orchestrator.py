@@ -218,7 +218,8 @@ def preflight(
     launch = parse_launch(words, specs, version, serve_front_end(index), partial(flag_value, index))
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
-    env = launch.env(launch_environ(environ))  # no verdict depends on the shell's session
+    started = launch_environ(environ)  # no verdict depends on the shell's session
+    env = launch.env(started)
     tp_value = flags.number("--tp-size", "--tensor-parallel-size")
     tp = int(tp_value) if tp_value is not None else 1
     if tp < 1:
@@ -230,7 +231,6 @@ def preflight(
     algorithm = algorithm_facts(index).canonical(algorithm_name) if algorithm_name else None
 
     chosen_by: list[Path] = []
-    started = launch_environ(environ)
     roots = package_roots(index.tree.root, words, started, chosen_by=chosen_by)
 
     def here(path: str) -> str | None:  # a container's paths, where they are on this machine

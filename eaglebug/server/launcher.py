@@ -97,7 +97,8 @@ class Server:
         (`eaglebug launch`): the pending flag fixes go into it here."""
         if not argv:
             raise InputError("nothing to launch", "pass the command after --")
-        runner = next((w for w in unwrapped(argv)[0] if w.container == "docker"), None)
+        wrapped, command = unwrapped(argv)
+        runner = next((w for w in wrapped if w.container == "docker"), None)
         if runner is not None:
             raise InputError(
                 f"eaglebug does not start containers ({runner.name}): the server's processes "
@@ -106,13 +107,13 @@ class Server:
                 "(docker logs -f sglang > server.log 2>&1 &), and watch that: "
                 "eaglebug watch --log server.log",
             )
-        if shell_string(unwrapped(argv)[1]) is not None:
+        if shell_string(command) is not None:
             raise InputError(
                 "eaglebug starts the launch command itself, not a shell string (bash -c "
                 '"..."): a flag fix could not be added to it',
                 "write the command as its words, without the shell",
             )
-        if os.geteuid() != 0 and any(w.name == "sudo" for w in unwrapped(argv)[0]):
+        if os.geteuid() != 0 and any(w.name == "sudo" for w in wrapped):
             raise InputError(
                 "eaglebug runs as a user, and a launch through sudo runs as root: stop could "
                 "not signal its processes",
