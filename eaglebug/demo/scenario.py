@@ -28,8 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
 from eaglebug.checks import InputError, cache_dir
 from eaglebug.demo import knobs
 from eaglebug.demo.footprint import GIB
@@ -233,12 +231,17 @@ class DemoScenario:
             port=free_port(),
             story=story,
         )
+        made = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".preparing-", dir=root))
         try:
             scenario._build(source, staging)
             for name in ("sglang", "models", "work"):
                 os.replace(staging / name, root / name)
+        except BaseException:
+            if made:  # nothing of a demo that was never made is left behind
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         manifest = {k: v for k, v in asdict(scenario).items() if k != "root"}
@@ -292,6 +295,13 @@ class DemoScenario:
 
 def _commit_tree(tree: Path) -> None:
     """`git init` on branch main, a local identity, and one commit of everything."""
+    try:  # here, not with the module: the demo's first paint does not wait for it
+        import git
+    except ImportError as exc:  # GitPython refuses to load without a git it can run
+        raise InputError(
+            f"cannot make the demo's git repository: {str(exc).strip().splitlines()[0]}",
+            "is git installed and on PATH?",
+        ) from None
     try:
         repo = git.Repo.init(tree)
         with repo.config_writer() as config:
