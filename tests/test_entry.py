@@ -8,7 +8,9 @@ command and log, read-only or not, the guide, the launch policy.
 
 from __future__ import annotations
 
+import os
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -156,3 +158,53 @@ def test_python_dash_m_eaglebug_watch_is_the_same_app(
         runpy.run_module("eaglebug", run_name="__main__", alter_sys=True)
     assert done.value.code == 0
     assert built[0].session.config.log_path == log and built[0].session.config.readonly
+
+
+def test_the_demo_opens_over_a_tree_made_and_committed_for_it(
+    built: list[EaglebugApp], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The tree is made while Textual loads (in a helper where a core is free): the app
+    gets it whole, in a repository with its one commit, as before."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert entry.main(["demo", "--fast"]) == 0
+    tree = Path(built[0].session.config.sglang or "")
+    assert tree.is_relative_to(tmp_path / "cache" / "eaglebug" / "demo")
+    assert (tree / "python" / "sglang" / "srt" / "model_executor" / "model_runner.py").is_file()
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=tree, capture_output=True, text=True, check=True
+    )
+    assert len(log.stdout.splitlines()) == 1
+
+
+def test_the_demo_tui_loads_without_gitpython_and_the_tree_index() -> None:
+    """GitPython took some 70 ms of the demo's ~550 ms to first paint, the engine's tree index
+    (the checks run in their own process) some 15 ms: the TUI loads without them (the demo's
+    repository is made apart, a patch loads GitPython when applied)."""
+    probe = (
+        "import sys, eaglebug.tui.entry, eaglebug.tui.demo\n"
+        "print(*(m in sys.modules for m in ('git', 'eaglebug.checks.source.index')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["False", "False"]
+
+
+def test_the_demo_without_git_is_one_error_line_and_leaves_no_folder(tmp_path: Path) -> None:
+    nowhere = tmp_path / "bin"  # a PATH without git: GitPython refuses to load
+    nowhere.mkdir()
+    env = {**os.environ, "PATH": str(nowhere), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    run = subprocess.run(
+        [sys.executable, "-m", "eaglebug", "demo", "--headless", "--fast"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 2, run.stderr
+    error, hint = run.stderr.splitlines()
+    assert error.startswith("error: cannot make the demo's git repository: ")
+    assert hint == "hint: is git installed and on PATH?"
+    demos = tmp_path / "cache" / "eaglebug" / "demo"
+    assert not demos.exists() or not any(demos.iterdir())

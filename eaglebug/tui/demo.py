@@ -7,6 +7,7 @@ the way a real SGLang does until the fixes are applied. The header says it is a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from eaglebug.demo.memfile import load_curve, memory_curve, memory_path
@@ -70,8 +71,11 @@ def run_demo(
     readonly: bool = False,
     stall_limits: dict[str, float] | None = None,
     story: str = "seed",
+    prepared: Callable[[], DemoScenario] | None = None,
 ) -> int:
-    scenario = DemoScenario.prepare(fast=fast, story=story)
+    """The demo in the TUI; `prepared` gives its scenario where one is being made already
+    (by a helper, while this module loaded)."""
+    scenario = prepared() if prepared is not None else DemoScenario.prepare(fast=fast, story=story)
     app = demo_app(scenario, readonly, interval_s, stall_limits, checks_apart=True)
     app.run()
     # A real server outlives eaglebug; the demo's stand-in is a toy, so it ends with the demo.

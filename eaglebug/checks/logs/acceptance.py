@@ -25,13 +25,16 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eaglebug.checks.contract.evidence import Cause, RuntimeEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.contract.numbers import float_text, float_value
 from eaglebug.checks.source import syntax
-from eaglebug.checks.source.index import TreeIndex
+
+if TYPE_CHECKING:  # the TUI watches acceptance without the index (its checks run apart)
+    from eaglebug.checks.source.index import TreeIndex
 
 THRESHOLD = 1.2  # below this for `REPORTS_NEEDED` reports in a row: the speed-up is gone
 REPORTS_NEEDED = 3
