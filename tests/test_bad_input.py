@@ -346,3 +346,30 @@ def test_a_syntax_error_in_the_class_file_names_the_file_and_line(
 def test_a_newline_in_a_path_stays_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     line = refused(cli(capsys, "audit", "--sglang", "/tmp/a\nb", "--model-class", KIMI))
     assert "/tmp/a\\nb" in line
+
+
+# -- the machine ---------------------------------------------------------------------------------
+
+
+def test_fix_apply_without_git_is_one_error_line_and_writes_nothing(
+    mini: Path, tmp_path: Path
+) -> None:
+    """GitPython refuses to load where git cannot be run: that is the machine's fact, said in
+    one line (it was an "internal error" with GitPython's whole message), before any write."""
+    before = {p: p.read_bytes() for p in mini.rglob("*") if p.is_file()}
+    nowhere = tmp_path / "bin"
+    nowhere.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "eaglebug", "fix", "--apply", "--sglang", str(mini),
+         "--model-class", KIMI],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PATH": str(nowhere)},
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    error, hint = run.stderr.splitlines()
+    assert error.startswith("error: git cannot be run here (GitPython: "), error
+    assert hint == "hint: install git, or point GIT_PYTHON_GIT_EXECUTABLE at it"
+    assert {p: p.read_bytes() for p in mini.rglob("*") if p.is_file()} == before
