@@ -191,10 +191,32 @@ def test_the_demo_tui_loads_without_gitpython_and_the_tree_index() -> None:
     assert loaded.stdout.split() == ["False", "False"]
 
 
-def test_the_demo_without_git_is_one_error_line_and_leaves_no_folder(tmp_path: Path) -> None:
-    nowhere = tmp_path / "bin"  # a PATH without git: GitPython refuses to load
-    nowhere.mkdir()
-    env = {**os.environ, "PATH": str(nowhere), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+# A git that answers GitPython's `git version` and refuses everything else.
+_REFUSING_GIT = """#!/bin/sh
+if [ "$1" = version ]; then echo "git version 2.43.0"; exit 0; fi
+echo "fatal: not today" >&2
+exit 128
+"""
+
+
+@pytest.mark.parametrize(
+    ("git", "said", "hint"),
+    [
+        ("missing", "git cannot be run here (GitPython: ", "install git, or point "),
+        ("refusing", "cannot make the demo's git repository: fatal: not today", "run `git init`"),
+    ],
+)
+def test_the_demo_without_a_working_git_is_one_error_line_and_leaves_no_folder(
+    tmp_path: Path, git: str, said: str, hint: str
+) -> None:
+    """No git on PATH (GitPython refuses to load), or a git that fails (its own reason is
+    said): one line and a hint, exit 2, and nothing of the demo left in the cache."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    if git == "refusing":
+        (path / "git").write_text(_REFUSING_GIT)
+        (path / "git").chmod(0o755)
+    env = {**os.environ, "PATH": str(path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     run = subprocess.run(
         [sys.executable, "-m", "eaglebug", "demo", "--headless", "--fast"],
         capture_output=True,
@@ -203,8 +225,8 @@ def test_the_demo_without_git_is_one_error_line_and_leaves_no_folder(tmp_path: P
         stdin=subprocess.DEVNULL,
     )
     assert run.returncode == 2, run.stderr
-    error, hint = run.stderr.splitlines()
-    assert error.startswith("error: cannot make the demo's git repository: ")
-    assert hint == "hint: is git installed and on PATH?"
+    error, hinted = run.stderr.splitlines()
+    assert error.startswith(f"error: {said}"), error
+    assert hinted.startswith(f"hint: {hint}"), hinted
     demos = tmp_path / "cache" / "eaglebug" / "demo"
     assert not demos.exists() or not any(demos.iterdir())

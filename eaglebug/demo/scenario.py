@@ -295,13 +295,12 @@ class DemoScenario:
 
 def _commit_tree(tree: Path) -> None:
     """`git init` on branch main, a local identity, and one commit of everything."""
-    try:  # here, not with the module: the demo's first paint does not wait for it
-        import git
-    except ImportError as exc:  # GitPython refuses to load without a git it can run
-        raise InputError(
-            f"cannot make the demo's git repository: {str(exc).strip().splitlines()[0]}",
-            "is git installed and on PATH?",
-        ) from None
+    # GitPython loads here, not with the module: the demo's first paint does not wait for it.
+    # eaglebug.git first (the order matters): it says in one line when git cannot be run.
+    from eaglebug.git.ops import first_line  # noqa: I001
+
+    import git
+
     try:
         repo = git.Repo.init(tree)
         with repo.config_writer() as config:
@@ -311,10 +310,11 @@ def _commit_tree(tree: Path) -> None:
         repo.git.symbolic_ref("HEAD", "refs/heads/main")
         repo.git.add("-A")
         repo.git.commit("--no-verify", "-q", "-m", IMPORT_MESSAGE)
-    except git.GitError as exc:
+    except git.GitError as exc:  # git's own reason; not where (that folder is removed)
+        said = first_line(exc) if isinstance(exc, git.GitCommandError) else ""
         raise InputError(
-            f"cannot make the demo's git repository in {tree}: {str(exc).strip().splitlines()[0]}",
-            "is git installed and on PATH?",
+            f"cannot make the demo's git repository: {said or str(exc).strip().splitlines()[0]}",
+            "run `git init` and `git commit` in an empty folder to see why",
         ) from None
 
 
