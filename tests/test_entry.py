@@ -173,7 +173,12 @@ def test_the_demo_opens_over_a_tree_made_and_committed_for_it(
     assert tree.is_relative_to(tmp_path / "cache" / "eaglebug" / "demo")
     assert (tree / "python" / "sglang" / "srt" / "model_executor" / "model_runner.py").is_file()
     log = subprocess.run(
-        ["git", "log", "--format=%s"], cwd=tree, capture_output=True, text=True, check=True
+        ["git", "log", "--format=%s"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     assert len(log.stdout.splitlines()) == 1
 
@@ -186,7 +191,9 @@ def test_the_demo_tui_loads_without_gitpython_and_the_tree_index() -> None:
         "import sys, eaglebug.tui.entry, eaglebug.tui.demo\n"
         "print(*(m in sys.modules for m in ('git', 'eaglebug.checks.source.index')))"
     )
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.split() == ["False", "False"]
 
@@ -223,6 +230,8 @@ def test_the_demo_without_a_working_git_is_one_error_line_and_leaves_no_folder(
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
     )
     assert run.returncode == 2, run.stderr
     error, hinted = run.stderr.splitlines()
