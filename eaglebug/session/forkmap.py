@@ -61,6 +61,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _every_token() -> bytes:
+    """A token for each core but this process's own (a pipe's buffer holds them all)."""
+    return b"t" * min(max(_cores() - 1, 0), 4096)
+
+
 def _pool() -> tuple[int, int] | None:
     """The token pipe this process and its helpers share: made by the first process of a run
     that forks, with a token for each core but its own; inherited by every helper after."""
@@ -70,7 +75,7 @@ def _pool() -> tuple[int, int] | None:
         except OSError:
             return None
         os.set_blocking(read_fd, False)  # no token: the work is done here, not waited for
-        os.write(write_fd, b"t" * min(max(_cores() - 1, 0), 4096))
+        os.write(write_fd, _every_token())
         _POOL.append((read_fd, write_fd))
     return _POOL[0]
 
@@ -87,7 +92,7 @@ def refill() -> None:
         while os.read(pool[0], 4096):
             pass
     with contextlib.suppress(OSError):
-        os.write(pool[1], b"t" * min(max(_cores() - 1, 0), 4096))
+        os.write(pool[1], _every_token())
 
 
 def _token() -> bool:
