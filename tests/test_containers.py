@@ -108,6 +108,12 @@ def test_a_bash_c_string_after_the_image_is_read_as_its_words(index_0523: TreeIn
     for script in (f"cd /sgl && {string}", f"{string} | tee /log/server.log"):
         with pytest.raises(InputError, match=r"-c string is a shell script \('(&&|\|)' in it\)"):
             parse_launch([*runner, "bash", "-c", script], flags, version)
+    quoted = parse_launch(
+        [*runner, "bash", "-c", f"{string} --served-model-name ';' > /log/server.log"],
+        flags,
+        version,
+    )
+    assert quoted.text("served_model_name") == ";"  # quoted: a value, not a list
     with pytest.raises(InputError, match="not a shell string"):
         Server(Path("/nonexistent")).launch(["bash", "-c", string], {})
 

@@ -805,6 +805,30 @@ def test_a_script_line_with_redirections_is_the_command_they_wrap(
             parse_launch([script], flags, version)
 
 
+def test_a_quoted_operator_is_a_value_and_a_glued_one_an_operator(
+    release_flags: tuple[str, list[FlagSpec]],
+) -> None:
+    """The shell reads `|`, `;`, `>` as operators only where they are not quoted or escaped:
+    `--served-model-name '|'` is a value, `'>kimi'` is not a redirection, and `m;echo` is a
+    list as surely as `m ; echo` (`x>log` a redirection after the word `x`)."""
+    version, flags = release_flags
+    launch = " ".join(LAUNCH)
+    for quoted, name in (("'|'", "|"), ('">kimi"', ">kimi"), ("a\\;b", "a;b"), ("'2>&1'", "2>&1")):
+        pasted = parse_launch(
+            [f"{launch} --served-model-name {quoted} --tp 2 >log"], flags, version
+        )
+        assert value(pasted, flags, "--served-model-name") == name
+        assert value(pasted, flags, "--tp-size") == "2"
+    glued = parse_launch([f"{launch} --model-path m>server.log --tp 2"], flags, version)
+    assert value(glued, flags, "--model-path") == "m" and value(glued, flags, "--tp-size") == "2"
+    for script, operator in (
+        (f"{launch} --model-path m;echo done", ";"),
+        (f"{launch}&&true", "&&"),
+    ):
+        with pytest.raises(InputError, match=rf"pipeline or list \('{operator}' in it\)"):
+            parse_launch([script], flags, version)
+
+
 def test_one_pasted_shell_string_with_backslash_newlines(
     release_flags: tuple[str, list[FlagSpec]],
 ) -> None:

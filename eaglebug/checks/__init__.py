@@ -56,12 +56,12 @@ if TYPE_CHECKING:
     from eaglebug.checks.interface.patch import Patch as Patch
     from eaglebug.checks.interface.patching import plan_patches as plan_patches
     from eaglebug.checks.launch.command import env_and_argv as env_and_argv
-    from eaglebug.checks.launch.command import shell_string as shell_string
-    from eaglebug.checks.launch.command import split_words as split_words
     from eaglebug.checks.launch.command import words_environment as words_environment
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
+    from eaglebug.checks.launch.shell import shell_string as shell_string
+    from eaglebug.checks.launch.shell import split_words as split_words
     from eaglebug.checks.launch.sitepaths import launch_python as launch_python
     from eaglebug.checks.launch.words import SWITCH as SWITCH
     from eaglebug.checks.launch.words import with_flags as with_flags
@@ -189,7 +189,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
-    "shell_string": ("eaglebug.checks.launch.command", "shell_string"),
+    "shell_string": ("eaglebug.checks.launch.shell", "shell_string"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "carrying": ("eaglebug.checks.launch.wrappers", "carrying"),
     "launch_python": ("eaglebug.checks.launch.sitepaths", "launch_python"),
@@ -223,7 +223,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "reports_in": ("eaglebug.checks.logs.acceptance", "reports_in"),
     "sort_findings": ("eaglebug.checks.contract.findings", "sort_findings"),
     "sort_ranks": ("eaglebug.checks.logs.book", "sort_ranks"),
-    "split_words": ("eaglebug.checks.launch.command", "split_words"),
+    "split_words": ("eaglebug.checks.launch.shell", "split_words"),
     "stamp_key": ("eaglebug.checks.source.package", "stamp_key"),
     "support_matrix": ("eaglebug.checks.matrix.table", "support_matrix"),
     "step_text": ("eaglebug.checks.startup.steps", "step_text"),

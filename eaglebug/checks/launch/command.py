@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +17,7 @@ from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch import apptainer
 from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
+from eaglebug.checks.launch.shell import shell_string, split_words
 from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
 
 # The modules that start SGLang's server: named, because the command is read before any tree
@@ -84,50 +83,6 @@ class LaunchSpec:
             "env_additions": self.env_additions,
             "server_args": self.values,
         }
-
-
-def split_words(words: Sequence[str]) -> list[str]:
-    """One string (a shell command line) or argv words; shell syntax only in the former:
-    quoting, `\\` continuations, and what a script's launch line carries that does not change
-    the command (an `exec` in front, its output redirections, `> server.log 2>&1`, a trailing
-    `&`) left out; a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
-    if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
-        try:
-            split = shlex.split(words[0].replace("\\\n", " "))
-        except ValueError as exc:
-            raise InputError(
-                f"the launch command does not parse: {exc}", "check its quoting"
-            ) from None
-        return _without_redirections(split)
-    return list(words)
-
-
-_REDIRECT = re.compile(r"^(\d*|&)(>>?|<)(&?\d+|&?-|.+)?$")  # `>log`, `2>&1`, `&>log`, `<in`
-_LISTS = frozenset({"|", "||", "&&", ";", "|&"})
-
-
-def _without_redirections(words: list[str]) -> list[str]:
-    if words[-1:] == ["&"]:
-        words = words[:-1]
-    first = next((i for i, w in enumerate(words) if not ASSIGNMENT.match(w)), len(words))
-    if words[first : first + 1] == ["exec"]:  # a script's last line: the shell replaced by it
-        words = words[:first] + words[first + 1 :]
-    if listed := [w for w in words if w in _LISTS]:
-        raise InputError(
-            f"the launch command is a shell pipeline or list ({listed[0]!r} in it), not one "
-            "command",
-            "pass the launch command alone (what runs before or after it is not the launch)",
-        )
-    kept: list[str] = []
-    i = 0
-    while i < len(words):
-        found = _REDIRECT.match(words[i])
-        if found is None:
-            kept.append(words[i])
-            i += 1
-        else:  # `> server.log`: the target is the next word when not attached
-            i += 1 if found.group(3) else 2
-    return kept
 
 
 _PYTHON_OPTS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
@@ -275,39 +230,6 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
             name, _, value = words.pop(0).partition("=")
             env[name] = value
     return env, words
-
-
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
-_SHELL_OPERATORS = frozenset(";&|()<>")
-_REDIRECTING = frozenset("<>")  # `>`, `>>`, `2>&1`'s `>&`, `&>`: output, not a script
-
-
-def shell_string(command: Sequence[str]) -> list[str] | None:
-    """The words of a `bash -c "python3 -m sglang.launch_server ..."` command (how launches in
-    a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
-    command. Its output redirections and a trailing `&` are left out, as on a command line
-    (`split_words`); a list or a pipe (`cd x && python3 ...`) is a script: an input error."""
-    if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
-        return None
-    if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
-        return None  # `-c`, `-lc`, `-ec`: the string is the next word
-    lexer = shlex.shlex(command[2], posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError as exc:
-        raise InputError(
-            f"the {command[0]} -c string does not parse: {exc}", "check its quoting"
-        ) from None
-    operators = [w for w in words if w and set(w) <= _SHELL_OPERATORS]
-    scripted = [w for w in operators if not set(w) & _REDIRECTING]
-    if scripted and (scripted != ["&"] or words[-1] != "&"):  # but a trailing `&`
-        raise InputError(
-            f"the {command[0]} -c string is a shell script ({scripted[0]!r} in it), not one "
-            "launch command",
-            "pass the launch command itself (its preparation can run before eaglebug)",
-        )
-    return _without_redirections(shlex.split(command[2])) if operators else words
 
 
 def _shell_string_read(words: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from eaglebug.checks.launch.command import split_words
+from eaglebug.checks.launch.shell import split_words
 
 SWITCH = ""  # the value of a pending flag that takes none
 

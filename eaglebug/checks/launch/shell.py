@@ -1,0 +1,116 @@
+"""A launch command written as shell text: one pasted line, or a `bash -c "..."` string.
+
+The words come from `shlex` (POSIX quoting). What shlex does not say is which of them were
+quoted: `--served-model-name '|'` is a value, an unquoted `|` a pipe. So the text is split a
+second time with every quoted or escaped operator character masked (`_masked`). The two
+splits give the same words, character for character, and the operators, the redirections
+and the glued lists (`m;echo`) are read from the masked one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.launch.wrappers import ASSIGNMENT
+
+_OPERATOR_CHARACTERS = frozenset(";&|()<>")
+_MASK = "_"  # a word character: within quotes, where it stands, splitting is the same
+# `>log`, `2>&1`, `&>log`, `<in`, `>>log`: the target is the rest of the word or the next one
+_REDIRECT = re.compile(r"^(\d*|&)(>>?|<)(&?\d+|&?-|.+)?$")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
+
+
+def split_words(words: Sequence[str]) -> list[str]:
+    """One string (a shell command line) or argv words; shell syntax only in the former:
+    quoting, `\\` continuations, and what a script's launch line carries that does not change
+    the command (an `exec` in front, its output redirections, `> server.log 2>&1`, a trailing
+    `&`) left out; a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
+    if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
+        text = words[0].replace("\\\n", " ")
+        return _command_words(
+            text,
+            "the launch command does not parse",
+            "the launch command is a shell pipeline or list ({!r} in it), not one command",
+            "pass the launch command alone (what runs before or after it is not the launch)",
+        )
+    return list(words)
+
+
+def shell_string(command: Sequence[str]) -> list[str] | None:
+    """The words of a `bash -c "python3 -m sglang.launch_server ..."` command (how launches in
+    a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
+    command. Its output redirections and a trailing `&` are left out, as on a command line
+    (`split_words`); a list or a pipe (`cd x && python3 ...`) is a script: an input error."""
+    if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
+        return None
+    if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
+        return None  # `-c`, `-lc`, `-ec`: the string is the next word
+    return _command_words(
+        command[2],
+        f"the {command[0]} -c string does not parse",
+        f"the {command[0]} -c string is a shell script ({{!r}} in it), not one launch command",
+        "pass the launch command itself (its preparation can run before eaglebug)",
+    )
+
+
+def _command_words(text: str, unparsed: str, scripted: str, hint: str) -> list[str]:
+    """The words of one command in shell `text`, its redirections and a trailing `&` left out;
+    `unparsed` or `scripted` (its `{!r}` the operator found) with `hint` is the error."""
+    try:
+        words, masks = shlex.split(text), shlex.split(_masked(text))
+    except ValueError as exc:
+        raise InputError(f"{unparsed}: {exc}", "check its quoting") from None
+    if masks[-1:] == ["&"]:  # started in the background: the command is the same
+        words, masks = words[:-1], masks[:-1]
+    first = next((i for i, w in enumerate(masks) if not ASSIGNMENT.match(w)), len(masks))
+    if masks[first : first + 1] == ["exec"]:  # a script's last line: the shell replaced by it
+        words, masks = words[:first] + words[first + 1 :], masks[:first] + masks[first + 1 :]
+    kept: list[str] = []
+    i = 0
+    while i < len(words):
+        word, mask = words[i], masks[i]
+        at = next((j for j, c in enumerate(mask) if c in _OPERATOR_CHARACTERS), None)
+        if at is None:
+            kept.append(word)
+            i += 1
+            continue
+        whole = _REDIRECT.match(mask)
+        if whole is not None:
+            i += 1 if whole.group(3) else 2
+            continue
+        tail = _REDIRECT.match(mask[at:]) if mask[at] in "<>" else None
+        if tail is None:
+            operator = re.match(r"[;&|()<>]+", mask[at:])
+            raise InputError(scripted.format(operator.group() if operator else mask[at]), hint)
+        kept.append(word[:at])  # `x>log`: the word before it is the command's
+        i += 1 if tail.group(3) else 2
+    return kept
+
+
+def _masked(text: str) -> str:
+    """`text` with each quoted or escaped operator character (`;&|()<>`) as `_`, the rest as it
+    is: shlex splits it into the same words, of the same lengths, as `text`, and an operator
+    left in one of them is one the shell reads as an operator."""
+    out: list[str] = []
+    quote = ""  # the open quote, if any
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+            out.append(_MASK if char in _OPERATOR_CHARACTERS else char)
+            continue
+        if char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if char == quote:
+                quote = ""
+            elif char in _OPERATOR_CHARACTERS:
+                char = _MASK
+        elif char in "'\"":
+            quote = char
+        out.append(char)
+    return "".join(out)
