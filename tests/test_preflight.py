@@ -26,7 +26,7 @@ from eaglebug.checks.args import resolution
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
-from eaglebug.checks.launch.command import LaunchSpec, parse_launch
+from eaglebug.checks.launch.command import LaunchSpec, parse_launch, words_environment
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
 from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
@@ -747,6 +747,11 @@ def test_an_env_among_the_wrappers_changes_what_the_server_sees(
     assert parse_launch(named, flags, version).env({"B": "2", "D": "4"}) == {"B": "2", "C": "3"}
     everything = ["srun", "--export=ALL,C=3", *LAUNCH]
     assert parse_launch(everything, flags, version).env({"D": "4"}) == {"D": "4", "C": "3"}
+    by_variable = parse_launch(["srun", *LAUNCH], flags, version)  # srun's input variable
+    assert by_variable.env({"SLURM_EXPORT_ENV": "B", "B": "2", "D": "4"}) == {
+        "SLURM_EXPORT_ENV": "B",  # Slurm's own pass
+        "B": "2",
+    }
     # sudo with sudoers' env_reset: only what -E / --preserve-env keep, the target's HOME
     root_home = pwd.getpwuid(0).pw_dir
     shell = {"SGLANG_X": "1", "HF_HOME": "/hf", "HOME": "/home/me", "PATH": "/bin"}
@@ -780,6 +785,26 @@ def test_what_a_launcher_must_pass_survives_each_env_that_would_drop_it() -> Non
     assert carrying(["env", "-u", "T", "A=1", "env", "-", *LAUNCH], tag) == [
         "env", "-u", "T", "A=1", "T=1", "env", "-", "T=1", "U=2", *LAUNCH,
     ]  # fmt: skip
+    # srun passes an export list's names (and sets its NAME=VALUE): the tag joins the list
+    assert carrying(["srun", "--export=NONE", *LAUNCH], tag) == [
+        "srun", "--export=T=1,U=2", *LAUNCH,
+    ]  # fmt: skip
+    assert carrying(["srun", "-N", "1", "--export", "B", *LAUNCH], tag) == [
+        "srun", "-N", "1", "--export", "B,T=1,U=2", *LAUNCH,
+    ]  # fmt: skip
+    assert carrying(["srun", "--export=ALL", *LAUNCH], tag) == ["srun", "--export=ALL", *LAUNCH]
+    quiet = {"SLURM_EXPORT_ENV": "NONE"}  # srun's input variable for --export
+    assert carrying(["srun", *LAUNCH], tag, quiet) == ["srun", "--export=T=1,U=2", *LAUNCH]
+    assert carrying(["srun", *LAUNCH], tag) == ["srun", *LAUNCH]
+    shapes = (
+        ["env", "-i", "srun", "--export=NONE", *LAUNCH],
+        ["sudo", "srun", "--export", "NONE", "env", "-u", "T", *LAUNCH],
+        ["srun", "--export=HOME", "sudo", "-n", *LAUNCH],
+    )
+    for shape in shapes:  # whatever drops it, the command sees the tag
+        for env in ({"HOME": "/h", **tag}, {"SLURM_EXPORT_ENV": "NONE", **tag}):
+            seen = words_environment(carrying(shape, tag, env), env)[0]
+            assert {k: seen.get(k) for k in tag} == tag, shape
 
 
 def test_a_script_line_with_redirections_is_the_command_they_wrap(

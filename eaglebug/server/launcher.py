@@ -162,9 +162,9 @@ class Server:
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[LAUNCH_ENV] = tag
         # A wrapper that drops the environment (`env -i`, sudo's reset, Apptainer's
-        # `--cleanenv`) would drop the tag (and unbuffered output) for every process of the
+        # `--cleanenv`, srun's `--export=NONE`) would drop the tag (and unbuffered output) for every process of the
         # launch: `stop` would not find one that left the session.
-        run = carrying(argv, {k: env[k] for k in (LAUNCH_ENV, "PYTHONUNBUFFERED")})
+        run = carrying(argv, {k: env[k] for k in (LAUNCH_ENV, "PYTHONUNBUFFERED")}, env)
         try:
             proc = self._start(run, env, log_path)
         except InputError:

@@ -159,7 +159,7 @@ def environment(
         if wrapper.container == "apptainer":
             seen = apptainer.inside(wrapper, seen)
             continue
-        if wrapper.name == "srun" and (export := wrapper.option("--export")) is not None:
+        if wrapper.name == "srun" and (export := _srun_export(wrapper, seen)) is not None:
             seen = _exported(export, seen)
             continue
         if wrapper.name == "sudo":
@@ -206,6 +206,12 @@ def _home_of(user: str) -> str | None:
     return found.pw_dir
 
 
+def _srun_export(wrapper: Wrapped, env: Mapping[str, str]) -> str | None:
+    """What srun exports: its `--export`, else `SLURM_EXPORT_ENV` (srun's input variable for
+    the same); None for Slurm's default, everything."""
+    return wrapper.option("--export") or env.get("SLURM_EXPORT_ENV")
+
+
 def _exported(export: str, env: Mapping[str, str]) -> dict[str, str]:
     """What `srun --export=...` passes to the step (Slurm's `--export={[ALL,]VARS|ALL|NONE}`):
     `ALL` everything, `NONE` none but Slurm's own `SLURM_*`; otherwise the variables named
@@ -228,20 +234,24 @@ def _drops(wrapper: Wrapped) -> tuple[bool, set[str]]:
     return clears, {v for o, v in wrapper.options if o in ("-u", "--unset")}
 
 
-def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
-    """`argv` with `variables` set again by each wrapper that would drop them: an `env`'s
-    `-i`, a lone `-` or `-u NAME` (after its own `NAME=VALUE` words), sudo's reset (as its
-    `NAME=VALUE` words), Apptainer's `--cleanenv` (`--env`), so the command sees them. For
-    what a launcher must pass to every process of the launch whatever the command does to
-    its environment (the tag `stop` finds them by). `srun --export=NONE` is not changed."""
+def carrying(
+    argv: Sequence[str], variables: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> list[str]:
+    """`argv`, started in `env`, with `variables` set again by each wrapper that would drop
+    them: an `env`'s `-i`, a lone `-` or `-u NAME` (after its own `NAME=VALUE` words), sudo's
+    reset (as its `NAME=VALUE` words), Apptainer's `--cleanenv` (`--env`), an srun export
+    list without `ALL` (`--export=NONE`, or `SLURM_EXPORT_ENV` in `env`: in the list), so the
+    command sees them. For what a launcher must pass to every process of the launch whatever
+    the command does to its environment (the tag `stop` finds them by)."""
     wrapped, command = unwrapped(argv)
     out: list[str] = []
-    for wrapper in wrapped:
-        out += (
-            apptainer.carried(wrapper, variables)
-            if wrapper.container == "apptainer"
-            else wrapper.words
-        )
+    for at, wrapper in enumerate(wrapped):
+        if wrapper.container == "apptainer":
+            out += apptainer.carried(wrapper, variables)
+        elif wrapper.name == "srun":
+            out += _srun_carried(wrapper, variables, environment(wrapped[:at], env or {}))
+        else:
+            out += wrapper.words
         if wrapper.name == "sudo":  # its env_reset drops them: set as its own words
             out += [f"{k}={v}" for k, v in variables.items()]
         if wrapper.name != "env":
@@ -249,6 +259,27 @@ def carrying(argv: Sequence[str], variables: Mapping[str, str]) -> list[str]:
         clears, unset = _drops(wrapper)
         out += [f"{k}={v}" for k, v in variables.items() if clears or k in unset]
     return out + command
+
+
+def _srun_carried(
+    wrapper: Wrapped, variables: Mapping[str, str], env: Mapping[str, str]
+) -> tuple[str, ...]:
+    """srun's words with `variables` in an export list that lacks `ALL` (Slurm sets each
+    `NAME=VALUE` of the list; `NONE` is the empty list), the user's names kept."""
+    export = _srun_export(wrapper, env)
+    if export is None or "ALL" in export.split(","):
+        return wrapper.words
+    kept = [item for item in export.split(",") if item and item != "NONE"]
+    listed = ",".join([*kept, *(f"{k}={v}" for k, v in variables.items())])
+    words = list(wrapper.words)
+    for i, word in enumerate(words):
+        if word.startswith("--export="):
+            words[i] = f"--export={listed}"
+        elif word == "--export" and i + 1 < len(words):
+            words[i + 1] = listed
+    if wrapper.option("--export") is None:  # from SLURM_EXPORT_ENV: said as an option
+        words.insert(1, f"--export={listed}")
+    return tuple(words)
 
 
 def unwrapped(words: Sequence[str]) -> tuple[list[Wrapped], list[str]]:
