@@ -13,6 +13,7 @@ huggingface/hub" lmsysorg/sglang:latest-cu130 sglang serve --model-path ...`.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from eaglebug.checks.source.index import TreeIndex
 from eaglebug.cli.report import print_preflight
 from eaglebug.server.launcher import Server
 from tests.configs import kimi_k25, kimi_k25_eagle3, write_hub_model, write_model
+from tests.synthetic import run_cli
 from tests.test_memory import H200
 
 ALLOW = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -230,6 +232,11 @@ def test_eaglebug_does_not_start_a_container_it_could_not_stop(tmp_path: Path) -
         server.launch([*DOCS, *LAUNCH, "--model-path", "m"], {})
     assert str(raised.value).startswith("eaglebug does not start containers (docker run)")
     assert "eaglebug watch --log server.log" in str(raised.value.hint)
+    for composed in (["docker", "compose", "up"], ["nohup", "docker-compose", "up", "sglang"]):
+        with pytest.raises(
+            InputError, match=r"^eaglebug does not start containers \(docker compose"
+        ):
+            server.launch(composed, {})
     assert server.state().launches == []
     assert list(tmp_path.iterdir()) == []  # no state, no log folder
 
@@ -339,3 +346,29 @@ def test_an_apptainer_launch_is_started_and_keeps_its_tag_through_cleanenv() -> 
     assert carrying(clean, tag) == [
         "apptainer", "exec", "--nv", "-e", "--env", "T=1", "img.sif", *LAUNCH,
     ]  # fmt: skip
+
+
+def test_an_edited_env_file_is_a_new_question(
+    tmp_path: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--env-file` says what the server sees: a reply kept for the file as it was is not the
+    answer once it is edited (the CLI keeps replies by the files a launch names, by content)."""
+    for name, config in (("kimi", kimi_k25()), ("eagle", kimi_k25_eagle3())):
+        (tmp_path / "models" / name).mkdir(parents=True)
+        (tmp_path / "models" / name / "config.json").write_text(json.dumps(config))
+    (tmp_path / "server.env").write_text(f"{ALLOW}=1\n")
+    monkeypatch.chdir(tmp_path)
+    words = [
+        "docker", "run", "--env-file", "server.env", "-v", f"{tmp_path}/models:/models", "img",
+        "python3", *LAUNCH[1:], "--model-path", "/models/kimi", "--speculative-algorithm",
+        "EAGLE3", "--speculative-draft-model-path", "/models/eagle", "--tp", "8",
+    ]  # fmt: skip
+    run = ["preflight", "--sglang", str(sglang_0523), "--json", "--", *words]
+
+    def context_errors() -> list[str]:
+        answer = json.loads(run_cli(*run).stdout)
+        return [f["severity"] for f in answer["findings"] if f["id"] == "config.context_length"]
+
+    assert "error" not in context_errors()  # allowed by the env file
+    (tmp_path / "server.env").write_text("# nothing allowed\n")
+    assert context_errors() == ["error"]

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from eaglebug.checks.interface.patching import plan_patches as plan_patches
     from eaglebug.checks.launch.command import env_and_argv as env_and_argv
     from eaglebug.checks.launch.command import words_environment as words_environment
+    from eaglebug.checks.launch.compose import is_compose as is_compose
+    from eaglebug.checks.launch.compose import launch_files as launch_files
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
@@ -189,6 +191,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "delegate_names": ("eaglebug.checks.interface.delegates", "names"),
     "env_and_argv": ("eaglebug.checks.launch.command", "env_and_argv"),
     "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
+    "is_compose": ("eaglebug.checks.launch.compose", "is_compose"),
+    "launch_files": ("eaglebug.checks.launch.compose", "launch_files"),
     "shell_string": ("eaglebug.checks.launch.shell", "shell_string"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "carrying": ("eaglebug.checks.launch.wrappers", "carrying"),
@@ -306,7 +310,9 @@ __all__ = [
     "has_errors",
     "int_text",
     "int_value",
+    "is_compose",
     "launch_environ",
+    "launch_files",
     "launch_python",
     "line_ranks",
     "list_tree",

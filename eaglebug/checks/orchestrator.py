@@ -24,6 +24,7 @@ from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
+from eaglebug.checks.launch.compose import compose_launch
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
 from eaglebug.checks.launch.sitepaths import package_roots
@@ -208,6 +209,9 @@ def preflight(
             progress(name)
 
     stage(STAGES[0])
+    composed = compose_launch(words, environ)  # `docker compose up`: the `docker run` it is
+    if composed is not None:
+        words = composed.words
     if index.external is None:
         external = external or for_launch(words, environ)
         if external is not None:
@@ -250,6 +254,8 @@ def preflight(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft
     )
     result.external = index.external
+    if composed is not None:
+        result.warnings.extend(composed.warnings)
     result.package_roots = tuple(str(r) for r in roots)
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings

@@ -51,13 +51,16 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
-        from eaglebug.checks import env_and_argv, launch_python, unwrapped
+        from eaglebug.checks import env_and_argv, is_compose, launch_python, unwrapped
         from eaglebug.server.pyenv import sglang_of
 
-        runner = next((w for w in unwrapped(env_and_argv(words)[1])[0] if w.container), None)
+        wrapped, command = unwrapped(env_and_argv(words)[1])
+        runner = next((w.name for w in wrapped if w.container), None)
+        if runner is None and is_compose(command):
+            runner = "docker compose"
         if runner is not None:
             raise InputError(
-                f"the launch runs in a container ({runner.name}): its SGLang is the image's",
+                f"the launch runs in a container ({runner}): its SGLang is the image's",
                 "pass --sglang with the same release's tree (pip download --no-deps "
                 "sglang==VERSION, then unzip the wheel)",
             )

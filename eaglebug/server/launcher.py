@@ -23,7 +23,14 @@ from pathlib import Path
 
 import psutil
 
-from eaglebug.checks import InputError, carrying, shell_string, unwrapped, with_flags
+from eaglebug.checks import (
+    InputError,
+    carrying,
+    is_compose,
+    shell_string,
+    unwrapped,
+    with_flags,
+)
 from eaglebug.server.proctree import (
     LAUNCH_ENV,
     LaunchId,
@@ -105,6 +112,14 @@ class Server:
                 "would be the container runtime's, and stop could not end them",
                 "start it yourself (docker run -d --name sglang ...), its output into a file "
                 "(docker logs -f sglang > server.log 2>&1 &), and watch that: "
+                "eaglebug watch --log server.log",
+            )
+        if is_compose(command):
+            raise InputError(
+                "eaglebug does not start containers (docker compose): the server's processes "
+                "would be the container runtime's, and stop could not end them",
+                "start it yourself (docker compose up -d), its output into a file "
+                "(docker compose logs -f > server.log 2>&1 &), and watch that: "
                 "eaglebug watch --log server.log",
             )
         if shell_string(command) is not None:

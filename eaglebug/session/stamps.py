@@ -10,6 +10,7 @@ at first, so a kept CLI reply is served without loading the engine.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -30,18 +31,36 @@ def question(
     """A preflight's question besides the tree (and the model package, keyed by its files):
     the launch, the folder its relative paths start from, the environment as preflight reads
     it (without the variables that name a shell session: a new pane asks the same question),
-    the GPUs (bytes, free bytes, count and where each figure came from), their compute
-    capability and the last launch's measured memory (as JSON)."""
+    the files the launch names that say more of it (a compose file, an env file: by their
+    content), the GPUs (bytes, free bytes, count and where each figure came from), their
+    compute capability and the last launch's measured memory (as JSON)."""
     from eaglebug.checks import launch_environ
 
+    started = launch_environ(environ)
+    files: list[str] = []
+    if any("compose" in w or "--env-file" in w for w in words):  # else none: skip the import
+        from eaglebug.checks import launch_files
+
+        files = launch_files(words, started)
     return [
         list(words),
         os.getcwd(),
-        sorted(launch_environ(environ).items()),
+        sorted(started.items()),
+        [(path, file_digest(path)) for path in files],
         list(gpu) if gpu is not None else None,
         capability,
         calibration,
     ]
+
+
+def file_digest(path: str) -> str | None:
+    """A small file's content as a digest (a compose file, an env file: a few KiB); None
+    when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.blake2b(handle.read(1 << 20), digest_size=16).hexdigest()
+    except OSError:
+        return None
 
 
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries

@@ -1,0 +1,515 @@
+"""A launch by `docker compose up` (or `run`): the `docker run` command it amounts to.
+
+Why: SGLang's own `docker/compose.yaml` starts the server as a compose service, and users run
+it so (three logs of the corpus come from compose). The command a user types says nothing of
+the launch: the service's image, entry point, command, variables and binds are in the compose
+file. This reads them as Docker Compose does and writes the equivalent `docker run` words,
+which the rest of the checks read like any container launch (`containers.py`): the variables
+inside, the binds that map `--model-path` to this machine.
+
+What Compose does, followed here (the Compose specification, docs.docker.com/reference/
+compose-file): the files are `-f`'s, else `COMPOSE_FILE`, else the first of `compose.yaml`,
+`compose.yml`, `docker-compose.yaml`, `docker-compose.yml` in this folder or the nearest one
+above, with its `compose.override.*` merged; variables are interpolated in each file before
+the merge (`$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}`,
+`${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}`, nested, `$$` a dollar) from the shell, then the
+project's `.env` (or `--env-file`); a service's variables are its `env_file`s' then its
+`environment`'s; an entry point replaces the image's and its command. What is not read
+(`extends`, `include`, a service without a command) is said, never guessed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.launch.command import env_and_argv
+from eaglebug.checks.launch.composevars import Interpolation, read_dotenv
+from eaglebug.checks.launch.wrappers import environment, unwrapped
+
+_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+_OVERRIDES = (
+    "compose.override.yaml",
+    "compose.override.yml",
+    "docker-compose.override.yaml",
+    "docker-compose.override.yml",
+)
+_FILE_BYTES = 1 << 20  # a compose file is a few KiB; more is not one
+# `docker compose`'s own options (docker/compose cmd/compose/compose.go), `up`'s and `run`'s
+# (cmd/compose/up.go, run.go) that take a value; the others are switches.
+_GLOBAL_VALUES = frozenset(
+    {"-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile",
+     "--ansi", "--progress", "--parallel", "-c", "--context", "-H", "--host", "--log-level"}
+)  # fmt: skip
+_UP_VALUES = frozenset(
+    {"--scale", "-t", "--timeout", "--exit-code-from", "--attach", "--no-attach", "--pull",
+     "--wait-timeout"}
+)  # fmt: skip
+_RUN_VALUES = frozenset(
+    {"-e", "--env", "--env-from-file", "--entrypoint", "-v", "--volume", "-u", "--user", "-w",
+     "--workdir", "--name", "-p", "--publish", "-l", "--label", "--pull", "--cap-add",
+     "--cap-drop"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A compose launch read: the `docker run` words, the files read, what was said."""
+
+    words: list[str]
+    files: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class _Invocation:
+    files: list[str] = field(default_factory=list)
+    project_dir: str | None = None
+    env_file: str | None = None
+    profiles: list[str] = field(default_factory=list)
+    subcommand: str = ""
+    services: list[str] = field(default_factory=list)
+    run_options: list[tuple[str, str]] = field(default_factory=list)
+    run_command: list[str] = field(default_factory=list)
+
+
+def is_compose(argv: Sequence[str]) -> bool:
+    """`docker compose ...` or `docker-compose ...`."""
+    head = os.path.basename(argv[0]) if argv else ""
+    return head == "docker-compose" or (head == "docker" and argv[1:2] == ["compose"])
+
+
+def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Composed:
+    """The `docker run` words `argv` (a compose invocation: `is_compose`) starts its SGLang
+    service with, compose run in `environ` from `cwd`."""
+    call = _invocation(list(argv))
+    if call.subcommand not in ("up", "run", "create", "start"):
+        raise InputError(
+            f"docker compose {call.subcommand or '(no command)'} does not start a server",
+            "pass the command that starts it: docker compose up [SERVICE]",
+        )
+    files = _compose_files(call, environ, cwd)
+    project = Path(call.project_dir or os.path.dirname(files[0]))
+    variables, said = _variables(call, project, environ)
+    warnings: list[str] = []
+    merged: dict[str, Any] = {}
+    for path in files:
+        services = _read(path).get("services") or {}
+        if not isinstance(services, dict):
+            raise InputError(f"{path}: `services` is not a mapping", "check the compose file")
+        interpolated = Interpolation(path, variables, warnings)
+        for name, service in services.items():
+            if not isinstance(service, dict):
+                continue
+            merged[str(name)] = _merge(
+                merged.get(str(name), {}), _read_service(interpolated, service)
+            )
+    name = _service(call, merged, files[0], environ)
+    read: list[str] = []
+    words = _run_words(name, merged[name], call, project, environ, read)
+    return Composed(words, (*files, *said, *read), tuple(dict.fromkeys(warnings)))
+
+
+def _invocation(argv: list[str]) -> _Invocation:
+    """The compose options, subcommand, its options and its operands, as compose's cobra
+    parser reads them (a value after `=` or as the next word)."""
+    call = _Invocation()
+    rest = argv[2:] if os.path.basename(argv[0]) == "docker" else argv[1:]
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        option, value, i = _option(rest, i, _GLOBAL_VALUES, "docker compose")
+        if option in ("-f", "--file"):
+            call.files.append(value)
+        elif option == "--project-directory":
+            call.project_dir = value
+        elif option == "--env-file":
+            call.env_file = value
+        elif option == "--profile":
+            call.profiles.append(value)
+    if i == len(rest):
+        return call
+    call.subcommand, i = rest[i], i + 1
+    takes = _RUN_VALUES if call.subcommand == "run" else _UP_VALUES
+    while i < len(rest):
+        word = rest[i]
+        if word == "--":
+            call.services.extend(rest[i + 1 :])
+            break
+        if word.startswith("-") and not (call.subcommand == "run" and call.services):
+            option, value, i = _option(rest, i, takes, f"docker compose {call.subcommand}")
+            call.run_options.append((option, value))
+            continue
+        if call.subcommand == "run" and call.services:  # `run SERVICE COMMAND...`
+            call.run_command = rest[i:]
+            break
+        call.services.append(word)
+        i += 1
+    return call
+
+
+def _option(words: list[str], i: int, takes: frozenset[str], who: str) -> tuple[str, str, int]:
+    option, eq, value = words[i].partition("=")
+    if eq or option not in takes:
+        return option, value, i + 1
+    if i + 1 >= len(words):
+        raise InputError(f"{who} {option}: no value after it", "complete the command")
+    return option, words[i + 1], i + 2
+
+
+def _compose_files(call: _Invocation, environ: Mapping[str, str], cwd: str) -> list[str]:
+    """The compose files, in merge order, as absolute paths."""
+    base = call.project_dir or cwd
+    named = call.files
+    if not named and environ.get("COMPOSE_FILE"):
+        named = environ["COMPOSE_FILE"].split(environ.get("COMPOSE_PATH_SEPARATOR", ":"))
+    if named:
+        return [os.path.normpath(os.path.join(base, f)) for f in named if f]
+    folder = Path(base).resolve()
+    for place in (folder, *folder.parents):
+        found = next((place / f for f in _FILES if (place / f).is_file()), None)
+        if found is not None:
+            override = next((place / f for f in _OVERRIDES if (place / f).is_file()), None)
+            return [str(found)] + ([str(override)] if override else [])
+    raise InputError(
+        f"no compose file in {folder} or a folder above it ({', '.join(_FILES)})",
+        "run eaglebug from the compose project's folder, or pass -f FILE to docker compose",
+    )
+
+
+def _variables(
+    call: _Invocation, project: Path, environ: Mapping[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """What interpolation reads: the shell's variables over the project's `.env` (or the
+    `--env-file` given); and the file read, if any."""
+    path = Path(project, call.env_file) if call.env_file else project / ".env"
+    if not path.is_file():
+        if call.env_file:
+            raise InputError(f"--env-file {path}: not found", "fix the path")
+        return dict(environ), []
+    return {**read_dotenv(path, environ), **environ}, [str(path)]
+
+
+def _read(path: str) -> dict[str, Any]:
+    """A compose file's YAML (Compose's `!reset` and `!override` tags kept for the merge)."""
+    import yaml
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror})", "fix the path") from None
+    if len(data) > _FILE_BYTES:
+        raise InputError(
+            f"{path}: over {_FILE_BYTES >> 20} MiB, not a compose file", "point -f at the file"
+        )
+    try:
+        loaded = yaml.load(data, Loader=_loader())
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise InputError(
+            f"{path}: not YAML{line}: {getattr(exc, 'problem', None) or exc}",
+            "fix the compose file (docker compose config shows what compose reads)",
+        ) from None
+    if not isinstance(loaded, dict):
+        raise InputError(f"{path}: not a compose file (no mapping at the top)", "check -f")
+    for key in ("include",):
+        if key in loaded:
+            raise InputError(
+                f"{path}: uses `{key}`, which eaglebug does not read",
+                "pass the docker run command it amounts to (docker compose config shows it)",
+            )
+    return loaded
+
+
+class _Reset:
+    """`!reset`: the merge drops the value the earlier files gave."""
+
+
+@dataclass(frozen=True)
+class _Override:
+    """`!override VALUE`: the merge replaces the earlier value instead of merging into it."""
+
+    value: Any
+
+
+_LOADER: list[type] = []
+
+
+def _loader() -> type:
+    """PyYAML's safe loader (the C one where built), with Compose's two tags."""
+    if not _LOADER:
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class Loader(base):  # type: ignore[valid-type,misc]
+            pass
+
+        def reset(loader: Any, node: Any) -> _Reset:
+            return _Reset()
+
+        def override(loader: Any, node: Any) -> _Override:
+            if isinstance(node, yaml.MappingNode):
+                return _Override(loader.construct_mapping(node, deep=True))
+            if isinstance(node, yaml.SequenceNode):
+                return _Override(loader.construct_sequence(node, deep=True))
+            return _Override(loader.construct_scalar(node))
+
+        Loader.add_constructor("!reset", reset)
+        Loader.add_constructor("!override", override)
+        _LOADER.append(Loader)
+    return _LOADER[0]
+
+
+_KEYS = frozenset(
+    {"image", "entrypoint", "command", "environment", "env_file", "volumes", "user",
+     "working_dir", "profiles"}
+)  # fmt: skip
+
+
+def _read_service(interpolation: Interpolation, service: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a service a launch reads, interpolated (Compose's tags kept)."""
+    if "extends" in service:
+        raise InputError(
+            f"{interpolation.where}: a service uses `extends`, which eaglebug does not read",
+            "pass the docker run command it amounts to (docker compose config shows it)",
+        )
+    out: dict[str, Any] = {}
+    for key, value in service.items():
+        if key not in _KEYS:
+            continue
+        if isinstance(value, _Override):
+            out[key] = _Override(interpolation.value(value.value))
+        else:
+            out[key] = value if isinstance(value, _Reset) else interpolation.value(value)
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """A later file's service over an earlier one's, as Compose merges the keys read here:
+    variables by name, binds by target, env files appended, the rest replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, _Reset):
+            out.pop(key, None)
+        elif isinstance(value, _Override):
+            out[key] = value.value
+        elif key == "environment" and key in out:
+            theirs = _environment(value)
+            out[key] = {
+                k: v for k, v in {**_environment(out[key]), **theirs}.items() if v is not _RESET
+            }
+        elif key == "volumes" and key in out:
+            mine = {_target(v): v for v in out[key]}
+            out[key] = list({**mine, **{_target(v): v for v in value}}.values())
+        elif key == "env_file" and key in out:
+            out[key] = [*_listed(out[key]), *_listed(value)]
+        else:
+            out[key] = value
+    return out
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _target(volume: Any) -> str:
+    if isinstance(volume, dict):
+        return str(volume.get("target", ""))
+    parts = str(volume).split(":")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+_RESET = "\0reset"  # a variable an override file `!reset`s: dropped by the merge
+
+
+def _environment(value: Any) -> dict[str, str | None]:
+    """`environment` as a map (its list form `NAME=VALUE` / `NAME`); None: the shell's."""
+    if isinstance(value, dict):
+        return {
+            str(k): None if v is None else _RESET if isinstance(v, _Reset) else _scalar(v)
+            for k, v in value.items()
+        }
+    out: dict[str, str | None] = {}
+    for item in _listed(value or []):
+        name, eq, given = str(item).partition("=")
+        out[name] = given if eq else None
+    return out
+
+
+def _scalar(value: Any) -> str:
+    """A YAML scalar as Compose passes it on: `true`, not Python's `True`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _service(
+    call: _Invocation, services: dict[str, Any], file: str, environ: Mapping[str, str]
+) -> str:
+    """The service that runs SGLang's server: the one named, else the one whose command is,
+    among those `up` starts (a service in a profile only with that profile active)."""
+    unknown = [s for s in call.services if s not in services]
+    if unknown:
+        raise InputError(
+            f"{file} has no service {unknown[0]} (it has {', '.join(services) or 'none'})",
+            "name one of its services",
+        )
+    active = set(call.profiles) | set(filter(None, environ.get("COMPOSE_PROFILES", "").split(",")))
+    pool = call.services or [
+        s for s, d in services.items() if not d.get("profiles") or active & set(d["profiles"])
+    ]
+    serving = [s for s in pool if _serves(services[s])]
+    if len(serving) == 1:
+        return serving[0]
+    if len(serving) > 1:
+        raise InputError(
+            f"{file} has {len(serving)} services that run SGLang's server ({', '.join(serving)})",
+            f"name the one to check: docker compose up {serving[0]}",
+        )
+    profiled = [s for s in services if s not in pool and _serves(services[s])]
+    if profiled:
+        shown = ", ".join(f"{s} ({'/'.join(map(str, services[s]['profiles']))})" for s in profiled)
+        first = services[profiled[0]]["profiles"][0]
+        raise InputError(
+            f"the SGLang services of {file} run only with a profile: {shown}",
+            f"name one: docker compose --profile {first} up {profiled[0]}",
+        )
+    raise InputError(
+        f"no service of {file} runs SGLang's server ({', '.join(pool) or 'none'})",
+        "name the service after `up`, or give the server's command itself",
+    )
+
+
+_SERVER = re.compile(r"sglang\.launch_server|sglang\.srt\.server|\bsglang\s+serve\b")
+
+
+def _serves(service: dict[str, Any]) -> bool:
+    """Does the service start SGLang's server: its entry point and command name it (also
+    inside a `bash -c` script, which the launch's reading then reports as one)?"""
+    words = [*_words(service.get("entrypoint")), *_words(service.get("command"))]
+    return _SERVER.search(" ".join(words)) is not None
+
+
+def _words(value: Any) -> list[str]:
+    """A command or entry point: its list as written, a string split as a shell would (no
+    shell runs it: quotes only)."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [_scalar(v) for v in value]
+    try:
+        return shlex.split(_scalar(value))
+    except ValueError as exc:
+        raise InputError(f"a compose command does not parse: {exc}", "check its quoting") from None
+
+
+def _run_words(
+    name: str,
+    service: dict[str, Any],
+    call: _Invocation,
+    project: Path,
+    environ: Mapping[str, str],
+    read: list[str],
+) -> list[str]:
+    """`docker run` with the service's user, variables, binds and working folder, its image,
+    then the entry point's words and the command's; the env files it reads go to `read`."""
+    run = dict(call.run_options)
+    out = ["docker", "run"]
+    if user := run.get("-u") or run.get("--user") or service.get("user"):
+        out += ["--user", _scalar(user)]
+    variables: dict[str, str | None] = {}
+    for env_file in _listed(service.get("env_file") or []):
+        path = env_file.get("path") if isinstance(env_file, dict) else env_file
+        required = not isinstance(env_file, dict) or env_file.get("required", True)
+        full = project / str(path)
+        if full.is_file() or required:
+            variables.update(read_dotenv(full, environ))
+            read.append(str(full))
+    variables.update(_environment(service.get("environment")))
+    variables.update(_environment([v for o, v in call.run_options if o in ("-e", "--env")]))
+    for key, value in variables.items():
+        out += ["-e", key if value is None else f"{key}={value}"]
+    for volume in [*(service.get("volumes") or []), *_run_volumes(call)]:
+        out += _volume(volume, project, environ.get("HOME"))
+    if workdir := run.get("-w") or run.get("--workdir") or service.get("working_dir"):
+        out += ["-w", _scalar(workdir)]
+    entrypoint = _words(run.get("--entrypoint") or service.get("entrypoint"))
+    command = call.run_command or _words(service.get("command"))
+    if entrypoint:
+        out += ["--entrypoint", entrypoint[0]]
+    if not entrypoint and not command:
+        raise InputError(
+            f"service {name} sets no command: its image's own is not known here",
+            "give the service a command, or check the server's command itself",
+        )
+    image = service.get("image") or f"{project.name}-{name}"
+    return [*out, _scalar(image), *entrypoint[1:], *command]
+
+
+def _run_volumes(call: _Invocation) -> list[str]:
+    return [v for o, v in call.run_options if o in ("-v", "--volume")]
+
+
+def _volume(volume: Any, project: Path, home: str | None) -> list[str]:
+    """A service's volume as `docker run -v` words: a bind's folder from the project's folder
+    (`./models`) or the home (`~`: compose's `$HOME`); a named volume stays a name (not a
+    folder here)."""
+    if isinstance(volume, dict):
+        source, target = volume.get("source"), volume.get("target")
+        if volume.get("type") != "bind" or not source or not target:
+            return []
+        return ["-v", f"{_host(str(source), project, home)}:{target}"]
+    source, colon, rest = str(volume).partition(":")
+    if not colon:
+        return []  # an anonymous volume: nothing of this machine
+    return ["-v", f"{_host(source, project, home)}:{rest}"]
+
+
+def _host(source: str, project: Path, home: str | None) -> str:
+    if source == "~" or source.startswith("~/"):
+        return (home or os.path.expanduser("~")) + source[1:]
+    if source.startswith((".", "/")):
+        return os.path.normpath(os.path.join(project, source))
+    return source  # a named volume
+
+
+def compose_launch(
+    argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+) -> Composed | None:
+    """`composed` where `argv` (after its `VAR=value` words and wrappers) is a compose
+    invocation; None for any other command."""
+    additions, words = env_and_argv(argv)
+    wrapped, command = unwrapped(words)
+    if not is_compose(command):
+        return None
+    seen = environment(wrapped, {**environ, **additions})
+    done = composed(command, seen, cwd if cwd is not None else os.getcwd())
+    front: list[str] = [f"{k}={v}" for k, v in additions.items()]
+    front += [w for wrapper in wrapped for w in wrapper.words]
+    return Composed([*front, *done.words], done.files, done.warnings)
+
+
+def launch_files(
+    argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+) -> list[str]:
+    """The files reading the launch reads besides the command (a compose launch's compose
+    files, `.env` and env files; a container runner's `--env-file`s): a kept answer is for
+    them as they were."""
+    here = cwd if cwd is not None else os.getcwd()
+    found: list[str] = []
+    composed = compose_launch(argv, environ, here)
+    if composed is not None:
+        found += composed.files
+        argv = composed.words
+    for wrapper in unwrapped(env_and_argv(argv)[1])[0]:
+        if wrapper.container:
+            found += [os.path.join(here, v) for o, v in wrapper.options if o == "--env-file"]
+    return found
