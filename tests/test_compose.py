@@ -8,6 +8,7 @@ among them.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -286,6 +287,26 @@ def test_a_compose_file_cannot_take_the_memory_or_the_time(tmp_path: Path) -> No
     (tmp_path / "compose.yaml").write_text("# " + "x" * (1 << 20) + "\n")
     with pytest.raises(InputError, match=r"over 1 MiB, not a compose file"):
         compose(["docker", "compose", "up"], tmp_path)
+
+
+def test_a_fifo_named_as_a_compose_or_env_file_is_not_waited_on(
+    tmp_path: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of a FIFO blocks until someone writes: refused as not a regular file (in a
+    child process with a time limit, so a hang would fail this test, not the run)."""
+    os.mkfifo(tmp_path / "compose.yaml")
+    monkeypatch.chdir(tmp_path)
+    run = ["preflight", "--sglang", str(sglang_0523), "--"]
+    composed = run_cli(*run, "docker", "compose", "up")
+    assert composed.returncode == 2
+    assert composed.stderr.splitlines()[0] == (
+        f"error: {tmp_path / 'compose.yaml'}: cannot read it (not a regular file)"
+    )
+    os.mkfifo(tmp_path / "server.env")
+    docker = ["docker", "run", "--env-file", "server.env", "img", "python3", *LAUNCH]
+    env_file = run_cli(*run, *docker, "--model-path", "m")
+    assert env_file.returncode == 2
+    assert "server.env: cannot read it (not a regular file)" in env_file.stderr.splitlines()[0]
 
 
 def _models(here: Path) -> None:

@@ -10,7 +10,6 @@ at first, so a kept CLI reply is served without loading the engine.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -54,13 +53,23 @@ def question(
 
 
 def file_digest(path: str) -> str | None:
-    """A small file's content as a digest (a compose file, an env file: a few KiB); None
-    when it cannot be read."""
+    """A small file's content as a digest (a compose file, an env file: a few KiB; its first
+    MiB, past which the launch's reading refuses it); None when it is not a regular file (a
+    FIFO is never waited on) or cannot be read."""
+    import hashlib  # only where a launch names such a file
+
     try:
-        with open(path, "rb") as handle:
-            return hashlib.blake2b(handle.read(1 << 20), digest_size=16).hexdigest()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return hashlib.blake2b(os.read(fd, 1 << 20), digest_size=16).hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries

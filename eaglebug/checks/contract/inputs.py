@@ -10,6 +10,7 @@ import os
 import stat
 from pathlib import Path
 
+from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.limits import mib
 
 
@@ -49,3 +50,16 @@ def read_limited(path: Path, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_named(path: Path, limit: int, kind: str) -> bytes:
+    """A small file a command names (a compose file, an env file), whole; one input error
+    when it cannot be read, is not a regular file (a FIFO is never waited on) or is over
+    `limit` (then it is not `kind`)."""
+    try:
+        return read_limited(path, limit)
+    except OverLimit:
+        raise InputError(f"{path}: over {mib(limit)}, not {kind}", "check the path") from None
+    except OSError as exc:
+        why = exc.strerror or str(exc).rpartition(": ")[2]
+        raise InputError(f"{path}: cannot read it ({why})", "fix the path") from None

@@ -47,6 +47,14 @@ MODEL_INDEX_BYTES = 64 << 20
 # parsed as JSON would take ~1 GB; a header over this limit is refused with a warning.
 SAFETENSORS_HEADER_BYTES = 32 << 20
 
+# -- files a launch command names (`eaglebug/checks/launch/`) ------------------------------------------
+# A compose file, a `.env`, an `--env-file`: a few KiB (the largest compose file of the fixtures
+# is SGLang deployment's 37 KB, mostly comments). A file over this is not one: refused.
+LAUNCH_FILE_BYTES = 1 << 20
+# The values of a compose service interpolated: a real one has a few hundred. YAML aliases let
+# a 1 KiB file stand for 10^9 of them (a "billion laughs"): the read stops at this many.
+COMPOSE_VALUES = 100_000
+
 # -- eaglebug's own caches (`eaglebug/checks/source/cache.py`) -------------------------------------------
 # A cache file bigger than this is not read (a miss): the facts of two whole releases take
 # ~20 MB, and a planted or runaway file must not be read whole.

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.inputs import read_named
+from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES
 from eaglebug.checks.launch.command import env_and_argv
 from eaglebug.checks.launch.composevars import Interpolation, read_dotenv
 from eaglebug.checks.launch.wrappers import environment, unwrapped
@@ -40,7 +42,6 @@ _OVERRIDES = (
     "docker-compose.override.yaml",
     "docker-compose.override.yml",
 )
-_FILE_BYTES = 1 << 20  # a compose file is a few KiB; more is not one
 # `docker compose`'s own options (docker/compose cmd/compose/compose.go), `up`'s and `run`'s
 # (cmd/compose/up.go, run.go) that take a value; the others are switches.
 _GLOBAL_VALUES = frozenset(
@@ -172,9 +173,9 @@ def _compose_files(call: _Invocation, environ: Mapping[str, str], cwd: str) -> l
         return [os.path.normpath(os.path.join(base, f)) for f in named if f]
     folder = Path(base).resolve()
     for place in (folder, *folder.parents):
-        found = next((place / f for f in _FILES if (place / f).is_file()), None)
+        found = next((place / f for f in _FILES if (place / f).exists()), None)
         if found is not None:
-            override = next((place / f for f in _OVERRIDES if (place / f).is_file()), None)
+            override = next((place / f for f in _OVERRIDES if (place / f).exists()), None)
             return [str(found)] + ([str(override)] if override else [])
     raise InputError(
         f"no compose file in {folder} or a folder above it ({', '.join(_FILES)})",
@@ -188,7 +189,7 @@ def _variables(
     """What interpolation reads: the shell's variables over the project's `.env` (or the
     `--env-file` given); and the file read, if any."""
     path = Path(project, call.env_file) if call.env_file else project / ".env"
-    if not path.is_file():
+    if not path.exists():
         if call.env_file:
             raise InputError(f"--env-file {path}: not found", "fix the path")
         return dict(environ), []
@@ -199,15 +200,7 @@ def _read(path: str) -> dict[str, Any]:
     """A compose file's YAML (Compose's `!reset` and `!override` tags kept for the merge)."""
     import yaml
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror})", "fix the path") from None
-    if len(data) > _FILE_BYTES:
-        raise InputError(
-            f"{path}: over {_FILE_BYTES >> 20} MiB, not a compose file", "point -f at the file"
-        )
+    data = read_named(Path(path), LAUNCH_FILE_BYTES, "a compose file")
     try:
         loaded = yaml.load(data, Loader=_loader())
     except yaml.YAMLError as exc:
@@ -430,7 +423,7 @@ def _run_words(
         path = env_file.get("path") if isinstance(env_file, dict) else env_file
         required = not isinstance(env_file, dict) or env_file.get("required", True)
         full = project / str(path)
-        if full.is_file() or required:
+        if full.exists() or required:
             variables.update(read_dotenv(full, environ))
             read.append(str(full))
     variables.update(_environment(service.get("environment")))

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.inputs import read_named
+from eaglebug.checks.contract.limits import COMPOSE_VALUES, LAUNCH_FILE_BYTES
 
-_VALUES_READ = 100_000  # values interpolated: YAML aliases can make a small file a vast tree
-_ENV_FILE_BYTES = 1 << 20  # an env file is a few lines; more is not one
 _VARIABLE = re.compile(r"\$(?:(\$)|\{|([_a-zA-Z][_a-zA-Z0-9]*))")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 _MODIFIER = re.compile(r":?[-?+]")
@@ -30,18 +30,18 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "$": "$$"}
 
 class Interpolation:
     """Interpolation in one file (`where`, for its messages) from `variables`; what it warns
-    of goes to `warnings`. It reads at most `_VALUES_READ` values."""
+    of goes to `warnings`. It reads at most `COMPOSE_VALUES` values (`contract/limits.py`)."""
 
     def __init__(self, where: str, variables: Mapping[str, str], warnings: list[str]) -> None:
         self.where, self.variables, self.warnings = where, variables, warnings
-        self.budget = _VALUES_READ
+        self.budget = COMPOSE_VALUES
 
     def value(self, value: Any) -> Any:
         """`value` (a YAML value) with every string in it interpolated."""
         self.budget -= 1
         if self.budget < 0:
             raise InputError(
-                f"{self.where}: over {_VALUES_READ:,} values in a service (YAML aliases?)",
+                f"{self.where}: over {COMPOSE_VALUES:,} values in a service (YAML aliases?)",
                 "simplify the compose file",
             )
         if isinstance(value, str):
@@ -125,15 +125,7 @@ def _closing(text: str, at: int) -> int | None:
 def read_dotenv(path: Path, environ: Mapping[str, str]) -> dict[str, str]:
     """An env file's variables, as Compose reads a `.env` or a service's `env_file`; its
     values interpolated from `environ` and the lines before."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_ENV_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror})", "fix the path") from None
-    if len(data) > _ENV_FILE_BYTES:
-        raise InputError(
-            f"{path}: over {_ENV_FILE_BYTES >> 20} MiB, not an env file", "check the path"
-        )
+    data = read_named(path, LAUNCH_FILE_BYTES, "an env file")
     found: dict[str, str] = {}
     warnings: list[str] = []
     lines = data.decode("utf-8", "replace").splitlines()

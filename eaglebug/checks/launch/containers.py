@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.inputs import OverLimit, read_limited
+from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES, mib
 
 if TYPE_CHECKING:
     from eaglebug.checks.launch.wrappers import Wrapped
@@ -74,7 +76,6 @@ stop-signal stop-timeout storage-driver storage-opt subgidname subuidname sysctl
 timeout tmpdir tmpfs tz uidmap ulimit umask unsetenv user userns uts variant volume
 volumepath volumes-from workdir""".split()
 )
-_ENV_FILE_BYTES = 1 << 20  # an --env-file is a few lines; more is not one
 _ROOT_HOME = "/root"  # the home of the image's default user, root (docker's HOME for uid 0)
 
 
@@ -108,18 +109,18 @@ def _env_file(path: Path, outside: Mapping[str, str]) -> dict[str, str]:
     """An env file as docker reads it: `NAME=VALUE` lines as written (no quotes removed),
     `NAME` alone for this side's value, blank lines and `#` comments skipped."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_ENV_FILE_BYTES + 1)
-    except OSError as exc:
+        data = read_limited(path, LAUNCH_FILE_BYTES)  # a FIFO is not waited on
+    except OverLimit:
         raise InputError(
-            f"--env-file {path}: cannot read it ({exc.strerror})",
+            f"--env-file {path}: over {mib(LAUNCH_FILE_BYTES)}, not an env file",
+            "point --env-file at the file of NAME=VALUE lines",
+        ) from None
+    except OSError as exc:
+        why = exc.strerror or str(exc).rpartition(": ")[2]
+        raise InputError(
+            f"--env-file {path}: cannot read it ({why})",
             "the container would not start either: fix the path",
         ) from None
-    if len(data) > _ENV_FILE_BYTES:
-        raise InputError(
-            f"--env-file {path}: over {_ENV_FILE_BYTES >> 20} MiB, not an env file",
-            "point --env-file at the file of NAME=VALUE lines",
-        )
     found: dict[str, str] = {}
     for raw in data.decode("utf-8", "replace").splitlines():
         line = raw.lstrip()
