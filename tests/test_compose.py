@@ -254,6 +254,23 @@ def test_env_files_and_the_dotenv_syntax(tmp_path: Path) -> None:
         compose_launch(["docker", "compose", "up"], {}, str(here))
 
 
+def test_an_image_built_here_or_not_named(tmp_path: Path) -> None:
+    """AMD-melliott/ai-infra-summit names its image `$SGLANG_IMAGE`: unset, there is none
+    (said as such, with the warning); a service that builds its own is the project's."""
+    here = project(tmp_path, "amd_anchors_env_file.yaml", **{".env": ""})
+    composed = compose_launch(["docker", "compose", "up"], {}, str(here))
+    assert composed is not None
+    assert composed.words[composed.words.index("python3") - 1] == "(no image)"
+    assert composed.warnings[0].endswith(
+        "SGLANG_IMAGE is not set: read as empty, as docker compose does"
+    )
+    (here / "compose.yaml").write_text(
+        "services:\n  srv:\n    build: .\n    command: python3 -m sglang.launch_server\n"
+    )
+    built = compose(["docker", "compose", "up"], here)
+    assert built[-4] == f"{here.name}-srv"
+
+
 def test_what_compose_would_refuse_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no compose file in .* or a folder above it"):
         compose(["docker", "compose", "up"], tmp_path)

@@ -263,7 +263,7 @@ def _loader() -> type:
 
 _KEYS = frozenset(
     {"image", "entrypoint", "command", "environment", "env_file", "volumes", "user",
-     "working_dir", "profiles"}
+     "working_dir", "profiles", "build"}
 )  # fmt: skip
 
 
@@ -443,7 +443,9 @@ def _run_words(
             f"service {name} sets no command: its image's own is not known here",
             "give the service a command, or check the server's command itself",
         )
-    image = service.get("image") or f"{project.name}-{name}"
+    image = service.get("image")
+    if not image:  # built here: compose names it for the project; else it has none to run
+        image = f"{project.name}-{name}" if service.get("build") else "(no image)"
     return [*out, _scalar(image), *entrypoint[1:], *command]
 
 
