@@ -271,6 +271,25 @@ def test_an_image_built_here_or_not_named(tmp_path: Path) -> None:
     assert built[-4] == f"{here.name}-srv"
 
 
+def test_paths_are_taken_as_compose_takes_them(tmp_path: Path, flags: list[FlagSpec]) -> None:
+    """`-f` and `--env-file` from the current folder; the project's folder (its `.env`, its
+    relative binds) is the first file's, or `--project-directory`."""
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    shutil.copy(FIXTURES / "nextn_speculative_folded.yaml", deploy / "sglang.yml")
+    (deploy / ".env").write_text("SPEC_STEPS=5\n")
+    (tmp_path / "sweep.env").write_text("SPEC_STEPS=6\n")
+
+    def steps(words: list[str]) -> str | None:
+        return parse_launch(compose(words, tmp_path), flags, "0.5.23").text("speculative_num_steps")
+
+    assert steps(["docker", "compose", "-f", "deploy/sglang.yml", "up"]) == "5"
+    with_env = ["docker", "compose", "--env-file", "sweep.env", "-f", "deploy/sglang.yml", "up"]
+    assert steps(with_env) == "6"
+    elsewhere = ["docker", "compose", "--project-directory", ".", "-f", "deploy/sglang.yml", "up"]
+    assert steps(elsewhere) == "3"  # the project is here: no .env here
+
+
 def test_what_compose_would_refuse_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no compose file in .* or a folder above it"):
         compose(["docker", "compose", "up"], tmp_path)

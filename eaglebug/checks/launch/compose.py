@@ -20,6 +20,7 @@ project's `.env` (or `--env-file`); a service's variables are its `env_file`s' t
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -76,7 +77,7 @@ class _Invocation:
     profiles: list[str] = field(default_factory=list)
     subcommand: str = ""
     services: list[str] = field(default_factory=list)
-    run_options: list[tuple[str, str]] = field(default_factory=list)
+    options: list[tuple[str, str]] = field(default_factory=list)
     run_command: list[str] = field(default_factory=list)
 
 
@@ -96,8 +97,8 @@ def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Compo
             "pass the command that starts it: docker compose up [SERVICE]",
         )
     files = _compose_files(call, environ, cwd)
-    project = Path(call.project_dir or os.path.dirname(files[0]))
-    variables, said = _variables(call, project, environ)
+    project = Path(cwd, call.project_dir) if call.project_dir else Path(files[0]).parent
+    variables, said = _variables(call, project, environ, cwd)
     warnings: list[str] = []
     merged: dict[str, Any] = {}
     for path in files:
@@ -144,7 +145,7 @@ def _invocation(argv: list[str]) -> _Invocation:
             break
         if word.startswith("-") and not (call.subcommand == "run" and call.services):
             option, value, i = _option(rest, i, takes, f"docker compose {call.subcommand}")
-            call.run_options.append((option, value))
+            call.options.append((option, value))
             continue
         if call.subcommand == "run" and call.services:  # `run SERVICE COMMAND...`
             call.run_command = rest[i:]
@@ -164,14 +165,14 @@ def _option(words: list[str], i: int, takes: frozenset[str], who: str) -> tuple[
 
 
 def _compose_files(call: _Invocation, environ: Mapping[str, str], cwd: str) -> list[str]:
-    """The compose files, in merge order, as absolute paths."""
-    base = call.project_dir or cwd
+    """The compose files, in merge order, as absolute paths (named ones from the current
+    folder; found ones from the project's folder, or the current one, and up)."""
     named = call.files
     if not named and environ.get("COMPOSE_FILE"):
         named = environ["COMPOSE_FILE"].split(environ.get("COMPOSE_PATH_SEPARATOR", ":"))
     if named:
-        return [os.path.normpath(os.path.join(base, f)) for f in named if f]
-    folder = Path(base).resolve()
+        return [os.path.normpath(os.path.join(cwd, f)) for f in named if f]
+    folder = Path(cwd, call.project_dir or ".").resolve()
     for place in (folder, *folder.parents):
         found = next((place / f for f in _FILES if (place / f).exists()), None)
         if found is not None:
@@ -184,11 +185,11 @@ def _compose_files(call: _Invocation, environ: Mapping[str, str], cwd: str) -> l
 
 
 def _variables(
-    call: _Invocation, project: Path, environ: Mapping[str, str]
+    call: _Invocation, project: Path, environ: Mapping[str, str], cwd: str
 ) -> tuple[dict[str, str], list[str]]:
     """What interpolation reads: the shell's variables over the project's `.env` (or the
-    `--env-file` given); and the file read, if any."""
-    path = Path(project, call.env_file) if call.env_file else project / ".env"
+    `--env-file` given, from the current folder); and the file read, if any."""
+    path = Path(cwd, call.env_file) if call.env_file else project / ".env"
     if not path.exists():
         if call.env_file:
             raise InputError(f"--env-file {path}: not found", "fix the path")
@@ -212,12 +213,11 @@ def _read(path: str) -> dict[str, Any]:
         ) from None
     if not isinstance(loaded, dict):
         raise InputError(f"{path}: not a compose file (no mapping at the top)", "check -f")
-    for key in ("include",):
-        if key in loaded:
-            raise InputError(
-                f"{path}: uses `{key}`, which eaglebug does not read",
-                "pass the docker run command it amounts to (docker compose config shows it)",
-            )
+    if "include" in loaded:
+        raise InputError(
+            f"{path}: uses `include`, which eaglebug does not read",
+            "pass the docker run command it amounts to (docker compose config shows it)",
+        )
     return loaded
 
 
@@ -232,33 +232,29 @@ class _Override:
     value: Any
 
 
-_LOADER: list[type] = []
-
-
+@functools.cache
 def _loader() -> type:
     """PyYAML's safe loader (the C one where built), with Compose's two tags."""
-    if not _LOADER:
-        import yaml
+    import yaml
 
-        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-        class Loader(base):  # type: ignore[valid-type,misc]
-            pass
+    class Loader(base):  # type: ignore[valid-type,misc]
+        pass
 
-        def reset(loader: Any, node: Any) -> _Reset:
-            return _Reset()
+    def reset(loader: Any, node: Any) -> _Reset:
+        return _Reset()
 
-        def override(loader: Any, node: Any) -> _Override:
-            if isinstance(node, yaml.MappingNode):
-                return _Override(loader.construct_mapping(node, deep=True))
-            if isinstance(node, yaml.SequenceNode):
-                return _Override(loader.construct_sequence(node, deep=True))
-            return _Override(loader.construct_scalar(node))
+    def override(loader: Any, node: Any) -> _Override:
+        if isinstance(node, yaml.MappingNode):
+            return _Override(loader.construct_mapping(node, deep=True))
+        if isinstance(node, yaml.SequenceNode):
+            return _Override(loader.construct_sequence(node, deep=True))
+        return _Override(loader.construct_scalar(node))
 
-        Loader.add_constructor("!reset", reset)
-        Loader.add_constructor("!override", override)
-        _LOADER.append(Loader)
-    return _LOADER[0]
+    Loader.add_constructor("!reset", reset)
+    Loader.add_constructor("!override", override)
+    return Loader
 
 
 _KEYS = frozenset(
@@ -414,7 +410,7 @@ def _run_words(
 ) -> list[str]:
     """`docker run` with the service's user, variables, binds and working folder, its image,
     then the entry point's words and the command's; the env files it reads go to `read`."""
-    run = dict(call.run_options)
+    run = dict(call.options)
     out = ["docker", "run"]
     if user := run.get("-u") or run.get("--user") or service.get("user"):
         out += ["--user", _scalar(user)]
@@ -427,7 +423,7 @@ def _run_words(
             variables.update(read_dotenv(full, environ))
             read.append(str(full))
     variables.update(_environment(service.get("environment")))
-    variables.update(_environment([v for o, v in call.run_options if o in ("-e", "--env")]))
+    variables.update(_environment([v for o, v in call.options if o in ("-e", "--env")]))
     for key, value in variables.items():
         out += ["-e", key if value is None else f"{key}={value}"]
     for volume in [*(service.get("volumes") or []), *_run_volumes(call)]:
@@ -450,7 +446,7 @@ def _run_words(
 
 
 def _run_volumes(call: _Invocation) -> list[str]:
-    return [v for o, v in call.run_options if o in ("-v", "--volume")]
+    return [v for o, v in call.options if o in ("-v", "--volume")]
 
 
 def _volume(volume: Any, project: Path, home: str | None) -> list[str]:
