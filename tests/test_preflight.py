@@ -844,7 +844,7 @@ def test_a_quoted_operator_is_a_value_and_a_glued_one_an_operator(
         )
         assert value(pasted, flags, "--served-model-name") == name
         assert value(pasted, flags, "--tp-size") == "2"
-    glued = parse_launch([f"{launch} --model-path m>server.log --tp 2"], flags, version)
+    glued = parse_launch([f"{launch} --model-path m>server.log --tp 2&"], flags, version)
     assert value(glued, flags, "--model-path") == "m" and value(glued, flags, "--tp-size") == "2"
     for script, operator in (
         (f"{launch} --model-path m;echo done", ";"),

@@ -209,7 +209,9 @@ def preflight(
             progress(name)
 
     stage(STAGES[0])
-    composed = compose_launch(words, environ)  # `docker compose up`: the `docker run` it is
+    # `docker compose up`: the `docker run` it is (interpolated without the session's variables,
+    # as the reply is keyed: `session/stamps.question`)
+    composed = compose_launch(words, launch_environ(environ))
     if composed is not None:
         words = composed.words
     if index.external is None:

@@ -41,7 +41,7 @@ class Interpolation:
         self.budget -= 1
         if self.budget < 0:
             raise InputError(
-                f"{self.where}: over {COMPOSE_VALUES:,} values in a service (YAML aliases?)",
+                f"{self.where}: over {COMPOSE_VALUES:,} values in its services (YAML aliases?)",
                 "simplify the compose file",
             )
         if isinstance(value, str):

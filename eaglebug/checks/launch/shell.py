@@ -66,6 +66,8 @@ def _command_words(text: str, unparsed: str, scripted: str, hint: str) -> list[s
         raise InputError(f"{unparsed}: {exc}", "check its quoting") from None
     if masks[-1:] == ["&"]:  # started in the background: the command is the same
         words, masks = words[:-1], masks[:-1]
+    elif masks and re.search(r"[^&|<>]&$", masks[-1]):  # `--tp 2&`: the same, glued
+        words, masks = [*words[:-1], words[-1][:-1]], [*masks[:-1], masks[-1][:-1]]
     first = next((i for i, w in enumerate(masks) if not ASSIGNMENT.match(w)), len(masks))
     if masks[first : first + 1] == ["exec"]:  # a script's last line: the shell replaced by it
         words, masks = words[:first] + words[first + 1 :], masks[:first] + masks[first + 1 :]
