@@ -271,6 +271,18 @@ def test_an_image_built_here_or_not_named(tmp_path: Path) -> None:
     assert built[-4] == f"{here.name}-srv"
 
 
+def test_podmans_compose_runs_podman(tmp_path: Path, flags: list[FlagSpec]) -> None:
+    """`podman compose` and `podman-compose` start the service with podman: its reading
+    (podman's options, its variables inside) is podman run's."""
+    here = project(tmp_path, "sglang_official.yaml")
+    for words in (["podman", "compose", "up"], ["podman-compose", "up", "sglang"]):
+        run = compose(words, here, {"HOME": "/h"})
+        assert run[:2] == ["podman", "run"]
+        launch = parse_launch(run, flags, "0.5.23")
+        assert launch.program[:2] == ("podman", "run")
+        assert launch.host_path("/root/.cache/huggingface/hub", {}) == "/h/.cache/huggingface/hub"
+
+
 def test_paths_are_taken_as_compose_takes_them(tmp_path: Path, flags: list[FlagSpec]) -> None:
     """`-f` and `--env-file` from the current folder; the project's folder (its `.env`, its
     relative binds) is the first file's, or `--project-directory`."""

@@ -232,9 +232,13 @@ def test_eaglebug_does_not_start_a_container_it_could_not_stop(tmp_path: Path) -
         server.launch([*DOCS, *LAUNCH, "--model-path", "m"], {})
     assert str(raised.value).startswith("eaglebug does not start containers (docker run)")
     assert "eaglebug watch --log server.log" in str(raised.value.hint)
-    for composed in (["docker", "compose", "up"], ["nohup", "docker-compose", "up", "sglang"]):
+    for composed, runtime in (
+        (["docker", "compose", "up"], "docker"),
+        (["nohup", "docker-compose", "up", "sglang"], "docker"),
+        (["podman-compose", "up"], "podman"),
+    ):
         with pytest.raises(
-            InputError, match=r"^eaglebug does not start containers \(docker compose"
+            InputError, match=rf"^eaglebug does not start containers \({runtime} compose\)"
         ):
             server.launch(composed, {})
     assert server.state().launches == []

@@ -57,7 +57,7 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
         wrapped, command = unwrapped(env_and_argv(words)[1])
         runner = next((w.name for w in wrapped if w.container), None)
         if runner is None and is_compose(command):
-            runner = "docker compose"
+            runner = f"{os.path.basename(command[0]).partition('-')[0]} compose"
         if runner is not None:
             raise InputError(
                 f"the launch runs in a container ({runner}): its SGLang is the image's",

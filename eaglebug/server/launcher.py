@@ -115,9 +115,10 @@ class Server:
                 "eaglebug watch --log server.log",
             )
         if is_compose(command):
+            runtime = os.path.basename(command[0]).partition("-")[0]  # `docker-compose` too
             raise InputError(
-                "eaglebug does not start containers (docker compose): the server's processes "
-                "would be the container runtime's, and stop could not end them",
+                f"eaglebug does not start containers ({runtime} compose): the server's "
+                "processes would be the container runtime's, and stop could not end them",
                 "start it yourself (docker compose up -d), its output into a file "
                 "(docker compose logs -f > server.log 2>&1 &), and watch that: "
                 "eaglebug watch --log server.log",

@@ -1,4 +1,5 @@
-"""A launch by `docker compose up` (or `run`): the `docker run` command it amounts to.
+"""A launch by `docker compose up` (or `run`): the `docker run` command it amounts to (podman's
+compose: `podman run`).
 
 Why: SGLang's own `docker/compose.yaml` starts the server as a compose service, and users run
 it so (three logs of the corpus come from compose). The command a user types says nothing of
@@ -71,6 +72,7 @@ class Composed:
 
 @dataclass
 class _Invocation:
+    runtime: str = "docker"
     files: list[str] = field(default_factory=list)
     project_dir: str | None = None
     env_file: str | None = None
@@ -81,10 +83,21 @@ class _Invocation:
     run_command: list[str] = field(default_factory=list)
 
 
+_RUNTIMES = ("docker", "podman")
+
+
 def is_compose(argv: Sequence[str]) -> bool:
-    """`docker compose ...` or `docker-compose ...`."""
+    """`docker compose ...`, `docker-compose ...`, or podman's (`podman compose`,
+    `podman-compose`)."""
     head = os.path.basename(argv[0]) if argv else ""
-    return head == "docker-compose" or (head == "docker" and argv[1:2] == ["compose"])
+    if head in _RUNTIMES:
+        return argv[1:2] == ["compose"]
+    return head in (f"{runtime}-compose" for runtime in _RUNTIMES)
+
+
+def _runtime(argv: Sequence[str]) -> str:
+    """The container runtime a compose invocation starts its containers with."""
+    return os.path.basename(argv[0]).partition("-")[0]
 
 
 def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Composed:
@@ -93,7 +106,7 @@ def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Compo
     call = _invocation(list(argv))
     if call.subcommand not in ("up", "run", "create", "start"):
         raise InputError(
-            f"docker compose {call.subcommand or '(no command)'} does not start a server",
+            f"{call.runtime} compose {call.subcommand or '(no command)'} does not start a server",
             "pass the command that starts it: docker compose up [SERVICE]",
         )
     files = _compose_files(call, environ, cwd)
@@ -121,8 +134,8 @@ def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Compo
 def _invocation(argv: list[str]) -> _Invocation:
     """The compose options, subcommand, its options and its operands, as compose's cobra
     parser reads them (a value after `=` or as the next word)."""
-    call = _Invocation()
-    rest = argv[2:] if os.path.basename(argv[0]) == "docker" else argv[1:]
+    call = _Invocation(runtime=_runtime(argv))
+    rest = argv[2:] if os.path.basename(argv[0]) in _RUNTIMES else argv[1:]
     i = 0
     while i < len(rest) and rest[i].startswith("-"):
         option, value, i = _option(rest, i, _GLOBAL_VALUES, "docker compose")
@@ -411,7 +424,7 @@ def _run_words(
     """`docker run` with the service's user, variables, binds and working folder, its image,
     then the entry point's words and the command's; the env files it reads go to `read`."""
     run = dict(call.options)
-    out = ["docker", "run"]
+    out = [call.runtime, "run"]
     if user := run.get("-u") or run.get("--user") or service.get("user"):
         out += ["--user", _scalar(user)]
     variables: dict[str, str | None] = {}
