@@ -337,6 +337,22 @@ def test_a_compose_file_cannot_take_the_memory_or_the_time(tmp_path: Path) -> No
         compose(["docker", "compose", "up"], tmp_path)
 
 
+def test_a_deeply_nested_file_is_one_line_not_a_crash(tmp_path: Path, sglang_0523: Path) -> None:
+    """200,000 nested `[` (600 KB): libyaml's loader recursed on the C stack and the process
+    died of SIGSEGV; read in a child process, so a crash fails this test, not the run."""
+    depth = 200_000
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  s:\n    command: " + "[" * depth + "]" * depth + "\n"
+    )
+    run = ["preflight", "--sglang", str(sglang_0523), "--", "docker", "compose"]
+    crashed = run_cli(*run, "--project-directory", str(tmp_path), "up")
+    assert crashed.returncode == 2, crashed.stderr[-300:]
+    assert crashed.stderr.splitlines() == [
+        f"error: {tmp_path / 'compose.yaml'}: nested too deeply to be a compose file",
+        "hint: check the compose file",
+    ]
+
+
 def test_a_fifo_named_as_a_compose_or_env_file_is_not_waited_on(
     tmp_path: Path, sglang_0523: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
