@@ -21,7 +21,6 @@ project's `.env` (or `--env-file`); a service's variables are its `env_file`s' t
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shlex
@@ -31,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.inputs import read_named
-from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES
 from eaglebug.checks.launch.command import env_and_argv
-from eaglebug.checks.launch.composevars import Interpolation, read_dotenv
+from eaglebug.checks.launch.composefile import environment_map, listed, read_services, scalar
+from eaglebug.checks.launch.composevars import read_dotenv
 from eaglebug.checks.launch.wrappers import environment, unwrapped
 
 _FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
@@ -113,18 +111,7 @@ def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Compo
     project = Path(cwd, call.project_dir) if call.project_dir else Path(files[0]).parent
     variables, said = _variables(call, project, environ, cwd)
     warnings: list[str] = []
-    merged: dict[str, Any] = {}
-    for path in files:
-        services = _read(path).get("services") or {}
-        if not isinstance(services, dict):
-            raise InputError(f"{path}: `services` is not a mapping", "check the compose file")
-        interpolated = Interpolation(path, variables, warnings)
-        for name, service in services.items():
-            if not isinstance(service, dict):
-                continue
-            merged[str(name)] = _merge(
-                merged.get(str(name), {}), _read_service(interpolated, service)
-            )
+    merged = read_services(files, variables, warnings)
     name = _service(call, merged, files[0], environ)
     read: list[str] = []
     words = _run_words(name, merged[name], call, project, environ, read)
@@ -210,154 +197,6 @@ def _variables(
     return {**read_dotenv(path, environ), **environ}, [str(path)]
 
 
-def _read(path: str) -> dict[str, Any]:
-    """A compose file's YAML (Compose's `!reset` and `!override` tags kept for the merge)."""
-    import yaml
-
-    data = read_named(Path(path), LAUNCH_FILE_BYTES, "a compose file")
-    try:
-        loaded = yaml.load(data, Loader=_loader())
-    except RecursionError:  # `[[[[...]]]]`: Python's frames end it, one line
-        raise InputError(
-            f"{path}: nested too deeply to be a compose file", "check the compose file"
-        ) from None
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise InputError(
-            f"{path}: not YAML{line}: {getattr(exc, 'problem', None) or exc}",
-            "fix the compose file (docker compose config shows what compose reads)",
-        ) from None
-    if not isinstance(loaded, dict):
-        raise InputError(f"{path}: not a compose file (no mapping at the top)", "check -f")
-    if "include" in loaded:
-        raise InputError(
-            f"{path}: uses `include`, which eaglebug does not read",
-            "pass the docker run command it amounts to (docker compose config shows it)",
-        )
-    return loaded
-
-
-class _Reset:
-    """`!reset`: the merge drops the value the earlier files gave."""
-
-
-@dataclass(frozen=True)
-class _Override:
-    """`!override VALUE`: the merge replaces the earlier value instead of merging into it."""
-
-    value: Any
-
-
-@functools.cache
-def _loader() -> type:
-    """PyYAML's safe loader, with Compose's two tags. The Python one, not libyaml's: the C
-    loader's composer recurses on the C stack, and a file of 200,000 nested `[` crashed the
-    process (SIGSEGV); in Python the recursion limit ends it as an error. A compose file is
-    a few KiB: the Python loader reads the largest fixture (37 KB) in milliseconds."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def reset(loader: Any, node: Any) -> _Reset:
-        return _Reset()
-
-    def override(loader: Any, node: Any) -> _Override:
-        if isinstance(node, yaml.MappingNode):
-            return _Override(loader.construct_mapping(node, deep=True))
-        if isinstance(node, yaml.SequenceNode):
-            return _Override(loader.construct_sequence(node, deep=True))
-        return _Override(loader.construct_scalar(node))
-
-    Loader.add_constructor("!reset", reset)
-    Loader.add_constructor("!override", override)
-    return Loader
-
-
-_KEYS = frozenset(
-    {"image", "entrypoint", "command", "environment", "env_file", "volumes", "user",
-     "working_dir", "profiles", "build"}
-)  # fmt: skip
-
-
-def _read_service(interpolation: Interpolation, service: dict[str, Any]) -> dict[str, Any]:
-    """The keys of a service a launch reads, interpolated (Compose's tags kept)."""
-    if "extends" in service:
-        raise InputError(
-            f"{interpolation.where}: a service uses `extends`, which eaglebug does not read",
-            "pass the docker run command it amounts to (docker compose config shows it)",
-        )
-    out: dict[str, Any] = {}
-    for key, value in service.items():
-        if key not in _KEYS:
-            continue
-        if isinstance(value, _Override):
-            out[key] = _Override(interpolation.value(value.value))
-        else:
-            out[key] = value if isinstance(value, _Reset) else interpolation.value(value)
-    return out
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """A later file's service over an earlier one's, as Compose merges the keys read here:
-    variables by name, binds by target, env files appended, the rest replaced."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, _Reset):
-            out.pop(key, None)
-        elif isinstance(value, _Override):
-            out[key] = value.value
-        elif key == "environment" and key in out:
-            theirs = _environment(value)
-            out[key] = {
-                k: v for k, v in {**_environment(out[key]), **theirs}.items() if v is not _RESET
-            }
-        elif key == "volumes" and key in out:
-            mine = {_target(v): v for v in out[key]}
-            out[key] = list({**mine, **{_target(v): v for v in value}}.values())
-        elif key == "env_file" and key in out:
-            out[key] = [*_listed(out[key]), *_listed(value)]
-        else:
-            out[key] = value
-    return out
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _target(volume: Any) -> str:
-    if isinstance(volume, dict):
-        return str(volume.get("target", ""))
-    parts = str(volume).split(":")
-    return parts[1] if len(parts) > 1 else parts[0]
-
-
-_RESET = "\0reset"  # a variable an override file `!reset`s: dropped by the merge
-
-
-def _environment(value: Any) -> dict[str, str | None]:
-    """`environment` as a map (its list form `NAME=VALUE` / `NAME`); None: the shell's."""
-    if isinstance(value, dict):
-        return {
-            str(k): None if v is None else _RESET if isinstance(v, _Reset) else _scalar(v)
-            for k, v in value.items()
-        }
-    out: dict[str, str | None] = {}
-    for item in _listed(value or []):
-        name, eq, given = str(item).partition("=")
-        out[name] = given if eq else None
-    return out
-
-
-def _scalar(value: Any) -> str:
-    """A YAML scalar as Compose passes it on: `true`, not Python's `True`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _service(
     call: _Invocation, services: dict[str, Any], file: str, environ: Mapping[str, str]
 ) -> str:
@@ -411,9 +250,9 @@ def _words(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
-        return [_scalar(v) for v in value]
+        return [scalar(v) for v in value]
     try:
-        return shlex.split(_scalar(value))
+        return shlex.split(scalar(value))
     except ValueError as exc:
         raise InputError(f"a compose command does not parse: {exc}", "check its quoting") from None
 
@@ -431,23 +270,23 @@ def _run_words(
     run = dict(call.options)
     out = [call.runtime, "run"]
     if user := run.get("-u") or run.get("--user") or service.get("user"):
-        out += ["--user", _scalar(user)]
+        out += ["--user", scalar(user)]
     variables: dict[str, str | None] = {}
-    for env_file in _listed(service.get("env_file") or []):
+    for env_file in listed(service.get("env_file") or []):
         path = env_file.get("path") if isinstance(env_file, dict) else env_file
         required = not isinstance(env_file, dict) or env_file.get("required", True)
         full = project / str(path)
         if full.exists() or required:
             variables.update(read_dotenv(full, environ))
             read.append(str(full))
-    variables.update(_environment(service.get("environment")))
-    variables.update(_environment([v for o, v in call.options if o in ("-e", "--env")]))
+    variables.update(environment_map(service.get("environment")))
+    variables.update(environment_map([v for o, v in call.options if o in ("-e", "--env")]))
     for key, value in variables.items():
         out += ["-e", key if value is None else f"{key}={value}"]
     for volume in [*(service.get("volumes") or []), *_run_volumes(call)]:
         out += _volume(volume, project, environ.get("HOME"))
     if workdir := run.get("-w") or run.get("--workdir") or service.get("working_dir"):
-        out += ["-w", _scalar(workdir)]
+        out += ["-w", scalar(workdir)]
     entrypoint = _words(run.get("--entrypoint") or service.get("entrypoint"))
     command = call.run_command or _words(service.get("command"))
     if entrypoint:
@@ -460,7 +299,7 @@ def _run_words(
     image = service.get("image")
     if not image:  # built here: compose names it for the project; else it has none to run
         image = f"{project.name}-{name}" if service.get("build") else "(no image)"
-    return [*out, _scalar(image), *entrypoint[1:], *command]
+    return [*out, scalar(image), *entrypoint[1:], *command]
 
 
 def _run_volumes(call: _Invocation) -> list[str]:
