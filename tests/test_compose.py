@@ -196,8 +196,10 @@ def test_an_override_file_merges_as_compose_merges(tmp_path: Path, flags: list[F
         "      HF_TOKEN: !reset null\n"
         "    volumes: !override\n"
         "      - /data/hf:/hf\n"
+        "    image: !override lmsysorg/sglang:dev\n"
     )
     reset = parse_launch(compose(["docker", "compose", "up"], here), flags, "0.5.23")
+    assert reset.program[-3:] == ("lmsysorg/sglang:dev", *LAUNCH)
     assert reset.env({}) == {"HOME": "/root"}
     assert reset.host_path("/hf/x", {}) == "/data/hf/x"
     assert reset.host_path("/root/.cache/huggingface/x", {}) is None

@@ -99,7 +99,7 @@ def _loader() -> type:
             return _Override(loader.construct_mapping(node, deep=True))
         if isinstance(node, yaml.SequenceNode):
             return _Override(loader.construct_sequence(node, deep=True))
-        return _Override(loader.constructscalar(node))
+        return _Override(loader.construct_scalar(node))
 
     Loader.add_constructor("!reset", reset)
     Loader.add_constructor("!override", override)
