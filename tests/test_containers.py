@@ -373,6 +373,6 @@ def test_an_edited_env_file_is_a_new_question(
         answer = json.loads(run_cli(*run).stdout)
         return [f["severity"] for f in answer["findings"] if f["id"] == "config.context_length"]
 
-    assert "error" not in context_errors()  # allowed by the env file
+    assert context_errors() == ["info"]  # allowed by the env file: said, not refused
     (tmp_path / "server.env").write_text("# nothing allowed\n")
     assert context_errors() == ["error"]
