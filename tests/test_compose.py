@@ -315,6 +315,9 @@ def test_what_compose_would_refuse_is_one_line(tmp_path: Path) -> None:
         compose(["docker", "compose", "up", "web"], tmp_path)
     with pytest.raises(InputError, match="docker compose down does not start a server"):
         compose(["docker", "compose", "down"], tmp_path)
+    with pytest.raises(InputError, match=r"^cannot read the launch command") as other:
+        parse_launch(["docker", "exec", "sglang", "python3", *LAUNCH], [], "0.5.23")
+    assert str(other.value.hint).endswith("; or `docker compose up` (its service's command)")
     (tmp_path / "compose.yaml").write_text("services:\n  sglang: [\n")
     with pytest.raises(InputError, match=r"compose.yaml: not YAML \(line 3\)"):
         compose(["docker", "compose", "up"], tmp_path)

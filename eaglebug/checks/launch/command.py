@@ -130,7 +130,8 @@ def _command_length(words: list[str]) -> int:
         raise InputError("only `sglang serve` launches a server", f"expected {_FORMS}")
     raise InputError(
         f"cannot read the launch command starting with {words[0]!r}",
-        f"expected {_FORMS}, run directly or through {WRAPPERS}",
+        f"expected {_FORMS}, run directly or through {WRAPPERS}; or `docker compose up` "
+        "(its service's command)",
     )
 
 
