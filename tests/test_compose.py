@@ -410,6 +410,10 @@ def test_preflight_of_a_compose_launch_reads_its_file_each_time(
     assert answer["target"]["path"] == str(tmp_path / "models" / "kimi")
     assert answer["launch"]["server_args"]["tp_size"] == "8"
     assert answer["launch"]["wrappers"][0]["container"] == "docker"
+    compose_yaml, dotenv = str(tmp_path / "compose.yaml"), str(tmp_path / ".env")
+    assert answer["compose"] == {"service": "sglang", "files": [compose_yaml, dotenv]}
+    text = run_cli(*[w for w in run if w != "--json"], "--", "docker", "compose", "up").stdout
+    assert "runs through: compose service sglang (compose.yaml), as docker run · in " in text
     assert not [f for f in answer["findings"] if f["id"] == "config.tp_divisibility"]
     (tmp_path / ".env").write_text("TP=7\n")
     second = json.loads(run_cli(*run, "--", "docker", "compose", "up").stdout)

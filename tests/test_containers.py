@@ -371,6 +371,7 @@ def test_an_edited_env_file_is_a_new_question(
 
     def context_errors() -> list[str]:
         answer = json.loads(run_cli(*run).stdout)
+        assert answer["compose"] is None  # a docker run, not a compose service
         return [f["severity"] for f in answer["findings"] if f["id"] == "config.context_length"]
 
     assert context_errors() == ["info"]  # allowed by the env file: said, not refused

@@ -72,11 +72,19 @@ class PreflightResult:
     # The files and folders that chose the launch's Python (pyenv's version files, the
     # pyproject.toml `uv run` goes by): stamped too.
     python_chosen_by: tuple[str, ...] = ()
+    # A `docker compose up` launch: the service read, and the compose (and env) files, in the
+    # order read; the launch above is the `docker run` it amounts to (`launch/compose.py`).
+    compose: tuple[str, tuple[str, ...]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "sglang": {"version": self.version, "package_dir": self.package_dir},
             "launch": self.launch.to_json(),
+            "compose": (
+                {"service": self.compose[0], "files": list(self.compose[1])}
+                if self.compose
+                else None
+            ),
             "algorithm": self.algorithm,
             "target": self.target.to_json(),
             "draft": self.draft.to_json() if self.draft else None,
@@ -258,6 +266,7 @@ def preflight(
     result.external = index.external
     if composed is not None:
         result.warnings.extend(composed.warnings)
+        result.compose = (composed.service, composed.files)
     result.package_roots = tuple(str(r) for r in roots)
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eaglebug.checks import SEVERITY_ORDER, one_line, sort_findings, unwrapped
@@ -203,7 +204,11 @@ def _wrappers(console: Console, result: PreflightResult) -> None:
     wrapped = unwrapped(result.launch.program)[0]
     if not wrapped:
         return
-    line = f"runs through: {', '.join(w.name for w in wrapped)}"
+    names = ", ".join(w.name for w in wrapped)
+    if result.compose is not None:  # as the user wrote it: a compose service
+        service, files = result.compose
+        names = f"compose service {service} ({os.path.basename(files[0])}), as {names}"
+    line = f"runs through: {names}"
     image = next((w.words[-1] for w in wrapped if w.container), None)
     if image is not None:
         line += f" · in {image}: its variables, its paths through its binds, its own Python"

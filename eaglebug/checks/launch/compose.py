@@ -61,11 +61,13 @@ _RUN_VALUES = frozenset(
 
 @dataclass(frozen=True)
 class Composed:
-    """A compose launch read: the `docker run` words, the files read, what was said."""
+    """A compose launch read: the `docker run` words, the files read, what was said, and the
+    service they are of."""
 
     words: list[str]
     files: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    service: str = ""  # the service read
 
 
 @dataclass
@@ -115,7 +117,7 @@ def composed(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> Compo
     name = _service(call, merged, files[0], environ)
     read: list[str] = []
     words = _run_words(name, merged[name], call, project, environ, read)
-    return Composed(words, (*files, *said, *read), tuple(dict.fromkeys(warnings)))
+    return Composed(words, (*files, *said, *read), tuple(dict.fromkeys(warnings)), name)
 
 
 def _invocation(argv: list[str]) -> _Invocation:
@@ -342,7 +344,7 @@ def compose_launch(
     done = composed(command, seen, cwd if cwd is not None else os.getcwd())
     front: list[str] = [f"{k}={v}" for k, v in additions.items()]
     front += [w for wrapper in wrapped for w in wrapper.words]
-    return Composed([*front, *done.words], done.files, done.warnings)
+    return Composed([*front, *done.words], done.files, done.warnings, done.service)
 
 
 def launch_files(
