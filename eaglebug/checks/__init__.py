@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.contract.fixes import PatchFix as PatchFix
     from eaglebug.checks.contract.fixes import env_of as env_of
     from eaglebug.checks.contract.fixes import flag_of as flag_of
+    from eaglebug.checks.contract.inputs import read_named as read_named
     from eaglebug.checks.contract.inputs import regular_file as regular_file
     from eaglebug.checks.contract.numbers import MAX_DIGITS as MAX_DIGITS
     from eaglebug.checks.contract.numbers import NotJson as NotJson
@@ -223,6 +224,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_bar": ("eaglebug.checks.logs.bars", "read_bar"),
     "read_config": ("eaglebug.checks.models.config", "read_config"),
     "read_memory_file": ("eaglebug.checks.logs.parse", "read_memory_file"),
+    "read_named": ("eaglebug.checks.contract.inputs", "read_named"),
     "regular_file": ("eaglebug.checks.contract.inputs", "regular_file"),
     "reports_in": ("eaglebug.checks.logs.acceptance", "reports_in"),
     "sort_findings": ("eaglebug.checks.contract.findings", "sort_findings"),
@@ -329,6 +331,7 @@ __all__ = [
     "read_bar",
     "read_config",
     "read_memory_file",
+    "read_named",
     "regular_file",
     "reports_in",
     "shell_string",

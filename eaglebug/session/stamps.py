@@ -53,23 +53,18 @@ def question(
 
 
 def file_digest(path: str) -> str | None:
-    """A small file's content as a digest (a compose file, an env file: a few KiB; its first
-    MiB, past which the launch's reading refuses it); None when it is not a regular file (a
-    FIFO is never waited on) or cannot be read."""
+    """A small file's content as a digest (a compose file, an env file: a few KiB), read as
+    the launch's reading reads it (`read_named`: a FIFO is never waited on); None where that
+    reading refuses it (the answer is then an input error, never kept)."""
     import hashlib  # only where a launch names such a file
 
+    from eaglebug.checks import InputError, read_named
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        data = read_named(Path(path), "a file the launch names")
+    except InputError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return hashlib.blake2b(os.read(fd, 1 << 20), digest_size=16).hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 FolderStamp = tuple[str, int, tuple[tuple[str, int, int], ...]]  # path, mtime (-1: absent), entries

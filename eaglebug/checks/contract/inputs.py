@@ -6,12 +6,13 @@ never ends. Every source, config and log read checks this first and skips or ref
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.limits import mib
+from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES, mib
 
 
 def regular_file(path: Path) -> bool:
@@ -38,7 +39,7 @@ def read_limited(path: Path, limit: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path}: not a regular file")
+            raise OSError(errno.EINVAL, "not a regular file", str(path))  # its strerror says it
         if st.st_size > limit:
             raise OverLimit(path, st.st_size, limit)
         chunks, got = [], 0
@@ -52,7 +53,7 @@ def read_limited(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def read_named(path: Path, limit: int, kind: str) -> bytes:
+def read_named(path: Path, kind: str, limit: int = LAUNCH_FILE_BYTES) -> bytes:
     """A small file a command names (a compose file, an env file), whole; one input error
     when it cannot be read, is not a regular file (a FIFO is never waited on) or is over
     `limit` (then it is not `kind`)."""
@@ -61,5 +62,4 @@ def read_named(path: Path, limit: int, kind: str) -> bytes:
     except OverLimit:
         raise InputError(f"{path}: over {mib(limit)}, not {kind}", "check the path") from None
     except OSError as exc:
-        why = exc.strerror or str(exc).rpartition(": ")[2]
-        raise InputError(f"{path}: cannot read it ({why})", "fix the path") from None
+        raise InputError(f"{path}: cannot read it ({exc.strerror})", "fix the path") from None

@@ -17,7 +17,6 @@ from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.inputs import read_named
-from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES
 from eaglebug.checks.launch.composevars import Interpolation
 
 
@@ -45,7 +44,7 @@ def _read(path: str) -> dict[str, Any]:
     """A compose file's YAML (Compose's `!reset` and `!override` tags kept for the merge)."""
     import yaml
 
-    data = read_named(Path(path), LAUNCH_FILE_BYTES, "a compose file")
+    data = read_named(Path(path), "a compose file")
     try:
         loaded = yaml.load(data, Loader=_loader())
     except RecursionError:  # `[[[[...]]]]`: Python's frames end it, one line

@@ -19,7 +19,7 @@ from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.inputs import read_named
-from eaglebug.checks.contract.limits import COMPOSE_VALUES, LAUNCH_FILE_BYTES
+from eaglebug.checks.contract.limits import COMPOSE_VALUES
 
 _VARIABLE = re.compile(r"\$(?:(\$)|\{|([_a-zA-Z][_a-zA-Z0-9]*))")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -125,7 +125,7 @@ def _closing(text: str, at: int) -> int | None:
 def read_dotenv(path: Path, environ: Mapping[str, str]) -> dict[str, str]:
     """An env file's variables, as Compose reads a `.env` or a service's `env_file`; its
     values interpolated from `environ` and the lines before."""
-    data = read_named(path, LAUNCH_FILE_BYTES, "an env file")
+    data = read_named(path, "an env file")
     found: dict[str, str] = {}
     warnings: list[str] = []
     lines = data.decode("utf-8", "replace").splitlines()

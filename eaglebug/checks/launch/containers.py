@@ -116,9 +116,8 @@ def _env_file(path: Path, outside: Mapping[str, str]) -> dict[str, str]:
             "point --env-file at the file of NAME=VALUE lines",
         ) from None
     except OSError as exc:
-        why = exc.strerror or str(exc).rpartition(": ")[2]
         raise InputError(
-            f"--env-file {path}: cannot read it ({why})",
+            f"--env-file {path}: cannot read it ({exc.strerror})",
             "the container would not start either: fix the path",
         ) from None
     found: dict[str, str] = {}
