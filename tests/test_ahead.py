@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
+from eaglebug.checks.launch.devices import GpuMemory
+from eaglebug.checks.orchestrator import PreflightResult, preflight
 from eaglebug.checks.source.ahead import Handed, Pending
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate

@@ -274,7 +274,8 @@ def test_every_answer_of_a_real_audit_is_kept(sglang_059: Path) -> None:
 def test_every_answer_of_a_real_preflight_is_kept(sglang_0523: Path, tmp_path: Path) -> None:
     """The seed launch on 0.5.23 (interface, config, attention, memory, weights): every answer
     it computes is written by the codec and read back as computed."""
-    from eaglebug.checks.orchestrator import GpuMemory, preflight
+    from eaglebug.checks.launch.devices import GpuMemory
+    from eaglebug.checks.orchestrator import preflight
     from eaglebug.checks.source.answers import MISSING
     from tests.configs import kimi_k25, kimi_k25_eagle3, write_model
 

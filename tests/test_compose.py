@@ -58,6 +58,7 @@ def test_sglangs_own_compose_file_is_the_docker_run_it_starts(
     assert words == [
         "docker", "run", "-e", "HF_TOKEN=<secret>",
         "-v", "/home/me/.cache/huggingface:/root/.cache/huggingface",
+        "--gpus", '"device=0"',  # its deploy's device_ids
         "--entrypoint", "python3", "lmsysorg/sglang:latest", *LAUNCH,
         "--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--host", "0.0.0.0", "--port", "30000",
     ]  # fmt: skip
@@ -429,3 +430,50 @@ def test_preflight_of_a_compose_launch_reads_its_file_each_time(
     unnamed = run_cli("preflight", "--", "docker", "compose", "up")
     assert unnamed.returncode == 2
     assert "the launch runs in a container (docker compose)" in unnamed.stderr
+
+
+def test_a_services_gpus_are_the_containers(tmp_path: Path) -> None:
+    """The GPUs a service reserves become `--gpus`, so a launch's GPU count and memory are its
+    own (`launch/devices.py`): niushuai1991's reserves one (`count: 1`), GLM-SGLANG's file says
+    `gpus: all`, and ids or the list form of `gpus:` name GPUs of the host."""
+    from eaglebug.checks.launch.devices import visible_gpus
+
+    def gpus(fixture: str, text: str | None = None) -> list[str]:
+        folder = tmp_path / fixture.replace(".", "_")
+        folder.mkdir()
+        if text is None:
+            shutil.copy(FIXTURES / fixture, folder / "compose.yaml")
+        else:
+            (folder / "compose.yaml").write_text(text)
+        words = compose(["docker", "compose", "up"], folder, {"HOME": "/h"})
+        at = words.index("--gpus") if "--gpus" in words else None
+        return [] if at is None else words[at : at + 2]
+
+    assert gpus("nextn_speculative_folded.yaml") == ["--gpus", "1"]
+    assert gpus("bash_c_block_literal.yaml") == ["--gpus", "all"]
+    assert gpus("sglang_official.yaml") == ["--gpus", '"device=0"']  # SGLang's own: GPU 0
+    service = """
+services:
+  sglang:
+    image: lmsysorg/sglang
+    command: python3 -m sglang.launch_server --model-path /m --tp 4
+"""
+    ids = (
+        service
+        + """    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ["4", "5"]
+              capabilities: [gpu]
+"""
+    )
+    assert gpus("ids.yaml", ids) == ["--gpus", '"device=4,5"']
+    listed = service + "    gpus:\n      - driver: nvidia\n        count: 2\n"
+    assert gpus("listed.yaml", listed) == ["--gpus", "2"]
+    both = ids.replace('device_ids: ["4", "5"]', 'device_ids: ["4"]\n              count: 1')
+    assert gpus("both.yaml", both) == []  # compose refuses count with ids: not read
+    folder = tmp_path / "ids_yaml"
+    seen = visible_gpus(compose(["docker", "compose", "up"], folder, {"HOME": "/h"}), {})
+    assert seen is not None and (seen.ids, seen.count) == (("4", "5"), 2)

@@ -371,20 +371,28 @@ def test_smallest_gpu_memory_through_the_fake_module() -> None:
     gpus[2] = FakeGpu(name="NVIDIA H100 80GB HBM3", total_bytes=80 * GIB)
     gpus[1].used_bytes = 100 * GIB  # someone else's process: the least free is 41 GiB
     nvml = FakeNvml(gpus)
-    assert smallest_gpu_memory(nvml) == (
-        80 * GIB,
-        "NVML (4 x NVIDIA H100 80GB HBM3)",
-        41 * GIB,
-        "NVML",
-        4,
-    )
+    found = smallest_gpu_memory(nvml)
+    assert found is not None
+    assert found[:5] == (80 * GIB, "NVML (4 x NVIDIA H100 80GB HBM3)", 41 * GIB, "NVML", 4)
+    # each GPU by NVML's index, for a launch that sees only some of them
+    assert [(index, name, total, free) for index, _, name, total, free in found[5]] == [
+        (0, "NVIDIA H200", 141 * GIB, 141 * GIB),
+        (1, "NVIDIA H200", 141 * GIB, 41 * GIB),
+        (2, "NVIDIA H100 80GB HBM3", 80 * GIB, 80 * GIB),
+        (3, "NVIDIA H200", 141 * GIB, 141 * GIB),
+    ]
     assert nvml.initialised == 0  # it shut NVML down again
     assert nvml.count("nvmlDeviceGetComputeRunningProcesses", 0) == 0  # no process lists
 
     gpus[2].lost = True  # a lost GPU does not count
-    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 41 * GIB, "NVML", 3)
+    found = smallest_gpu_memory(nvml)
+    assert found is not None
+    assert found[:5] == (141 * GIB, "NVML (4 x NVIDIA H200)", 41 * GIB, "NVML", 3)
+    assert [gpu[0] for gpu in found[5]] == [0, 1, 3]
     gpus[1].lost = True
-    assert smallest_gpu_memory(nvml) == (141 * GIB, "NVML (4 x NVIDIA H200)", 141 * GIB, "NVML", 2)
+    found = smallest_gpu_memory(nvml)
+    assert found is not None
+    assert found[:5] == (141 * GIB, "NVML (4 x NVIDIA H200)", 141 * GIB, "NVML", 2)
     assert smallest_gpu_memory(FakeNvml([])) is None
 
 

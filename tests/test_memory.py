@@ -19,12 +19,13 @@ from eaglebug.checks.args.resolved import resolved_fields
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import Choice, FlagFix
 from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.devices import GpuMemory
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.memory import launch as memory_launch
 from eaglebug.checks.memory.check import MemoryInputs
 from eaglebug.checks.memory.envflags import flag_env
 from eaglebug.checks.memory.fit import Gpu
-from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
+from eaglebug.checks.orchestrator import PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests.configs import write_model
@@ -524,7 +525,7 @@ def test_gpu_free_gib_and_nvml_free_memory_reach_the_finding(
     monkeypatch.setattr(
         eaglebug.gpu.nvml,
         "smallest_gpu_memory",
-        lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML", 1),
+        lambda: (81559 * MIB, "NVML (1 x NVIDIA H100 80GB HBM3)", 75 * GIB, "NVML", 1, ()),
     )
     _, nvml = preflight_json(capsys, sglang_0523, *launch)
     assert nvml["details"]["gpu_memory_from"] == "NVML (1 x NVIDIA H100 80GB HBM3)"

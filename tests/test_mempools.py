@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from eaglebug.checks.launch.devices import GpuMemory
 from eaglebug.checks.memory.fit import Gpu, MemoryLaunch
 from eaglebug.checks.memory.plan import Prediction, Weights, predict
 from eaglebug.checks.memory.rules import memory_sources
-from eaglebug.checks.orchestrator import GpuMemory
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests import test_memory

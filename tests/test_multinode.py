@@ -88,7 +88,7 @@ def test_every_node_as_rank_0_and_a_rank_past_the_end(index: TreeIndex, target: 
 
 
 def test_more_gpus_per_node_than_this_host_has(index: TreeIndex, target: Path) -> None:
-    from eaglebug.checks.orchestrator import GpuMemory
+    from eaglebug.checks.launch.devices import GpuMemory
 
     def counted(gpus: int, *flags: str) -> list[Finding]:
         gpu = GpuMemory(141 * 1024**3, "NVML (fake)", None, None, gpus)

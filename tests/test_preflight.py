@@ -27,9 +27,10 @@ from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch, words_environment
+from eaglebug.checks.launch.devices import GpuMemory
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
-from eaglebug.checks.orchestrator import GpuMemory, PreflightResult, preflight
+from eaglebug.checks.orchestrator import PreflightResult, preflight
 from eaglebug.checks.source.index import TreeIndex
 from tests.configs import (
     GIB,

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+from eaglebug.checks.launch.devices import GpuMemory
 from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.safetensors import CheckpointTensors, checkpoint_tensors, header_sizes
 from eaglebug.checks.memory.weights import RankWeights, fold, per_rank_bytes, rank_weights
 from eaglebug.checks.models.source import ModelSource
-from eaglebug.checks.orchestrator import GpuMemory, preflight
+from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.source.tree import locate
 from tests import test_memory

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.command import words_environment as words_environment
     from eaglebug.checks.launch.compose import is_compose as is_compose
     from eaglebug.checks.launch.compose import launch_files as launch_files
+    from eaglebug.checks.launch.devices import GpuMemory as GpuMemory
+    from eaglebug.checks.launch.devices import HostGpu as HostGpu
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
@@ -105,7 +107,6 @@ if TYPE_CHECKING:
     from eaglebug.checks.models.config import read_config as read_config
     from eaglebug.checks.models.source import ModelSource as ModelSource
     from eaglebug.checks.orchestrator import STAGES as STAGES
-    from eaglebug.checks.orchestrator import GpuMemory as GpuMemory
     from eaglebug.checks.orchestrator import PreflightResult as PreflightResult
     from eaglebug.checks.orchestrator import preflight as preflight
     from eaglebug.checks.source.ahead import Background as Background
@@ -150,7 +151,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "MAX_DIGITS": ("eaglebug.checks.contract.numbers", "MAX_DIGITS"),
     "float_value": ("eaglebug.checks.contract.numbers", "float_value"),
     "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
-    "GpuMemory": ("eaglebug.checks.orchestrator", "GpuMemory"),
+    "GpuMemory": ("eaglebug.checks.launch.devices", "GpuMemory"),
+    "HostGpu": ("eaglebug.checks.launch.devices", "HostGpu"),
     "InProcess": ("eaglebug.checks.source.mapper", "InProcess"),
     "Mapper": ("eaglebug.checks.source.mapper", "Mapper"),
     "Background": ("eaglebug.checks.source.ahead", "Background"),
@@ -266,6 +268,7 @@ __all__ = [
     "FlagFix",
     "GpuArch",
     "GpuMemory",
+    "HostGpu",
     "InProcess",
     "InputError",
     "InterfaceEvidence",

@@ -25,6 +25,7 @@ from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.compose import compose_launch
+from eaglebug.checks.launch.devices import GpuMemory, Visible, seen_by, visible_gpus
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
 from eaglebug.checks.launch.sitepaths import package_roots
@@ -43,15 +44,6 @@ from eaglebug.checks.source.external import ExternalPackage, ignored_package
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 from eaglebug.checks.startup import steps
-
-
-@dataclass(frozen=True)
-class GpuMemory:
-    bytes_per_gpu: int
-    source: str  # "NVML (NVIDIA H200)", "--gpu-mem-gib"
-    free_bytes: int | None = None  # the least free on any GPU now (NVML, --gpu-free-gib)
-    free_source: str | None = None
-    count: int | None = None  # GPUs on this host (NVML); None when given by hand
 
 
 @dataclass
@@ -303,6 +295,10 @@ def preflight(
         elif draft_class:
             draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
+    # The GPUs the server sees (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step's), not the host's.
+    visible = visible_gpus(launch.program, {**started, **launch.env_additions})
+    if gpu is not None and visible is not None:
+        gpu = seen_by(gpu, visible)
     figures = (
         GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source) if gpu else None
     )
@@ -376,8 +372,10 @@ def preflight(
         findings.extend(attention)
         stage("nodes")
         findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))
-        count = gpu.count if gpu else None
-        findings.extend(check_gpu_count(index, launch, specs, count, algorithm))
+        count = gpu.count if gpu else (visible.count if visible else None)
+        findings.extend(
+            check_gpu_count(index, launch, specs, count, algorithm, _seen_as(visible, gpu, count))
+        )
     pp = int(flags.number("--pp-size", "--pipeline-parallel-size") or 1)
     loaded = _loaded_per_gpu(target, draft, tp * max(pp, 1))
     stage("start-up order")
@@ -385,6 +383,15 @@ def preflight(
     index.save()
     result.findings = sort_findings(findings)
     return result
+
+
+def _seen_as(visible: Visible | None, gpu: GpuMemory | None, count: int | None) -> str | None:
+    """How the GPU count check names the GPUs it counted where the launch narrows them
+    ("it sees 2 GPUs (CUDA_VISIBLE_DEVICES=0,1)"); None: the host's, as NVML counted them."""
+    if visible is None or count is None:
+        return None
+    bound = "" if gpu is not None and gpu.gpus and visible.ids is not None else "at most "
+    return f"it sees {bound}{count} GPU{'s' if count != 1 else ''} ({visible.describe()})"
 
 
 def _with_class_defaults(

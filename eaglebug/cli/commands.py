@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # the engine loads only when a reply is not kept (see replies
         Listing,
         TreeIndex,
     )
+    from eaglebug.gpu.nvml import Gpu
+
+    _GpuFigures = tuple[int, str, int | None, str | None, int | None, tuple[Gpu, ...]]
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -274,23 +277,23 @@ def audit_command(args: argparse.Namespace) -> int:
     return _answer(args, tree, "audit", selection, compute, external)
 
 
-def _gpu(args: argparse.Namespace) -> tuple[int, str, int | None, str | None, int | None] | None:
-    """(bytes per GPU, its source, free bytes before the load, its source, GPUs here), or None
-    when no GPU is known; --gpu-mem-gib / --gpu-free-gib replace what NVML says (the count is
-    then unknown)."""
+def _gpu(args: argparse.Namespace) -> _GpuFigures | None:
+    """(bytes per GPU, its source, free bytes before the load, its source, GPUs here, each
+    GPU's figures), or None when no GPU is known; --gpu-mem-gib / --gpu-free-gib replace what
+    NVML says (the count and the GPUs are then unknown)."""
     free = getattr(args, "gpu_free_gib", None)
     free_given = (int(free * 1024**3), "--gpu-free-gib") if free is not None else (None, None)
     if args.gpu_mem_gib is not None:  # finite and positive: checked where it is parsed
-        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given, None
+        return int(args.gpu_mem_gib * 1024**3), "--gpu-mem-gib", *free_given, None, ()
     from eaglebug.gpu.nvml import smallest_gpu_memory  # NVML only when asked for
 
     found = smallest_gpu_memory()
     if found is None:
         return None
-    total, source, free_now, free_from, count = found
-    if free is not None:
-        return total, source, *free_given, count
-    return total, source, free_now, free_from, count
+    total, source, free_now, free_from, count, each = found
+    if free is not None:  # the least free is given: no GPU's own figure replaces it
+        return total, source, *free_given, count, each
+    return total, source, free_now, free_from, count, each
 
 
 def _gpu_arch(args: argparse.Namespace) -> GpuArch | None:
@@ -324,10 +327,10 @@ def preflight_command(args: argparse.Namespace) -> int:
     arch = _gpu_arch(args)
 
     def compute(index: TreeIndex) -> _Answered:
-        from eaglebug.checks import GpuMemory, has_errors, preflight
+        from eaglebug.checks import GpuMemory, HostGpu, has_errors, preflight
         from eaglebug.cli.report import print_preflight, rendered
 
-        gpu_memory = GpuMemory(*gpu) if gpu else None
+        gpu_memory = GpuMemory(*gpu[:5], tuple(HostGpu(*g) for g in gpu[5])) if gpu else None
         result = preflight(
             index, words, os.environ, gpu_memory, arch, external=external, measured=measured
         )

@@ -9,11 +9,16 @@ from typing import Any
 
 from eaglebug.gpu.nvml_source import NvmlSource
 
+Gpu = tuple[int, str | None, str, int, int]  # index, UUID, name, total and free bytes
 
-def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str, int] | None:
-    """(total bytes, "NVML (N x name)", least free bytes now, "NVML", GPUs here) of the GPUs
-    here: the smallest GPU's size (tensor parallel shards are equal), the least free on any of
-    them, and how many answer.
+
+def smallest_gpu_memory(
+    nvml_module: Any = None,
+) -> tuple[int, str, int, str, int, tuple[Gpu, ...]] | None:
+    """(total bytes, "NVML (N x name)", least free bytes now, "NVML", GPUs here, each GPU) of
+    the GPUs here: the smallest GPU's size (tensor parallel shards are equal), the least free
+    on any of them, how many answer, and each one's figures (a launch that sees only some of
+    them, by `CUDA_VISIBLE_DEVICES` or `--gpus`, is sized by its own: `checks.seen_by`).
 
     None when NVML is unavailable or no GPU answers. `nvml_module` replaces `pynvml` in tests.
     """
@@ -29,7 +34,11 @@ def smallest_gpu_memory(nvml_module: Any = None) -> tuple[int, str, int, str, in
     # SGLang sizes the KV pool from the least free memory across its ranks.
     free_bytes = min(gpu.total_bytes - gpu.used_bytes for gpu in gpus)
     described = f"NVML ({len(box.gpus)} x {smallest.name})"
-    return smallest.total_bytes, described, free_bytes, "NVML", len(gpus)
+    each = tuple(
+        (gpu.index, gpu.uuid, gpu.name, gpu.total_bytes, gpu.total_bytes - gpu.used_bytes)
+        for gpu in gpus
+    )
+    return smallest.total_bytes, described, free_bytes, "NVML", len(gpus), each
 
 
 def compute_capability(nvml_module: Any = None) -> tuple[tuple[int, int], str] | None:

@@ -192,7 +192,7 @@ class Session:
         return self._nvml_arch[0]
 
     def _gpu_memory(self) -> GpuMemory | None:
-        from eaglebug.checks import GpuMemory
+        from eaglebug.checks import GpuMemory, HostGpu
 
         snapshot = self.latest_gpus
         if snapshot is None or not snapshot.gpus:
@@ -205,6 +205,10 @@ class Session:
             free,
             "NVML",
             len(snapshot.gpus),
+            tuple(
+                HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
+                for g in snapshot.gpus
+            ),
         )
 
     # -- findings by key ---------------------------------------------------------------------

@@ -268,10 +268,13 @@ def check_gpu_count(
     specs: list[FlagSpec],
     gpus_here: int | None,
     algorithm: str | None = None,
+    seen_as: str | None = None,
 ) -> list[Finding]:
-    """`config.gpu_count`: this host has fewer GPUs than the launch puts on each node
+    """`config.gpu_count`: the launch sees fewer GPUs than it puts on each node
     (`--tp x --pp / --nnodes`, from `--base-gpu-id`): a rank finds no device when its
-    scheduler starts, before anything loads. Only where NVML counted the GPUs."""
+    scheduler starts, before anything loads ("CUDA error: invalid device ordinal"). Only where
+    the GPUs were counted: by NVML, or bounded by what the launch narrows them to (`seen_as`,
+    `launch/devices.py`: its `CUDA_VISIBLE_DEVICES`, `--gpus`, Slurm step)."""
     if gpus_here is None:
         return []
     values = resolution.launch_values(index, launch)
@@ -291,13 +294,17 @@ def check_gpu_count(
             message=f"the launch puts {per_node} GPUs {where} (--tp {tp} x --pp {pp}"
             + (f" / --nnodes {nnodes}" if nnodes > 1 else "")
             + (f", from GPU {base}" if base else "")
-            + f") but this host has {gpus_here}: a rank finds no GPU when its scheduler starts",
+            + f") but {seen_as or f'this host has {gpus_here}'}: a rank finds no GPU when its "
+            "scheduler starts",
             attribute="tp_size",
             fix=AdviceFix(
-                f"run on a host with {needed} GPUs, or lower --tp (or add nodes with --nnodes)"
+                f"let the launch see {needed} GPUs (CUDA_VISIBLE_DEVICES, --gpus), or lower --tp"
+                if seen_as
+                else f"run on a host with {needed} GPUs, or lower --tp (or add nodes with --nnodes)"
             ),
             evidence=ConfigEvidence.of(
-                {"gpus_per_node": per_node, "gpus_here": gpus_here, "base_gpu_id": base},
+                {"gpus_per_node": per_node, "gpus_here": gpus_here, "base_gpu_id": base}
+                | ({"gpus_seen_by": seen_as} if seen_as else {}),
                 read_from=_used_in_start_up(index, algorithm, "set_device(")
                 or _where(_flag(specs, "tp_size")),
             ),

@@ -289,6 +289,7 @@ def _run_words(
         out += _volume(volume, project, environ.get("HOME"))
     if workdir := run.get("-w") or run.get("--workdir") or service.get("working_dir"):
         out += ["-w", scalar(workdir)]
+    out += _gpus(service)
     entrypoint = _words(run.get("--entrypoint") or service.get("entrypoint"))
     command = call.run_command or _words(service.get("command"))
     if entrypoint:
@@ -302,6 +303,34 @@ def _run_words(
     if not image:  # built here: compose names it for the project; else it has none to run
         image = f"{project.name}-{name}" if service.get("build") else "(no image)"
     return [*out, scalar(image), *entrypoint[1:], *command]
+
+
+def _gpus(service: dict[str, Any]) -> list[str]:
+    """The service's GPUs as `docker run --gpus` words, where one request names them: its
+    `gpus:` (`all`, or a list), else a `deploy.resources.reservations.devices` entry with the
+    `gpu` capability. `device_ids` are those GPUs, `count` the first N, neither all of them
+    (the Compose specification's `deploy`); several requests are not read."""
+    requests = service.get("gpus")
+    if requests == "all":
+        return ["--gpus", "all"]
+    if not isinstance(requests, list):
+        deploy = service.get("deploy")
+        resources = deploy.get("resources") if isinstance(deploy, dict) else None
+        reserved = resources.get("reservations") if isinstance(resources, dict) else None
+        devices = reserved.get("devices") if isinstance(reserved, dict) else None
+        requests = [
+            d
+            for d in (devices if isinstance(devices, list) else [])
+            if isinstance(d, dict) and "gpu" in [scalar(c) for c in listed(d.get("capabilities"))]
+        ]
+    if len(requests) != 1 or not isinstance(requests[0], dict):
+        return []
+    ids, count = requests[0].get("device_ids"), requests[0].get("count")
+    if isinstance(ids, list) and count is None:
+        return ["--gpus", '"device={}"'.format(",".join(scalar(i) for i in ids))]
+    if ids is None and count is not None and scalar(count) != "all":
+        return ["--gpus", scalar(count)]
+    return ["--gpus", "all"] if ids is None else []
 
 
 def _run_volumes(call: _Invocation) -> list[str]:

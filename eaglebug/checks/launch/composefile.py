@@ -107,7 +107,7 @@ def _loader() -> type:
 
 _KEYS = frozenset(
     {"image", "entrypoint", "command", "environment", "env_file", "volumes", "user",
-     "working_dir", "profiles", "build"}
+     "working_dir", "profiles", "build", "gpus", "deploy"}
 )  # fmt: skip
 
 
