@@ -128,3 +128,58 @@ def test_time_only_prefixes_and_serving_lines_give_the_phase() -> None:
     assert serving["phase"] == "ready"
     custom, _ = _details("custom_log_format_pid_file_line_serving_crash_pr21723")
     assert custom["crashed_during"] == "ready"
+
+
+def test_a_rank_past_the_visible_gpus_says_which_gpu_and_what_it_saw() -> None:
+    """slime#1326: base GPU 6 under CUDA_VISIBLE_DEVICES=4,5,6,7. The exception line comes
+    first and SGLang's Context line (printed only when `set_device` fails) after it: the
+    finding says the Context line's GPU, whichever came first; the Engine's "Server process
+    terminated unexpectedly" and Ray's dead actor only say another process failed."""
+    data, findings = _details("device_ordinal_base_gpu_id_past_visible_slime_1326")
+    assert data["phase"] == "crashed"
+    (ordinal,) = findings
+    assert (ordinal["id"], ordinal["severity"]) == ("log.device_ordinal", "error")
+    assert ordinal["message"] == (
+        "TP rank 0 asked for GPU 6, but CUDA_VISIBLE_DEVICES=4,5,6,7 leaves it 4 (0-3): "
+        "invalid device ordinal"
+    )
+    details = ordinal["details"]
+    assert (details["gpu_id"], details["gpus_visible"], details["tp_size"]) == (6, 4, 2)
+    assert details["see"] == "config.gpu_count"
+    assert "CUDA_VISIBLE_DEVICES" in str(ordinal["fix"])
+    # sglang#23602: cut before its exception, the Context line is all it says: 8 ranks on 4
+    _, (cut,) = _details("device_ordinal_tp8_on_4_visible_context_line_23602")
+    assert cut["severity"] == "error" and cut["ranks"] == ["TP4"]
+    assert cut["message"].startswith("TP rank 4 asked for GPU 4, but")
+    assert cut["details"]["tp_size"] == 8
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        # 0.5.23's two wordings (model_runner.py:460, distributed/bootstrap.py:136)
+        "Context: self.device='cuda' get_device().gpu_id=2 "
+        "os.environ.get('CUDA_VISIBLE_DEVICES')='0,1' get_parallel().tp_rank=2 "
+        "get_parallel().tp_size=4",
+        "Context: device=cuda gpu_id=2 CUDA_VISIBLE_DEVICES=0,1 tp_rank=2",
+    ],
+)
+def test_the_context_line_in_each_release_wording(context: str) -> None:
+    text = (
+        f"[2026-01-01 10:00:00 TP2] {context}\n"
+        "[2026-01-01 10:00:00 TP2] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 455, in __init__\n'
+        "    torch.get_device_module(self.device).set_device(get_device().gpu_id)\n"
+        "torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+    )
+    (ordinal,) = analyze_text(text).to_json()["findings"]
+    assert ordinal["id"] == "log.device_ordinal"
+    assert ordinal["message"].startswith("TP rank 2 asked for GPU 2, but CUDA_VISIBLE_DEVICES=0,1")
+    assert ordinal["details"]["gpus_visible"] == 2
+
+
+def test_a_line_that_only_says_another_process_failed_stands_alone() -> None:
+    """Nothing better in the log: the Engine's line is what it shows of the crash."""
+    text = "Exception: Server process terminated unexpectedly.\n"
+    (other,) = analyze_text(text).to_json()["findings"]
+    assert (other["id"], other["severity"]) == ("log.other", "error")

@@ -17,6 +17,7 @@ screen, the common terminal emulators, bash), not SGLang's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 SESSION_VARIABLES = frozenset(
@@ -54,3 +55,22 @@ SESSION_VARIABLES = frozenset(
 def launch_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` without the variables that name the session (`SESSION_VARIABLES`)."""
     return {name: value for name, value in environ.items() if name not in SESSION_VARIABLES}
+
+
+_UUID = re.compile(r"GPU-[0-9A-Fa-f-]+")
+
+
+def visible_devices(value: str) -> tuple[str, ...]:
+    """The entries of a `CUDA_VISIBLE_DEVICES` value that can be valid, up to the first that
+    cannot (CUDA stops there, the CUDA Programming Guide's "CUDA Environment Variables"):
+    indices, UUIDs (`GPU-...`, a unique prefix will do), MIG instances (`MIG-...`); empty, none.
+    A repeated entry is counted once: the count stays an upper bound whatever CUDA makes of it.
+    Read by the launch's reading (`launch/devices.py`) and by the log's (`logs/results.py`)."""
+    entries: list[str] = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not (entry.isdigit() or _UUID.fullmatch(entry) or entry.startswith("MIG-")):
+            break
+        if entry not in entries:
+            entries.append(entry)
+    return tuple(entries)

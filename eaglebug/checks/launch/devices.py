@@ -28,13 +28,11 @@ What decides the set, as each tool documents it:
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from eaglebug.checks.contract.environ import visible_devices
 from eaglebug.checks.launch.wrappers import Wrapped, environment, unwrapped
-
-_UUID = re.compile(r"GPU-[0-9A-Fa-f-]+")
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
     value = environment(wrapped[start:], env).get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return seen
-    listed = _cuda_list(value)
+    listed = visible_devices(value)
     said = f"CUDA_VISIBLE_DEVICES={value}"
     if seen is None:
         return Visible(listed, len(listed), (said,))
@@ -109,7 +107,7 @@ def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
             return _docker_gpus(requests[0])
         listed = inside.get("NVIDIA_VISIBLE_DEVICES")
         if not requests and listed is not None and listed not in ("all", ""):
-            ids = () if listed in ("none", "void") else _cuda_list(listed)
+            ids = () if listed in ("none", "void") else visible_devices(listed)
             return Visible(ids, len(ids), (f"NVIDIA_VISIBLE_DEVICES={listed}",))
         return None
     if wrapper.name == "srun":
@@ -169,20 +167,6 @@ def _slurm_gpus(wrapper: Wrapped) -> int | None:
         number = total.rsplit(":", 1)[-1]
         return int(number) if number.isdigit() else None
     return None
-
-
-def _cuda_list(value: str) -> tuple[str, ...]:
-    """The entries of a `CUDA_VISIBLE_DEVICES` value that can be valid, up to the first that
-    cannot (CUDA stops there): indices, UUIDs (`GPU-...`), MIG instances (`MIG-...`). A
-    repeated entry is counted once: the count stays an upper bound whatever CUDA makes of it."""
-    entries: list[str] = []
-    for entry in value.split(","):
-        entry = entry.strip()
-        if not (entry.isdigit() or _UUID.fullmatch(entry) or entry.startswith("MIG-")):
-            break
-        if entry not in entries:
-            entries.append(entry)
-    return tuple(entries)
 
 
 def _among(outer: Visible, listed: tuple[str, ...], said: str) -> Visible:

@@ -166,6 +166,8 @@ class FindingBook:
             first = old.where
             for key, value in result.details.items():  # what another line adds (an abort)
                 old.result.details.setdefault(key, value)
+            if result.specific and not old.result.specific:
+                old.result.message, old.result.specific = result.message, True
             if first.process is None and where.process is not None:
                 first = replace(first, process=where.process)
             into[result.key] = replace(
@@ -196,11 +198,20 @@ class FindingBook:
             self._merge(entries, result, severity, where, take_order=False)
         ordered = sorted(entries.values(), key=lambda e: e.order)
         firm = {e.result.category for e in ordered if e.result.key not in self._tentative}
+        for e in ordered:  # unless those words say which (SGLang's Context line for a GPU)
+            if e.result.specific and e.result.key in self._tentative:
+                for kept in ordered:
+                    if kept.result.category == e.result.category and not kept.result.specific:
+                        kept.result.message, kept.result.specific = e.result.message, True
+                        for key, value in e.result.details.items():
+                            kept.result.details.setdefault(key, value)
         ordered = [  # a failure read properly says it better than its words on other lines
             e
             for e in ordered
             if e.result.key not in self._tentative or e.result.category not in firm
         ]
+        if any(e.severity == "error" and not e.result.generic for e in ordered):
+            ordered = [e for e in ordered if not e.result.generic]  # "another process failed"
         crashed = crashed_during is not None
         if crashed and not any(e.severity == "error" for e in ordered):
             first = next((e for e in ordered if e.result.key in self._tentative), None)

@@ -128,6 +128,9 @@ class LineReading(PhaseReading):
         else:
             key = ("other", normalize(said))
             result = Result("other", key, said[:160], said[:400])
+            # only says another process failed (the Engine's "Server process terminated
+            # unexpectedly", Ray's actor): the failure's own line says why, where there is one
+            result.generic = bool(lp.GENERIC_EXCEPTION_RX.search(said))
         where = Where(at.rank, at.line, at.offset, at.time, phase)
         if not shaped:
             self._book.add(result, "warning", where, tentative=True)

@@ -323,7 +323,7 @@ SUBPROCESS_CRASHED = next(s for s in CRASH_SIGNALS if s.kind == "subprocess_cras
 # Exceptions that only say that another process failed: evidence of a crash, not its cause.
 GENERIC_EXCEPTION_RX = re.compile(
     r"scheduler died during initialization|scheduler is dead|Initialization failed\. Please see"
-    r"|Server process terminated unexpectedly"
+    r"|Server process terminated unexpectedly|The actor died because of an error raised in"
     r"|^EOFError\b|^BrokenPipeError\b|^ConnectionResetError\b"
 )
 INTERRUPT_RX = re.compile(r"^(?:KeyboardInterrupt|SystemExit)\b")

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eaglebug.checks.contract.environ import visible_devices
 from eaglebug.checks.contract.findings import CallSite
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, EnvFix, Fix, FlagFix
 from eaglebug.checks.contract.numbers import float_text
@@ -30,6 +31,9 @@ class Result:
     details: dict[str, Any] = field(default_factory=dict)
     generic: bool = False  # only says another process failed
     interrupt: bool = False
+    # Its message names what its line showed (which GPU a rank asked for, what it saw): it
+    # words the finding over a plainer line of the same failure, whichever came first.
+    specific: bool = False
 
 
 def normalize(text: str) -> str:
@@ -259,6 +263,8 @@ def describe(
             else "read the log of the ranks (or nodes) that did not finish: their error comes "
             "first (often OOM or a slow disk)"
         )
+    elif category == "device_ordinal":
+        _device_ordinal(result, m, text)
     elif category == "cuda_error":
         what = excerpt(m.group(0), 120)
         result.key = (category, normalize(m.group(0)))
@@ -290,3 +296,41 @@ def describe(
         lines = [x.strip() for x in said["advice"].splitlines() if x.strip()][:6]
         result.details = {**result.details, "sglang_hint": " ".join(lines)}
     return result
+
+
+def _device_ordinal(result: Result, m: re.Match[str], text: str) -> None:
+    """A rank's `set_device` named a GPU its process does not see: more ranks on this node (or
+    a higher `--base-gpu-id`) than `CUDA_VISIBLE_DEVICES` or the container leaves it. SGLang's
+    Context line, where the text has it (after the error, in the same message), says which GPU
+    and what was visible."""
+    m = next((c for c in m.re.finditer(text) if c["gpu"] is not None), m)
+    result.key = ("device_ordinal",)
+    result.attribute = "tp_size"
+    result.message = (
+        "a rank asked for a GPU its process does not see (CUDA error: invalid device ordinal)"
+    )
+    details: dict[str, Any] = {"see": "config.gpu_count"}
+    if m["gpu"] is not None:
+        shown = m["cvd"].strip("'")
+        gpu, rank = int(m["gpu"]), m["rank"]
+        details["gpu_id"] = gpu
+        details["cuda_visible_devices"] = None if shown == "None" else shown
+        who = f"TP rank {rank}" if rank is not None else "a rank"
+        if shown == "None":
+            seen = "every GPU of the host is visible"
+        else:
+            count = len(visible_devices(shown))
+            details["gpus_visible"] = count
+            seen = f"CUDA_VISIBLE_DEVICES={shown} leaves it {count} (0-{count - 1})"
+            if count <= 1:
+                seen = f"CUDA_VISIBLE_DEVICES={shown} leaves it {count}"
+        result.message = f"{who} asked for GPU {gpu}, but {seen}: invalid device ordinal"
+        result.specific = True
+        if m["size"] is not None:
+            details["tp_size"] = int(m["size"])
+    result.details = details
+    result.fix = AdviceFix(
+        "the launch puts more GPUs on this node than it sees: --tp x --pp (from --base-gpu-id, "
+        "numbered from 0 among the visible GPUs) must fit what CUDA_VISIBLE_DEVICES (or docker "
+        "--gpus) leaves it; eaglebug preflight counts them (config.gpu_count)"
+    )

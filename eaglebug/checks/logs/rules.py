@@ -120,13 +120,29 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         "the CUDA runtime: a kernel not built for this GPU's architecture",
         ("no kernel image",),
     ),
+    # Before `cuda_error`: a rank asked for a GPU its process does not see. SGLang logs what it
+    # asked for just before the raise ("Context: ... gpu_id=6 ... CUDA_VISIBLE_DEVICES=..."),
+    # a line that only a failed `set_device` prints.
+    CategoryRule(
+        "device_ordinal",
+        re.compile(
+            r"invalid device ordinal|cudaErrorInvalidDevice\b"
+            r"|Context: \S*device=\S+ \S*gpu_id=(?P<gpu>\d+) "
+            r"\S*CUDA_VISIBLE_DEVICES'?\)?=(?P<cvd>'[^']*'|\S+)"
+            r"(?: \S*tp_rank=(?P<rank>\d+))?(?: \S*tp_size=(?P<size>\d+))?"
+        ),
+        "torch's `set_device` (the CUDA runtime's cudaErrorInvalidDevice); the Context line: "
+        "srt/model_executor/model_runner.py:460 and srt/distributed/bootstrap.py:136 (0.5.23), "
+        "model_runner.py `init_torch_distributed` (0.5.9)",
+        ("invalid device ordinal", "cudaErrorInvalidDevice", "CUDA_VISIBLE_DEVICES"),
+    ),
     CategoryRule(
         "cuda_error",
         re.compile(
             r"illegal memory access|device-side assert(?:ion)? triggered|unspecified launch failure"
             r"|misaligned address|illegal instruction was encountered|an illegal instruction"
             r"|CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|cudaErrorIllegalAddress"
-            r"|CUDA error: (?!out of memory)(?P<cuda>[^\n(]{3,120})"
+            r"|CUDA error: (?!out of memory|invalid device ordinal)(?P<cuda>[^\n(]{3,120})"
             r"|\.cu:\d+: .{0,200}Assertion .{1,200} failed"
         ),
         "the CUDA runtime's messages, as torch raises them (also in NCCL's watchdog `what():`)",
