@@ -215,3 +215,25 @@ def test_the_memory_check_reads_the_launchs_gpus_not_the_neighbours(
     mine = memory_json(capsys, sglang_0523, launch)
     assert mine["free_before_load_gib"] == 139.0
     assert mine["gpu_memory_from"].endswith("GPUs 4,5 (CUDA_VISIBLE_DEVICES=4,5)")
+
+
+def test_cudas_default_order_among_unlike_gpus_bounds_only_the_count() -> None:
+    """CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; nvidia-smi (and
+    docker) by PCI bus. Among like GPUs the two agree; among unlike ones an index may name
+    another GPU, so only how many is taken."""
+    mixed = (
+        HostGpu(0, None, "NVIDIA RTX A4000", 16 * GIB, 15 * GIB),
+        HostGpu(1, None, "NVIDIA H100 80GB HBM3", 80 * GIB, 79 * GIB),
+    )
+    host = GpuMemory(16 * GIB, "NVML (2 x NVIDIA RTX A4000)", 15 * GIB, "NVML", 2, mixed)
+    default = seen(f"CUDA_VISIBLE_DEVICES=1 {SERVER}")
+    assert default is not None and default.fastest_first
+    assert (seen_by(host, default).count, seen_by(host, default).free_bytes) == (1, 15 * GIB)
+    ordered = seen(f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1 {SERVER}")
+    assert ordered is not None and not ordered.fastest_first
+    assert seen_by(host, ordered).free_bytes == 79 * GIB
+    # docker's --gpus numbers are nvidia-smi's
+    boxed = seen(f"docker run --gpus device=1 img {SERVER}")
+    assert boxed is not None and seen_by(host, boxed).free_bytes == 79 * GIB
+    # none visible is none, in any order
+    assert seen_by(host, Visible((), 0, ("CUDA_VISIBLE_DEVICES=",), True)).count == 0

@@ -65,6 +65,9 @@ class Visible:
     ids: tuple[str, ...] | None
     count: int
     said: tuple[str, ...]
+    # Its indices are CUDA's, in CUDA's default order (fastest first, `CUDA_DEVICE_ORDER`
+    # unset): nvidia-smi's numbers only where the GPUs are alike (ties go by PCI bus).
+    fastest_first: bool = False
 
     def describe(self) -> str:
         return ", then ".join(self.said)
@@ -88,14 +91,16 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
         seen, env, start = given, here, at + 1
         if wrapper.name == "srun":
             env.pop("CUDA_VISIBLE_DEVICES", None)  # the step's own, set by Slurm
-    value = environment(wrapped[start:], env).get("CUDA_VISIBLE_DEVICES")
+    final = environment(wrapped[start:], env)
+    value = final.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return seen
     listed = visible_devices(value)
     said = f"CUDA_VISIBLE_DEVICES={value}"
-    if seen is None:
-        return Visible(listed, len(listed), (said,))
-    return _among(seen, listed, said)
+    picked = Visible(listed, len(listed), (said,)) if seen is None else _among(seen, listed, said)
+    if final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and any(e.isdigit() for e in listed):
+        picked = replace(picked, fastest_first=True)
+    return picked
 
 
 def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
@@ -190,8 +195,11 @@ def _among(outer: Visible, listed: tuple[str, ...], said: str) -> Visible:
 def seen_by(gpu: GpuMemory, visible: Visible) -> GpuMemory:
     """The host's GPU figures for the GPUs the launch sees: how many, the smallest and the
     least free among them. Where NVML named the GPUs and the launch's are known by index or
-    UUID, theirs; else the whole host's figures stand and only the count is bounded."""
-    picked = _pick(gpu.gpus, visible.ids) if gpu.gpus and visible.ids is not None else None
+    UUID, theirs; else the whole host's figures stand and only the count is bounded (a Slurm
+    step's; CUDA's default order among unlike GPUs, where an index may not be nvidia-smi's)."""
+    order_known = not visible.fastest_first or len({g.name for g in gpu.gpus}) <= 1
+    known = gpu.gpus and visible.ids is not None and order_known
+    picked = _pick(gpu.gpus, visible.ids) if known and visible.ids is not None else None
     if picked is None:
         count = visible.count if gpu.count is None else min(gpu.count, visible.count)
         return replace(gpu, count=count)
