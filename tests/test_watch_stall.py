@@ -40,7 +40,7 @@ class Clock:
     def __init__(self, now: float = 10_000.0) -> None:
         self.now = now
 
-    def __call__(self) -> float:
+    def __call__(self, *_: object) -> float:  # also `memory_moved_at(gpus)`
         return self.now
 
 
@@ -174,3 +174,51 @@ def test_the_sampler_says_when_gpu_memory_last_moved() -> None:
     clock.now = 20.0
     sampler.step()
     assert sampler.memory_moved_at() == 9.0
+
+
+def test_the_sampler_says_when_each_gpus_memory_last_moved() -> None:
+    """A neighbour's job on GPU 0 moves its memory; the launch on GPU 1 does not."""
+    used = {0: 10 * 1024**3, 1: 10 * 1024**3}
+    clock = Clock(0.0)
+    source = SimulatedSource(gpus=2, curve=lambda gpu, _t: used[gpu], processes=False)
+    sampler = Sampler(source, clock=clock)
+    sampler.step()
+    clock.now, used[0] = 7.0, used[0] + 2 * MOVED_BYTES
+    sampler.step()
+    assert sampler.memory_moved_at() == 7.0  # any GPU
+    assert sampler.memory_moved_at(frozenset({0})) == 7.0
+    assert sampler.memory_moved_at(frozenset({1})) is None  # the launch's: never moved
+    clock.now, used[1] = 9.0, used[1] + 2 * MOVED_BYTES
+    sampler.step()
+    assert sampler.memory_moved_at(frozenset({0, 1})) == 9.0
+
+
+def test_a_launch_on_some_gpus_stalls_by_their_memory_not_a_neighbours(workdir: Path) -> None:
+    """`CUDA_VISIBLE_DEVICES=1 python -m sglang.launch_server ...`: the watch asks the sampler
+    for GPU 1 only, so a neighbour moving GPU 0's memory cannot hide a hung capture."""
+    log = state_dir(workdir) / "logs" / "launch-001.log"
+    log.write_text(LOADING + GRAPHS)
+    launch = record(workdir, 1, log)
+    launch.env_additions = {"CUDA_VISIBLE_DEVICES": "1"}
+    launched(workdir, launch)
+    asked: list[frozenset[int] | None] = []
+
+    def memory(gpus: frozenset[int] | None) -> float | None:
+        asked.append(gpus)
+        return None  # the launch's GPU never moved (GPU 0's did: not asked)
+
+    clock = Clock()
+    watch, got = watching(workdir, clock, limits={"cuda_graph": 2 * MINUTE})
+    watch.memory_moved_at = memory
+    watch.session.latest_gpus = SimulatedSource(gpus=2, processes=False).sample()
+    watch.step()
+    clock.now += 3 * MINUTE
+    watch.step()
+    assert asked[-1] == frozenset({1})
+    (message,) = stalled(got.snapshots[-1])
+    assert "in cuda_graph" in message
+    # a launch that names no GPUs watches them all
+    launch.env_additions = {}
+    launched(workdir, launch)
+    watch.step()
+    assert asked[-1] is None

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.compose import launch_files as launch_files
     from eaglebug.checks.launch.devices import GpuMemory as GpuMemory
     from eaglebug.checks.launch.devices import HostGpu as HostGpu
+    from eaglebug.checks.launch.devices import launch_gpus as launch_gpus
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
@@ -153,6 +154,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "int_value": ("eaglebug.checks.contract.numbers", "int_value"),
     "GpuMemory": ("eaglebug.checks.launch.devices", "GpuMemory"),
     "HostGpu": ("eaglebug.checks.launch.devices", "HostGpu"),
+    "launch_gpus": ("eaglebug.checks.launch.devices", "launch_gpus"),
     "InProcess": ("eaglebug.checks.source.mapper", "InProcess"),
     "Mapper": ("eaglebug.checks.source.mapper", "Mapper"),
     "Background": ("eaglebug.checks.source.ahead", "Background"),
@@ -318,6 +320,7 @@ __all__ = [
     "is_compose",
     "launch_environ",
     "launch_files",
+    "launch_gpus",
     "launch_python",
     "line_ranks",
     "list_tree",

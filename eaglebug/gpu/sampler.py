@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from eaglebug.gpu.snapshot import BoxSnapshot
 from eaglebug.gpu.source import GpuSource
@@ -49,7 +49,8 @@ class Sampler:
         self._latest: BoxSnapshot | None = None
         self._history: dict[tuple[str, int], deque[int]] = {}  # by GpuSnapshot.key
         self._settled: dict[tuple[str, int], int] = {}  # per GPU: used bytes when it last moved
-        self._moved_at: float | None = None  # `clock` time of that
+        self._moved_at: float | None = None  # `clock` time of that, on any GPU
+        self._moved: dict[tuple[str, int], float] = {}  # and on each
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -75,12 +76,16 @@ class Sampler:
         with self._lock:
             return tuple(self._history.get(key, ()))
 
-    def memory_moved_at(self) -> float | None:
+    def memory_moved_at(self, gpus: Collection[int] | None = None) -> float | None:
         """When (on `clock`) some GPU's used memory last moved by more than `MOVED_BYTES`;
         None until it has. A launch that loads weights or captures CUDA graphs moves it, one
-        that hangs does not: the launch watch reads this to tell a stall from a quiet log."""
+        that hangs does not: the launch watch reads this to tell a stall from a quiet log.
+        `gpus`: only these GPUs of this host (the launch's own: a neighbour's job on another
+        GPU moving its memory says nothing of the launch); None: any GPU."""
         with self._lock:
-            return self._moved_at
+            if gpus is None:
+                return self._moved_at
+            return max((self._moved[("", i)] for i in gpus if ("", i) in self._moved), default=None)
 
     @property
     def running(self) -> bool:
@@ -110,7 +115,7 @@ class Sampler:
                     settled = self._settled.setdefault(gpu.key, gpu.used_bytes)
                     if abs(gpu.used_bytes - settled) > MOVED_BYTES:
                         self._settled[gpu.key] = gpu.used_bytes
-                        self._moved_at = now_s
+                        self._moved_at = self._moved[gpu.key] = now_s
         if self._on_snapshot is not None:
             try:
                 self._on_snapshot(snapshot)

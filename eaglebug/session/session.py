@@ -89,6 +89,8 @@ class Session:
         self.last: CheckResult | None = None
         self.latest_gpus: BoxSnapshot | None = None  # kept current by the UI's sampler
         self._nvml_arch: tuple[GpuArch | None] | None = None  # NVML's answer, once asked
+        # the current launch's GPUs, by what they were worked out from (`launch_gpus`)
+        self._launch_gpus: tuple[object, frozenset[int] | None] | None = None
 
     # -- what is being watched ------------------------------------------------------------
     @property
@@ -210,6 +212,31 @@ class Session:
                 for g in snapshot.gpus
             ),
         )
+
+    def launch_gpus(self) -> frozenset[int] | None:
+        """NVML's numbers of this host's GPUs that the current launch sees, where its words
+        narrow them (`CUDA_VISIBLE_DEVICES`, `--gpus`: `checks.launch_gpus`): the launch watch
+        tells its stall by their memory. None: every GPU, or not known which."""
+        snapshot = self.latest_gpus
+        record = self.current_launch()
+        words = (
+            [*(f"{k}={v}" for k, v in record.env_additions.items()), *record.argv]
+            if record is not None
+            else list(self.config.launch_words)
+        )
+        if snapshot is None or not words:
+            return None
+        from eaglebug.checks import HostGpu, launch_gpus
+
+        here = tuple(
+            HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
+            for g in snapshot.gpus
+            if g.host is None
+        )
+        key = (tuple(words), tuple((g.index, g.uuid, g.name) for g in here))
+        if self._launch_gpus is None or self._launch_gpus[0] != key:
+            self._launch_gpus = (key, launch_gpus(words, os.environ, here))
+        return self._launch_gpus[1]
 
     # -- findings by key ---------------------------------------------------------------------
     def resolve(self, log_findings: list[Finding]) -> list[Finding]:

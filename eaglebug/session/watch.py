@@ -13,7 +13,8 @@ header's time left), the log's findings resolved to the audited tree's classes
 
 Stalls. A launch can hang without a word (a rank waiting in a collective, a CUDA graph capture
 that never returns): each beat, the time since the log last moved (a line, a redrawn progress
-bar) and since the GPUs' memory last moved (`memory_moved_at`, the sampler's) is handed to
+bar) and since the memory of the GPUs the launch sees last moved (`memory_moved_at`, the
+sampler's; `Session.launch_gpus`: a neighbour's job on another GPU says nothing) is handed to
 `LogAnalyzer.stalled` with the phase's limit, and the `log.stalled` warning it gives joins the
 findings until either moves again. Both clocks are injected (`clock`, `wall_clock`), so the
 tests step through twenty minutes without waiting for them. A log that was already quiet when
@@ -73,7 +74,7 @@ class LaunchWatch:
         *,
         interval_s: float = 0.2,
         on_problem: Callable[[Problem], None] | None = None,
-        memory_moved_at: Callable[[], float | None] | None = None,
+        memory_moved_at: Callable[[frozenset[int] | None], float | None] | None = None,
         stall_limits: dict[str, float] | None = None,  # in seconds by phase, over the defaults
         clock: Callable[[], float] = time.monotonic,  # the clock of `memory_moved_at`
         wall_clock: Callable[[], float] = time.time,  # the clock of file times
@@ -264,7 +265,9 @@ class LaunchWatch:
         """`log.stalled` when neither the log nor the GPUs' memory moved for longer than the
         phase allows (None in a phase without a limit: ready, crashed)."""
         moved = self._moved_at
-        memory = self.memory_moved_at() if self.memory_moved_at is not None else None
+        memory = None
+        if self.memory_moved_at is not None:  # the launch's own GPUs (None: every one)
+            memory = self.memory_moved_at(self.session.launch_gpus())
         if memory is not None:
             moved = max(moved, memory)
         return analyzer.stalled(

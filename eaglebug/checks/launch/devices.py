@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eaglebug.checks.contract.environ import visible_devices
+from eaglebug.checks.launch.command import env_and_argv
 from eaglebug.checks.launch.wrappers import Wrapped, environment, unwrapped
 
 
@@ -101,6 +102,21 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
     if final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and any(e.isdigit() for e in listed):
         picked = replace(picked, fastest_first=True)
     return picked
+
+
+def launch_gpus(
+    words: Sequence[str], environ: Mapping[str, str], gpus: tuple[HostGpu, ...]
+) -> frozenset[int] | None:
+    """NVML's numbers of this host's `gpus` that a launch command (as typed: its `VAR=value`
+    words first) sees, where it narrows them to known ones; None: all of them, or not known
+    which. The launch watch tells a stall by their memory, not by a neighbour's job."""
+    additions, argv = env_and_argv(words)
+    visible = visible_gpus(argv, {**environ, **additions})
+    if visible is None or not gpus:
+        return None
+    whole = GpuMemory(0, "", None, None, len(gpus), gpus)
+    mine = seen_by(whole, visible).gpus
+    return None if mine == gpus else frozenset(g.index for g in mine)
 
 
 def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
