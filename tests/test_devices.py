@@ -173,6 +173,13 @@ def test_a_launch_pointed_at_fewer_gpus_than_its_ranks(index: TreeIndex, tmp_pat
     # without NVML the variable still bounds the count: two GPUs cannot hold --tp 4
     [bounded] = counted(index, f"CUDA_VISIBLE_DEVICES=0,1 {server} --tp 4", None)
     assert "it sees at most 2 GPUs" in bounded.message
+    words = shlex.split(f"CUDA_VISIBLE_DEVICES=0,1 {server} --tp 4")
+    assert preflight(index, words, {}, None).gpus_seen == {
+        "count": 2,
+        "exact": False,
+        "nvml_indices": None,
+        "by": "CUDA_VISIBLE_DEVICES=0,1",
+    }
     assert counted(index, f"CUDA_VISIBLE_DEVICES=0,1 {server} --tp 2", None) == []
     # a container given two GPUs
     line = f"""docker run --gpus '"device=2,3"' -v {target}:{target} img {server} --tp 4"""
@@ -182,7 +189,8 @@ def test_a_launch_pointed_at_fewer_gpus_than_its_ranks(index: TreeIndex, tmp_pat
 
 def memory_json(
     capsys: pytest.CaptureFixture[str], sglang: Path, words: list[str]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Any]:
+    """The memory finding's details, and what the answer says of the GPUs the launch sees."""
     import eaglebug.cli.parser
 
     code = eaglebug.cli.parser.main(
@@ -190,8 +198,9 @@ def memory_json(
     )
     out, _ = capsys.readouterr()
     assert code in (0, 1), out
-    [found] = [f for f in json.loads(out)["findings"] if f["id"] == "config.memory"]
-    return dict(found["details"])
+    answer = json.loads(out)
+    [found] = [f for f in answer["findings"] if f["id"] == "config.memory"]
+    return dict(found["details"]), answer["gpus_seen"]
 
 
 def test_the_memory_check_reads_the_launchs_gpus_not_the_neighbours(
@@ -209,12 +218,25 @@ def test_the_memory_check_reads_the_launchs_gpus_not_the_neighbours(
         lambda: (141 * GIB, "NVML (8 x NVIDIA H200)", 2 * GIB, "NVML", 8, each),
     )
     launch = [*LAUNCH, *models(tmp_path)]
-    host = memory_json(capsys, sglang_0523, launch)
+    host, every = memory_json(capsys, sglang_0523, launch)
     assert host["free_before_load_gib"] == 2.0  # the whole host: the neighbour's GPU 0
+    assert every is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
-    mine = memory_json(capsys, sglang_0523, launch)
+    mine, seen = memory_json(capsys, sglang_0523, launch)
     assert mine["free_before_load_gib"] == 139.0
     assert mine["gpu_memory_from"].endswith("GPUs 4,5 (CUDA_VISIBLE_DEVICES=4,5)")
+    assert seen == {
+        "count": 2,
+        "exact": True,
+        "nvml_indices": [4, 5],
+        "by": "CUDA_VISIBLE_DEVICES=4,5",
+    }
+    # the text report says it under the models
+    import eaglebug.cli.parser
+
+    eaglebug.cli.parser.main(["preflight", "--sglang", str(sglang_0523), "--no-cache", *launch])
+    out, _ = capsys.readouterr()
+    assert "GPUs it sees: 4,5 (CUDA_VISIBLE_DEVICES=4,5)" in out
 
 
 def test_cudas_default_order_among_unlike_gpus_bounds_only_the_count() -> None:

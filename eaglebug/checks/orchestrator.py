@@ -25,7 +25,13 @@ from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
 from eaglebug.checks.launch.compose import compose_launch
-from eaglebug.checks.launch.devices import GpuMemory, Visible, seen_by, visible_gpus
+from eaglebug.checks.launch.devices import (
+    GpuMemory,
+    Visible,
+    picked_gpus,
+    seen_by,
+    visible_gpus,
+)
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
 from eaglebug.checks.launch.sitepaths import package_roots
@@ -67,6 +73,9 @@ class PreflightResult:
     # A `docker compose up` launch: the service read, and the compose (and env) files, in the
     # order read; the launch above is the `docker run` it amounts to (`launch/compose.py`).
     compose: tuple[str, tuple[str, ...]] | None = None
+    # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step):
+    # {"count", "exact", "nvml_indices", "by"}; None where it sees every GPU of the host.
+    gpus_seen: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +86,7 @@ class PreflightResult:
                 if self.compose
                 else None
             ),
+            "gpus_seen": self.gpus_seen,
             "algorithm": self.algorithm,
             "target": self.target.to_json(),
             "draft": self.draft.to_json() if self.draft else None,
@@ -297,8 +307,9 @@ def preflight(
 
     # The GPUs the server sees (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step's), not the host's.
     visible = visible_gpus(launch.program, {**started, **launch.env_additions})
-    if gpu is not None and visible is not None:
-        gpu = seen_by(gpu, visible)
+    if visible is not None:
+        result.gpus_seen = _gpus_seen(visible, gpu)
+        gpu = seen_by(gpu, visible) if gpu is not None else None
     figures = (
         GpuFigures(gpu.bytes_per_gpu, gpu.source, gpu.free_bytes, gpu.free_source) if gpu else None
     )
@@ -374,7 +385,9 @@ def preflight(
         findings.extend(check_multinode(index, launch, specs, target.config, env, algorithm))
         count = gpu.count if gpu else (visible.count if visible else None)
         findings.extend(
-            check_gpu_count(index, launch, specs, count, algorithm, _seen_as(visible, gpu, count))
+            check_gpu_count(
+                index, launch, specs, count, algorithm, _seen_as(result.gpus_seen, count)
+            )
         )
     pp = int(flags.number("--pp-size", "--pipeline-parallel-size") or 1)
     loaded = _loaded_per_gpu(target, draft, tp * max(pp, 1))
@@ -385,13 +398,25 @@ def preflight(
     return result
 
 
-def _seen_as(visible: Visible | None, gpu: GpuMemory | None, count: int | None) -> str | None:
+def _gpus_seen(visible: Visible, host: GpuMemory | None) -> dict[str, Any]:
+    """What the report and the JSON say of the GPUs a launch narrows itself to: how many (at
+    most, where NVML did not name which), which of this host's (NVML's numbers), and why."""
+    picked = picked_gpus(host.gpus, visible) if host is not None else None
+    return {
+        "count": len(picked) if picked is not None else visible.count,
+        "exact": picked is not None,
+        "nvml_indices": [g.index for g in picked] if picked is not None else None,
+        "by": visible.describe(),
+    }
+
+
+def _seen_as(seen: dict[str, Any] | None, count: int | None) -> str | None:
     """How the GPU count check names the GPUs it counted where the launch narrows them
     ("it sees 2 GPUs (CUDA_VISIBLE_DEVICES=0,1)"); None: the host's, as NVML counted them."""
-    if visible is None or count is None:
+    if seen is None or count is None:
         return None
-    bound = "" if gpu is not None and gpu.gpus and visible.ids is not None else "at most "
-    return f"it sees {bound}{count} GPU{'s' if count != 1 else ''} ({visible.describe()})"
+    bound = "" if seen["exact"] else "at most "
+    return f"it sees {bound}{count} GPU{'s' if count != 1 else ''} ({seen['by']})"
 
 
 def _with_class_defaults(

@@ -174,6 +174,11 @@ def print_preflight(result: PreflightResult, console: Console | None = None) -> 
         env = " ".join(f"{k}={v}" for k, v in result.launch.env_additions.items())
         console.print(f"[dim]env: {escape(env)}[/]")
     _wrappers(console, result)
+    if result.gpus_seen is not None:
+        seen = result.gpus_seen
+        which = ",".join(str(i) for i in seen["nvml_indices"]) if seen["nvml_indices"] else "none"
+        said = which if seen["exact"] else f"at most {seen['count']}"
+        console.print(f"[dim]GPUs it sees: {escape(said)} ({escape(seen['by'])})[/]")
     _startup_order(console, result.findings)
     shown: set[int] = set()
     for report in result.reports:

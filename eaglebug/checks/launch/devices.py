@@ -213,9 +213,7 @@ def seen_by(gpu: GpuMemory, visible: Visible) -> GpuMemory:
     least free among them. Where NVML named the GPUs and the launch's are known by index or
     UUID, theirs; else the whole host's figures stand and only the count is bounded (a Slurm
     step's; CUDA's default order among unlike GPUs, where an index may not be nvidia-smi's)."""
-    order_known = not visible.fastest_first or len({g.name for g in gpu.gpus}) <= 1
-    known = gpu.gpus and visible.ids is not None and order_known
-    picked = _pick(gpu.gpus, visible.ids) if known and visible.ids is not None else None
+    picked = picked_gpus(gpu.gpus, visible)
     if picked is None:
         count = visible.count if gpu.count is None else min(gpu.count, visible.count)
         return replace(gpu, count=count)
@@ -230,6 +228,15 @@ def seen_by(gpu: GpuMemory, visible: Visible) -> GpuMemory:
         len(picked),
         picked,
     )
+
+
+def picked_gpus(gpus: tuple[HostGpu, ...], visible: Visible) -> tuple[HostGpu, ...] | None:
+    """Which of this host's `gpus` (NVML's) the launch sees; None where that is not known here
+    (no GPU named; a Slurm step's; CUDA's default order among unlike GPUs; see `_pick`)."""
+    order_known = not visible.fastest_first or len({g.name for g in gpus}) <= 1
+    if not gpus or visible.ids is None or not order_known:
+        return None
+    return _pick(gpus, visible.ids)
 
 
 def _pick(gpus: tuple[HostGpu, ...], ids: tuple[str, ...]) -> tuple[HostGpu, ...] | None:
