@@ -36,7 +36,7 @@ def recorded_launch(scenario: DemoScenario, log_name: str, **fields: Any) -> Pat
     launch = LaunchRecord(
         number=1,
         argv=scenario.launch_argv,
-        env_additions={},
+        env_additions=fields.pop("env_additions", {}),
         log=str(log),
         pid=NO_SUCH_PID,
         create_time=0.0,

@@ -79,7 +79,9 @@ def scenario(tmp_path: Path) -> DemoScenario:
     return DemoScenario.prepare(tmp_path / "demo", tp=GPUS, fast=True)  # nothing is launched
 
 
-def pinned_app(scenario: DemoScenario, *, crashed_log: Path | None = None) -> EaglebugApp:
+def pinned_app(
+    scenario: DemoScenario, *, crashed_log: Path | None = None, env: dict[str, str] | None = None
+) -> EaglebugApp:
     """The demo's app with a pinned clock, idle simulated GPUs and, optionally, a crashed launch.
 
     The checks are started by the test (`checked`) once the first GPU sample is in, as the
@@ -93,6 +95,7 @@ def pinned_app(scenario: DemoScenario, *, crashed_log: Path | None = None) -> Ea
             phase="crashed",
             outcome="crashed",
             exit_code=1,
+            env_additions=env or {},
         )
         shutil.copyfile(crashed_log, log)
     session = PinnedSession(demo_session(scenario).config)
@@ -203,6 +206,23 @@ def test_main_crashed_launch(snap_compare: Snap, scenario: DemoScenario) -> None
     """A launch crashed in set_eagle3_layers_to_capture on 8 ranks: phase, log and its finding."""
     app = pinned_app(scenario, crashed_log=CRASH_LOG)
     assert snap_compare(app, terminal_size=WIDE, run_before=checked_with_crash)
+
+
+def test_main_launch_on_some_gpus(snap_compare: Snap, scenario: DemoScenario) -> None:
+    """A launch given GPUs 4-7 of the eight (CUDA_VISIBLE_DEVICES): the GPU panel dims the
+    others and its title says which the launch runs on."""
+    app = pinned_app(scenario, crashed_log=CRASH_LOG, env={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+
+    async def run(pilot: Pilot[None]) -> None:
+        await checked_with_crash(pilot)
+        rows = app.main.query(GpuRow)
+        await until(
+            pilot,
+            lambda: [r.key[1] for r in rows if r.has_class("elsewhere")] == [0, 1, 2, 3],
+            "GPUs 0-3 dimmed",
+        )
+
+    assert snap_compare(app, terminal_size=WIDE, run_before=run)
 
 
 def on_set_eagle3(

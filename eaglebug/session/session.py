@@ -213,12 +213,13 @@ class Session:
             ),
         )
 
-    def launch_gpus(self) -> frozenset[int] | None:
-        """NVML's numbers of this host's GPUs that the current launch sees, where its words
-        narrow them (`CUDA_VISIBLE_DEVICES`, `--gpus`: `checks.launch_gpus`): the launch watch
-        tells its stall by their memory. None: every GPU, or not known which."""
+    def launch_gpus(self, record: LaunchRecord | None) -> frozenset[int] | None:
+        """NVML's numbers of this host's GPUs that a launch (`record`, the current one as the
+        watch read it; None: the command given) sees, where its words narrow them
+        (`CUDA_VISIBLE_DEVICES`, `--gpus`: `checks.launch_gpus`): the launch watch tells its
+        stall by their memory and the GPU panel dims the others. None: every GPU, or not
+        known which."""
         snapshot = self.latest_gpus
-        record = self.current_launch()
         words = (
             [*(f"{k}={v}" for k, v in record.env_additions.items()), *record.argv]
             if record is not None

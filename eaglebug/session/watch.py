@@ -62,6 +62,9 @@ class WatchSnapshot:
     launch_number: int | None
     started_at: float | None  # wall clock of the current launch
     last_ready_s: float | None  # how long the newest launch that got ready took
+    # NVML's numbers of the GPUs the current launch sees, where its words narrow them
+    # (`Session.launch_gpus`); None: every GPU
+    gpus: frozenset[int] | None = None
 
 
 class LaunchWatch:
@@ -90,6 +93,7 @@ class LaunchWatch:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._republish = False
+        self._gpus: frozenset[int] | None = None  # the current launch's (`launch_gpus`)
         self._thread: threading.Thread | None = None
         self._latest: WatchSnapshot | None = None
         self._problem: str | None = None  # the last problem reported (each is said once)
@@ -229,6 +233,10 @@ class LaunchWatch:
         if launch != self._launch:
             self._launch = launch
             news = True
+        gpus = self.session.launch_gpus(record)
+        if gpus != self._gpus:
+            self._gpus = gpus
+            news = True
         stalled = self._stall(analyzer) if path is not None else None
         previous = self._stalled
         if stalled is not None and previous is not None and stalled.message == previous.message:
@@ -267,7 +275,7 @@ class LaunchWatch:
         moved = self._moved_at
         memory = None
         if self.memory_moved_at is not None:  # the launch's own GPUs (None: every one)
-            memory = self.memory_moved_at(self.session.launch_gpus())
+            memory = self.memory_moved_at(self._gpus)
         if memory is not None:
             moved = max(moved, memory)
         return analyzer.stalled(
@@ -338,6 +346,7 @@ class LaunchWatch:
             launch_number=self._launch[0],
             started_at=self._launch[1],
             last_ready_s=self._launch[2],
+            gpus=self._gpus,
         )
         self._latest = snapshot
         self._on_snapshot(snapshot)

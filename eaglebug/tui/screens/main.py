@@ -424,6 +424,7 @@ class MainScreen(ServingParts):
         logs.show_crash(snap.findings)
         header = self.query_one(PhaseHeader)
         header.launch_number = snap.launch_number
+        self.query_one(GpuPanel).show_launch(snap.gpus)
         header.started_at = snap.started_at  # before the phase: a new launch restarts the clock
         header.last_ready_s = snap.last_ready_s
         header.phase = snap.phase

@@ -117,7 +117,8 @@ class GpuRow(Horizontal):
         yield self._text
         yield self._spark
 
-    def show(self, gpu: GpuSnapshot, history: list[float]) -> None:
+    def show(self, gpu: GpuSnapshot, history: list[float], elsewhere: bool = False) -> None:
+        """`elsewhere`: a GPU of this host the launch does not see (dimmed)."""
         line = gpu_line(gpu)
         if line != self._shown:  # one line of a fixed width: never a relayout
             self._shown = line
@@ -125,6 +126,7 @@ class GpuRow(Horizontal):
         self._spark.data = history or [0.0]
         self.set_class(gpu.state == "lost", "lost")
         self.set_class(gpu.state == "stale", "stale")
+        self.set_class(elsewhere, "elsewhere")
 
 
 class GpuPanel(Vertical):
@@ -141,6 +143,9 @@ class GpuPanel(Vertical):
         self._node_headers: dict[str, Static] = {}  # a header per node, once there are several
         self._procs: Text | None = None
         self._unavailable: str | None = _WAITING
+        # NVML's numbers of this host's GPUs the launch sees, where it narrows them (the launch
+        # watch's `WatchSnapshot.gpus`): the others are dimmed. None: every GPU.
+        self.launch_gpus: frozenset[int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(_WAITING, id="gpu-state")
@@ -158,6 +163,11 @@ class GpuPanel(Vertical):
         source = one_line(source)  # a Prometheus URL from the environment: outside text
         if self.border_subtitle != source:
             self.border_subtitle = source
+        title = "GPUs"
+        if self.launch_gpus is not None:
+            title = f"GPUs · launch on {','.join(map(str, sorted(self.launch_gpus))) or 'none'}"
+        if self.border_title != title:
+            self.border_title = title
         if snapshot.unavailable != self._unavailable:
             self._unavailable = snapshot.unavailable
             state = self.query_one("#gpu-state", Static)
@@ -188,7 +198,9 @@ class GpuPanel(Vertical):
                 rows.mount(row)
                 row.call_after_refresh(self._show_latest)
             else:
-                row.show(gpu, histories.get(gpu.key, []))
+                mine = self.launch_gpus
+                elsewhere = mine is not None and gpu.host is None and gpu.index not in mine
+                row.show(gpu, histories.get(gpu.key, []), elsewhere)
         procs = Text()
         for proc in sorted(snapshot.processes, key=lambda p: (p.gpu_index, p.pid))[:12]:
             used = f"{proc.used_bytes / GIB:5.1f}G" if proc.used_bytes is not None else "  n/a"
@@ -214,6 +226,13 @@ class GpuPanel(Vertical):
         if procs != self._procs:
             self._procs = procs
             self.query_one("#gpu-procs", Static).update(procs)
+
+    def show_launch(self, gpus: frozenset[int] | None) -> None:
+        """The GPUs the current launch sees changed (a relaunch, a new command): dim the others
+        now, not at the next sample."""
+        if gpus != self.launch_gpus:
+            self.launch_gpus = gpus
+            self._show_latest()
 
     def _show_latest(self) -> None:
         """A row mounted by one sample is first filled after its refresh, by then perhaps
