@@ -477,3 +477,10 @@ services:
     folder = tmp_path / "ids_yaml"
     seen = visible_gpus(compose(["docker", "compose", "up"], folder, {"HOME": "/h"}), {})
     assert seen is not None and (seen.ids, seen.count) == (("4", "5"), 2)
+    # an override file's memory limit merges into deploy: the GPUs stay
+    (folder / "compose.override.yaml").write_text(
+        "services:\n  sglang:\n    deploy:\n      resources:\n        limits:\n"
+        "          memory: 64g\n"
+    )
+    words = compose(["docker", "compose", "up"], folder, {"HOME": "/h"})
+    assert words[words.index("--gpus") + 1] == '"device=4,5"'

@@ -402,8 +402,9 @@ def _gpus_seen(visible: Visible, host: GpuMemory | None) -> dict[str, Any]:
     """What the report and the JSON say of the GPUs a launch narrows itself to: how many (at
     most, where NVML did not name which), which of this host's (NVML's numbers), and why."""
     picked = picked_gpus(host.gpus, visible) if host is not None else None
+    bound = visible.count if host is None or host.count is None else min(host.count, visible.count)
     return {
-        "count": len(picked) if picked is not None else visible.count,
+        "count": len(picked) if picked is not None else bound,
         "exact": picked is not None,
         "nvml_indices": [g.index for g in picked] if picked is not None else None,
         "by": visible.describe(),

@@ -207,9 +207,10 @@ class Session:
             free,
             "NVML",
             len(snapshot.gpus),
-            tuple(
+            tuple(  # this host's, by NVML's numbers (another node's GPU 0 is not a launch's here)
                 HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
                 for g in snapshot.gpus
+                if g.host is None
             ),
         )
 

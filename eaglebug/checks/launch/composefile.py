@@ -148,8 +148,22 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             out[key] = list({**mine, **{_target(v): v for v in value}}.values())
         elif key == "env_file" and key in out:
             out[key] = [*listed(out[key]), *listed(value)]
+        elif key == "deploy" and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _mapping_over(out[key], value)  # a memory limit keeps the GPUs
         else:
             out[key] = value
+    return out
+
+
+def _mapping_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Mappings merged key by key, all the way down, as Compose merges them; anything else
+    (a list, a scalar) the later file's."""
+    out = dict(base)
+    for key, value in over.items():
+        mine = out.get(key)
+        if isinstance(mine, dict) and isinstance(value, dict):
+            value = _mapping_over(mine, value)
+        out[key] = value
     return out
 
 

@@ -112,11 +112,8 @@ def launch_gpus(
     which. The launch watch tells a stall by their memory, not by a neighbour's job."""
     additions, argv = env_and_argv(words)
     visible = visible_gpus(argv, {**environ, **additions})
-    if visible is None or not gpus:
-        return None
-    whole = GpuMemory(0, "", None, None, len(gpus), gpus)
-    mine = seen_by(whole, visible).gpus
-    return None if mine == gpus else frozenset(g.index for g in mine)
+    picked = picked_gpus(gpus, visible) if visible is not None else None
+    return None if picked is None or picked == gpus else frozenset(g.index for g in picked)
 
 
 def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
@@ -126,9 +123,9 @@ def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
         requests = [value for option, value in wrapper.options if option == "--gpus"]
         if len(requests) == 1:
             return _docker_gpus(requests[0])
-        listed = inside.get("NVIDIA_VISIBLE_DEVICES")
-        if not requests and listed is not None and listed not in ("all", ""):
-            ids = () if listed in ("none", "void") else visible_devices(listed)
+        listed = inside.get("NVIDIA_VISIBLE_DEVICES")  # the NVIDIA Container Toolkit's values
+        if not requests and listed is not None and listed != "all":
+            ids = () if listed in ("none", "void", "") else visible_devices(listed)
             return Visible(ids, len(ids), (f"NVIDIA_VISIBLE_DEVICES={listed}",))
         return None
     if wrapper.name == "srun":

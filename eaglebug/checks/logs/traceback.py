@@ -13,6 +13,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from eaglebug.checks.contract.environ import visible_devices
 from eaglebug.checks.contract.findings import CallSite
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.logs import patterns as lp
@@ -166,8 +167,21 @@ def rule_match(text: str) -> tuple[str, re.Match[str]] | None:
             continue
         if rule.category == "missing_interface_method" and not _is_model_attribute(m):
             continue
+        if rule.category == "device_ordinal":
+            m = next((c for c in rule.rx.finditer(text) if _past_the_visible(c)), None)
+            if m is None:
+                continue
         return rule.category, m
     return None
+
+
+def _past_the_visible(m: re.Match[str]) -> bool:
+    """SGLang's Context line comes with any failed `set_device`: it says the ordinal was bad
+    only where the GPU asked for is past the ones `CUDA_VISIBLE_DEVICES` lists (a busy or
+    unavailable GPU fails there too, and its own error says so)."""
+    if m["gpu"] is None or m["cvd"].strip("'") == "None":
+        return True
+    return int(m["gpu"]) >= len(visible_devices(m["cvd"].strip("'")))
 
 
 def _is_model_attribute(m: re.Match[str]) -> bool:
