@@ -97,7 +97,42 @@ def test_docker_gpus_as_docker_reads_them() -> None:
     # the NVIDIA runtime's own variable, without --gpus
     line = f"docker run --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0,1 {image} {SERVER}"
     assert ids(line) == (("0", "1"), 2)
-    assert ids(f"podman run --gpus 1 {image} {SERVER}") == (("0",), 1)
+    # podman: each --gpus value is one CDI device, `nvidia.com/gpu=VALUE`, and they add up
+    assert ids(f"podman run --gpus 1 {image} {SERVER}") == (("1",), 1)
+    assert ids(f"podman run --gpus 0 --gpus 3 {image} {SERVER}") == (("0", "3"), 2)
+    assert seen(f"podman run --gpus all {image} {SERVER}") is None
+    # CDI devices by name, docker's too; then the container's own list picks among them
+    line = f"docker run --device nvidia.com/gpu=3 -e CUDA_VISIBLE_DEVICES=0 {image} {SERVER}"
+    assert ids(line) == (("3",), 1)
+
+
+def test_what_is_not_known_only_bounds_the_count() -> None:
+    """Where which GPUs the launch gets is not known here, a list still bounds how many, and
+    nothing docker refuses is read: never a smaller count than the launch will have."""
+    image = "lmsysorg/sglang:latest"
+    # a container without a GPU option: its GPUs are the daemon's and the image's business
+    assert ids(f"docker run -e CUDA_VISIBLE_DEVICES=0 {image} {SERVER}") == (None, 1)
+    # the NVIDIA runtime's variable without --runtime nvidia: those GPUs or, under runc, none
+    assert ids(f"docker run -e NVIDIA_VISIBLE_DEVICES=1,2 {image} {SERVER}") == (None, 2)
+    # several device requests, or UUIDs the container numbers in bus order: how many only
+    line = f"docker run --gpus 2 --gpus 3 -e CUDA_VISIBLE_DEVICES=1 {image} {SERVER}"
+    assert ids(line) == (None, 1)
+    uuids = """docker run --gpus '"device=GPU-5aaa,GPU-3aaa"' -e CUDA_VISIBLE_DEVICES=0"""
+    assert ids(f"{uuids} {image} {SERVER}") == (None, 1)
+    # what docker itself refuses, or hands on as every GPU
+    for gpus in ("''", "count=2,count=3", "device=all"):
+        assert seen(f"docker run --gpus {gpus} {image} {SERVER}") is None, gpus
+    # `isdigit` takes a superscript two; CUDA does not: an invalid first entry, no GPU
+    assert ids(f"docker run --gpus 2 -e CUDA_VISIBLE_DEVICES=² {image} {SERVER}") == ((), 0)
+    # a MIG instance, or a UUID NVML gave no UUIDs to match: counted, not picked
+    host = GpuMemory(141 * GIB, "NVML", 139 * GIB, "NVML", 8, tuple(
+        HostGpu(i, None, "NVIDIA H200", 141 * GIB, 139 * GIB) for i in range(8)
+    ))  # fmt: skip
+    for line in (f"docker run --gpus device=0:0 {image} {SERVER}",
+                 f"CUDA_VISIBLE_DEVICES=GPU-3aaa {SERVER}"):  # fmt: skip
+        found = seen(line)
+        assert found is not None
+        assert (seen_by(host, found).count, seen_by(host, found).gpus) == (1, host.gpus), line
 
 
 def test_a_slurm_steps_gpus() -> None:
@@ -107,9 +142,18 @@ def test_a_slurm_steps_gpus() -> None:
     assert ids(f"srun --gpus-per-node=2 {SERVER}") == (None, 2)
     assert ids(f"srun -N 1 -G 4 {SERVER}") == (None, 4)
     assert seen(f"srun -N 2 -G 16 {SERVER}") is None  # spread over nodes: not read
-    # a variable set after srun picks among the step's GPUs
+    # a variable set after srun picks among the step's GPUs, or replaces Slurm's (whether the
+    # step is confined to its own GPUs is Slurm's configuration): at most as many as listed
     assert ids(f"srun --gres=gpu:8 env CUDA_VISIBLE_DEVICES=0,1 {SERVER}") == (None, 2)
+    assert ids(f"srun --gres=gpu:4 env CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 {SERVER}") == (None, 6)
     assert seen(f"srun -N 1 {SERVER}") is None
+    # the step runs on a compute node: this (login) host's two GPUs do not bound it
+    step = seen(f"srun -N 1 --gres=gpu:8 {SERVER}")
+    assert step is not None and step.remote
+    login = GpuMemory(80 * GIB, "NVML", 79 * GIB, "NVML", 2, tuple(
+        HostGpu(i, None, "NVIDIA A100", 80 * GIB, 79 * GIB) for i in range(2)
+    ))  # fmt: skip
+    assert seen_by(login, step).count == 8
 
 
 # -- the host's GPUs, narrowed ----------------------------------------------------------------

@@ -185,12 +185,21 @@ def test_a_line_that_only_says_another_process_failed_stands_alone() -> None:
     assert (other["id"], other["severity"]) == ("log.other", "error")
 
 
-def test_a_context_line_for_a_gpu_it_does_see_is_not_an_ordinal_error() -> None:
+@pytest.mark.parametrize(
+    "context",
+    [
+        "Context: device=cuda gpu_id=1 CUDA_VISIBLE_DEVICES=2,3 tp_rank=1",
+        "Context: device=cuda gpu_id=1 CUDA_VISIBLE_DEVICES=2, 3 tp_rank=1",  # a space: 2 GPUs
+        # unset: every GPU visible, and the line alone cannot say the ordinal was bad
+        "Context: self.device='cuda' self.gpu_id=1 os.environ.get('CUDA_VISIBLE_DEVICES')=None "
+        "self.tp_rank=1 self.tp_size=2",
+    ],
+)
+def test_a_context_line_for_a_gpu_it_does_see_is_not_an_ordinal_error(context: str) -> None:
     """SGLang prints its Context line for any failed `set_device`: GPU 1 of the two listed
     failing as busy is the busy GPU's error, not a rank past the visible GPUs."""
     text = (
-        "[2026-01-01 10:00:00 TP1] Context: device=cuda gpu_id=1 CUDA_VISIBLE_DEVICES=2,3 "
-        "tp_rank=1\n"
+        f"[2026-01-01 10:00:00 TP1] {context}\n"
         "[2026-01-01 10:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
         '  File "/sgl/python/sglang/srt/distributed/bootstrap.py", line 133, in init\n'
         "    torch.get_device_module(device).set_device(get_device().gpu_id)\n"

@@ -74,7 +74,8 @@ class PreflightResult:
     # order read; the launch above is the `docker run` it amounts to (`launch/compose.py`).
     compose: tuple[str, tuple[str, ...]] | None = None
     # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step):
-    # {"count", "exact", "nvml_indices", "by"}; None where it sees every GPU of the host.
+    # {"count", "exact", "nvml_indices", "by"}; None where nothing narrows them, or what does
+    # is not known here (every GPU of the host is then taken).
     gpus_seen: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -402,7 +403,8 @@ def _gpus_seen(visible: Visible, host: GpuMemory | None) -> dict[str, Any]:
     """What the report and the JSON say of the GPUs a launch narrows itself to: how many (at
     most, where NVML did not name which), which of this host's (NVML's numbers), and why."""
     picked = picked_gpus(host.gpus, visible) if host is not None else None
-    bound = visible.count if host is None or host.count is None else min(host.count, visible.count)
+    mine = host is None or host.count is None or visible.remote  # a Slurm step's: its own
+    bound = visible.count if mine or host is None else min(host.count or 0, visible.count)
     return {
         "count": len(picked) if picked is not None else bound,
         "exact": picked is not None,

@@ -69,7 +69,8 @@ def visible_devices(value: str) -> tuple[str, ...]:
     entries: list[str] = []
     for entry in value.split(","):
         entry = entry.strip()
-        if not (entry.isdigit() or _UUID.fullmatch(entry) or entry.startswith("MIG-")):
+        number = entry.isascii() and entry.isdigit()  # `isdigit` alone takes `²`
+        if not (number or _UUID.fullmatch(entry) or entry.startswith("MIG-")):
             break
         if entry not in entries:
             entries.append(entry)

@@ -17,12 +17,18 @@ What decides the set, as each tool documents it:
   `N` (the host's GPUs 0..N-1); `device=0,2` (quoted so that its commas survive the CSV);
   neither count nor device gives one GPU; count and devices together, docker refuses. Inside
   the container the GPUs are numbered from 0 and its own `CUDA_VISIBLE_DEVICES` (`-e`) picks
-  among them. Without `--gpus`, `-e NVIDIA_VISIBLE_DEVICES=...` is the NVIDIA runtime's list;
-  with neither, what the container sees depends on the daemon's default runtime and the
-  image: not known here, so not narrowed.
+  among them. `podman run --gpus VALUE` is one CDI device each (`nvidia.com/gpu=VALUE`, podman's
+  `specgenutil`), as is `--device nvidia.com/gpu=...`. Without either, `-e
+  NVIDIA_VISIBLE_DEVICES=...` is the NVIDIA runtime's list (under `--runtime nvidia`; else the
+  daemon's default runtime decides: those GPUs or none). With none of them, what the container
+  sees depends on the default runtime and the image: not known here, so a list inside only
+  bounds how many.
 - `srun --gres=gpu:N`, `--gpus-per-node=N` (or `--gpus=N` on one node): Slurm sets the step's
-  `CUDA_VISIBLE_DEVICES` to its N GPUs, which ones is Slurm's choice. A variable from the shell
-  is replaced; one set after srun (an `env` wrapper) narrows further.
+  `CUDA_VISIBLE_DEVICES` to its N GPUs on a compute node, which ones is Slurm's choice. A
+  variable from the shell is replaced; one set after srun (an `env` wrapper) bounds the count.
+
+Where a verdict would rest on what is not known here, only the count is bounded, never made
+smaller than the launch can have: a false `config.gpu_count` costs a user a launch that works.
 """
 
 from __future__ import annotations
@@ -69,16 +75,26 @@ class Visible:
     # Its indices are CUDA's, in CUDA's default order (fastest first, `CUDA_DEVICE_ORDER`
     # unset): nvidia-smi's numbers only where the GPUs are alike (ties go by PCI bus).
     fastest_first: bool = False
+    # Another machine's GPUs (a Slurm step runs on a compute node): this host's count and
+    # figures say nothing of them.
+    remote: bool = False
 
     def describe(self) -> str:
         return ", then ".join(self.said)
 
 
+# What a wrapper gives the command after it: every GPU of the machine, in its own order
+# (`--gpus all`); GPUs not known here (a container without a GPU option: the daemon's default
+# runtime and the image decide); or the ones a `Visible` names.
+_EVERY, _UNKNOWN = "every", "unknown"
+
+
 def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible | None:
     """The GPUs the server after `program`'s wrappers sees, started in `environ` (with the
-    launch's `VAR=value` words); None where nothing narrows them (every GPU of the host)."""
+    launch's `VAR=value` words); None where nothing narrows them, or what does is not known
+    here (then every GPU of the host is taken, as before any of this was read)."""
     wrapped = unwrapped(program)[0]
-    seen: Visible | None = None
+    seen: Visible | str = _EVERY
     env = dict(environ)
     start = 0  # the wrappers from here on run in `env`
     for at, wrapper in enumerate(wrapped):
@@ -87,19 +103,25 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
         here = environment(wrapped[start : at + 1], env)
         given = _given_by(wrapper, here)
         if given is None:
-            continue
-        # The GPUs a container or a step is given are the host's, whatever was seen before.
+            continue  # an srun that asks for no GPU: it passes the variables on
+        # The GPUs a container or a step is given are the machine's, whatever was seen before.
         seen, env, start = given, here, at + 1
         if wrapper.name == "srun":
             env.pop("CUDA_VISIBLE_DEVICES", None)  # the step's own, set by Slurm
     final = environment(wrapped[start:], env)
     value = final.get("CUDA_VISIBLE_DEVICES")
     if value is None:
-        return seen
+        return seen if isinstance(seen, Visible) else None
     listed = visible_devices(value)
     said = f"CUDA_VISIBLE_DEVICES={value}"
-    picked = Visible(listed, len(listed), (said,)) if seen is None else _among(seen, listed, said)
-    if final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and any(e.isdigit() for e in listed):
+    if seen == _EVERY:
+        picked = Visible(listed, len(listed), (said,))
+    elif seen == _UNKNOWN:  # the container's GPUs are not known: the list bounds the count
+        picked = Visible(None, len(listed), (said,))
+    else:
+        assert isinstance(seen, Visible)
+        picked = _among(seen, listed, said)
+    if final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and any(_number(e) for e in listed):
         picked = replace(picked, fastest_first=True)
     return picked
 
@@ -116,52 +138,89 @@ def launch_gpus(
     return None if picked is None or picked == gpus else frozenset(g.index for g in picked)
 
 
-def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | None:
-    """The GPUs a wrapper gives the command after it, where it says: a container's `--gpus`
-    (or the NVIDIA runtime's variable), a Slurm step's GPU request."""
+def _given_by(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | str | None:
+    """The GPUs a wrapper gives the command after it (`_EVERY`, `_UNKNOWN` or named); None for
+    a wrapper that gives none of its own (an srun without a GPU request)."""
     if wrapper.container == "docker":
-        requests = [value for option, value in wrapper.options if option == "--gpus"]
-        if len(requests) == 1:
-            return _docker_gpus(requests[0])
-        listed = inside.get("NVIDIA_VISIBLE_DEVICES")  # the NVIDIA Container Toolkit's values
-        if not requests and listed is not None and listed != "all":
-            ids = () if listed in ("none", "void", "") else visible_devices(listed)
-            return Visible(ids, len(ids), (f"NVIDIA_VISIBLE_DEVICES={listed}",))
+        return _container_gpus(wrapper, inside)
+    count = _slurm_gpus(wrapper)
+    if count is None:
         return None
-    if wrapper.name == "srun":
-        count = _slurm_gpus(wrapper)
-        if count is not None:
-            return Visible(None, count, (f"srun's {count} GPU{'s' if count != 1 else ''}",))
-    return None
+    return Visible(None, count, (f"srun's {count} GPU{'s' if count != 1 else ''}",), remote=True)
 
 
-def _docker_gpus(value: str) -> Visible | None:
-    """`--gpus VALUE` as docker reads it; None where it is refused or not read (docker then
-    says why, or the GPUs are not narrowed here)."""
+def _container_gpus(wrapper: Wrapped, inside: Mapping[str, str]) -> Visible | str:
+    """A container's GPUs: `--gpus` as docker reads it (podman: each value one CDI device,
+    `nvidia.com/gpu=VALUE`), CDI `--device nvidia.com/gpu=...`, else the NVIDIA runtime's
+    `NVIDIA_VISIBLE_DEVICES` (the NVIDIA Container Toolkit's values)."""
+    requests = [value for option, value in wrapper.options if option == "--gpus"]
+    cdi = [
+        value.split("=", 1)[1]
+        for option, value in wrapper.options
+        if option == "--device" and value.startswith("nvidia.com/gpu=")
+    ]
+    if wrapper.name.startswith("podman"):
+        cdi, requests = cdi + requests, []
+    if requests and cdi:
+        return _UNKNOWN
+    if len(requests) > 1:
+        return _UNKNOWN  # several device requests: how the runtime joins them is not read
+    if requests:
+        return _docker_gpus(requests[0])
+    if cdi:
+        if "all" in cdi:
+            return _EVERY
+        said = tuple(f"--device nvidia.com/gpu={name}" for name in cdi)
+        return Visible(tuple(dict.fromkeys(cdi)), len(set(cdi)), (", ".join(said),))
+    listed = inside.get("NVIDIA_VISIBLE_DEVICES")
+    if listed is None:
+        return _UNKNOWN
+    if listed == "all":
+        return _EVERY
+    ids = () if listed in ("none", "void", "") else tuple(listed.split(","))
+    said = (f"NVIDIA_VISIBLE_DEVICES={listed}",)
+    if wrapper.option("--runtime") == "nvidia":
+        return Visible(ids, len(set(ids)), said)
+    # Without --runtime nvidia the daemon's default runtime decides: these GPUs, or none.
+    return Visible(None, len(set(ids)), said)
+
+
+def _docker_gpus(value: str) -> Visible | str:
+    """`--gpus VALUE` as docker reads it (docker/cli `opts/gpus.go`); what docker refuses
+    (a repeated key, count with devices, an empty value) or does not narrow is not read."""
     try:
         fields = next(csv.reader([value]))
     except (csv.Error, StopIteration):
-        return None
+        return _UNKNOWN
+    if not fields:
+        return _UNKNOWN  # `--gpus ''`: docker's CSV reader ends at once, and docker refuses it
     count: int | None = None
     devices: list[str] | None = None
+    keys: set[str] = set()
     for field in fields:
         key, eq, text = field.partition("=")
-        if not eq or key == "count":
+        name = "count" if not eq else key
+        if name in keys:
+            return _UNKNOWN  # "gpu request key 'count' can be specified only once"
+        keys.add(name)
+        if name == "count":
             number = text if eq else key
             if number == "all":
-                return None  # every GPU of the host
-            if not number.isdigit():
-                return None
-            count = int(number)
+                return _EVERY
+            count = _number(number)
+            if count is None:
+                return _UNKNOWN
         elif key == "device":
             devices = text.split(",")
         elif key not in ("driver", "capabilities", "options"):
-            return None
+            return _UNKNOWN
     said = (f"docker --gpus {value}",)
     if devices is not None:
         if count is not None:
-            return None  # docker: "cannot set both Count and DeviceIDs on device request"
-        return Visible(tuple(devices), len(set(devices)), said)
+            return _UNKNOWN  # docker: "cannot set both Count and DeviceIDs on device request"
+        if "all" in devices:
+            return _EVERY  # handed to the toolkit as NVIDIA_VISIBLE_DEVICES=all
+        return Visible(tuple(dict.fromkeys(devices)), len(set(devices)), said)
     count = 1 if count is None else count
     return Visible(tuple(str(i) for i in range(count)), count, said)
 
@@ -169,51 +228,61 @@ def _docker_gpus(value: str) -> Visible | None:
 def _slurm_gpus(wrapper: Wrapped) -> int | None:
     """The GPUs per node a srun step asks for (`--gres=gpu[:type]:N`, `--gpus-per-node`,
     `--gpus`/`-G` on one node); None where it asks none or it is not read here."""
+    if wrapper.name != "srun":
+        return None
     gres = wrapper.option("--gres")
     if gres is not None:
         for item in gres.split(","):
             parts = item.split(":")
             if parts[0] == "gpu":
-                return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+                return _number(parts[-1]) if len(parts) > 1 else 1
     per_node = wrapper.option("--gpus-per-node")
     if per_node is not None:
-        number = per_node.rsplit(":", 1)[-1]
-        return int(number) if number.isdigit() else None
+        return _number(per_node.rsplit(":", 1)[-1])
     total = wrapper.option("--gpus", "-G")
-    nodes = wrapper.option("--nodes", "-N")
-    if total is not None and nodes in (None, "1"):
-        number = total.rsplit(":", 1)[-1]
-        return int(number) if number.isdigit() else None
+    if total is not None and wrapper.option("--nodes", "-N") in (None, "1"):
+        return _number(total.rsplit(":", 1)[-1])
     return None
+
+
+def _number(text: str) -> int | None:
+    """A non-negative decimal number written in ASCII digits (`isdigit` takes `²` too)."""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _among(outer: Visible, listed: tuple[str, ...], said: str) -> Visible:
     """`CUDA_VISIBLE_DEVICES` inside a container or a Slurm step: its indices count the GPUs
-    given there from 0, in the host's order; a UUID names its GPU wherever it is."""
+    given there from 0, in the machine's order. Where the GPUs given are named by number, the
+    index picks one; else (a Slurm step's, UUIDs, MIG) only how many is known: at most as many
+    as listed (whether Slurm confines the step to its own GPUs is its configuration's)."""
     described = (*outer.said, said)
-    if outer.ids is None:
-        return Visible(None, min(outer.count, len(listed)), described)
-    order = sorted(outer.ids, key=lambda i: (not i.isdigit(), int(i) if i.isdigit() else 0))
+    given = [_number(i) for i in outer.ids] if outer.ids is not None else [None]
+    if outer.ids is None or None in given:
+        bound = len(listed) if outer.ids is None else min(outer.count, len(listed))
+        return Visible(None, bound, described, remote=outer.remote)
+    order = [str(n) for n in sorted(n for n in given if n is not None)]
     picked: list[str] = []
     for entry in listed:
-        if entry.isdigit():
-            if int(entry) >= len(order):
-                break  # an index the container lacks: CUDA stops there
-            entry = order[int(entry)]
-        if entry not in picked:
-            picked.append(entry)
+        index = _number(entry)
+        if index is None:
+            return Visible(None, min(outer.count, len(listed)), described)  # a UUID, MIG
+        if index >= len(order):
+            break  # an index the container lacks: CUDA stops there
+        if order[index] not in picked:
+            picked.append(order[index])
     return Visible(tuple(picked), len(picked), described)
 
 
 def seen_by(gpu: GpuMemory, visible: Visible) -> GpuMemory:
     """The host's GPU figures for the GPUs the launch sees: how many, the smallest and the
     least free among them. Where NVML named the GPUs and the launch's are known by index or
-    UUID, theirs; else the whole host's figures stand and only the count is bounded (a Slurm
-    step's; CUDA's default order among unlike GPUs, where an index may not be nvidia-smi's)."""
+    UUID, theirs; else the whole host's figures stand and only the count is bounded (CUDA's
+    default order among unlike GPUs, where an index may not be nvidia-smi's; a UUID NVML did
+    not give). A Slurm step's GPUs are another machine's: its count, not this host's."""
     picked = picked_gpus(gpu.gpus, visible)
     if picked is None:
-        count = visible.count if gpu.count is None else min(gpu.count, visible.count)
-        return replace(gpu, count=count)
+        mine = gpu.count is None or visible.remote
+        return replace(gpu, count=visible.count if mine else min(gpu.count or 0, visible.count))
     if not picked:
         return replace(gpu, count=0, gpus=())
     numbers = ",".join(str(g.index) for g in picked)
@@ -231,26 +300,29 @@ def picked_gpus(gpus: tuple[HostGpu, ...], visible: Visible) -> tuple[HostGpu, .
     """Which of this host's `gpus` (NVML's) the launch sees; None where that is not known here
     (no GPU named; a Slurm step's; CUDA's default order among unlike GPUs; see `_pick`)."""
     order_known = not visible.fastest_first or len({g.name for g in gpus}) <= 1
-    if not gpus or visible.ids is None or not order_known:
+    if not gpus or visible.ids is None or visible.remote or not order_known:
         return None
     return _pick(gpus, visible.ids)
 
 
 def _pick(gpus: tuple[HostGpu, ...], ids: tuple[str, ...]) -> tuple[HostGpu, ...] | None:
-    """The host GPUs `ids` name, up to the first that names none (CUDA stops there); None
-    where one cannot be told apart here (a MIG instance, a UUID prefix two GPUs share)."""
+    """The host GPUs `ids` name, up to the first that names none (CUDA and the toolkit stop
+    there: an index past the host's GPUs, a UUID no GPU has). None where one cannot be told
+    here: a MIG instance (`MIG-...`, `0:1`), a UUID where NVML gave none or a prefix two GPUs
+    share, anything else not read."""
     by_index = {str(g.index): g for g in gpus}
+    uuids_known = all(g.uuid for g in gpus)
     picked: list[HostGpu] = []
     for entry in ids:
-        if entry.startswith("MIG-"):
-            return None
-        if entry.startswith("GPU-"):
-            matches = [g for g in gpus if g.uuid and g.uuid.lower().startswith(entry.lower())]
+        if _number(entry) is not None:
+            found = by_index.get(str(_number(entry)))
+        elif entry.startswith("GPU-") and uuids_known:
+            matches = [g for g in gpus if (g.uuid or "").lower().startswith(entry.lower())]
             if len(matches) > 1:
                 return None
             found = matches[0] if matches else None
         else:
-            found = by_index.get(entry)
+            return None
         if found is None or found in picked:
             break
         picked.append(found)

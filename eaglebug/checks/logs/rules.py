@@ -128,7 +128,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         re.compile(
             r"invalid device ordinal|cudaErrorInvalidDevice\b"
             r"|Context: \S*device=\S+ \S*gpu_id=(?P<gpu>\d+) "
-            r"\S*CUDA_VISIBLE_DEVICES'?\)?=(?P<cvd>'[^']*'|\S+)"
+            r"\S*CUDA_VISIBLE_DEVICES'?\)?=(?P<cvd>'[^']*'|[^\n]*?)(?= \S*tp_rank=|\n|$)"
             r"(?: \S*tp_rank=(?P<rank>\d+))?(?: \S*tp_size=(?P<size>\d+))?"
         ),
         "torch's `set_device` (the CUDA runtime's cudaErrorInvalidDevice); the Context line: "

@@ -178,10 +178,14 @@ def rule_match(text: str) -> tuple[str, re.Match[str]] | None:
 def _past_the_visible(m: re.Match[str]) -> bool:
     """SGLang's Context line comes with any failed `set_device`: it says the ordinal was bad
     only where the GPU asked for is past the ones `CUDA_VISIBLE_DEVICES` lists (a busy or
-    unavailable GPU fails there too, and its own error says so)."""
-    if m["gpu"] is None or m["cvd"].strip("'") == "None":
-        return True
-    return int(m["gpu"]) >= len(visible_devices(m["cvd"].strip("'")))
+    unavailable GPU fails there too, and its own error says so); with the variable unset, only
+    the error's own words can say it."""
+    if m["gpu"] is None:
+        return True  # the error's own words
+    listed = m["cvd"].strip("'")
+    if listed == "None":
+        return False  # every GPU visible: the line alone cannot say the ordinal was bad
+    return int(m["gpu"]) >= len(visible_devices(listed))
 
 
 def _is_model_attribute(m: re.Match[str]) -> bool:
