@@ -237,9 +237,7 @@ def memory_json(
     """The memory finding's details, and what the answer says of the GPUs the launch sees."""
     import eaglebug.cli.parser
 
-    code = eaglebug.cli.parser.main(
-        ["preflight", "--sglang", str(sglang), "--json", "--no-cache", "--", *words]
-    )
+    code = eaglebug.cli.parser.main(["preflight", "--sglang", str(sglang), "--json", "--", *words])
     out, _ = capsys.readouterr()
     assert code in (0, 1), out
     answer = json.loads(out)
@@ -278,7 +276,7 @@ def test_the_memory_check_reads_the_launchs_gpus_not_the_neighbours(
     # the text report says it under the models
     import eaglebug.cli.parser
 
-    eaglebug.cli.parser.main(["preflight", "--sglang", str(sglang_0523), "--no-cache", *launch])
+    eaglebug.cli.parser.main(["preflight", "--sglang", str(sglang_0523), *launch])
     out, _ = capsys.readouterr()
     assert "GPUs it sees: 4,5 (CUDA_VISIBLE_DEVICES=4,5)" in out
 
@@ -294,6 +292,9 @@ def test_cudas_default_order_among_unlike_gpus_bounds_only_the_count() -> None:
     host = GpuMemory(16 * GIB, "NVML (2 x NVIDIA RTX A4000)", 15 * GIB, "NVML", 2, mixed)
     default = seen(f"CUDA_VISIBLE_DEVICES=1 {SERVER}")
     assert default is not None and default.fastest_first
+    first = seen(f"CUDA_VISIBLE_DEVICES=0 {SERVER}")  # GPU 0 is a number too
+    assert first is not None and first.fastest_first
+    assert seen_by(host, first).gpus == mixed  # which one: not known, so not picked
     assert (seen_by(host, default).count, seen_by(host, default).free_bytes) == (1, 15 * GIB)
     ordered = seen(f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1 {SERVER}")
     assert ordered is not None and not ordered.fastest_first

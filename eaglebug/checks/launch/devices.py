@@ -121,7 +121,8 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
     else:
         assert isinstance(seen, Visible)
         picked = _among(seen, listed, said)
-    if final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and any(_number(e) for e in listed):
+    numbered = any(_number(entry) is not None for entry in listed)
+    if numbered and final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         picked = replace(picked, fastest_first=True)
     return picked
 
