@@ -122,6 +122,11 @@ def test_what_is_not_known_only_bounds_the_count() -> None:
     # what docker itself refuses, or hands on as every GPU
     for gpus in ("''", "count=2,count=3", "device=all"):
         assert seen(f"docker run --gpus {gpus} {image} {SERVER}") is None, gpus
+    # hostile numbers: 5,000 digits, or a count no machine has, are not GPU counts (read as
+    # numbers they were a ValueError, and a tuple of thirty million GPU names, 2 GB)
+    for count in ("1" * 5000, "30000000"):
+        assert seen(f"docker run --gpus {count} {image} {SERVER}") is None
+        assert seen(f"srun --gres=gpu:{count} {SERVER}") is None
     # `isdigit` takes a superscript two; CUDA does not: an invalid first entry, no GPU
     assert ids(f"docker run --gpus 2 -e CUDA_VISIBLE_DEVICES=² {image} {SERVER}") == ((), 0)
     # a MIG instance, or a UUID NVML gave no UUIDs to match: counted, not picked

@@ -54,6 +54,9 @@ LAUNCH_FILE_BYTES = 1 << 20
 # The values of a compose service interpolated: a real one has a few hundred. YAML aliases let
 # a 1 KiB file stand for 10^9 of them (a "billion laughs"): the read stops at this many.
 COMPOSE_VALUES = 100_000
+# GPUs one machine can give a launch (a DGX has 8, the largest boards 16): a count a launch asks
+# for past this (`--gpus 30000000`, `--gres=gpu:N`) is not a GPU count, and is not read.
+MACHINE_GPUS = 1024
 
 # -- eaglebug's own caches (`eaglebug/checks/source/cache.py`) -------------------------------------------
 # A cache file bigger than this is not read (a miss): the facts of two whole releases take

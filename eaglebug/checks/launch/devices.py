@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eaglebug.checks.contract.environ import visible_devices
+from eaglebug.checks.contract.limits import MACHINE_GPUS
+from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.launch.command import env_and_argv
 from eaglebug.checks.launch.wrappers import Wrapped, environment, unwrapped
 
@@ -121,7 +123,7 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
     else:
         assert isinstance(seen, Visible)
         picked = _among(seen, listed, said)
-    numbered = any(_number(entry) is not None for entry in listed)
+    numbered = any(int_text(entry, lo=0) is not None for entry in listed)
     if numbered and final.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         picked = replace(picked, fastest_first=True)
     return picked
@@ -208,7 +210,7 @@ def _docker_gpus(value: str) -> Visible | str:
             number = text if eq else key
             if number == "all":
                 return _EVERY
-            count = _number(number)
+            count = int_text(number, lo=0, hi=MACHINE_GPUS)
             if count is None:
                 return _UNKNOWN
         elif key == "device":
@@ -236,19 +238,14 @@ def _slurm_gpus(wrapper: Wrapped) -> int | None:
         for item in gres.split(","):
             parts = item.split(":")
             if parts[0] == "gpu":
-                return _number(parts[-1]) if len(parts) > 1 else 1
+                return int_text(parts[-1], lo=0, hi=MACHINE_GPUS) if len(parts) > 1 else 1
     per_node = wrapper.option("--gpus-per-node")
     if per_node is not None:
-        return _number(per_node.rsplit(":", 1)[-1])
+        return int_text(per_node.rsplit(":", 1)[-1], lo=0, hi=MACHINE_GPUS)
     total = wrapper.option("--gpus", "-G")
     if total is not None and wrapper.option("--nodes", "-N") in (None, "1"):
-        return _number(total.rsplit(":", 1)[-1])
+        return int_text(total.rsplit(":", 1)[-1], lo=0, hi=MACHINE_GPUS)
     return None
-
-
-def _number(text: str) -> int | None:
-    """A non-negative decimal number written in ASCII digits (`isdigit` takes `²` too)."""
-    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _among(outer: Visible, listed: tuple[str, ...], said: str) -> Visible:
@@ -257,14 +254,14 @@ def _among(outer: Visible, listed: tuple[str, ...], said: str) -> Visible:
     index picks one; else (a Slurm step's, UUIDs, MIG) only how many is known: at most as many
     as listed (whether Slurm confines the step to its own GPUs is its configuration's)."""
     described = (*outer.said, said)
-    given = [_number(i) for i in outer.ids] if outer.ids is not None else [None]
+    given = [int_text(i, lo=0) for i in outer.ids] if outer.ids is not None else [None]
     if outer.ids is None or None in given:
         bound = len(listed) if outer.ids is None else min(outer.count, len(listed))
         return Visible(None, bound, described, remote=outer.remote)
     order = [str(n) for n in sorted(n for n in given if n is not None)]
     picked: list[str] = []
     for entry in listed:
-        index = _number(entry)
+        index = int_text(entry, lo=0)
         if index is None:
             return Visible(None, min(outer.count, len(listed)), described)  # a UUID, MIG
         if index >= len(order):
@@ -315,8 +312,9 @@ def _pick(gpus: tuple[HostGpu, ...], ids: tuple[str, ...]) -> tuple[HostGpu, ...
     uuids_known = all(g.uuid for g in gpus)
     picked: list[HostGpu] = []
     for entry in ids:
-        if _number(entry) is not None:
-            found = by_index.get(str(_number(entry)))
+        index = int_text(entry, lo=0)
+        if index is not None:
+            found = by_index.get(str(index))
         elif entry.startswith("GPU-") and uuids_known:
             matches = [g for g in gpus if (g.uuid or "").lower().startswith(entry.lower())]
             if len(matches) > 1:
