@@ -42,7 +42,7 @@ from eaglebug.session.checking import (
 )
 
 if TYPE_CHECKING:  # the engine, libcst and GitPython load when first used, after first paint
-    from eaglebug.checks import GpuArch, GpuMemory, Patch, SglangTree
+    from eaglebug.checks import GpuArch, GpuMemory, HostGpu, Patch, SglangTree
     from eaglebug.git.fixing import Applied, Undone
 
 # What a log finding is the runtime face of: its fix is the preflight finding's fix.
@@ -99,9 +99,7 @@ class Session:
         if self.config.launch_words:
             return list(self.config.launch_words)
         record = load_state(self.config.workdir).latest
-        if record is None:
-            return []
-        return [f"{k}={v}" for k, v in record.env_additions.items()] + list(record.argv)
+        return _typed(record) if record is not None else []
 
     def tree(self) -> SglangTree:
         from eaglebug.checks import locate
@@ -194,7 +192,7 @@ class Session:
         return self._nvml_arch[0]
 
     def _gpu_memory(self) -> GpuMemory | None:
-        from eaglebug.checks import GpuMemory, HostGpu
+        from eaglebug.checks import GpuMemory
 
         snapshot = self.latest_gpus
         if snapshot is None or not snapshot.gpus:
@@ -207,11 +205,7 @@ class Session:
             free,
             "NVML",
             len(snapshot.gpus),
-            tuple(  # this host's, by NVML's numbers (another node's GPU 0 is not a launch's here)
-                HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
-                for g in snapshot.gpus
-                if g.host is None
-            ),
+            _host_gpus(snapshot),
         )
 
     def launch_gpus(self, record: LaunchRecord | None) -> frozenset[int] | None:
@@ -221,23 +215,15 @@ class Session:
         stall by their memory and the GPU panel dims the others. None: every GPU, or not
         known which."""
         snapshot = self.latest_gpus
-        words = (
-            [*(f"{k}={v}" for k, v in record.env_additions.items()), *record.argv]
-            if record is not None
-            else list(self.config.launch_words)
-        )
+        words = _typed(record) if record is not None else list(self.config.launch_words)
         if snapshot is None or not words:
             return None
-        from eaglebug.checks import HostGpu, launch_gpus
-
-        here = tuple(
-            HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
-            for g in snapshot.gpus
-            if g.host is None
-        )
-        key = (tuple(words), tuple((g.index, g.uuid, g.name) for g in here))
+        # each beat asks: worked out again only for another command or other GPUs
+        key = (tuple(words), tuple((g.index, g.uuid, g.name, g.host) for g in snapshot.gpus))
         if self._launch_gpus is None or self._launch_gpus[0] != key:
-            self._launch_gpus = (key, launch_gpus(words, os.environ, here))
+            from eaglebug.checks import launch_gpus
+
+            self._launch_gpus = (key, launch_gpus(words, os.environ, _host_gpus(snapshot)))
         return self._launch_gpus[1]
 
     # -- findings by key ---------------------------------------------------------------------
@@ -457,3 +443,20 @@ class Session:
         if figures is not None:
             changes["memory"] = figures
         self.server.update(record.number, **changes)
+
+
+def _typed(record: LaunchRecord) -> list[str]:
+    """A recorded launch as its command was typed: its `VAR=value` words, then its argv."""
+    return [f"{k}={v}" for k, v in record.env_additions.items()] + list(record.argv)
+
+
+def _host_gpus(snapshot: BoxSnapshot) -> tuple[HostGpu, ...]:
+    """This host's GPUs by NVML's numbers, with their free memory now (another node's GPU 0,
+    from Prometheus, is not a launch's here)."""
+    from eaglebug.checks import HostGpu
+
+    return tuple(
+        HostGpu(g.index, g.uuid, g.name, g.total_bytes, g.total_bytes - g.used_bytes)
+        for g in snapshot.gpus
+        if g.host is None
+    )
