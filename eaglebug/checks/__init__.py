@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.launch.external import for_launch as for_launch
     from eaglebug.checks.launch.gpuarch import GpuArch as GpuArch
     from eaglebug.checks.launch.gpuarch import parse_gpu_arch as parse_gpu_arch
+    from eaglebug.checks.launch.kubectl import is_kubectl as is_kubectl
     from eaglebug.checks.launch.shell import shell_string as shell_string
     from eaglebug.checks.launch.shell import split_words as split_words
     from eaglebug.checks.launch.sitepaths import launch_python as launch_python
@@ -198,6 +199,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "words_environment": ("eaglebug.checks.launch.command", "words_environment"),
     "is_compose": ("eaglebug.checks.launch.compose", "is_compose"),
     "launch_files": ("eaglebug.checks.launch.compose", "launch_files"),
+    "is_kubectl": ("eaglebug.checks.launch.kubectl", "is_kubectl"),
     "shell_string": ("eaglebug.checks.launch.shell", "shell_string"),
     "unwrapped": ("eaglebug.checks.launch.wrappers", "unwrapped"),
     "carrying": ("eaglebug.checks.launch.wrappers", "carrying"),
@@ -318,6 +320,7 @@ __all__ = [
     "int_text",
     "int_value",
     "is_compose",
+    "is_kubectl",
     "launch_environ",
     "launch_files",
     "launch_gpus",

@@ -34,6 +34,7 @@ from eaglebug.checks.launch.devices import (
 )
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
+from eaglebug.checks.launch.kubectl import kubectl_launch
 from eaglebug.checks.launch.sitepaths import package_roots
 from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.logs.memory import MemoryLog
@@ -73,6 +74,9 @@ class PreflightResult:
     # A `docker compose up` launch: the service read, and the compose (and env) files, in the
     # order read; the launch above is the `docker run` it amounts to (`launch/compose.py`).
     compose: tuple[str, tuple[str, ...]] | None = None
+    # A `kubectl apply -f` launch: the workload and container read, and the manifests; the
+    # launch above is the `docker run` its container amounts to (`launch/kubectl.py`).
+    kubernetes: tuple[str, str, tuple[str, ...]] | None = None
     # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step):
     # {"count", "exact", "nvml_indices", "by"}; None where nothing narrows them, or what does
     # is not known here (every GPU of the host is then taken).
@@ -85,6 +89,15 @@ class PreflightResult:
             "compose": (
                 {"service": self.compose[0], "files": list(self.compose[1])}
                 if self.compose
+                else None
+            ),
+            "kubernetes": (
+                {
+                    "workload": self.kubernetes[0],
+                    "container": self.kubernetes[1],
+                    "files": list(self.kubernetes[2]),
+                }
+                if self.kubernetes
                 else None
             ),
             "gpus_seen": self.gpus_seen,
@@ -220,11 +233,15 @@ def preflight(
             progress(name)
 
     stage(STAGES[0])
-    # `docker compose up`: the `docker run` it is (interpolated without the session's variables,
-    # as the reply is keyed: `session/stamps.question`)
-    composed = compose_launch(words, launch_environ(environ))
+    # `docker compose up`, `kubectl apply -f`: the `docker run` it is (read without the
+    # session's variables, as the reply is keyed: `session/stamps.question`)
+    started = launch_environ(environ)  # no verdict depends on the shell's session
+    composed = compose_launch(words, started)
+    applied = kubectl_launch(words, started) if composed is None else None
     if composed is not None:
         words = composed.words
+    elif applied is not None:
+        words = applied.words
     if index.external is None:
         external = external or for_launch(words, environ)
         if external is not None:
@@ -232,10 +249,10 @@ def preflight(
     specs = server_flags(index)
     stage("models")
     version = index.tree.version or "this tree"
-    launch = parse_launch(words, specs, version, serve_front_end(index), partial(flag_value, index))
+    convert = partial(flag_value, index)
+    launch = parse_launch(words, specs, version, serve_front_end(index), convert, started)
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
-    started = launch_environ(environ)  # no verdict depends on the shell's session
     env = launch.env(started)
     tp_value = flags.number("--tp-size", "--tensor-parallel-size")
     tp = int(tp_value) if tp_value is not None else 1
@@ -270,6 +287,12 @@ def preflight(
     if composed is not None:
         result.warnings.extend(composed.warnings)
         result.compose = (composed.service, composed.files)
+    if applied is not None:
+        result.warnings.extend(applied.warnings)
+        result.kubernetes = (applied.workload, applied.container, applied.files)
+    for dest, value in launch.at_run_time.items():
+        option = launch.spelled.get(dest, dest)
+        result.warnings.append(f"{option} {value}: set by the script when it runs, not known here")
     result.package_roots = tuple(str(r) for r in roots)
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings
@@ -306,8 +329,10 @@ def preflight(
         elif draft_class:
             draft_class = draft_mode_class(index, first_architecture(draft.config), draft_class)
 
-    # The GPUs the server sees (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step's), not the host's.
-    visible = visible_gpus(launch.program, {**started, **launch.env_additions})
+    # The GPUs the server sees (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step's, a pod's), not
+    # the host's.
+    pod = applied.gpus if applied is not None else None
+    visible = visible_gpus(launch.program, {**started, **launch.env_additions}, pod)
     if visible is not None:
         result.gpus_seen = _gpus_seen(visible, gpu)
         gpu = seen_by(gpu, visible) if gpu is not None else None

@@ -54,13 +54,15 @@ def _tree(args: argparse.Namespace, words: list[str]) -> SglangTree:
     """--sglang; else the importable sglang; else the one the launch's own python imports."""
     sglang = args.sglang
     if sglang is None and words and importlib.util.find_spec("sglang") is None:
-        from eaglebug.checks import env_and_argv, is_compose, launch_python, unwrapped
+        from eaglebug.checks import env_and_argv, is_compose, is_kubectl, launch_python, unwrapped
         from eaglebug.server.pyenv import sglang_of
 
         wrapped, command = unwrapped(env_and_argv(words)[1])
         runner = next((w.name for w in wrapped if w.container), None)
         if runner is None and is_compose(command):
             runner = f"{os.path.basename(command[0]).partition('-')[0]} compose"
+        if runner is None and is_kubectl(command):
+            runner = "a Kubernetes pod"
         if runner is not None:
             raise InputError(
                 f"the launch runs in a container ({runner}): its SGLang is the image's",

@@ -27,6 +27,7 @@ from eaglebug.checks import (
     InputError,
     carrying,
     is_compose,
+    is_kubectl,
     shell_string,
     unwrapped,
     with_flags,
@@ -122,6 +123,13 @@ class Server:
                 "start it yourself (docker compose up -d), its output into a file "
                 "(docker compose logs -f > server.log 2>&1 &), and watch that: "
                 "eaglebug watch --log server.log",
+            )
+        if is_kubectl(command):
+            raise InputError(
+                "eaglebug does not start pods (kubectl): the server runs on the cluster, where "
+                "stop could not end it",
+                "apply it yourself, its log into a file (kubectl logs -f POD > server.log 2>&1 "
+                "&), and watch that: eaglebug watch --log server.log",
             )
         if shell_string(command) is not None:
             raise InputError(

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from eaglebug.checks import ModelSource
 
 
+# A launch through these reads files besides its words (a compose file, a manifest).
+_FILE_READERS = ("compose", "--env-file")
+_KUBECTL = ("kubectl", "oc", "microk8s", "k3s")
+
+
 def question(
     words: Sequence[str],
     environ: Mapping[str, str],
@@ -30,14 +35,16 @@ def question(
     """A preflight's question besides the tree (and the model package, keyed by its files):
     the launch, the folder its relative paths start from, the environment as preflight reads
     it (without the variables that name a shell session: a new pane asks the same question),
-    the files the launch names that say more of it (a compose file, an env file: by their
-    content), the GPUs (bytes, free bytes, count and where each figure came from), their
-    compute capability and the last launch's measured memory (as JSON)."""
+    the files the launch names that say more of it (a compose file, a manifest, an env
+    file: by their content), the GPUs (bytes, free bytes, count and where each figure came
+    from), their compute capability and the last launch's measured memory (as JSON)."""
     from eaglebug.checks import launch_environ
 
     started = launch_environ(environ)
     files: list[str] = []
-    if any("compose" in w or "--env-file" in w for w in words):  # else none: skip the import
+    if any(  # else none: skip the import
+        os.path.basename(w) in _KUBECTL or any(k in w for k in _FILE_READERS) for w in words
+    ):
         from eaglebug.checks import launch_files
 
         files = launch_files(words, started)

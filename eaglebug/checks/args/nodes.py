@@ -188,7 +188,7 @@ def _layout(
     nnodes: int,
 ) -> list[Finding]:
     out: list[Finding] = []
-    addr = values.get("dist_init_addr")
+    addr = values.get("dist_init_addr") or launch.at_run_time.get("dist_init_addr")
     addr_spec, rank_spec = _flag(specs, "dist_init_addr"), _flag(specs, "node_rank")
     # Where the nodes meet (or wait for each other): the start-up's distributed init.
     meets = _used_in_start_up(index, algorithm, "dist_init_addr") or _where(addr_spec)
@@ -205,7 +205,7 @@ def _layout(
                 evidence=ConfigEvidence.of(shown, read_from=meets),
             )
         )
-    elif _loopback(str(addr)):
+    elif addr and _loopback(str(addr)):
         out.append(
             Finding(
                 id=_ID,
@@ -220,7 +220,7 @@ def _layout(
             )
         )
     rank = _int(values.get("node_rank"))
-    if launch.get("node_rank") is None:
+    if launch.get("node_rank") is None and "node_rank" not in launch.at_run_time:
         out.append(
             Finding(
                 id=_ID,
@@ -274,7 +274,7 @@ def check_gpu_count(
     (`--tp x --pp / --nnodes`, from `--base-gpu-id`): a rank finds no device when its
     scheduler starts, before anything loads ("CUDA error: invalid device ordinal"). Only where
     the GPUs were counted: by NVML, or bounded by what the launch narrows them to (`seen_as`,
-    `launch/devices.py`: its `CUDA_VISIBLE_DEVICES`, `--gpus`, Slurm step)."""
+    `launch/devices.py`: its `CUDA_VISIBLE_DEVICES`, `--gpus`, Slurm step, pod)."""
     if gpus_here is None:
         return []
     values = resolution.launch_values(index, launch)
@@ -298,7 +298,8 @@ def check_gpu_count(
             "scheduler starts",
             attribute="tp_size",
             fix=AdviceFix(
-                f"let the launch see {needed} GPUs (CUDA_VISIBLE_DEVICES, --gpus), or lower --tp"
+                f"let the launch see {needed} GPUs (CUDA_VISIBLE_DEVICES, --gpus, a pod's "
+                "nvidia.com/gpu limit), or lower --tp"
                 if seen_as
                 else f"run on a host with {needed} GPUs, or lower --tp (or add nodes with --nnodes)"
             ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,9 @@ from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, u
 # is found (the tree is the one the command's own python imports: `eaglebug/cli/commands._tree`).
 _ENTRY_MODULES = {"sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py"}
 _FORMS = "python -m sglang.launch_server ..., sglang serve ..., or bare --flags"
+# A command (a compose service's, a pod's container's, its words joined) that starts the server,
+# also inside a `bash -c` script, which the launch's reading then takes as its one command.
+SERVER_COMMAND = re.compile(r"sglang\.launch_server|sglang\.srt\.server|\bsglang\s+serve\b")
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,9 @@ class LaunchSpec:
     env_additions: dict[str, str]
     values: dict[str, str | bool | list[str]]  # dest -> value
     spelled: dict[str, str] = field(default_factory=dict)  # dest -> the option as written
+    # Flags whose value a `bash -c` script's variable sets when it runs, not known here
+    # (`--node-rank $POD_INDEX`): dest -> the value as written; not in `values`.
+    at_run_time: dict[str, str] = field(default_factory=dict)
 
     def get(self, dest: str) -> str | bool | list[str] | None:
         return self.values.get(dest)
@@ -187,6 +194,27 @@ def _check_type(option: str, value: str, value_type: str | None) -> None:
         raise InputError(f"{option} {shown}: too large", f"fix {option} in the launch command")
 
 
+# What tells one node (or pod) of a launch from another, and so is often a variable of its
+# script (`--node-rank $POD_INDEX`, `--dist-init-addr $LWS_LEADER_ADDRESS:20000`): set when it
+# runs, read as given but not known. Any other flag's value the checks rest on.
+PER_NODE = frozenset({"node_rank", "dist_init_addr", "host", "port"})
+
+
+def _per_node(option: str, dest: str, taken: list[str]) -> str:
+    """The value as written, where the flag is one of `PER_NODE`; else the input error that
+    it must be known."""
+    written = f"{option} {' '.join(taken)}"
+    names = sorted({m[1] or m[2] for value in taken for m in _REFERENCE.finditer(value)})
+    if dest in PER_NODE:
+        return " ".join(taken)
+    raise InputError(
+        f"{written}: the script's {', '.join(names)} sets it when it runs, and the checks rest "
+        "on its value",
+        f"write its value in the script, or set {names[0]} where the launch's words say it "
+        "(a container's -e, an env: entry of the manifest)",
+    )
+
+
 def _is_flag(word: str) -> bool:
     """`--x` or `-x`, but not a negative number given as a value."""
     return word.startswith("--") or (
@@ -233,18 +261,29 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words
 
 
-def _shell_string_read(words: list[str]) -> list[str]:
+def _shell_string_read(words: list[str], environ: Mapping[str, str]) -> tuple[list[str], bool]:
     """`words` with a `bash -c STRING` after the wrappers read as the words of STRING (its
-    `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers)."""
+    `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers), each
+    `$NAME` and `${NAME}` the shell's variable where it is known: the launch started in
+    `environ`, through its wrappers (a container's `-e`); and whether there was a script."""
     wrapped, command = unwrapped(words)
     inner = shell_string(command)
     if inner is None:
-        return words
-    additions, inner = env_and_argv(inner)
+        return words, False
+    shell = environment(wrapped, environ)
+    additions, inner = env_and_argv([_expanded(w, shell) for w in inner])
     if inner[:1] == ["exec"]:  # `VAR=1 exec python3 ...`: the shell replaced by the command
         inner = inner[1:]
     assignments = ["env", *(f"{k}={v}" for k, v in additions.items())] if additions else []
-    return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner]
+    return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner], True
+
+
+# A shell variable's value in a word (`$NAME`, `${NAME}`); `${NAME:-x}` and the like are not read.
+_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expanded(word: str, shell: Mapping[str, str]) -> str:
+    return _REFERENCE.sub(lambda m: shell.get(m[1] or m[2], m[0]), word)
 
 
 def server_path(
@@ -285,11 +324,14 @@ def parse_launch(
     version: str = "this tree",
     serve: ServeFrontEnd | None = None,
     convert: Callable[[FlagSpec, str, str], str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> LaunchSpec:
     """The launch's flags by `dest`; `convert(spec, option, value)` is the release's own
-    converter of a flag that has one (`FlagSpec.parser`), run on the value (`launch/types.py`)."""
+    converter of a flag that has one (`FlagSpec.parser`), run on the value (`launch/types.py`).
+    `environ`: what the launch is started in, for the variables of a `bash -c` script; a flag
+    whose value still holds one is set when the script runs (`LaunchSpec.at_run_time`)."""
     env, words = env_and_argv(words)
-    words = _shell_string_read(words)
+    words, scripted = _shell_string_read(words, {**(environ or {}), **env})
     n_program = _program_length(words)
     program = words[:n_program]
     rest = words[n_program:]
@@ -299,6 +341,7 @@ def parse_launch(
     table = {option: spec for spec in flags for option in spec.options}
     values: dict[str, str | bool | list[str]] = {}
     spelled: dict[str, str] = {}
+    at_run_time: dict[str, str] = {}
     i = n_program
     while i < len(words):
         word = words[i]
@@ -326,6 +369,9 @@ def parse_launch(
             i += 1
         if not taken and spec.nargs in {"1", "+"}:
             raise InputError(f"{option} needs a value", f"write {option} VALUE")
+        if scripted and any(_REFERENCE.search(value) for value in taken):
+            at_run_time[spec.dest] = _per_node(option, spec.dest, taken)
+            continue
         if spec.parser is not None and convert is not None:
             taken = [convert(spec, option, value) for value in taken]
         for value in taken:
@@ -334,4 +380,4 @@ def parse_launch(
             values[spec.dest] = taken
         else:
             values[spec.dest] = taken[0] if taken else True
-    return LaunchSpec(tuple(words), tuple(words[:n_program]), env, values, spelled)
+    return LaunchSpec(tuple(words), tuple(words[:n_program]), env, values, spelled, at_run_time)

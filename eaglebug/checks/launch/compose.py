@@ -22,7 +22,6 @@ project's `.env` (or `--env-file`); a service's variables are its `env_file`s' t
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.launch.command import env_and_argv
+from eaglebug.checks.launch.command import SERVER_COMMAND, env_and_argv
 from eaglebug.checks.launch.composefile import environment_map, listed, read_services, scalar
 from eaglebug.checks.launch.composevars import read_dotenv
+from eaglebug.checks.launch.kubectl import kubectl_launch
 from eaglebug.checks.launch.wrappers import environment, unwrapped
 
 _FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
@@ -236,14 +236,11 @@ def _service(
     )
 
 
-_SERVER = re.compile(r"sglang\.launch_server|sglang\.srt\.server|\bsglang\s+serve\b")
-
-
 def _serves(service: dict[str, Any]) -> bool:
     """Does the service start SGLang's server: its entry point and command name it (also
     inside a `bash -c` script, which the launch's reading then reports as one)?"""
     words = [*_words(service.get("entrypoint")), *_words(service.get("command"))]
-    return _SERVER.search(" ".join(words)) is not None
+    return SERVER_COMMAND.search(" ".join(words)) is not None
 
 
 def _words(value: Any) -> list[str]:
@@ -380,14 +377,19 @@ def launch_files(
     argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
 ) -> list[str]:
     """The files reading the launch reads besides the command (a compose launch's compose
-    files, `.env` and env files; a container runner's `--env-file`s): a kept answer is for
+    files, `.env` and env files; a kubectl launch's manifests; a container runner's
+    `--env-file`s): a kept answer is for
     them as they were."""
     here = cwd if cwd is not None else os.getcwd()
     found: list[str] = []
     composed = compose_launch(argv, environ, here)
+    applied = kubectl_launch(argv, environ, here) if composed is None else None
     if composed is not None:
         found += composed.files
         argv = composed.words
+    elif applied is not None:
+        found += applied.files
+        argv = applied.words
     for wrapper in unwrapped(env_and_argv(argv)[1])[0]:
         if wrapper.container:
             found += [os.path.join(here, v) for o, v in wrapper.options if o == "--env-file"]

@@ -11,6 +11,7 @@ read: said, never guessed.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,20 +45,12 @@ def _read(path: str) -> dict[str, Any]:
     """A compose file's YAML (Compose's `!reset` and `!override` tags kept for the merge)."""
     import yaml
 
-    data = read_named(Path(path), "a compose file")
-    try:
-        loaded = yaml.load(data, Loader=_loader())
-    except RecursionError:  # `[[[[...]]]]`: Python's frames end it, one line
-        raise InputError(
-            f"{path}: nested too deeply to be a compose file", "check the compose file"
-        ) from None
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise InputError(
-            f"{path}: not YAML{line}: {getattr(exc, 'problem', None) or exc}",
-            "fix the compose file (docker compose config shows what compose reads)",
-        ) from None
+    loaded = yaml_file(
+        path,
+        "a compose file",
+        "fix the compose file (docker compose config shows what compose reads)",
+        lambda data: yaml.load(data, Loader=_loader()),
+    )
     if not isinstance(loaded, dict):
         raise InputError(f"{path}: not a compose file (no mapping at the top)", "check -f")
     if "include" in loaded:
@@ -66,6 +59,25 @@ def _read(path: str) -> dict[str, Any]:
             "pass the docker run command it amounts to (docker compose config shows it)",
         )
     return loaded
+
+
+def yaml_file(path: str, kind: str, hint: str, load: Callable[[bytes], Any]) -> Any:
+    """`load` of the file's bytes (at most `LAUNCH_FILE_BYTES`), its failures one line each."""
+    import yaml
+
+    data = read_named(Path(path), kind)
+    try:
+        return load(data)
+    except RecursionError:  # `[[[[...]]]]`: Python's frames end it, one line
+        raise InputError(
+            f"{path}: nested too deeply to be {kind}", f"check the {kind.split(' ', 1)[1]}"
+        ) from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise InputError(
+            f"{path}: not YAML{line}: {getattr(exc, 'problem', None) or exc}", hint
+        ) from None
 
 
 class _Reset:

@@ -23,6 +23,8 @@ What decides the set, as each tool documents it:
   daemon's default runtime decides: those GPUs or none). With none of them, what the container
   sees depends on the default runtime and the image: not known here, so a list inside only
   bounds how many.
+- A Kubernetes pod's `nvidia.com/gpu: N` limit (`kubectl.py`): N GPUs of the node it lands on,
+  which ones the device plugin's choice, as for a Slurm step.
 - `srun --gres=gpu:N`, `--gpus-per-node=N` (or `--gpus=N` on one node): Slurm sets the step's
   `CUDA_VISIBLE_DEVICES` to its N GPUs on a compute node, which ones is Slurm's choice. A
   variable from the shell is replaced; one set after srun (an `env` wrapper) bounds the count.
@@ -91,10 +93,14 @@ class Visible:
 _EVERY, _UNKNOWN = "every", "unknown"
 
 
-def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible | None:
+def visible_gpus(
+    program: Sequence[str], environ: Mapping[str, str], pod: Visible | None = None
+) -> Visible | None:
     """The GPUs the server after `program`'s wrappers sees, started in `environ` (with the
     launch's `VAR=value` words); None where nothing narrows them, or what does is not known
-    here (then every GPU of the host is taken, as before any of this was read)."""
+    here (then every GPU of the host is taken, as before any of this was read). `pod`: the
+    GPUs a Kubernetes pod's limit gives its container (`kubectl.py`), in place of what the
+    container's own options say."""
     wrapped = unwrapped(program)[0]
     seen: Visible | str = _EVERY
     env = dict(environ)
@@ -103,7 +109,7 @@ def visible_gpus(program: Sequence[str], environ: Mapping[str, str]) -> Visible 
         if wrapper.container != "docker" and wrapper.name != "srun":
             continue
         here = environment(wrapped[start : at + 1], env)
-        given = _given_by(wrapper, here)
+        given = pod if pod is not None and wrapper.container else _given_by(wrapper, here)
         if given is None:
             continue  # an srun that asks for no GPU: it passes the variables on
         # The GPUs a container or a step is given are the machine's, whatever was seen before.

@@ -50,7 +50,7 @@ def shell_string(command: Sequence[str]) -> list[str] | None:
     if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
         return None  # `-c`, `-lc`, `-ec`: the string is the next word
     return _command_words(
-        command[2],
+        command[2].replace("\\\n", " "),  # a script's `\` line continuations, as a pasted line's
         f"the {command[0]} -c string does not parse",
         f"the {command[0]} -c string is a shell script ({{!r}} in it), not one launch command",
         "pass the launch command itself (its preparation can run before eaglebug)",

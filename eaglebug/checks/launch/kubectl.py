@@ -1,0 +1,421 @@
+"""A launch by `kubectl apply -f MANIFEST` (or `create`, `replace`; OpenShift's `oc` alike):
+the `docker run` command its SGLang container amounts to, and the GPUs its pod is given.
+
+Why: SGLang's own `docker/k8s-sglang-service.yaml` and `k8s-sglang-distributed-sts.yaml` start
+the server in a pod, and multi-node launches run as a StatefulSet or a LeaderWorkerSet
+(kubernetes-sigs/lws#391 is SGLang's). The command typed says nothing of the launch: the
+container's command, args, variables and mounts are in the manifest. This reads them as the
+kubelet starts the container and writes the `docker run` words of it, which the rest of the
+checks read like any container launch (`containers.py`): the variables inside, the hostPath
+mounts that map `--model-path` to this machine (where this machine is the node).
+
+What Kubernetes does, followed here (kubernetes.io/docs/tasks/inject-data-application):
+- `command` replaces the image's entry point, `args` its command; `args` alone run after the
+  image's entry point, not known here, and are read as the command (SGLang's images have
+  none);
+- `$(VAR)` in `command`, `args` and an `env` value is the container's variable (an env value
+  sees those listed before it), `$$` is a `$`, a reference to an unset one stays as written
+  (kubernetes `third_party/forked/golang/expansion`);
+- `env` in order, a later entry of a name winning; a `valueFrom` or `envFrom` value is the
+  cluster's at run time: not known here, said;
+- `resources.limits` `nvidia.com/gpu: N`: the device plugin gives the container N GPUs of the
+  node it lands on, which ones its choice: a count, as a Slurm step's (`devices.Visible`,
+  remote). Without a limit, what the container sees is the node runtime's and the image's.
+kubectl's own reading: `-f FILE`, a folder's `.json`/`.yaml`/`.yml` files (its subfolders with
+`-R`), `-l` keeping the objects whose labels match (`key=value`, `key==value`, `key!=value`,
+comma-separated). A URL, `-f -` (standard input) and `-k` (kustomize) are not read: said.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.contract.limits import MACHINE_GPUS
+from eaglebug.checks.contract.numbers import int_text
+from eaglebug.checks.launch.command import SERVER_COMMAND, env_and_argv
+from eaglebug.checks.launch.composefile import scalar
+from eaglebug.checks.launch.devices import Visible
+from eaglebug.checks.launch.kubemanifest import Pod, containers, read_pods, strings
+from eaglebug.checks.launch.wrappers import unwrapped
+
+_STARTS = ("apply", "create", "replace")
+_EXTENSIONS = (".json", ".yaml", ".yml")  # kubectl's FileExtensions
+# kubectl's global options and apply/create/replace's that take a value (as the next word
+# unless written `--opt=value`); `--dry-run`, `--cascade`, `--validate` take one only after `=`.
+_VALUES = frozenset(
+    {"--kubeconfig", "--context", "--cluster", "--user", "-n", "--namespace", "-s", "--server",
+     "--token", "--as", "--as-group", "--as-uid", "--certificate-authority",
+     "--client-certificate", "--client-key", "--request-timeout", "--cache-dir",
+     "--tls-server-name", "--username", "--password", "-v", "--v", "--log-dir", "--log-file",
+     "--vmodule", "--log-file-max-size", "--log-backtrace-at", "--log-flush-frequency",
+     "--stderrthreshold", "--profile", "--profile-output", "-f", "--filename", "-k",
+     "--kustomize", "-l", "--selector", "-o", "--output", "--field-manager",
+     "--prune-allowlist", "--prune-whitelist", "--timeout", "--grace-period", "--template",
+     "--subresource", "--raw"}
+)  # fmt: skip
+_GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A kubectl launch read: the `docker run` words of its SGLang container, the files read,
+    what was said, which workload and container, and the GPUs its limit gives it."""
+
+    words: list[str]
+    files: tuple[str, ...]
+    warnings: tuple[str, ...]
+    workload: str
+    container: str
+    gpus: Visible | None
+
+
+@dataclass
+class _Invocation:
+    tool: str
+    subcommand: str = ""
+    operands: list[str] | None = None
+    files: list[str] | None = None
+    recursive: bool = False
+    selector: str | None = None
+    kustomize: str | None = None
+
+
+def is_kubectl(argv: Sequence[str]) -> bool:
+    """`kubectl ...`, `oc ...`, or a distribution's (`microk8s kubectl`, `k3s kubectl`)."""
+    head = os.path.basename(argv[0]) if argv else ""
+    if head in ("kubectl", "oc"):
+        return True
+    return head in ("microk8s", "k3s") and argv[1:2] == ["kubectl"]
+
+
+def kubectl_launch(
+    argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+) -> Applied | None:
+    """`applied` where `argv` (after its `VAR=value` words and wrappers: they run kubectl,
+    not the pod) is a kubectl invocation; None for any other command."""
+    command = unwrapped(env_and_argv(argv)[1])[1]
+    if not is_kubectl(command):
+        return None
+    return applied(command, cwd if cwd is not None else os.getcwd())
+
+
+def applied(argv: Sequence[str], cwd: str) -> Applied:
+    """The SGLang container `argv` (a kubectl invocation: `is_kubectl`) starts, read from its
+    manifests as found from `cwd`."""
+    call = _invocation(list(argv))
+    files = _files(call, cwd)
+    pods = [p for p in read_pods(files) if _selected(p.labels, call.selector)]
+    pod, container = _serving(pods, files, call)
+    warnings: list[str] = []
+    where = f"{pod.workload}, container {container.get('name')}"
+    env = _environment(container, pod, where, warnings)
+    words = ["docker", "run"]
+    for key, value in env.items():
+        words += ["-e", f"{key}={value}"]
+    words += _mounts(container, pod)
+    if workdir := container.get("workingDir"):
+        words += ["-w", scalar(workdir)]
+    command = [_expand(w, env) for w in strings(container.get("command"), f"{where}: command")]
+    args = [_expand(w, env) for w in strings(container.get("args"), f"{where}: args")]
+    if not command and not args:
+        raise InputError(
+            f"{where} sets no command: its image's own is not known here",
+            "give the container a command, or check the server's command itself",
+        )
+    image = scalar(container.get("image") or "(no image)")
+    return Applied(
+        [*words, image, *command, *args],
+        tuple(files),
+        tuple(warnings),
+        pod.workload,
+        str(container.get("name") or ""),
+        _gpus(container),
+    )
+
+
+def _invocation(argv: list[str]) -> _Invocation:
+    """kubectl's words as its flag parser (pflag) reads them: options anywhere, a value after
+    `=` or as the next word (a short one glued, `-fFILE`, or last in a cluster, `-Rf FILE`)."""
+    tool = " ".join(argv[:2]) if os.path.basename(argv[0]) in ("microk8s", "k3s") else argv[0]
+    call = _Invocation(os.path.basename(tool), operands=[], files=[])
+    words = argv[2:] if " " in tool else argv[1:]
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-":
+            if call.subcommand:
+                assert call.operands is not None
+                call.operands.append(word)
+            else:
+                call.subcommand = word
+            continue
+        for name, value in _options(word):
+            if value is None and name in _VALUES:
+                if i >= len(words):
+                    raise InputError(f"{call.tool}: {name} needs a value", f"give {name} VALUE")
+                value, i = words[i], i + 1
+            _take(call, name, value)
+    return call
+
+
+def _options(word: str) -> list[tuple[str, str | None]]:
+    """The options one word holds: `--name[=value]`, or a cluster of short ones where the
+    first that takes a value takes the rest of the word."""
+    if word.startswith("--"):
+        name, eq, value = word.partition("=")
+        return [(name, value if eq else None)]
+    out: list[tuple[str, str | None]] = []
+    for at, letter in enumerate(word[1:], 1):
+        name = f"-{letter}"
+        if name in _VALUES:
+            rest = word[at + 1 :].removeprefix("=")
+            out.append((name, rest or None))
+            break
+        out.append((name, None))
+    return out
+
+
+def _take(call: _Invocation, name: str, value: str | None) -> None:
+    assert call.files is not None
+    if name in ("-f", "--filename") and value is not None:
+        call.files.append(value)
+    elif name in ("-R", "--recursive"):
+        call.recursive = value is None or value.lower() == "true"
+    elif name in ("-l", "--selector"):
+        call.selector = value
+    elif name in ("-k", "--kustomize"):
+        call.kustomize = value
+
+
+def _files(call: _Invocation, cwd: str) -> list[str]:
+    """The manifest files the invocation applies, in kubectl's order."""
+    tool = call.tool
+    if call.subcommand == "run":
+        raise InputError(
+            f"{tool} run is not read: its pod has no GPU limit",
+            f"write the pod as a manifest ({tool} run ... --dry-run=client -o yaml > pod.yaml), "
+            f"then check {tool} apply -f pod.yaml",
+        )
+    if call.subcommand not in _STARTS:
+        raise InputError(
+            f"{tool} {call.subcommand or '(no command)'} does not start a server",
+            f"pass the command that starts it: {tool} apply -f MANIFEST",
+        )
+    if call.operands:
+        raise InputError(
+            f"{tool} {call.subcommand} {call.operands[0]} does not start a server from a file",
+            f"write the object as a manifest, then check {tool} apply -f MANIFEST",
+        )
+    if call.kustomize is not None:
+        raise InputError(
+            f"{tool} {call.subcommand} -k (kustomize) is not read",
+            f"render it first ({tool} kustomize {call.kustomize} > manifest.yaml), then check "
+            f"{tool} apply -f manifest.yaml",
+        )
+    if not call.files:
+        raise InputError(
+            f"{tool} {call.subcommand} names no manifest", f"give it: {tool} apply -f MANIFEST"
+        )
+    found: list[str] = []
+    for given in call.files:
+        if given == "-" or "://" in given:
+            what = "standard input" if given == "-" else "a URL"
+            raise InputError(
+                f"-f {given}: {what} is not read", "save the manifest to a file and give its path"
+            )
+        path = os.path.join(cwd, given)
+        if os.path.isdir(path):
+            found += _folder(path, call.recursive)
+        elif os.path.exists(path):
+            found.append(path)
+        else:
+            raise InputError(f"-f {given}: not found", "fix the path")
+    return found
+
+
+def _folder(path: str, recursive: bool) -> list[str]:
+    """A folder's manifests as kubectl visits them: lexical order, subfolders only with -R."""
+    out: list[str] = []
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if os.path.isdir(full):
+            out += _folder(full, recursive) if recursive else []
+        elif name.endswith(_EXTENSIONS):
+            out.append(full)
+    return out
+
+
+def _selected(labels: Mapping[str, str], selector: str | None) -> bool:
+    """Do `labels` match an equality-based selector (set-based ones are not read: all pass)?"""
+    if not selector:
+        return True
+    for term in selector.split(","):
+        if "(" in term or ")" in term:
+            continue  # `key in (a,b)`: set-based (its commas split it here too)
+        key, op, value = _term(term.strip())
+        if op == "!=" and labels.get(key) == value:
+            return False
+        if op in ("=", "==") and labels.get(key) != value:
+            return False
+        if op == "" and key and (key[1:] in labels if key[0] == "!" else key not in labels):
+            return False  # `!key`: without it; `key`: with it
+    return True
+
+
+def _term(term: str) -> tuple[str, str, str]:
+    for op in ("!=", "==", "="):
+        key, found, value = term.partition(op)
+        if found:
+            return key.strip(), op, value.strip()
+    return term, "", ""
+
+
+def _serving(pods: list[Pod], files: list[str], call: _Invocation) -> tuple[Pod, dict[str, Any]]:
+    """The one container that runs SGLang's server: a LeaderWorkerSet's leader before its
+    workers (rank 0 serves), else the only one; several workloads: which is asked for."""
+    found: dict[tuple[str, str], list[tuple[Pod, dict[str, Any]]]] = {}
+    for pod in pods:
+        for container in containers(pod):
+            words = [
+                *strings(container.get("command"), f"{pod.workload}: command"),
+                *strings(container.get("args"), f"{pod.workload}: args"),
+            ]
+            if SERVER_COMMAND.search(" ".join(words)):
+                found.setdefault((pod.kind, pod.name), []).append((pod, container))
+    shown = ", ".join(os.path.basename(f) for f in files)
+    if not found:
+        listed = ", ".join(dict.fromkeys(p.workload for p in pods)) or "none"
+        raise InputError(
+            f"no container in {shown} runs SGLang's server (workloads: {listed})",
+            "check the manifest, or give the server's command itself",
+        )
+    if len(found) > 1:
+        names = [f"{kind}/{name}" for kind, name in found]
+        raise InputError(
+            f"{shown} has {len(found)} workloads that run SGLang's server ({', '.join(names)})",
+            f"pick one by its labels: {call.tool} {call.subcommand} -f ... -l {_label(found)}",
+        )
+    (candidates,) = found.values()
+    leaders = [c for c in candidates if c[0].role == "leader"] or candidates
+    if len(leaders) > 1:
+        containers_named = ", ".join(str(c.get("name")) for _, c in leaders)
+        raise InputError(
+            f"a pod of {leaders[0][0].workload} runs SGLang's server in {len(leaders)} "
+            f"containers ({containers_named})",
+            "check one container's command itself",
+        )
+    return leaders[0]
+
+
+def _label(found: Mapping[tuple[str, str], list[tuple[Pod, dict[str, Any]]]]) -> str:
+    """A label of the first workload the others lack, to name it by; else a placeholder."""
+    first, *rest = (entries[0][0].labels for entries in found.values())
+    for key, value in first.items():
+        if all(other.get(key) != value for other in rest):
+            return f"{key}={value}"
+    return "KEY=VALUE"
+
+
+def _environment(
+    container: dict[str, Any], pod: Pod, where: str, warnings: list[str]
+) -> dict[str, str]:
+    """The container's variables as known before it runs: the controller's first (where the
+    container does not set them), then `env` in order, each value expanded; the cluster's
+    (`valueFrom`, `envFrom`) go to `warnings`."""
+    listed = container.get("env")
+    entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+    own = {str(e.get("name")) for e in entries}
+    env = {k: v for k, v in pod.given.items() if k not in own}
+    runtime: list[str] = []
+    for entry in entries:
+        name = str(entry.get("name"))
+        if "valueFrom" in entry:
+            env.pop(name, None)
+            runtime.append(name)
+            continue
+        value = entry.get("value", "")
+        if not isinstance(value, str):
+            raise InputError(
+                f"{where}: env {name} is {scalar(value)}, not a string: the API server refuses "
+                "the manifest",
+                f'quote it: value: "{scalar(value)}"',
+            )
+        env[name] = _expand(value, env)
+    if runtime:
+        warnings.append(
+            f"{where}: {', '.join(runtime)} set by the cluster at run time (valueFrom): "
+            "not known here"
+        )
+    sources = container.get("envFrom")
+    if isinstance(sources, list) and sources:
+        warnings.append(f"{where}: the variables of envFrom are the cluster's: not read")
+    return env
+
+
+def _expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' `$(VAR)` expansion: `$$` a `$`, `$(NAME)` the variable, an unset one or an
+    unclosed `$(` left as written."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "$" or i + 1 >= len(text):
+            out.append(text[i])
+            i += 1
+            continue
+        after = text[i + 1]
+        if after == "$":
+            out.append("$")
+            i += 2
+        elif after == "(" and (close := text.find(")", i + 2)) != -1:
+            name = text[i + 2 : close]
+            out.append(env[name] if name in env else text[i : close + 1])
+            i = close + 1
+        else:
+            out.append(text[i : i + 2])
+            i += 2
+    return "".join(out)
+
+
+def _mounts(container: dict[str, Any], pod: Pod) -> list[str]:
+    """The container's hostPath mounts as `docker run -v` words (a `subPath` within); other
+    volumes (a claim, a config map, emptyDir) are not folders of this machine."""
+    volumes = pod.spec.get("volumes")
+    hosts = {
+        str(v.get("name")): scalar(v["hostPath"].get("path"))
+        for v in (volumes if isinstance(volumes, list) else [])
+        if isinstance(v, dict) and isinstance(v.get("hostPath"), dict) and v["hostPath"].get("path")
+    }
+    mounts = container.get("volumeMounts")
+    out: list[str] = []
+    for mount in mounts if isinstance(mounts, list) else []:
+        if not isinstance(mount, dict) or str(mount.get("name")) not in hosts:
+            continue
+        source = hosts[str(mount.get("name"))]
+        if sub := mount.get("subPath"):
+            source = os.path.join(source, scalar(sub))
+        mode = ":ro" if mount.get("readOnly") is True else ""
+        out += ["-v", f"{source}:{scalar(mount.get('mountPath'))}{mode}"]
+    return out
+
+
+def _gpus(container: dict[str, Any]) -> Visible | None:
+    """The GPUs the container's `nvidia.com/gpu` limit gives it (the API takes an extended
+    resource's request only equal to its limit); None without one."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return None
+    for key in ("limits", "requests"):
+        given = resources.get(key)
+        if isinstance(given, dict) and _GPU in given:
+            count = int_text(scalar(given[_GPU]), lo=0, hi=MACHINE_GPUS)
+            if count is None:
+                return None
+            return Visible(None, count, (f"{_GPU}: {count}, the pod's limit",), remote=True)
+    return None

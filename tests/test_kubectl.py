@@ -1,0 +1,355 @@
+"""A launch by `kubectl apply -f MANIFEST`: read as the `docker run` its SGLang container
+amounts to, with the GPUs its pod's `nvidia.com/gpu` limit gives it.
+
+Real material (tests/fixtures/kubernetes/README.md names each file's source): SGLang's own
+docker/k8s-sglang-service.yaml (a Deployment, one GPU) and k8s-sglang-distributed-sts.yaml (a
+two-node StatefulSet, `--tp 16` over pods of 8 GPUs, the node rank from a `valueFrom`). The
+LeaderWorkerSet shape is kubernetes-sigs/lws#391's SGLang container (`--nnodes
+$LWS_GROUP_SIZE`); sglang#3470 and sglang#9451 are pods given fewer GPUs than their ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eaglebug.checks.contract.errors import InputError
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.compose import launch_files
+from eaglebug.checks.launch.devices import Visible
+from eaglebug.checks.launch.flags import FlagSpec, server_flags
+from eaglebug.checks.launch.kubectl import _expand, applied, kubectl_launch
+from eaglebug.checks.orchestrator import preflight
+from eaglebug.checks.source.index import TreeIndex
+from eaglebug.server.launcher import Server
+from eaglebug.session.stamps import question
+from tests.configs import kimi_k25, kimi_k25_eagle3
+from tests.test_preflight import pair
+
+FIXTURES = Path(__file__).with_name("fixtures") / "kubernetes"
+APPLY = ["kubectl", "apply", "-f"]
+
+
+@pytest.fixture(scope="module")
+def flags(index_0523: TreeIndex) -> list[FlagSpec]:
+    return server_flags(index_0523)
+
+
+def manifest(tmp_path: Path, fixture: str, *edits: tuple[str, str]) -> Path:
+    """The fixture in `tmp_path`, each (old, new) of `edits` replaced once."""
+    text = (FIXTURES / fixture).read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / fixture
+    path.write_text(text)
+    return path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_sglangs_own_service_manifest_is_the_docker_run_of_its_container(
+    tmp_path: Path, flags: list[FlagSpec]
+) -> None:
+    """docker/k8s-sglang-service.yaml: a RuntimeClass, a Deployment and a Service; the
+    container's command and args, its variable, its hostPath mounts, one GPU."""
+    shutil.copy(FIXTURES / "sglang_service.yaml", tmp_path)
+    found = kubectl_launch([*APPLY, "sglang_service.yaml"], {}, str(tmp_path))
+    assert found is not None
+    assert found.words == [
+        "docker", "run", "-e", "HF_TOKEN=<secret>",
+        "-v", "/root/.cache/huggingface:/root/.cache/huggingface:ro",
+        "-v", "/etc/localtime:/etc/localtime:ro",
+        "docker.io/lmsysorg/sglang:latest", "python3", "-m", "sglang.launch_server",
+        "--model-path", "meta-llama/Meta-Llama-3.1-8B-Instruct", "--host", "0.0.0.0",
+        "--port", "30000",
+    ]  # fmt: skip
+    assert found.workload == "Deployment/meta-llama-31-8b-instruct-sglang"
+    assert found.container == "meta-llama-31-8b-instruct-sglang"
+    assert found.gpus == Visible(None, 1, ("nvidia.com/gpu: 1, the pod's limit",), remote=True)
+    assert found.warnings == ()
+    launch = parse_launch(found.words, flags, "0.5.23")
+    assert launch.text("port") == "30000"
+    assert launch.env({"HF_TOKEN": "mine"}) == {"HOME": "/root", "HF_TOKEN": "<secret>"}
+    assert launch_files(["kubectl", "apply", "-f", "sglang_service.yaml"], {}, str(tmp_path)) == [
+        str(tmp_path / "sglang_service.yaml")
+    ]
+    # a command that is not kubectl's is not read here
+    assert kubectl_launch(["python3", "-m", "sglang.launch_server"], {}) is None
+
+
+def test_the_distributed_statefulset_runs_its_script_with_the_node_rank_unknown(
+    tmp_path: Path, flags: list[FlagSpec]
+) -> None:
+    """docker/k8s-sglang-distributed-sts.yaml: `/bin/bash -c` and the script in `args`; the
+    node rank is `$POD_INDEX`, a `valueFrom` the cluster fills: said, and not set."""
+    path = manifest(tmp_path, "sglang_distributed_sts.yaml")
+    found = applied(["kubectl", "apply", "-f", str(path)], str(tmp_path))
+    where = "StatefulSet/distributed-sglang, container sglang-container"
+    assert found.warnings == (
+        f"{where}: POD_INDEX set by the cluster at run time (valueFrom): not known here",
+    )
+    assert found.words[:7] == ["docker", "run", "-e", "NCCL_DEBUG=INFO", "-v", "/llm-folder:/llm-folder", "docker.io/lmsysorg/sglang:latest"]  # fmt: skip
+    assert found.words[7:9] == ["/bin/bash", "-c"]
+    assert found.gpus is not None and found.gpus.count == 8  # the limit is the string "8"
+    launch = parse_launch(found.words, flags, "0.5.23")
+    assert (launch.text("tp_size"), launch.text("nnodes")) == ("16", "2")
+    assert launch.text("model_path") == "/llm-folder"
+
+
+def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """Eight GPUs a pod hold the StatefulSet's 16 ranks over two nodes; one (sglang#3470's
+    pods) does not: `config.gpu_count`, worded for the pod, whatever this host has."""
+    target = pair(tmp_path, kimi_k25(), kimi_k25_eagle3())[0]
+    mount = ("path: /llm-folder #", f"path: {target} #")
+
+    def counted(limit: str) -> tuple[list[Any], dict[str, Any] | None]:
+        path = manifest(tmp_path, "sglang_distributed_sts.yaml", mount, ('"8"', limit))
+        result = preflight(index_0523, [*APPLY, str(path)], {}, None)
+        assert result.target.found, result.target
+        assert result.kubernetes == (
+            "StatefulSet/distributed-sglang",
+            "sglang-container",
+            (str(path),),
+        )
+        assert "--node-rank $POD_INDEX: set by the script when it runs, not known here" in (
+            " ".join(result.warnings)
+        )
+        return [f for f in result.findings if f.id == "config.gpu_count"], result.gpus_seen
+
+    assert counted('"8"')[0] == []
+    [short], seen = counted('"1"')
+    assert short.severity == "error"
+    assert "puts 8 GPUs per node (--tp 16 x --pp 1 / --nnodes 2)" in short.message
+    assert "it sees at most 1 GPU (nvidia.com/gpu: 1, the pod's limit)" in short.message
+    assert "nvidia.com/gpu limit" in str(short.fix)
+    assert seen == {
+        "count": 1,
+        "exact": False,
+        "nvml_indices": None,
+        "by": "nvidia.com/gpu: 1, the pod's limit",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("--nnodes $(SIZE)", "--nnodes 2"),
+        ("$(SIZE)$(SIZE)", "22"),
+        ("$$(SIZE) stays", "$(SIZE) stays"),  # `$$` is a `$`
+        ("$(UNSET) stays", "$(UNSET) stays"),
+        ("$(SIZE unclosed", "$(SIZE unclosed"),
+        ("a $ alone, a $x, and $", "a $ alone, a $x, and $"),  # only `$(` and `$$` expand
+        ("$$$(SIZE)", "$2"),
+    ],
+)
+def test_kubernetes_expands_its_own_references(text: str, expected: str) -> None:
+    """Kubernetes' `$(VAR)`, not the shell's `$VAR` (a `sh -c` script expands that)."""
+    assert _expand(text, {"SIZE": "2"}) == expected
+
+
+def test_a_leaderworkerset_runs_its_leader_with_the_groups_variables(tmp_path: Path) -> None:
+    """LWS gives each container `LWS_GROUP_SIZE` (the group's size) and the leader
+    `LWS_WORKER_INDEX=0`; `$(...)` in args and env values sees them, a container's own
+    setting wins, and the leader's pod is the one read (rank 0 serves)."""
+    server = "python3 -m sglang.launch_server --model-path /m --tp 16"
+    path = write(
+        tmp_path / "lws.yaml",
+        f"""apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {{name: sglang}}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: sglang-leader
+          image: lmsysorg/sglang:v0.5.5
+          command: [sh, -c]
+          args: ["{server} --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)"]
+          env:
+          - {{name: RANKS, value: "nodes=$(LWS_GROUP_SIZE)"}}
+          resources: {{limits: {{nvidia.com/gpu: 8}}}}
+    workerTemplate:
+      spec:
+        containers:
+        - name: sglang-worker
+          image: lmsysorg/sglang:v0.5.5
+          command: [sh, -c]
+          args: ["{server} --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)"]
+          env:
+          - {{name: LWS_GROUP_SIZE, value: "4"}}
+""",
+    )
+    found = applied([*APPLY, str(path)], str(tmp_path))
+    assert (found.workload, found.container) == ("LeaderWorkerSet/sglang (leader)", "sglang-leader")
+    assert found.words[-1] == f"{server} --nnodes 2 --node-rank 0"
+    assert "RANKS=nodes=2" in found.words
+    # the workers alone: the container's own LWS_GROUP_SIZE wins, the index is the cluster's
+    write(path, path.read_text().replace("    leaderTemplate:", "    leaderTemplat:"))
+    worker = applied([*APPLY, str(path)], str(tmp_path))
+    assert worker.words[-1] == f"{server} --nnodes 4 --node-rank $(LWS_WORKER_INDEX)"
+    assert worker.gpus is None  # no limit: what it sees is the node's runtime's
+
+
+def test_kubectls_own_reading_of_its_words(tmp_path: Path) -> None:
+    """Options anywhere, glued or clustered (`-Rf`); a folder's manifests in lexical order,
+    its subfolders with -R only; `kind: List`; `oc` and `microk8s kubectl` alike."""
+    server = "args: [python3, -m, sglang.launch_server, --model-path, /m]"
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers:\n  - name: c\n    image: i\n    %s\n"
+    write(tmp_path / "m" / "a.yaml", "kind: Service\nmetadata: {name: s}\n")
+    write(tmp_path / "m" / "b.txt", pod % ("ignored", server))
+    write(tmp_path / "m" / "deep" / "c.yml", pod % ("deep", server))
+    one = ["-n", "ns", "--context=prod", "apply", "--server-side", "-Rf", "m", "--wait"]
+    found = applied(["kubectl", *one], str(tmp_path))
+    assert found.workload == "Pod/deep"
+    assert found.files == (str(tmp_path / "m/a.yaml"), str(tmp_path / "m/deep/c.yml"))
+    with pytest.raises(InputError, match=r"no container in a.yaml runs SGLang's server"):
+        applied(["kubectl", "apply", "-f", "m"], str(tmp_path))  # without -R
+    listed = write(
+        tmp_path / "list.json",
+        json.dumps({"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "command": ["sglang", "serve"]}]}}]}),
+    )  # fmt: skip
+    for tool in (["oc"], ["microk8s", "kubectl"]):
+        got = applied([*tool, "create", f"--filename={listed.name}"], str(tmp_path))
+        assert (got.workload, got.words) == ("Pod/p", ["docker", "run", "i", "sglang", "serve"])
+    assert applied(["kubectl", "replace", "-f=list.json"], str(tmp_path)).workload == "Pod/p"
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["kubectl", "get", "pods"], "kubectl get does not start a server"),
+        (["kubectl", "run", "x", "--image=i"], "kubectl run is not read"),
+        (["kubectl", "create", "deployment", "x"], "create deployment does not start a server"),
+        (["kubectl", "apply", "-k", "overlay"], "-k (kustomize) is not read"),
+        (["kubectl", "apply", "-f", "-"], "-f -: standard input is not read"),
+        (["kubectl", "apply", "-f", "https://x/y.yaml"], "a URL is not read"),
+        (["kubectl", "apply"], "kubectl apply names no manifest"),
+        (["kubectl", "apply", "-f"], "-f needs a value"),
+        (["kubectl", "apply", "-f", "absent.yaml"], "-f absent.yaml: not found"),
+    ],
+)
+def test_what_kubectl_is_not_read_for_says_so(tmp_path: Path, words: list[str], said: str) -> None:
+    with pytest.raises(InputError, match=re.escape(said)):
+        applied(words, str(tmp_path))
+
+
+def test_two_serving_workloads_are_told_apart_by_a_label(tmp_path: Path) -> None:
+    """A prefill and a decode Deployment in one file: which to check is asked, with a label
+    that picks one; `-l` then picks it, as kubectl applies only the objects it selects."""
+
+    def deployment(role: str) -> str:
+        return f"""---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {role}
+  labels: {{app: sglang, role: {role}}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: server
+        image: i
+        command: [python3, -m, sglang.launch_server, --disaggregation-mode, {role}]
+"""
+
+    write(tmp_path / "pd.yaml", deployment("prefill") + deployment("decode"))
+    with pytest.raises(InputError) as raised:
+        applied([*APPLY, "pd.yaml"], str(tmp_path))
+    assert "2 workloads that run SGLang's server (Deployment/prefill, Deployment/decode)" in str(
+        raised.value
+    )
+    assert "-l role=prefill" in raised.value.hint
+    for selector, picked in (("role=decode", "decode"), ("app=sglang,role!=decode", "prefill")):
+        got = applied([*APPLY, "pd.yaml", "-l", selector], str(tmp_path))
+        assert got.workload == f"Deployment/{picked}"
+    assert applied([*APPLY, "pd.yaml", "-lrole==decode"], str(tmp_path)).words[-1] == "decode"
+
+
+def test_what_the_api_server_refuses_is_said_before_a_launch(tmp_path: Path) -> None:
+    """A number where Kubernetes takes a string (an arg, an env value): the API server
+    refuses the manifest ("cannot unmarshal number into ... of type string")."""
+    base = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n"
+    write(
+        tmp_path / "a.yaml", base + "    args: [python3, -m, sglang.launch_server, --port, 8000]\n"
+    )
+    with pytest.raises(InputError, match=r"Pod/p: args\[4\] is 8000, not a string") as raised:
+        applied([*APPLY, "a.yaml"], str(tmp_path))
+    assert raised.value.hint == 'quote it: "8000"'
+    env = "    command: [sglang, serve]\n    env: [{name: N, value: 1}]\n"
+    write(tmp_path / "e.yaml", base + env)
+    with pytest.raises(InputError, match="env N is 1, not a string"):
+        applied([*APPLY, "e.yaml"], str(tmp_path))
+    write(tmp_path / "bad.yaml", "kind: Pod\nspec: [unclosed\n")
+    with pytest.raises(InputError, match=r"bad.yaml: not YAML \(line 3\)"):
+        applied([*APPLY, "bad.yaml"], str(tmp_path))
+    write(tmp_path / "deep.yaml", "[" * 5000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        applied([*APPLY, "deep.yaml"], str(tmp_path))
+
+
+def test_an_edited_manifest_is_a_new_question(tmp_path: Path, monkeypatch: Any) -> None:
+    """A kept preflight answer is keyed by the manifest's content, as a compose file's."""
+    monkeypatch.chdir(tmp_path)
+    path = manifest(tmp_path, "sglang_service.yaml")
+    words = [*APPLY, path.name]
+    before = question(words, {}, None, None, None)
+    assert question(words, {}, None, None, None) == before
+    manifest(tmp_path, "sglang_service.yaml", ("nvidia.com/gpu: 1", "nvidia.com/gpu: 2"))
+    assert question(words, {}, None, None, None) != before
+
+
+def test_eaglebug_neither_starts_a_pod_nor_guesses_its_sglang(
+    tmp_path: Path, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import eaglebug.cli.parser
+
+    with pytest.raises(InputError, match=r"does not start pods \(kubectl\)"):
+        Server(tmp_path).launch([*APPLY, "pod.yaml"], {})
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    code = eaglebug.cli.parser.main(["preflight", "--", *APPLY, "pod.yaml"])
+    assert code == 2
+    assert "runs in a container (a Kubernetes pod): its SGLang is the image's" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_scripts_variables_are_the_shells_where_the_launch_sets_them(
+    flags: list[FlagSpec],
+) -> None:
+    """In `bash -c "..."` the shell expands `$NAME` from its environment: a container's is its
+    `-e` words, not this shell's; a flag whose value a variable unknown here sets (the STS's
+    `--node-rank $POD_INDEX`) is set at run time, read as not given, never a type error."""
+    script = "python3 -m sglang.launch_server --model-path /m --tp $TP --node-rank ${RANK}"
+    boxed = parse_launch(
+        ["docker", "run", "-e", "TP=4", "img", "bash", "-c", script],
+        flags,
+        "0.5.23",
+        environ={"TP": "8", "RANK": "1"},  # this shell's: not the container's
+    )
+    assert boxed.text("tp_size") == "4"
+    assert boxed.text("node_rank") is None
+    assert boxed.at_run_time == {"node_rank": "${RANK}"}
+    here = parse_launch(["bash", "-c", script], flags, "0.5.23", environ={"TP": "2", "RANK": "1"})
+    assert (here.text("tp_size"), here.text("node_rank"), here.at_run_time) == ("2", "1", {})
+    # exec'd words reach SGLang as written: only a script's are a shell's to expand
+    plain = parse_launch([*"python3 -m sglang.launch_server --served-model-name $x".split()], flags)
+    assert plain.text("served_model_name") == "$x"
+    # a value the checks rest on, set only when the script runs: said, never a guess
+    with pytest.raises(InputError, match=r"--tp \$TP: the script's TP sets it when it runs"):
+        parse_launch(["bash", "-c", script], flags, "0.5.23", environ={"RANK": "1"})
