@@ -121,6 +121,7 @@ def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
         assert result.kubernetes == (
             "StatefulSet/distributed-sglang",
             "sglang-container",
+            str(path),
             (str(path),),
         )
         assert "--node-rank $POD_INDEX: set by the script when it runs, not known here" in (
@@ -152,11 +153,14 @@ def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
         ("$(SIZE unclosed", "$(SIZE unclosed"),
         ("a $ alone, a $x, and $", "a $ alone, a $x, and $"),  # only `$(` and `$$` expand
         ("$$$(SIZE)", "$2"),
+        ("--node-rank $(RANK)", "--node-rank ${RANK}"),  # the cluster's, when the pod runs
+        ("$( $(SIZE)", "$( $(SIZE)"),  # the name runs to the first `)`: " $(SIZE", unset
+        ("$(x $(y $$", "$(x $(y $"),  # unclosed, and `$$` still a `$` after them
     ],
 )
 def test_kubernetes_expands_its_own_references(text: str, expected: str) -> None:
     """Kubernetes' `$(VAR)`, not the shell's `$VAR` (a `sh -c` script expands that)."""
-    assert _expand(text, {"SIZE": "2"}) == expected
+    assert _expand(text, {"SIZE": "2"}, frozenset({"RANK"}), "here") == expected
 
 
 def test_a_leaderworkerset_runs_its_leader_with_the_groups_variables(tmp_path: Path) -> None:
@@ -197,10 +201,12 @@ spec:
     assert (found.workload, found.container) == ("LeaderWorkerSet/sglang (leader)", "sglang-leader")
     assert found.words[-1] == f"{server} --nnodes 2 --node-rank 0"
     assert "RANKS=nodes=2" in found.words
-    # the workers alone: the container's own LWS_GROUP_SIZE wins, the index is the cluster's
+    # without a leader template the leader is made from the workers': index 0 there too, and
+    # the container's own LWS_GROUP_SIZE wins
     write(path, path.read_text().replace("    leaderTemplate:", "    leaderTemplat:"))
     worker = applied([*APPLY, str(path)], str(tmp_path))
-    assert worker.words[-1] == f"{server} --nnodes 4 --node-rank $(LWS_WORKER_INDEX)"
+    assert worker.workload == "LeaderWorkerSet/sglang (leader)"
+    assert worker.words[-1] == f"{server} --nnodes 4 --node-rank 0"
     assert worker.gpus is None  # no limit: what it sees is the node's runtime's
 
 
@@ -351,5 +357,134 @@ def test_a_scripts_variables_are_the_shells_where_the_launch_sets_them(
     plain = parse_launch([*"python3 -m sglang.launch_server --served-model-name $x".split()], flags)
     assert plain.text("served_model_name") == "$x"
     # a value the checks rest on, set only when the script runs: said, never a guess
-    with pytest.raises(InputError, match=r"--tp \$TP: the script's TP sets it when it runs"):
+    with pytest.raises(InputError, match=r"--tp \$TP: TP sets it when the launch runs"):
         parse_launch(["bash", "-c", script], flags, "0.5.23", environ={"RANK": "1"})
+
+
+def test_what_the_cluster_sets_when_the_pod_runs_is_read_as_set_then(
+    tmp_path: Path, flags: list[FlagSpec]
+) -> None:
+    """The exec form's `--node-rank $(POD_INDEX)` (a `valueFrom`), and in a `sh -c` script the
+    `$(LWS_LEADER_ADDRESS)` the kubelet writes in before the shell runs: set at run time, not
+    a wrong type, not a shell script's `(`."""
+    pod = """kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: i
+    command: %s
+    env: [{name: POD_INDEX, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+"""
+    exec_form = "[python3, -m, sglang.launch_server, --model-path, /m, --node-rank, $(POD_INDEX)]"
+    write(tmp_path / "e.yaml", pod % exec_form)
+    found = applied([*APPLY, "e.yaml"], str(tmp_path))
+    assert found.words[-2:] == ["--node-rank", "${POD_INDEX}"]
+    launch = parse_launch(found.words, flags, "0.5.23", later=found.at_run_time)
+    assert launch.at_run_time == {"node_rank": "${POD_INDEX}"}
+    lws = """kind: LeaderWorkerSet
+metadata: {name: l}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        containers:
+        - name: c
+          image: i
+          command: [sh, -c]
+          args: ["python3 -m sglang.launch_server --model-path /m --tp 16 --dist-init-addr $(LWS_LEADER_ADDRESS):20000 --nnodes $LWS_GROUP_SIZE --node-rank $(LWS_WORKER_INDEX)"]
+"""
+    write(tmp_path / "l.yaml", lws)
+    found = applied([*APPLY, "l.yaml"], str(tmp_path))
+    launch = parse_launch(found.words, flags, "0.5.23", later=found.at_run_time)
+    assert (launch.text("nnodes"), launch.text("node_rank")) == ("2", "0")
+    assert launch.at_run_time == {"dist_init_addr": "${LWS_LEADER_ADDRESS}:20000"}
+
+
+@pytest.mark.parametrize(
+    ("script", "environ", "flag", "value"),
+    [
+        # single quotes keep a `$` (bash expands nothing there); an escaped one is a `$` too
+        ("--api-key 'ab$cd'", {}, "api_key", "ab$cd"),
+        ("--api-key ab\\$cd", {}, "api_key", "ab$cd"),
+        # a value is taken as itself: never expanded again, its quotes not the script's
+        ('--api-key "$KEY"', {"KEY": "ab$cd"}, "api_key", "ab$cd"),
+        ("--api-key $KEY", {"KEY": "x'y"}, "api_key", "x'y"),
+        (
+            '--json-model-override-args \'{"x":"$b"}\'',
+            {"b": "S"},
+            "json_model_override_args",
+            '{"x":"$b"}',
+        ),
+        # unquoted, a value splits into words as bash splits it; empty, it is no word
+        (
+            "$EXTRA --tp 2",
+            {"EXTRA": "--trust-remote-code  --enable-metrics"},
+            "enable_metrics",
+            True,
+        ),
+        ("$EMPTY --tp 2", {"EMPTY": ""}, "tp_size", "2"),
+        ('--served-model-name "a $NAME"', {"NAME": "b c"}, "served_model_name", "a b c"),
+        # a default where it is unset (`:-` also where empty)
+        ("--tp ${TP:-4}", {}, "tp_size", "4"),
+        ("--tp ${TP:-4}", {"TP": ""}, "tp_size", "4"),
+        ("--tp ${TP-4}", {"TP": "8"}, "tp_size", "8"),
+    ],
+)
+def test_a_script_expands_as_bash_does(
+    flags: list[FlagSpec], script: str, environ: dict[str, str], flag: str, value: object
+) -> None:
+    server = "python3 -m sglang.launch_server --model-path /m"
+    launch = parse_launch(["bash", "-c", f"{server} {script}"], flags, "0.5.23", environ=environ)
+    assert launch.values.get(flag) == value
+    assert launch.at_run_time == {}
+
+
+def test_kubectls_reading_as_the_cluster_keeps_it(tmp_path: Path) -> None:
+    """`-f a,b`; set-based selectors; the same object twice is the last one; a folder's link
+    to a folder is not followed; YAML scalars as go-yaml reads them (a date, `1:30`, a null
+    value are strings); a manifest whose aliases make a huge label is still read in bounds."""
+    pod = """kind: Pod
+metadata:
+  name: p
+  labels: {engine: %s}
+spec:
+  containers:
+  - name: c
+    image: i
+    command: [sglang, serve]
+    env: [{name: A, value: 2024-01-01}, {name: B, value: 1:30}, {name: C, value: }]
+"""
+    write(tmp_path / "a.yaml", pod % "sglang")
+    write(tmp_path / "b.yaml", "kind: Service\nmetadata: {name: s}\n")
+    found = applied([*APPLY, "b.yaml,a.yaml"], str(tmp_path))
+    assert found.words[2:8] == ["-e", "A=2024-01-01", "-e", "B=1:30", "-e", "C="]
+    assert found.manifest == str(tmp_path / "a.yaml")
+    for selector in ("engine in (vllm,sglang,trt)", "engine notin (a,b,c),engine"):
+        assert applied([*APPLY, "a.yaml", "-l", selector], str(tmp_path)).workload == "Pod/p"
+    with pytest.raises(InputError, match="no container"):
+        applied([*APPLY, "a.yaml", "-l", "engine notin (x,sglang,y)"], str(tmp_path))
+    assert applied([*APPLY, "a.yaml", "-f", "a.yaml"], str(tmp_path)).workload == "Pod/p"
+    write(tmp_path / "m" / "p.yaml", pod % "sglang")
+    (tmp_path / "m" / "loop").symlink_to(tmp_path / "m")
+    assert applied(["kubectl", "apply", "-R", "-f", "m"], str(tmp_path)).files == (
+        str(tmp_path / "m" / "p.yaml"),
+    )
+    aliases = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9))
+    bomb = "x-l0: &l0 [lol]\n" + aliases + (pod % "*l8").replace("kind: Pod\n", "kind: Pod\n", 1)
+    write(tmp_path / "bomb.yaml", bomb)
+    assert applied([*APPLY, "bomb.yaml"], str(tmp_path)).workload == "Pod/p"
+
+
+def test_a_value_that_expands_without_bound_is_refused(tmp_path: Path) -> None:
+    env = ["{name: A0, value: xxxxxxxxxxxxxxxx}"] + [
+        f"{{name: A{k}, value: $(A{k - 1})$(A{k - 1})}}" for k in range(1, 40)
+    ]
+    write(
+        tmp_path / "b.yaml",
+        "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n"
+        f"    command: [sglang, serve]\n    env: [{', '.join(env)}]\n",
+    )
+    with pytest.raises(InputError, match="a value expands past 1 MiB"):
+        applied([*APPLY, "b.yaml"], str(tmp_path))

@@ -74,9 +74,10 @@ class PreflightResult:
     # A `docker compose up` launch: the service read, and the compose (and env) files, in the
     # order read; the launch above is the `docker run` it amounts to (`launch/compose.py`).
     compose: tuple[str, tuple[str, ...]] | None = None
-    # A `kubectl apply -f` launch: the workload and container read, and the manifests; the
-    # launch above is the `docker run` its container amounts to (`launch/kubectl.py`).
-    kubernetes: tuple[str, str, tuple[str, ...]] | None = None
+    # A `kubectl apply -f` launch: the workload and container read, the manifest defining
+    # them, and every manifest read; the launch above is the `docker run` its container
+    # amounts to (`launch/kubectl.py`).
+    kubernetes: tuple[str, str, str, tuple[str, ...]] | None = None
     # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step):
     # {"count", "exact", "nvml_indices", "by"}; None where nothing narrows them, or what does
     # is not known here (every GPU of the host is then taken).
@@ -95,7 +96,8 @@ class PreflightResult:
                 {
                     "workload": self.kubernetes[0],
                     "container": self.kubernetes[1],
-                    "files": list(self.kubernetes[2]),
+                    "manifest": self.kubernetes[2],
+                    "files": list(self.kubernetes[3]),
                 }
                 if self.kubernetes
                 else None
@@ -250,7 +252,8 @@ def preflight(
     stage("models")
     version = index.tree.version or "this tree"
     convert = partial(flag_value, index)
-    launch = parse_launch(words, specs, version, serve_front_end(index), convert, started)
+    run_time = applied.at_run_time if applied is not None else frozenset()
+    launch = parse_launch(words, specs, version, serve_front_end(index), convert, started, run_time)
     flags = _Flags(launch, specs)
     deprecated = deprecations.check_deprecated_flags(index, launch)
     env = launch.env(started)
@@ -259,6 +262,8 @@ def preflight(
     if tp < 1:
         raise InputError(f"--tp-size {tp}: must be at least 1", "fix --tp in the launch command")
     model_path = flags.text("--model-path")
+    if model_path is None and "model_path" in launch.at_run_time:
+        model_path = launch.at_run_time["model_path"]  # not found: said as set when it runs
     if model_path is None:
         raise InputError("the launch command has no --model-path", "add --model-path MODEL")
     algorithm_name = flags.text("--speculative-algorithm")
@@ -273,7 +278,9 @@ def preflight(
     target = _with_class_defaults(
         index, roots, resolve_model(model_path, env, flags.text("--revision"), here)
     )
-    draft_given = flags.text("--speculative-draft-model-path")
+    draft_given = flags.text("--speculative-draft-model-path") or launch.at_run_time.get(
+        "speculative_draft_model_path"
+    )
     draft_revision = flags.text("--speculative-draft-model-revision")
     draft = (
         _with_class_defaults(index, roots, resolve_model(draft_given, env, draft_revision, here))
@@ -289,7 +296,7 @@ def preflight(
         result.compose = (composed.service, composed.files)
     if applied is not None:
         result.warnings.extend(applied.warnings)
-        result.kubernetes = (applied.workload, applied.container, applied.files)
+        result.kubernetes = (applied.workload, applied.container, applied.manifest, applied.files)
     for dest, value in launch.at_run_time.items():
         option = launch.spelled.get(dest, dest)
         result.warnings.append(f"{option} {value}: set by the script when it runs, not known here")

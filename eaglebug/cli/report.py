@@ -214,8 +214,8 @@ def _wrappers(console: Console, result: PreflightResult) -> None:
         service, files = result.compose
         names = f"compose service {service} ({os.path.basename(files[0])}), as {names}"
     if result.kubernetes is not None:  # a pod's container, on a node of the cluster
-        workload, container, files = result.kubernetes
-        names = f"{workload} container {container} ({os.path.basename(files[0])}), as {names}"
+        workload, container, manifest, _ = result.kubernetes
+        names = f"{workload} container {container} ({os.path.basename(manifest)}), as {names}"
     line = f"runs through: {names}"
     image = next((w.words[-1] for w in wrapped if w.container), None)
     if image is not None:

@@ -18,7 +18,7 @@ from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch import apptainer
 from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
-from eaglebug.checks.launch.shell import shell_string, split_words
+from eaglebug.checks.launch.shell import expanded_script, referenced, shell_string, split_words
 from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
 
 # The modules that start SGLang's server: named, because the command is read before any tree
@@ -194,24 +194,28 @@ def _check_type(option: str, value: str, value_type: str | None) -> None:
         raise InputError(f"{option} {shown}: too large", f"fix {option} in the launch command")
 
 
-# What tells one node (or pod) of a launch from another, and so is often a variable of its
-# script (`--node-rank $POD_INDEX`, `--dist-init-addr $LWS_LEADER_ADDRESS:20000`): set when it
-# runs, read as given but not known. Any other flag's value the checks rest on.
-PER_NODE = frozenset({"node_rank", "dist_init_addr", "host", "port"})
+# What a launch's variable often sets when it runs, read as given but not known: what tells one
+# node (or pod) from another (`--node-rank $POD_INDEX`, `--dist-init-addr
+# $LWS_LEADER_ADDRESS:20000`, its address and port), and the paths and names it serves (a model
+# path then is one not known here: said, as a model not found). The checks rest on the value of
+# any other flag (`--tp $TP`): an input error, never a default in its place.
+AT_RUN_TIME = frozenset(
+    {"node_rank", "dist_init_addr", "host", "port", "model_path", "speculative_draft_model_path",
+     "served_model_name", "download_dir", "api_key"}
+)  # fmt: skip
 
 
-def _per_node(option: str, dest: str, taken: list[str]) -> str:
-    """The value as written, where the flag is one of `PER_NODE`; else the input error that
-    it must be known."""
-    written = f"{option} {' '.join(taken)}"
-    names = sorted({m[1] or m[2] for value in taken for m in _REFERENCE.finditer(value)})
-    if dest in PER_NODE:
+def _at_run_time(option: str, dest: str, taken: list[str], names: set[str]) -> str:
+    """The value as written, where the flag is one of `AT_RUN_TIME`; else the input error that
+    it must be known (`names`: the variables in it set only when the launch runs)."""
+    if dest in AT_RUN_TIME:
         return " ".join(taken)
+    shown = sorted(names)
     raise InputError(
-        f"{written}: the script's {', '.join(names)} sets it when it runs, and the checks rest "
-        "on its value",
-        f"write its value in the script, or set {names[0]} where the launch's words say it "
-        "(a container's -e, an env: entry of the manifest)",
+        f"{option} {' '.join(taken)}: {', '.join(shown)} sets it when the launch runs, and the "
+        "checks rest on its value",
+        f"write its value in the launch, or set {shown[0]} where its words say it (a "
+        "container's -e, an env: entry of the manifest)",
     )
 
 
@@ -261,29 +265,24 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words
 
 
-def _shell_string_read(words: list[str], environ: Mapping[str, str]) -> tuple[list[str], bool]:
+def _shell_string_read(
+    words: list[str], environ: Mapping[str, str]
+) -> tuple[list[str], frozenset[str]]:
     """`words` with a `bash -c STRING` after the wrappers read as the words of STRING (its
-    `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers), each
-    `$NAME` and `${NAME}` the shell's variable where it is known: the launch started in
-    `environ`, through its wrappers (a container's `-e`); and whether there was a script."""
+    `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers), its
+    variables expanded where the shell has them (`shell.expanded_script`): the launch started
+    in `environ`, through its wrappers (a container's `-e`); and the variables it has not."""
     wrapped, command = unwrapped(words)
-    inner = shell_string(command)
-    if inner is None:
-        return words, False
-    shell = environment(wrapped, environ)
-    additions, inner = env_and_argv([_expanded(w, shell) for w in inner])
+    if shell_string(command) is None:
+        return words, frozenset()
+    script, unknown = expanded_script(command[2], environment(wrapped, environ))
+    inner = shell_string([*command[:2], script])
+    assert inner is not None
+    additions, inner = env_and_argv(inner)
     if inner[:1] == ["exec"]:  # `VAR=1 exec python3 ...`: the shell replaced by the command
         inner = inner[1:]
     assignments = ["env", *(f"{k}={v}" for k, v in additions.items())] if additions else []
-    return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner], True
-
-
-# A shell variable's value in a word (`$NAME`, `${NAME}`); `${NAME:-x}` and the like are not read.
-_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-
-
-def _expanded(word: str, shell: Mapping[str, str]) -> str:
-    return _REFERENCE.sub(lambda m: shell.get(m[1] or m[2], m[0]), word)
+    return [*(w for wrapper in wrapped for w in wrapper.words), *assignments, *inner], unknown
 
 
 def server_path(
@@ -325,13 +324,17 @@ def parse_launch(
     serve: ServeFrontEnd | None = None,
     convert: Callable[[FlagSpec, str, str], str] | None = None,
     environ: Mapping[str, str] | None = None,
+    later: frozenset[str] = frozenset(),
 ) -> LaunchSpec:
     """The launch's flags by `dest`; `convert(spec, option, value)` is the release's own
     converter of a flag that has one (`FlagSpec.parser`), run on the value (`launch/types.py`).
     `environ`: what the launch is started in, for the variables of a `bash -c` script; a flag
-    whose value still holds one is set when the script runs (`LaunchSpec.at_run_time`)."""
+    whose value still holds one it does not set, or one of `later` (what the launch's form
+    sets when it runs, written `${NAME}`: `kubectl.py`), is set at run time
+    (`LaunchSpec.at_run_time`)."""
     env, words = env_and_argv(words)
-    words, scripted = _shell_string_read(words, {**(environ or {}), **env})
+    words, unknown = _shell_string_read(words, {**(environ or {}), **env})
+    unknown |= later
     n_program = _program_length(words)
     program = words[:n_program]
     rest = words[n_program:]
@@ -369,8 +372,8 @@ def parse_launch(
             i += 1
         if not taken and spec.nargs in {"1", "+"}:
             raise InputError(f"{option} needs a value", f"write {option} VALUE")
-        if scripted and any(_REFERENCE.search(value) for value in taken):
-            at_run_time[spec.dest] = _per_node(option, spec.dest, taken)
+        if unknown and (names := {n for v in taken for n in referenced(v)} & unknown):
+            at_run_time[spec.dest] = _at_run_time(option, spec.dest, taken, names)
             continue
         if spec.parser is not None and convert is not None:
             taken = [convert(spec, option, value) for value in taken]

@@ -15,31 +15,34 @@ What Kubernetes does, followed here (kubernetes.io/docs/tasks/inject-data-applic
   none);
 - `$(VAR)` in `command`, `args` and an `env` value is the container's variable (an env value
   sees those listed before it), `$$` is a `$`, a reference to an unset one stays as written
-  (kubernetes `third_party/forked/golang/expansion`);
+  (kubernetes `third_party/forked/golang/expansion`); one the cluster sets when the pod runs
+  (`valueFrom`, LWS's leader address) is written `${VAR}`, which the launch's reading takes as
+  set at run time (`command.parse_launch`), in a `sh -c` script as anywhere;
 - `env` in order, a later entry of a name winning; a `valueFrom` or `envFrom` value is the
   cluster's at run time: not known here, said;
 - `resources.limits` `nvidia.com/gpu: N`: the device plugin gives the container N GPUs of the
   node it lands on, which ones its choice: a count, as a Slurm step's (`devices.Visible`,
   remote). Without a limit, what the container sees is the node runtime's and the image's.
 kubectl's own reading: `-f FILE`, a folder's `.json`/`.yaml`/`.yml` files (its subfolders with
-`-R`), `-l` keeping the objects whose labels match (`key=value`, `key==value`, `key!=value`,
-comma-separated). A URL, `-f -` (standard input) and `-k` (kustomize) are not read: said.
+`-R`; a folder's links to folders not followed), `-f a.yaml,b.yaml`, `-l` keeping the objects
+whose labels match (`key=value`, `key==value`, `key!=value`, `key`, `!key`, `key in (a,b)`,
+`key notin (a,b)`). A URL, `-f -` (standard input) and `-k` (kustomize) are not read: said.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from eaglebug.checks.contract.errors import InputError
-from eaglebug.checks.contract.limits import MACHINE_GPUS
+from eaglebug.checks.contract.limits import LAUNCH_FILE_BYTES, MACHINE_GPUS
 from eaglebug.checks.contract.numbers import int_text
 from eaglebug.checks.launch.command import SERVER_COMMAND, env_and_argv
-from eaglebug.checks.launch.composefile import scalar
 from eaglebug.checks.launch.devices import Visible
-from eaglebug.checks.launch.kubemanifest import Pod, containers, read_pods, strings
+from eaglebug.checks.launch.kubemanifest import Pod, containers, read_pods, shown, strings, text
 from eaglebug.checks.launch.wrappers import unwrapped
 
 _STARTS = ("apply", "create", "replace")
@@ -71,6 +74,8 @@ class Applied:
     workload: str
     container: str
     gpus: Visible | None
+    manifest: str = ""  # the file that defines the workload
+    at_run_time: frozenset[str] = frozenset()  # the variables written `${VAR}` in `words`
 
 
 @dataclass
@@ -111,29 +116,34 @@ def applied(argv: Sequence[str], cwd: str) -> Applied:
     pods = [p for p in read_pods(files) if _selected(p.labels, call.selector)]
     pod, container = _serving(pods, files, call)
     warnings: list[str] = []
-    where = f"{pod.workload}, container {container.get('name')}"
-    env = _environment(container, pod, where, warnings)
+    name = text(container.get("name")) or ""
+    where = f"{pod.workload}, container {name}"
+    env, later = _environment(container, pod, where, warnings)
     words = ["docker", "run"]
     for key, value in env.items():
         words += ["-e", f"{key}={value}"]
     words += _mounts(container, pod)
-    if workdir := container.get("workingDir"):
-        words += ["-w", scalar(workdir)]
-    command = [_expand(w, env) for w in strings(container.get("command"), f"{where}: command")]
-    args = [_expand(w, env) for w in strings(container.get("args"), f"{where}: args")]
+    if workdir := text(container.get("workingDir")):
+        words += ["-w", workdir]
+    command, args = (
+        [_expand(w, env, later, where) for w in strings(container.get(key), f"{where}: {key}")]
+        for key in ("command", "args")
+    )
     if not command and not args:
         raise InputError(
             f"{where} sets no command: its image's own is not known here",
             "give the container a command, or check the server's command itself",
         )
-    image = scalar(container.get("image") or "(no image)")
+    image = text(container.get("image")) or "(no image)"
     return Applied(
         [*words, image, *command, *args],
         tuple(files),
         tuple(warnings),
         pod.workload,
-        str(container.get("name") or ""),
+        name,
         _gpus(container),
+        pod.file,
+        later,
     )
 
 
@@ -185,7 +195,7 @@ def _options(word: str) -> list[tuple[str, str | None]]:
 def _take(call: _Invocation, name: str, value: str | None) -> None:
     assert call.files is not None
     if name in ("-f", "--filename") and value is not None:
-        call.files.append(value)
+        call.files.extend(v for v in value.split(",") if v)  # a string slice: comma-separated
     elif name in ("-R", "--recursive"):
         call.recursive = value is None or value.lower() == "true"
     elif name in ("-l", "--selector"):
@@ -246,35 +256,42 @@ def _folder(path: str, recursive: bool) -> list[str]:
     for name in sorted(os.listdir(path)):
         full = os.path.join(path, name)
         if os.path.isdir(full):
-            out += _folder(full, recursive) if recursive else []
+            out += _folder(full, recursive) if recursive and not os.path.islink(full) else []
         elif name.endswith(_EXTENSIONS):
             out.append(full)
     return out
 
 
+_SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
+
+
 def _selected(labels: Mapping[str, str], selector: str | None) -> bool:
-    """Do `labels` match an equality-based selector (set-based ones are not read: all pass)?"""
-    if not selector:
-        return True
-    for term in selector.split(","):
-        if "(" in term or ")" in term:
-            continue  # `key in (a,b)`: set-based (its commas split it here too)
-        key, op, value = _term(term.strip())
-        if op == "!=" and labels.get(key) == value:
-            return False
-        if op in ("=", "==") and labels.get(key) != value:
-            return False
-        if op == "" and key and (key[1:] in labels if key[0] == "!" else key not in labels):
-            return False  # `!key`: without it; `key`: with it
-    return True
+    """Do `labels` match the selector, each of its terms (apimachinery's `labels.Parse`)?"""
+    return not selector or all(_matches(labels, term) for term in _terms(selector))
 
 
-def _term(term: str) -> tuple[str, str, str]:
+def _terms(selector: str) -> list[str]:
+    """The selector's terms: split at the commas outside a set's parentheses."""
+    out, depth, start = [], 0, 0
+    for at, char in enumerate(selector):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            out.append(selector[start:at])
+            start = at + 1
+    return [t.strip() for t in [*out, selector[start:]] if t.strip()]
+
+
+def _matches(labels: Mapping[str, str], term: str) -> bool:
+    if found := _SET_TERM.match(term):
+        key, op, listed = found.groups()
+        values = {v.strip() for v in listed.split(",")}
+        return (labels.get(key) in values) == (op == "in") and (op == "notin" or key in labels)
     for op in ("!=", "==", "="):
-        key, found, value = term.partition(op)
-        if found:
-            return key.strip(), op, value.strip()
-    return term, "", ""
+        key, sep, value = term.partition(op)
+        if sep:
+            same = labels.get(key.strip()) == value.strip()
+            return not same if op == "!=" else same
+    return term[1:].strip() not in labels if term.startswith("!") else term in labels
 
 
 def _serving(pods: list[Pod], files: list[str], call: _Invocation) -> tuple[Pod, dict[str, Any]]:
@@ -325,29 +342,33 @@ def _label(found: Mapping[tuple[str, str], list[tuple[Pod, dict[str, Any]]]]) ->
 
 def _environment(
     container: dict[str, Any], pod: Pod, where: str, warnings: list[str]
-) -> dict[str, str]:
+) -> tuple[dict[str, str], frozenset[str]]:
     """The container's variables as known before it runs: the controller's first (where the
-    container does not set them), then `env` in order, each value expanded; the cluster's
-    (`valueFrom`, `envFrom`) go to `warnings`."""
+    container does not set them), then `env` in order, each value expanded; and those set
+    only when it runs (`valueFrom`, the controller's), which go to `warnings` too, with
+    `envFrom`'s."""
     listed = container.get("env")
     entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-    own = {str(e.get("name")) for e in entries}
+    own = {text(e.get("name")) for e in entries}
     env = {k: v for k, v in pod.given.items() if k not in own}
+    later = {k for k in pod.later if k not in own}
     runtime: list[str] = []
     for entry in entries:
-        name = str(entry.get("name"))
+        name = text(entry.get("name")) or ""
         if "valueFrom" in entry:
             env.pop(name, None)
+            later.add(name)
             runtime.append(name)
             continue
-        value = entry.get("value", "")
-        if not isinstance(value, str):
+        value = entry.get("value")
+        if value is not None and not isinstance(value, str):
             raise InputError(
-                f"{where}: env {name} is {scalar(value)}, not a string: the API server refuses "
+                f"{where}: env {name} is {shown(value)}, not a string: the API server refuses "
                 "the manifest",
-                f'quote it: value: "{scalar(value)}"',
+                f'quote it: value: "{shown(value)}"',
             )
-        env[name] = _expand(value, env)
+        env[name] = _expand(value or "", env, frozenset(later), where)
+        later.discard(name)
     if runtime:
         warnings.append(
             f"{where}: {', '.join(runtime)} set by the cluster at run time (valueFrom): "
@@ -356,30 +377,37 @@ def _environment(
     sources = container.get("envFrom")
     if isinstance(sources, list) and sources:
         warnings.append(f"{where}: the variables of envFrom are the cluster's: not read")
-    return env
+    return env, frozenset(later)
 
 
-def _expand(text: str, env: Mapping[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion: `$$` a `$`, `$(NAME)` the variable, an unset one or an
-    unclosed `$(` left as written."""
+def _expand(value: str, env: Mapping[str, str], later: frozenset[str], where: str) -> str:
+    """Kubernetes' `$(VAR)` expansion: `$$` a `$`, `$(NAME)` the variable (`${NAME}` where
+    the cluster sets it when the pod runs), an unset one or an unclosed `$(` left as written.
+    What it makes is bounded: each value may refer to those before it, and doubling one in
+    each of forty variables would make a terabyte."""
     out: list[str] = []
+    size = 0
     i = 0
-    while i < len(text):
-        if text[i] != "$" or i + 1 >= len(text):
-            out.append(text[i])
-            i += 1
-            continue
-        after = text[i + 1]
-        if after == "$":
-            out.append("$")
-            i += 2
-        elif after == "(" and (close := text.find(")", i + 2)) != -1:
-            name = text[i + 2 : close]
-            out.append(env[name] if name in env else text[i : close + 1])
+    closes = True  # a `)` may follow: once none does, no later `$(` is searched again
+    while i < len(value):
+        if value[i] != "$" or i + 1 >= len(value):
+            piece, i = value[i], i + 1
+        elif value[i + 1] == "$":
+            piece, i = "$", i + 2
+        elif value[i + 1] == "(" and closes and (close := value.find(")", i + 2)) != -1:
+            name = value[i + 2 : close]
+            piece = env.get(name, f"${{{name}}}" if name in later else value[i : close + 1])
             i = close + 1
         else:
-            out.append(text[i : i + 2])
-            i += 2
+            closes = closes and value[i + 1] != "("
+            piece, i = value[i : i + 2], i + 2
+        size += len(piece)
+        if size > LAUNCH_FILE_BYTES:
+            raise InputError(
+                f"{where}: a value expands past {LAUNCH_FILE_BYTES >> 20} MiB",
+                "check the $(VAR) references of its env and args",
+            )
+        out.append(piece)
     return "".join(out)
 
 
@@ -388,20 +416,24 @@ def _mounts(container: dict[str, Any], pod: Pod) -> list[str]:
     volumes (a claim, a config map, emptyDir) are not folders of this machine."""
     volumes = pod.spec.get("volumes")
     hosts = {
-        str(v.get("name")): scalar(v["hostPath"].get("path"))
+        text(v.get("name")): path
         for v in (volumes if isinstance(volumes, list) else [])
-        if isinstance(v, dict) and isinstance(v.get("hostPath"), dict) and v["hostPath"].get("path")
+        if isinstance(v, dict)
+        and isinstance(v.get("hostPath"), dict)
+        and (path := text(v["hostPath"].get("path")))
     }
     mounts = container.get("volumeMounts")
     out: list[str] = []
     for mount in mounts if isinstance(mounts, list) else []:
-        if not isinstance(mount, dict) or str(mount.get("name")) not in hosts:
+        if not isinstance(mount, dict) or (source := hosts.get(text(mount.get("name")))) is None:
             continue
-        source = hosts[str(mount.get("name"))]
-        if sub := mount.get("subPath"):
-            source = os.path.join(source, scalar(sub))
+        target = text(mount.get("mountPath"))
+        if not target:
+            continue
+        if sub := text(mount.get("subPath")):
+            source = os.path.join(source, sub)
         mode = ":ro" if mount.get("readOnly") is True else ""
-        out += ["-v", f"{source}:{scalar(mount.get('mountPath'))}{mode}"]
+        out += ["-v", f"{source}:{target}{mode}"]
     return out
 
 
@@ -414,7 +446,7 @@ def _gpus(container: dict[str, Any]) -> Visible | None:
     for key in ("limits", "requests"):
         given = resources.get(key)
         if isinstance(given, dict) and _GPU in given:
-            count = int_text(scalar(given[_GPU]), lo=0, hi=MACHINE_GPUS)
+            count = int_text(text(given[_GPU]) or "", lo=0, hi=MACHINE_GPUS)
             if count is None:
                 return None
             return Visible(None, count, (f"{_GPU}: {count}, the pod's limit",), remote=True)

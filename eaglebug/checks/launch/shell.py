@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.launch.wrappers import ASSIGNMENT
@@ -116,3 +116,52 @@ def _masked(text: str) -> str:
             quote = char
         out.append(char)
     return "".join(out)
+
+
+# A shell variable's value in a word: `$NAME`, `${NAME}`, `${NAME:-word}`, `${NAME-word}` (the
+# word where it is unset: empty too, with the colon). Others (`$1`, `${#NAME}`) stay as written.
+REFERENCE = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+def referenced(word: str) -> set[str]:
+    """The variables a word refers to."""
+    return {m[1] or m[4] for m in REFERENCE.finditer(word)}
+
+
+def expanded_script(text: str, shell: Mapping[str, str]) -> tuple[str, frozenset[str]]:
+    """A `bash -c` script with its variables expanded as the shell does where `shell` has
+    them: outside single quotes and not escaped, each value taken as itself (quoted for the
+    split, so never expanded again; split into words where unquoted, as bash splits it); and
+    the names it has not, which stay as written (set when the script runs, not known here)."""
+    out: list[str] = []
+    unknown: set[str] = set()
+    quote = ""  # the open quote, if any
+    i = 0
+    while i < len(text):
+        char = text[i]
+        found = REFERENCE.match(text, i) if char == "$" and quote != "'" else None
+        if found is not None:
+            name = found[1] or found[4]
+            value = shell.get(name)
+            if value is None or (found[2] and not value):  # unset (`:-`: or empty)
+                value = found[3] if found[3] is not None else None
+            if value is None:
+                unknown.add(name)
+                out.append(found[0])
+            elif quote:  # in double quotes: one word, joined to what is around it
+                out.append(f'"{shlex.quote(value)}"')
+            else:
+                out.append(" ".join(shlex.quote(piece) for piece in value.split()))
+            i = found.end()
+            continue
+        if char == "\\" and quote != "'":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        out.append(char)
+        i += 1
+    return "".join(out), frozenset(unknown)
