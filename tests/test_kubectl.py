@@ -488,3 +488,45 @@ def test_a_value_that_expands_without_bound_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="a value expands past 1 MiB"):
         applied([*APPLY, "b.yaml"], str(tmp_path))
+
+
+def test_a_list_kind_a_zero_limit_and_a_model_path_set_when_it_runs(
+    index_0523: TreeIndex, tmp_path: Path
+) -> None:
+    """A `PodList` is its pods, as kubectl flattens any list kind; `nvidia.com/gpu: 0` gives no
+    GPU count (the device plugin gives none; the image's runtime may give all); a model path
+    a variable sets when the pod runs is a model not known here, the rest still checked."""
+    listed = {
+        "kind": "PodList",
+        "items": [
+            {
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "i",
+                            "command": ["sh", "-c"],
+                            "args": ["python3 -m sglang.launch_server --model-path $MODEL --tp 2"],
+                            "env": [{"name": "MODEL", "valueFrom": {"secretKeyRef": {}}}],
+                            "resources": {"limits": {"nvidia.com/gpu": "0"}},
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    write(tmp_path / "list.json", json.dumps(listed))
+    found = applied(["kubectl", "apply", "--recursive=1", "-f", "list.json"], str(tmp_path))
+    assert (found.workload, found.gpus) == ("Pod/p", None)
+    result = preflight(index_0523, [*APPLY, str(tmp_path / "list.json")], {}, None)
+    assert not result.target.found
+    assert (result.target.given, result.target.how) == (
+        "$MODEL",
+        "set when the launch runs, not known here",
+    )
+    assert [f.id for f in result.findings if f.id == "config.model_unavailable"] == [
+        "config.model_unavailable"
+    ]
+    assert result.gpus_seen is None

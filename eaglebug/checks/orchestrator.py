@@ -275,17 +275,18 @@ def preflight(
     def here(path: str) -> str | None:  # a container's paths, where they are on this machine
         return launch.host_path(path, started)
 
-    target = _with_class_defaults(
-        index, roots, resolve_model(model_path, env, flags.text("--revision"), here)
-    )
+    def model(given: str, revision: str | None, dest: str) -> ModelSource:
+        if dest in launch.at_run_time:  # `--model-path $MODEL`: what it names is not known
+            return ModelSource(given, None, "set when the launch runs, not known here")
+        return _with_class_defaults(index, roots, resolve_model(given, env, revision, here))
+
+    target = model(model_path, flags.text("--revision"), "model_path")
     draft_given = flags.text("--speculative-draft-model-path") or launch.at_run_time.get(
         "speculative_draft_model_path"
     )
     draft_revision = flags.text("--speculative-draft-model-revision")
     draft = (
-        _with_class_defaults(index, roots, resolve_model(draft_given, env, draft_revision, here))
-        if draft_given
-        else None
+        model(draft_given, draft_revision, "speculative_draft_model_path") if draft_given else None
     )
     result = PreflightResult(
         index.tree.version, str(index.tree.package_dir), launch, algorithm, target, draft

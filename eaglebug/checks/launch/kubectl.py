@@ -58,7 +58,7 @@ _VALUES = frozenset(
      "--stderrthreshold", "--profile", "--profile-output", "-f", "--filename", "-k",
      "--kustomize", "-l", "--selector", "-o", "--output", "--field-manager",
      "--prune-allowlist", "--prune-whitelist", "--timeout", "--grace-period", "--template",
-     "--subresource", "--raw"}
+     "--subresource", "--raw", "--kuberc", "--applyset"}
 )  # fmt: skip
 _GPU = "nvidia.com/gpu"
 
@@ -197,7 +197,7 @@ def _take(call: _Invocation, name: str, value: str | None) -> None:
     if name in ("-f", "--filename") and value is not None:
         call.files.extend(v for v in value.split(",") if v)  # a string slice: comma-separated
     elif name in ("-R", "--recursive"):
-        call.recursive = value is None or value.lower() == "true"
+        call.recursive = value is None or value in ("1", "t", "T", "true", "TRUE", "True")
     elif name in ("-l", "--selector"):
         call.selector = value
     elif name in ("-k", "--kustomize"):
@@ -439,7 +439,8 @@ def _mounts(container: dict[str, Any], pod: Pod) -> list[str]:
 
 def _gpus(container: dict[str, Any]) -> Visible | None:
     """The GPUs the container's `nvidia.com/gpu` limit gives it (the API takes an extended
-    resource's request only equal to its limit); None without one."""
+    resource's request only equal to its limit); None without one, or with 0 (the device
+    plugin then gives none, and an image's `NVIDIA_VISIBLE_DEVICES=all` may give them all)."""
     resources = container.get("resources")
     if not isinstance(resources, dict):
         return None
@@ -447,7 +448,7 @@ def _gpus(container: dict[str, Any]) -> Visible | None:
         given = resources.get(key)
         if isinstance(given, dict) and _GPU in given:
             count = int_text(text(given[_GPU]) or "", lo=0, hi=MACHINE_GPUS)
-            if count is None:
+            if not count:  # none: what it sees is the node runtime's and the image's, as without
                 return None
             return Visible(None, count, (f"{_GPU}: {count}, the pod's limit",), remote=True)
     return None

@@ -91,10 +91,19 @@ def _documents(path: str) -> Iterator[dict[str, Any]]:
                 f"{path}: a document is not an object (no mapping at its top)",
                 "check the manifest",
             )
-        if document.get("kind") == "List" and isinstance(document.get("items"), list):
-            yield from (item for item in document["items"] if isinstance(item, dict))
-        else:
-            yield document
+        yield from _items(document)
+
+
+def _items(document: dict[str, Any], depth: int = 0) -> Iterator[dict[str, Any]]:
+    """An object, or a list's (`kind: List`, `PodList`, any kind with `items`) objects, as
+    kubectl flattens them."""
+    items = document.get("items")
+    if not (text(document.get("kind")) or "").endswith("List") or not isinstance(items, list):
+        yield document
+        return
+    for item in items:
+        if isinstance(item, dict) and depth < 8:
+            yield from _items(item, depth + 1)
 
 
 @functools.cache
