@@ -124,7 +124,7 @@ def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
             str(path),
             (str(path),),
         )
-        assert "--node-rank $POD_INDEX: set by the script when it runs, not known here" in (
+        assert "--node-rank $POD_INDEX: set when the launch runs, not known here" in (
             " ".join(result.warnings)
         )
         return [f for f in result.findings if f.id == "config.gpu_count"], result.gpus_seen
@@ -530,3 +530,75 @@ def test_a_list_kind_a_zero_limit_and_a_model_path_set_when_it_runs(
         "config.model_unavailable"
     ]
     assert result.gpus_seen is None
+
+
+@pytest.mark.parametrize(
+    ("script", "environ", "flag", "value"),
+    [
+        # a text a variable sets when it runs: not given here, never an exit 2
+        ("--tokenizer-path $TOK", {}, "tokenizer_path", None),
+        # an assignment is one word, whatever its value holds
+        ("--tp 2", {"V": "a b"}, "tp_size", "2"),
+        ("--tp 2", {"V": "a$b"}, "tp_size", "2"),
+        # a default that quotes or refers is not read: the words as the shell-less reading
+        # always gave them
+        ('--served-model-name ${X:-"a b"}', {}, "served_model_name", "${X:-a b}"),
+        ("--served-model-name ${X:-${Y}}", {"Y": "y"}, "served_model_name", "${X:-${Y}}"),
+        # a command substitution is left as written, its quotes its own
+        ('--served-model-name "$(echo "$A")"', {"A": "a b"}, "served_model_name", "$(echo $A)"),
+        ("--served-model-name `hostname`", {}, "served_model_name", "`hostname`"),
+        # bash splits at spaces, tabs and newlines only
+        ("--served-model-name $A", {"A": "a\u00a0b"}, "served_model_name", "a\u00a0b"),
+    ],
+)
+def test_what_bash_would_not_split_or_expand_stays_one_word(
+    flags: list[FlagSpec], script: str, environ: dict[str, str], flag: str, value: object
+) -> None:
+    server = "python3 -m sglang.launch_server --model-path /m"
+    words = ["bash", "-c", f"NCCL_X=$V {server} {script}"]
+    launch = parse_launch(words, flags, "0.5.23", environ=environ)
+    assert launch.values.get(flag) == value
+    assert launch.env({}).get("NCCL_X") == environ.get("V", "$V")  # unset here: as written
+
+
+def test_run_time_values_the_last_flag_and_bounds(flags: list[FlagSpec], tmp_path: Path) -> None:
+    server = "python3 -m sglang.launch_server --model-path /m"
+    # what the cluster sets when the pod runs is not its default here
+    later = frozenset({"POD_INDEX", "POD_IP"})
+    script = f"{server} --node-rank ${{POD_INDEX:-0}} --dist-init-addr ${{POD_IP:-127.0.0.1}}:5000"
+    launch = parse_launch(["sh", "-c", script], flags, "0.5.23", later=later)
+    assert launch.at_run_time == {
+        "node_rank": "${POD_INDEX:-0}",
+        "dist_init_addr": "${POD_IP:-127.0.0.1}:5000",
+    }
+    # the last of a repeated flag is the one argparse keeps
+    again = parse_launch(["sh", "-c", f"{server} --tokenizer-path /a --tokenizer-path $T"], flags)
+    assert (again.values.get("tokenizer_path"), again.at_run_time) == (
+        None,
+        {"tokenizer_path": "$T"},
+    )
+    back = parse_launch(["sh", "-c", f"{server} --tokenizer-path $T --tokenizer-path /a"], flags)
+    assert (back.values.get("tokenizer_path"), back.at_run_time) == ("/a", {})
+    # a script longer than one argument can be, or one that expands past it: refused at once
+    big = {"A": "x" * 100_000}
+    with pytest.raises(InputError, match="expands past 128 KiB"):
+        parse_launch(
+            ["sh", "-c", f"{server} --served-model-name {'$A' * 2000}"], flags, environ=big
+        )
+    with pytest.raises(InputError, match="over 128 KiB"):
+        parse_launch(["sh", "-c", f"{server} --served-model-name {'x' * 140_000}"], flags)
+    # a subPathExpr mount is a folder named when the pod runs: no bind of this machine
+    write(
+        tmp_path / "p.yaml",
+        """kind: Pod
+metadata: {name: p}
+spec:
+  volumes: [{name: d, hostPath: {path: /data}}]
+  containers:
+  - name: c
+    image: i
+    command: [sglang, serve, --model-path, /models/m]
+    volumeMounts: [{name: d, mountPath: /models, subPathExpr: $(POD_NAME)}]
+""",
+    )
+    assert "-v" not in applied([*APPLY, "p.yaml"], str(tmp_path)).words

@@ -300,7 +300,7 @@ def preflight(
         result.kubernetes = (applied.workload, applied.container, applied.manifest, applied.files)
     for dest, value in launch.at_run_time.items():
         option = launch.spelled.get(dest, dest)
-        result.warnings.append(f"{option} {value}: set by the script when it runs, not known here")
+        result.warnings.append(f"{option} {value}: set when the launch runs, not known here")
     result.package_roots = tuple(str(r) for r in roots)
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings

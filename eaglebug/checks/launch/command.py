@@ -194,21 +194,17 @@ def _check_type(option: str, value: str, value_type: str | None) -> None:
         raise InputError(f"{option} {shown}: too large", f"fix {option} in the launch command")
 
 
-# What a launch's variable often sets when it runs, read as given but not known: what tells one
-# node (or pod) from another (`--node-rank $POD_INDEX`, `--dist-init-addr
-# $LWS_LEADER_ADDRESS:20000`, its address and port), and the paths and names it serves (a model
-# path then is one not known here: said, as a model not found). The checks rest on the value of
-# any other flag (`--tp $TP`): an input error, never a default in its place.
-AT_RUN_TIME = frozenset(
-    {"node_rank", "dist_init_addr", "host", "port", "model_path", "speculative_draft_model_path",
-     "served_model_name", "download_dir", "api_key"}
-)  # fmt: skip
+# The flags a variable may set when the launch runs, a number among them: what tells one node
+# from another (`--node-rank $POD_INDEX`) and where it listens. Another number (`--tp $TP`, a
+# fraction, a length) is one the GPU and memory checks rest on: an input error, never a default
+# in its place. A text (a path, a name, a backend) set at run time is read as not given, said.
+_NUMBERS_AT_RUN_TIME = frozenset({"node_rank", "port"})
 
 
-def _at_run_time(option: str, dest: str, taken: list[str], names: set[str]) -> str:
-    """The value as written, where the flag is one of `AT_RUN_TIME`; else the input error that
-    it must be known (`names`: the variables in it set only when the launch runs)."""
-    if dest in AT_RUN_TIME:
+def _at_run_time(option: str, spec: FlagSpec, taken: list[str], names: set[str]) -> str:
+    """The value as written, where a variable may set the flag when the launch runs; else the
+    input error that it must be known (`names`: the variables in it not known here)."""
+    if spec.value_type is None or spec.dest in _NUMBERS_AT_RUN_TIME:
         return " ".join(taken)
     shown = sorted(names)
     raise InputError(
@@ -266,7 +262,7 @@ def env_and_argv(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def _shell_string_read(
-    words: list[str], environ: Mapping[str, str]
+    words: list[str], environ: Mapping[str, str], later: frozenset[str]
 ) -> tuple[list[str], frozenset[str]]:
     """`words` with a `bash -c STRING` after the wrappers read as the words of STRING (its
     `NAME=VALUE` words in front as an `env` there, so they count inside the wrappers), its
@@ -275,7 +271,7 @@ def _shell_string_read(
     wrapped, command = unwrapped(words)
     if shell_string(command) is None:
         return words, frozenset()
-    script, unknown = expanded_script(command[2], environment(wrapped, environ))
+    script, unknown = expanded_script(command[2], environment(wrapped, environ), later)
     inner = shell_string([*command[:2], script])
     assert inner is not None
     additions, inner = env_and_argv(inner)
@@ -333,7 +329,7 @@ def parse_launch(
     sets when it runs, written `${NAME}`: `kubectl.py`), is set at run time
     (`LaunchSpec.at_run_time`)."""
     env, words = env_and_argv(words)
-    words, unknown = _shell_string_read(words, {**(environ or {}), **env})
+    words, unknown = _shell_string_read(words, {**(environ or {}), **env}, later)
     unknown |= later
     n_program = _program_length(words)
     program = words[:n_program]
@@ -373,8 +369,10 @@ def parse_launch(
         if not taken and spec.nargs in {"1", "+"}:
             raise InputError(f"{option} needs a value", f"write {option} VALUE")
         if unknown and (names := {n for v in taken for n in referenced(v)} & unknown):
-            at_run_time[spec.dest] = _at_run_time(option, spec.dest, taken, names)
+            at_run_time[spec.dest] = _at_run_time(option, spec, taken, names)
+            values.pop(spec.dest, None)  # the last of a repeated flag is the one
             continue
+        at_run_time.pop(spec.dest, None)
         if spec.parser is not None and convert is not None:
             taken = [convert(spec, option, value) for value in taken]
         for value in taken:

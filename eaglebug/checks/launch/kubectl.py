@@ -427,6 +427,8 @@ def _mounts(container: dict[str, Any], pod: Pod) -> list[str]:
     for mount in mounts if isinstance(mounts, list) else []:
         if not isinstance(mount, dict) or (source := hosts.get(text(mount.get("name")))) is None:
             continue
+        if "subPathExpr" in mount:
+            continue  # a folder within, named when the pod runs: not one of this machine
         target = text(mount.get("mountPath"))
         if not target:
             continue

@@ -119,10 +119,15 @@ def _masked(text: str) -> str:
 
 
 # A shell variable's value in a word: `$NAME`, `${NAME}`, `${NAME:-word}`, `${NAME-word}` (the
-# word where it is unset: empty too, with the colon). Others (`$1`, `${#NAME}`) stay as written.
+# word where it is unset: empty too, with the colon), a word without quotes, `$` or braces;
+# anything else (`$1`, `${#NAME}`, a default that quotes or refers) stays as written.
 REFERENCE = re.compile(
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}\"'$`{\\]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
 )
+# Longer than one argument can be (Linux's MAX_ARG_STRLEN, 128 KiB): no `bash -c` gets it.
+SCRIPT_BYTES = 128 << 10
+_IFS = re.compile(r"[ \t\n]+")  # bash's default field separators
+_ASSIGNING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # a word that sets a variable
 
 
 def referenced(word: str) -> set[str]:
@@ -130,30 +135,54 @@ def referenced(word: str) -> set[str]:
     return {m[1] or m[4] for m in REFERENCE.finditer(word)}
 
 
-def expanded_script(text: str, shell: Mapping[str, str]) -> tuple[str, frozenset[str]]:
+def expanded_script(
+    text: str, shell: Mapping[str, str], later: frozenset[str] = frozenset()
+) -> tuple[str, frozenset[str]]:
     """A `bash -c` script with its variables expanded as the shell does where `shell` has
-    them: outside single quotes and not escaped, each value taken as itself (quoted for the
-    split, so never expanded again; split into words where unquoted, as bash splits it); and
-    the names it has not, which stay as written (set when the script runs, not known here)."""
+    them (`later`: set only when the launch runs, default or not): outside single quotes,
+    command substitutions (`$(...)`, backquotes, left as written) and escapes; each value
+    taken as itself (quoted for the split, never expanded again), split into words as bash
+    splits it where unquoted, but in an assignment (`NAME=$V`); and the names it has not,
+    which stay as written (set when the script runs, not known here)."""
+    if len(text) > SCRIPT_BYTES:
+        raise InputError(
+            f"the bash -c script is over {SCRIPT_BYTES >> 10} KiB, longer than one argument can be",
+            "pass the launch command itself",
+        )
     out: list[str] = []
+    size = 0
     unknown: set[str] = set()
     quote = ""  # the open quote, if any
+    word = 0  # where the word being read began, in `text`
     i = 0
     while i < len(text):
         char = text[i]
+        if quote != "'" and text.startswith(("$(", "`", "${"), i) and not REFERENCE.match(text, i):
+            end = _substitution_end(text, i)  # a substitution, or a `${...}` not read: as is
+            out.append(text[i:end])
+            i = end
+            continue
         found = REFERENCE.match(text, i) if char == "$" and quote != "'" else None
         if found is not None:
             name = found[1] or found[4]
-            value = shell.get(name)
-            if value is None or (found[2] and not value):  # unset (`:-`: or empty)
-                value = found[3] if found[3] is not None else None
+            value = None if name in later else shell.get(name)
+            if name not in later and (value is None or (found[2] and not value)):
+                value = found[3]  # the default, where the reference has one
             if value is None:
                 unknown.add(name)
-                out.append(found[0])
-            elif quote:  # in double quotes: one word, joined to what is around it
-                out.append(f'"{shlex.quote(value)}"')
+                piece = found[0]
+            elif quote or _ASSIGNING.match(text, word):  # one word
+                piece = f'"{shlex.quote(value)}"' if quote else shlex.quote(value)
             else:
-                out.append(" ".join(shlex.quote(piece) for piece in value.split()))
+                piece = " ".join(shlex.quote(part) for part in _IFS.split(value) if part)
+            size += len(piece)
+            if size > SCRIPT_BYTES:
+                raise InputError(
+                    f"the bash -c script expands past {SCRIPT_BYTES >> 10} KiB, longer than "
+                    "one argument can be",
+                    "check the variables it refers to",
+                )
+            out.append(piece)
             i = found.end()
             continue
         if char == "\\" and quote != "'":
@@ -162,6 +191,24 @@ def expanded_script(text: str, shell: Mapping[str, str]) -> tuple[str, frozenset
             continue
         if char in "'\"" and quote in ("", char):
             quote = "" if quote else char
+        elif not quote and char in " \t\n":
+            word = i + 1
         out.append(char)
         i += 1
     return "".join(out), frozenset(unknown)
+
+
+def _substitution_end(text: str, at: int) -> int:
+    """Where a substitution that starts at `at` ends: a backquote's next one, or the bracket
+    that closes `$(` or `${` (nested ones counted; an unclosed one runs to the end)."""
+    if text[at] == "`":
+        close = text.find("`", at + 1)
+        return len(text) if close == -1 else close + 1
+    opening = text[at + 1]
+    closing = ")" if opening == "(" else "}"
+    depth = 0
+    for j in range(at + 1, len(text)):
+        depth += 1 if text[j] == opening else -1 if text[j] == closing else 0
+        if depth == 0:
+            return j + 1
+    return len(text)
