@@ -602,3 +602,18 @@ spec:
 """,
     )
     assert "-v" not in applied([*APPLY, "p.yaml"], str(tmp_path)).words
+
+
+def test_lists_of_lists_by_alias_are_bounded(tmp_path: Path) -> None:
+    """Eight levels of ten aliases to a `kind: List` would name a hundred million pods."""
+    levels = "".join(
+        f"l{i}: &l{i} {{kind: List, items: [{', '.join([f'*l{i - 1}'] * 10)}]}}\n"
+        for i in range(1, 9)
+    )
+    pod = "{kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, command: [sglang, serve]}]}}"
+    write(
+        tmp_path / "b.yaml",
+        f"kind: List\nx: &l0 {{kind: List, items: [{pod}]}}\n{levels}items: [*l8]\n",
+    )
+    with pytest.raises(InputError, match="more than 10,000 objects"):
+        applied([*APPLY, "b.yaml"], str(tmp_path))

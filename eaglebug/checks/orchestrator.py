@@ -78,7 +78,8 @@ class PreflightResult:
     # them, and every manifest read; the launch above is the `docker run` its container
     # amounts to (`launch/kubectl.py`).
     kubernetes: tuple[str, str, str, tuple[str, ...]] | None = None
-    # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step):
+    # The GPUs the launch narrows itself to (`CUDA_VISIBLE_DEVICES`, `--gpus`, a Slurm step, a
+    # pod's limit):
     # {"count", "exact", "nvml_indices", "by"}; None where nothing narrows them, or what does
     # is not known here (every GPU of the host is then taken).
     gpus_seen: dict[str, Any] | None = None

@@ -39,8 +39,9 @@ class LaunchSpec:
     env_additions: dict[str, str]
     values: dict[str, str | bool | list[str]]  # dest -> value
     spelled: dict[str, str] = field(default_factory=dict)  # dest -> the option as written
-    # Flags whose value a `bash -c` script's variable sets when it runs, not known here
-    # (`--node-rank $POD_INDEX`): dest -> the value as written; not in `values`.
+    # Flags whose value a variable sets when the launch runs, not known here (a `bash -c`
+    # script's `--node-rank $POD_INDEX`, a pod's `valueFrom`): dest -> the value as written;
+    # not in `values`.
     at_run_time: dict[str, str] = field(default_factory=dict)
 
     def get(self, dest: str) -> str | bool | list[str] | None:

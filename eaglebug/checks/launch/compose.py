@@ -378,8 +378,7 @@ def launch_files(
 ) -> list[str]:
     """The files reading the launch reads besides the command (a compose launch's compose
     files, `.env` and env files; a kubectl launch's manifests; a container runner's
-    `--env-file`s): a kept answer is for
-    them as they were."""
+    `--env-file`s): a kept answer is for them as they were."""
     here = cwd if cwd is not None else os.getcwd()
     found: list[str] = []
     composed = compose_launch(argv, environ, here)

@@ -35,6 +35,7 @@ _TEMPLATED = frozenset(
     {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job"}
 )
 _LWS = "LeaderWorkerSet"
+_OBJECTS = 10_000  # more than any launch's manifests hold
 
 
 @dataclass(frozen=True)
@@ -91,19 +92,27 @@ def _documents(path: str) -> Iterator[dict[str, Any]]:
                 f"{path}: a document is not an object (no mapping at its top)",
                 "check the manifest",
             )
-        yield from _items(document)
+        yield from _items(document, path)
 
 
-def _items(document: dict[str, Any], depth: int = 0) -> Iterator[dict[str, Any]]:
+def _items(document: dict[str, Any], path: str) -> list[dict[str, Any]]:
     """An object, or a list's (`kind: List`, `PodList`, any kind with `items`) objects, as
-    kubectl flattens them."""
-    items = document.get("items")
-    if not (text(document.get("kind")) or "").endswith("List") or not isinstance(items, list):
-        yield document
-        return
-    for item in items:
-        if isinstance(item, dict) and depth < 8:
-            yield from _items(item, depth + 1)
+    kubectl flattens them; at most `_OBJECTS` looked at (lists of lists by alias: a few lines
+    can name millions)."""
+    out: list[dict[str, Any]] = []
+    todo = [document]
+    seen = 0
+    while todo:
+        item = todo.pop()
+        seen += 1
+        if seen > _OBJECTS:
+            raise InputError(f"{path}: more than {_OBJECTS:,} objects", "check the manifest")
+        items = item.get("items")
+        if (text(item.get("kind")) or "").endswith("List") and isinstance(items, list):
+            todo.extend(reversed([i for i in items if isinstance(i, dict)]))
+        else:
+            out.append(item)
+    return out
 
 
 @functools.cache
