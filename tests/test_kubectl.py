@@ -617,3 +617,22 @@ def test_lists_of_lists_by_alias_are_bounded(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="more than 10,000 objects"):
         applied([*APPLY, "b.yaml"], str(tmp_path))
+
+
+def test_a_folder_is_walked_as_kubectl_walks_it(tmp_path: Path, monkeypatch: Any) -> None:
+    """Depth first in lexical order (the last definition of an object wins, so the order
+    matters), and bounded: a folder given by mistake (`-R -f /`) is said, not read."""
+    pod = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: %s, command: [sglang, serve]}\n"
+    write(tmp_path / "m" / "a.yaml", pod % "first")
+    write(tmp_path / "m" / "b" / "c.yaml", pod % "second")
+    write(tmp_path / "m" / "z.yaml", "kind: Service\nmetadata: {name: s}\n")
+    found = applied(["kubectl", "apply", "-R", "-f", "m"], str(tmp_path))
+    assert [Path(f).relative_to(tmp_path / "m").as_posix() for f in found.files] == [
+        "a.yaml",
+        "b/c.yaml",
+        "z.yaml",
+    ]
+    assert "second" in found.words  # b/c.yaml's Pod/p, read after a.yaml's
+    monkeypatch.setattr("eaglebug.checks.launch.kubectl._FOLDER_ENTRIES", 3)
+    with pytest.raises(InputError, match="more than 3 files and folders"):
+        applied(["kubectl", "apply", "-R", "-f", "m"], str(tmp_path))

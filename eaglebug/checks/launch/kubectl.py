@@ -47,6 +47,7 @@ from eaglebug.checks.launch.wrappers import unwrapped
 
 _STARTS = ("apply", "create", "replace")
 _EXTENSIONS = (".json", ".yaml", ".yml")  # kubectl's FileExtensions
+_FOLDER_ENTRIES = 10_000  # more than a launch's manifests: past it, a folder given by mistake
 # kubectl's global options and apply/create/replace's that take a value (as the next word
 # unless written `--opt=value`); `--dry-run`, `--cascade`, `--validate` take one only after `=`.
 _VALUES = frozenset(
@@ -251,15 +252,36 @@ def _files(call: _Invocation, cwd: str) -> list[str]:
 
 
 def _folder(path: str, recursive: bool) -> list[str]:
-    """A folder's manifests as kubectl visits them: lexical order, subfolders only with -R."""
+    """A folder's manifests as kubectl walks it: depth first in lexical order, subfolders only
+    with -R (a link to a folder not followed); at most `_FOLDER_ENTRIES` entries looked at
+    (`-R -f /` would read the machine)."""
     out: list[str] = []
-    for name in sorted(os.listdir(path)):
-        full = os.path.join(path, name)
+    seen = 0
+    stack = [iter(_entries(path))]
+    while stack:
+        full = next(stack[-1], None)
+        if full is None:
+            stack.pop()
+            continue
+        seen += 1
+        if seen > _FOLDER_ENTRIES:
+            raise InputError(
+                f"-f {path}: more than {_FOLDER_ENTRIES:,} files and folders",
+                "give the folder of the launch's manifests",
+            )
         if os.path.isdir(full):
-            out += _folder(full, recursive) if recursive and not os.path.islink(full) else []
-        elif name.endswith(_EXTENSIONS):
+            if recursive and not os.path.islink(full):
+                stack.append(iter(_entries(full)))
+        elif full.endswith(_EXTENSIONS):
             out.append(full)
     return out
+
+
+def _entries(folder: str) -> list[str]:
+    try:
+        return [os.path.join(folder, name) for name in sorted(os.listdir(folder))]
+    except OSError as exc:
+        raise InputError(f"-f {folder}: cannot read it ({exc.strerror})", "fix the path") from None
 
 
 _SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
