@@ -5,7 +5,8 @@ Real material (tests/fixtures/kubernetes/README.md names each file's source): SG
 docker/k8s-sglang-service.yaml (a Deployment, one GPU) and k8s-sglang-distributed-sts.yaml (a
 two-node StatefulSet, `--tp 16` over pods of 8 GPUs, the node rank from a `valueFrom`). The
 LeaderWorkerSet shape is kubernetes-sigs/lws#391's SGLang container (`--nnodes
-$LWS_GROUP_SIZE`); sglang#3470 and sglang#9451 are pods given fewer GPUs than their ranks.
+$LWS_GROUP_SIZE`); sglang#9451 is a pod of 8 GPUs launched with more ranks than that
+("CUDA error: invalid device ordinal").
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def test_the_distributed_statefulset_runs_its_script_with_the_node_rank_unknown(
 def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
     index_0523: TreeIndex, tmp_path: Path
 ) -> None:
-    """Eight GPUs a pod hold the StatefulSet's 16 ranks over two nodes; one (sglang#3470's
-    pods) does not: `config.gpu_count`, worded for the pod, whatever this host has."""
+    """Eight GPUs a pod hold the StatefulSet's 16 ranks over two nodes; one does not:
+    `config.gpu_count`, worded for the pod, whatever this host has."""
     target = pair(tmp_path, kimi_k25(), kimi_k25_eagle3())[0]
     mount = ("path: /llm-folder #", f"path: {target} #")
 
