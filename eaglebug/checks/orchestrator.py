@@ -24,7 +24,7 @@ from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
 from eaglebug.checks.launch.command import LaunchSpec, parse_launch
-from eaglebug.checks.launch.compose import compose_launch
+from eaglebug.checks.launch.compose import Composed, file_launch
 from eaglebug.checks.launch.devices import (
     GpuMemory,
     Visible,
@@ -34,7 +34,7 @@ from eaglebug.checks.launch.devices import (
 )
 from eaglebug.checks.launch.external import for_launch
 from eaglebug.checks.launch.flags import FlagSpec, serve_front_end, server_flags
-from eaglebug.checks.launch.kubectl import kubectl_launch
+from eaglebug.checks.launch.kubectl import Applied
 from eaglebug.checks.launch.sitepaths import package_roots
 from eaglebug.checks.launch.types import flag_value
 from eaglebug.checks.logs.memory import MemoryLog
@@ -239,12 +239,11 @@ def preflight(
     # `docker compose up`, `kubectl apply -f`: the `docker run` it is (read without the
     # session's variables, as the reply is keyed: `session/stamps.question`)
     started = launch_environ(environ)  # no verdict depends on the shell's session
-    composed = compose_launch(words, started)
-    applied = kubectl_launch(words, started) if composed is None else None
-    if composed is not None:
-        words = composed.words
-    elif applied is not None:
-        words = applied.words
+    described = file_launch(words, started)
+    composed = described if isinstance(described, Composed) else None
+    applied = described if isinstance(described, Applied) else None
+    if described is not None:
+        words = described.words
     if index.external is None:
         external = external or for_launch(words, environ)
         if external is not None:

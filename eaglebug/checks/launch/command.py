@@ -18,7 +18,13 @@ from eaglebug.checks.contract.numbers import float_text
 from eaglebug.checks.launch import apptainer
 from eaglebug.checks.launch.containers import host_path
 from eaglebug.checks.launch.flags import FlagSpec, ServeFrontEnd
-from eaglebug.checks.launch.shell import expanded_script, referenced, shell_string, split_words
+from eaglebug.checks.launch.shell import (
+    expanded_script,
+    referenced,
+    runs_a_string,
+    shell_string,
+    split_words,
+)
 from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
 
 # The modules that start SGLang's server: named, because the command is read before any tree
@@ -270,7 +276,7 @@ def _shell_string_read(
     variables expanded where the shell has them (`shell.expanded_script`): the launch started
     in `environ`, through its wrappers (a container's `-e`); and the variables it has not."""
     wrapped, command = unwrapped(words)
-    if shell_string(command) is None:
+    if not runs_a_string(command):  # read once, after its variables are expanded
         return words, frozenset()
     script, unknown = expanded_script(command[2], environment(wrapped, environ), later)
     inner = shell_string([*command[:2], script])

@@ -32,7 +32,7 @@ from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.launch.command import SERVER_COMMAND, env_and_argv
 from eaglebug.checks.launch.composefile import environment_map, listed, read_services, scalar
 from eaglebug.checks.launch.composevars import read_dotenv
-from eaglebug.checks.launch.kubectl import kubectl_launch
+from eaglebug.checks.launch.kubectl import Applied, kubectl_launch
 from eaglebug.checks.launch.wrappers import environment, unwrapped
 
 _FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
@@ -373,6 +373,14 @@ def compose_launch(
     return Composed([*front, *done.words], done.files, done.warnings, done.service)
 
 
+def file_launch(
+    argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
+) -> Composed | Applied | None:
+    """A launch whose files say what it runs, read: `docker compose up` (`composed`), or
+    `kubectl apply -f` (`kubectl.applied`); None for any other command."""
+    return compose_launch(argv, environ, cwd) or kubectl_launch(argv, environ, cwd)
+
+
 def launch_files(
     argv: Sequence[str], environ: Mapping[str, str], cwd: str | None = None
 ) -> list[str]:
@@ -381,14 +389,10 @@ def launch_files(
     `--env-file`s): a kept answer is for them as they were."""
     here = cwd if cwd is not None else os.getcwd()
     found: list[str] = []
-    composed = compose_launch(argv, environ, here)
-    applied = kubectl_launch(argv, environ, here) if composed is None else None
-    if composed is not None:
-        found += composed.files
-        argv = composed.words
-    elif applied is not None:
-        found += applied.files
-        argv = applied.words
+    described = file_launch(argv, environ, here)
+    if described is not None:
+        found += described.files
+        argv = described.words
     for wrapper in unwrapped(env_and_argv(argv)[1])[0]:
         if wrapper.container:
             found += [os.path.join(here, v) for o, v in wrapper.options if o == "--env-file"]

@@ -45,16 +45,23 @@ def shell_string(command: Sequence[str]) -> list[str] | None:
     a container are often written: `docker run ... IMAGE bash -c "..."`); None for any other
     command. Its output redirections and a trailing `&` are left out, as on a command line
     (`split_words`); a list or a pipe (`cd x && python3 ...`) is a script: an input error."""
-    if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
+    if not runs_a_string(command):
         return None
-    if not (command[1].startswith("-") and command[1].endswith("c") and "-" not in command[1][1:]):
-        return None  # `-c`, `-lc`, `-ec`: the string is the next word
     return _command_words(
         command[2].replace("\\\n", " "),  # a script's `\` line continuations, as a pasted line's
         f"the {command[0]} -c string does not parse",
         f"the {command[0]} -c string is a shell script ({{!r}} in it), not one launch command",
         "pass the launch command itself (its preparation can run before eaglebug)",
     )
+
+
+def runs_a_string(command: Sequence[str]) -> bool:
+    """Is `command` a shell given its script as a string (`bash -c "..."`), whatever the
+    string holds? (`shell_string` reads the string.)"""
+    if len(command) < 3 or os.path.basename(command[0]) not in _SHELLS:
+        return False
+    flag = command[1]  # `-c`, `-lc`, `-ec`: the string is the next word
+    return flag.startswith("-") and flag.endswith("c") and "-" not in flag[1:]
 
 
 def _command_words(text: str, unparsed: str, scripted: str, hint: str) -> list[str]:
