@@ -217,6 +217,7 @@ class Machine:
         frame.locals.update(dict(fn.closure))
         calls.bind(self, frame, fn, args, kwargs, reads or {})
         self.stack.append(frame)
+        went_on = True  # a path reached the end of the function (or its definite return)
         try:
             if isinstance(node, ast.Lambda):
                 return exprs.expr(self, node.body)
@@ -224,9 +225,17 @@ class Machine:
         except Returned:
             pass
         except PathEnded:  # every path of the function ended in an undecided branch
-            pass
+            went_on = False
         finally:
             self.stack.pop()
+        if frame.returned and frame.ended_by is None:
+            # What the caller sees is the state of whichever path returned: an early return
+            # under an undecided test (`if dtype != "nvfp4": return`) keeps the state it had.
+            heaps = frame.returned + ([self.heap] if went_on else [])
+            merged = heaps[0]
+            for heap in heaps[1:]:
+                merged = merge_heaps(merged, heap, self.budget.alternatives)
+            self.heap = merged
         ended: list[Any] = []
         if frame.ended_by is not None:  # the call raises on its definite path
             ended = [Top(f"{site.where}: {site.qualname} raised {frame.ended_by}")]
@@ -269,7 +278,10 @@ class Machine:
             case ast.Return(value=value):
                 frame.returns.append(exprs.expr(self, value) if value is not None else None)
                 self.observer.on_return(frame, frame.returns[-1])
-                raise Returned if frame.definite() else PathEnded
+                if frame.definite():
+                    raise Returned
+                frame.returned.append(self.heap)  # this path's state, no longer written
+                raise PathEnded
             case ast.Raise(exc=exc):
                 flow.raise_(self, stmt, exc, None)
             case ast.Assert(test=test, msg=msg):

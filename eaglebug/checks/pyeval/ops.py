@@ -167,7 +167,7 @@ def compare(op: ast.cmpop, a: Any, b: Any, budget: Budget, where: str) -> Any:
             case ast.IsNot():
                 return not identical(x, y)
             case ast.Eq() | ast.NotEq():
-                equal = _equal(x, y)
+                equal = _maybe_equal(x, y, objects=None)
                 if equal is None:
                     return Top(f"{where}: == of objects the reading cannot compare")
                 return equal if isinstance(op, ast.Eq) else not equal
@@ -178,7 +178,20 @@ def compare(op: ast.cmpop, a: Any, b: Any, budget: Budget, where: str) -> Any:
                     return Top(f"{where}: `in` of a {type(y).__name__}")
                 if isinstance(y, str) and not isinstance(x, str):
                     return Top(f"{where}: `in` of a string with a {type(x).__name__}")
-                inside = any(_equal(x, item) for item in y)
+                if isinstance(y, str):
+                    inside = x in y
+                else:  # an item not known (a OneOf in a tuple) leaves it undecided
+                    undecided: list[Any] = []
+                    inside = False
+                    for item in y:
+                        equal = _maybe_equal(x, item, objects=False)
+                        if equal:
+                            inside = True
+                            break
+                        if equal is None:
+                            undecided.append(item)
+                    if undecided and not inside:
+                        return Top(f"{where}: `in` of items not known", reads_of(*undecided))
                 return inside if isinstance(op, ast.In) else not inside
         if isinstance(x, _OBJECTS) or isinstance(y, _OBJECTS):
             return Top(f"{where}: ordering of objects")
@@ -189,6 +202,24 @@ def compare(op: ast.cmpop, a: Any, b: Any, budget: Budget, where: str) -> Any:
             return Top(f"{where}: {error}")
 
     return lifted(one, budget, a, b)
+
+
+def _maybe_equal(x: Any, y: Any, objects: bool | None) -> bool | None:
+    """`x == y` where either may be or hold a value not known (a tuple with a `OneOf` in it):
+    None where it is not decided. `objects`: what a comparison the reading cannot make of the
+    tree's objects gives (`in` has always taken it as not equal)."""
+    if isinstance(x, Top) or isinstance(y, Top):
+        return None
+    if isinstance(x, OneOf) or isinstance(y, OneOf):
+        verdicts = {_maybe_equal(a, b, objects) for a in alternatives(x) for b in alternatives(y)}
+        return verdicts.pop() if len(verdicts) == 1 else None
+    if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+        if type(x) is not type(y) or len(x) != len(y):
+            return False
+        pairs = [_maybe_equal(a, b, objects) for a, b in zip(x, y, strict=True)]
+        return False if False in pairs else (None if None in pairs else True)
+    equal = _equal(x, y)
+    return objects if equal is None else equal
 
 
 def _equal(x: Any, y: Any) -> bool | None:

@@ -219,6 +219,9 @@ class Frame:
     in_try: int = 0  # inside a `try` with handlers: a raise may be caught
     loops: list[int] = field(default_factory=list)  # len(tests) where each unrolled loop began
     ended_by: str | None = None  # the raise that ended the call on its definite path
+    # The state of each path that returned under an undecided test: the caller goes on from
+    # any of them or the rest of the function's, so they are merged when the call ends.
+    returned: list[Heap] = field(default_factory=list)
 
     @property
     def name(self) -> str:

@@ -1,0 +1,133 @@
+"""The evaluator's paths where a test is undecided: what an early return leaves, and what a
+comparison with a value not known decides (nothing).
+
+Seen on 0.5.23 with `--kv-cache-dtype $D` (a variable the launch sets when it runs):
+`handle_nvfp4_prefill_kv_dequant_dtype` returns early `if cfg.kv_cache_dtype != "nvfp4"` and
+otherwise writes `decode_attention_backend="trtllm_mha"`. The write of the path that did not
+return was kept as if every path made it, and `speculative_hook.py:1178`'s "trtllm_mha backend
+only supports topk = 1" was a definite refusal of a launch that never asks for NVFP4.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eaglebug.checks.pyeval.values import OneOf, Top, truth
+from tests.test_pyeval import machine, run
+
+RESOLVE = """
+class Args:
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.backend = None
+
+def pick(args):
+    if args.dtype != "nvfp4":
+        return
+    args.backend = "trtllm_mha"
+
+def resolve(dtype, topk):
+    args = Args(dtype)
+    pick(args)
+    if args.backend == "trtllm_mha" and topk > 1:
+        raise ValueError("trtllm_mha backend only supports topk = 1")
+    return args.backend
+"""
+
+
+def test_an_early_return_keeps_the_state_it_returned_with(tmp_path: Path) -> None:
+    m = machine(tmp_path, {"a.py": RESOLVE})
+    unknown = run(m, "a", "resolve", Top("--kv-cache-dtype $D"), 4)
+    assert isinstance(unknown.value, OneOf) and set(unknown.value.values) == {None, "trtllm_mha"}
+    assert [(r.message, r.definite) for r in unknown.raised] == [
+        ("trtllm_mha backend only supports topk = 1", False)
+    ]
+    # Both sides, where the dtype is known: decided each way.
+    nvfp4 = run(machine(tmp_path / "b", {"a.py": RESOLVE}), "a", "resolve", "nvfp4", 4)
+    assert [(r.message, r.definite) for r in nvfp4.raised] == [
+        ("trtllm_mha backend only supports topk = 1", True)
+    ]
+    auto = run(machine(tmp_path / "c", {"a.py": RESOLVE}), "a", "resolve", "auto", 4)
+    assert (auto.value, auto.raised) == (None, ())
+
+
+def test_a_path_that_raised_is_not_one_the_caller_goes_on_from(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class Args:
+            def __init__(self):
+                self.size = 1
+
+        def grow(args, flag, other):
+            if flag:
+                args.size = 2
+                raise ValueError("refused")
+            if other:
+                args.size = 3
+                return
+            args.size = 4
+
+        def f(flag, other):
+            args = Args()
+            grow(args, flag, other)
+            return args.size
+    """
+        },
+    )
+    # The raising path's 2 is not a state the caller continues from; 3 and 4 are.
+    value = run(m, "a", "f", Top("flag"), Top("other")).value
+    assert isinstance(value, OneOf) and set(value.values) == {3, 4}
+    # Every path returns early: the caller goes on from theirs, merged.
+    ended = machine(
+        tmp_path / "b",
+        {
+            "a.py": """
+        class Args:
+            def __init__(self):
+                self.size = 1
+
+        def grow(args, flag):
+            if flag:
+                args.size = 2
+                return
+            else:
+                args.size = 5
+                return
+
+        def f(flag):
+            args = Args()
+            grow(args, flag)
+            return args.size
+    """
+        },
+    )
+    value = run(ended, "a", "f", Top("flag")).value
+    assert isinstance(value, OneOf) and set(value.values) == {2, 5}
+
+
+def test_in_and_equality_with_an_item_not_known_decide_nothing(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def f(prefill, decode):
+            return (
+                "trtllm_mha" in (prefill, decode),
+                (prefill, decode) == ("fa3", "trtllm_mha"),
+                "fa4" in (prefill, decode),
+                (prefill, decode) == ("fa3", "fa4"),
+            )
+    """
+        },
+    )
+    either = OneOf(("fa3", "trtllm_mha"))
+    inside, equal, absent, unequal = run(m, "a", "f", "fa3", either).value
+    assert truth(inside) is None and truth(equal) is None
+    assert (absent, unequal) == (False, False)  # false for every value it may have
+    # An item known to match decides it, whatever the others are.
+    found, _, _, _ = run(m, "a", "f", "trtllm_mha", Top("decode")).value
+    assert found is True
+    missing, _, _, _ = run(m, "a", "f", "fa3", Top("decode")).value
+    assert isinstance(missing, Top)
