@@ -140,6 +140,11 @@ class _Flags:
                 return self.launch.number(dest)
         return None
 
+    def unknown(self, *options: str) -> list[str]:
+        """What a check reading `options` must say it assumed (`LaunchSpec.unknown`)."""
+        found = (self.launch.unknown(self.dests.get(option, "")) for option in options)
+        return list(dict.fromkeys(note for note in found if note is not None))
+
 
 def _unavailable(source: ModelSource, role: str, skipped: str) -> Finding:
     if is_repo_id(source.given):
@@ -298,9 +303,7 @@ def preflight(
     if applied is not None:
         result.warnings.extend(applied.warnings)
         result.kubernetes = (applied.workload, applied.container, applied.manifest, applied.files)
-    for dest, value in launch.at_run_time.items():
-        option = launch.spelled.get(dest, dest)
-        result.warnings.append(f"{option} {value}: set when the launch runs, not known here")
+    result.warnings += [note for dest in launch.at_run_time if (note := launch.unknown(dest))]
     result.package_roots = tuple(str(r) for r in roots)
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings

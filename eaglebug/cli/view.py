@@ -86,6 +86,8 @@ def evidence_lines(f: Finding) -> list[Line]:
         # which the terminal-safe text would show as literal "\n"s
         said = " ".join(part.strip() for part in f.evidence.sglang_message.splitlines())
         lines.append(Line(f"SGLang says: {said.strip()}", "dim"))
+    if isinstance(f.evidence, ConfigEvidence):  # what the verdict rests on, not known here
+        lines += [Line(f"assumed: {assumption}", "dim") for assumption in f.evidence.assumed]
     return lines
 
 

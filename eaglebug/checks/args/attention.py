@@ -18,7 +18,7 @@ from typing import Any
 from eaglebug.checks.args import resolution
 from eaglebug.checks.args.world import Models, declared_env, probes
 from eaglebug.checks.contract.evidence import ConfigEvidence
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
@@ -76,7 +76,8 @@ def check_attention(
         # that does not read it is as definite as on any GPU; those that do are named.
         gpu = GpuArch(None, "no GPU through NVML here and no --gpu-arch")
     env = declared_env(index, environ)
-    subject = [launch.values, target_config, draft_config, gpu.capability, gpu.source, env]
+    subject = [launch.values, launch.at_run_time, target_config, draft_config, gpu.capability]
+    subject += [gpu.source, env]
     return index.answer_for(
         _ANSWER,
         subject,
@@ -162,6 +163,12 @@ def _check(
             )
         )
     needs = _needs_gpu(index, values, models, run, seen) if gpu.capability is None else []
+    # The flags set when the launch runs that the rules read (the engine read them as unknown):
+    # what was decided holds whatever they are; the rest is said undecided.
+    read = set().union(*(r.reads for r in run.raised if not r.definite))
+    dests = sorted(d for d in launch.at_run_time if d in ATTENTION_FIELDS or d in read)
+    if dests:
+        return findings + needs + _undecided(run, version, dests, launch, common, seen)
     if not findings and not needs:
         findings.extend(_accepted(launch, run, gpu, common))
         if gpu.capability is None and not findings:
@@ -174,6 +181,49 @@ def _check(
                 )
             )
     return findings + needs
+
+
+def _undecided(
+    run: resolution.Resolution,
+    version: str,
+    dests: list[str],
+    launch: LaunchSpec,
+    common: dict[str, Any],
+    seen: set[tuple[str, int]],
+) -> list[Finding]:
+    """The attention rules flags set when the launch runs leave undecided (`--attention-backend
+    $B`): the engine read them as unknown, so none of them is an error on a guess; each rule
+    left undecided that reads them or a backend field is named (a backend the tree derives from
+    one: 0.5.23's NVFP4 KV dtype picks trtllm_mha), and the backend's factory was not run."""
+    unknowns = [note for dest in dests if (note := launch.unknown(dest))]
+    rules = {
+        _where(r): r
+        for r in run.raised
+        if not r.definite
+        and r.reads & (ATTENTION_FIELDS | set(dests))
+        and (r.rel, r.line) not in seen
+    }
+    options = ", ".join(launch.spelled.get(d, d) for d in dests)
+    many = len(rules) != 1
+    named = f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
+    named += ", ".join(rules)
+    return [
+        resting_on(
+            Finding(
+                id="config.attention_backend",
+                severity="info",
+                message=f"{version}'s attention rules were not decided for {options}, set when "
+                "the launch runs" + (named if rules else "") + "; the backend's checks after the "
+                "load need its value",
+                attribute="+".join(dests),
+                fix=AdviceFix(f"preflight the launch with the value of {options} written in it"),
+                evidence=ConfigEvidence.of(
+                    {**common, "undecided": sorted(rules)}, read_from=run.entry
+                ),
+            ),
+            unknowns,
+        )
+    ]
 
 
 def _needs_gpu(

@@ -188,11 +188,12 @@ def _layout(
     nnodes: int,
 ) -> list[Finding]:
     out: list[Finding] = []
-    addr = values.get("dist_init_addr") or launch.at_run_time.get("dist_init_addr")
+    addr = launch.at_run_time.get("dist_init_addr") or values.get("dist_init_addr")
     addr_spec, rank_spec = _flag(specs, "dist_init_addr"), _flag(specs, "node_rank")
     # Where the nodes meet (or wait for each other): the start-up's distributed init.
     meets = _used_in_start_up(index, algorithm, "dist_init_addr") or _where(addr_spec)
-    shown = {"nnodes": nnodes, "node_rank": values.get("node_rank"), "dist_init_addr": addr}
+    rank_given = launch.at_run_time.get("node_rank", values.get("node_rank"))
+    shown = {"nnodes": nnodes, "node_rank": rank_given, "dist_init_addr": addr}
     if not addr:
         out.append(
             Finding(

@@ -96,7 +96,8 @@ def _field_defaults(index: TreeIndex) -> dict[str, Any]:
 def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
     """The launch's values typed as argparse would give them, over the fields' defaults, and
     renamed as the tree's `ServerArgs.from_cli_args` renames them (0.5.9: `args.tp_size =
-    args.tensor_parallel_size`)."""
+    args.tensor_parallel_size`). A flag a variable sets when the launch runs is unknown (a
+    `Top` that says so): what rests on it is undecided, never read on its default."""
     values = dict(field_defaults(index))
     types = {spec.dest: spec.value_type for spec in server_flags(index)}
     for dest, raw in launch.values.items():
@@ -108,8 +109,10 @@ def launch_values(index: TreeIndex, launch: LaunchSpec) -> dict[str, Any]:
             values[dest] = list(raw)
         else:
             values[dest] = raw
+    for dest in launch.at_run_time:  # a variable sets it when the launch runs: unknown
+        values[dest] = Top(launch.unknown(dest) or dest, frozenset({dest}))
     for field_name, dest in cli_renames(index):
-        if dest in launch.values:
+        if dest in launch.values or dest in launch.at_run_time:
             values[field_name] = values[dest]
     return values
 

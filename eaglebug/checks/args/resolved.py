@@ -61,7 +61,8 @@ def resolved_fields(
     if not resolution.has_resolution(index):
         return {}
     env = declared_env(index, environ)
-    subject = [launch.values, target_config, draft_config, capability, env, wanted]
+    subject = [launch.values, launch.at_run_time, target_config, draft_config, capability]
+    subject += [env, wanted]
     models = Models.of_launch(target_config, draft_config, env)
     return index.answer_for(
         _ANSWER,

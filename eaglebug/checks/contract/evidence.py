@@ -111,6 +111,9 @@ class ConfigEvidence:
     values: tuple[tuple[str, JsonValue], ...] = ()
     read_from: str | None = None  # the tree file the rule came from
     sglang_message: str | None = None  # what SGLang itself would print
+    # What the verdict rests on that is not known here (a flag a variable sets when the
+    # launch runs, read as not given): said to the user, joined to `details.assumed`.
+    assumed: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -123,6 +126,8 @@ class ConfigEvidence:
 
     def to_json(self) -> dict[str, Any]:
         out = {k: _jsonable(v) for k, v in self.values}
+        if self.assumed:  # after the check's own (the memory model's stand-ins)
+            out["assumed"] = [*out.get("assumed", ()), *self.assumed]
         if self.read_from is not None:
             out["read_from"] = self.read_from
         if self.sglang_message:

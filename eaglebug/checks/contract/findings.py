@@ -10,10 +10,16 @@ the evidence under the keys it has always had.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eaglebug.checks.contract.evidence import Evidence, InterfaceEvidence, LogEvidence
+from eaglebug.checks.contract.evidence import (
+    ConfigEvidence,
+    Evidence,
+    InterfaceEvidence,
+    LogEvidence,
+)
 from eaglebug.checks.contract.fixes import Choice, Fix
 
 Severity = Literal["error", "warning", "info"]
@@ -124,6 +130,31 @@ class Finding:
             "details": details,
             "step": self.step.to_json() if self.step is not None else None,
         }
+
+
+def resting_on(finding: Finding, unknowns: Sequence[str]) -> Finding:
+    """A config finding whose verdict rests on values not known here (`unknowns`, each said
+    as the user wrote it: "--kv-cache-dtype $D is set when the launch runs"), read as the
+    check read them. It is not an error on a guess: an error is a warning that says so, and
+    every finding says in `assumed` what it took."""
+    if not unknowns:
+        return finding
+    evidence = finding.evidence if isinstance(finding.evidence, ConfigEvidence) else None
+    if evidence is None and finding.evidence is not None:
+        return finding  # interface and log findings carry their own `assumed`
+    new = tuple(u for u in unknowns if evidence is None or u not in evidence.assumed)
+    base = evidence or ConfigEvidence()
+    message = finding.message
+    if finding.severity == "error":
+        heads = [u.partition(": ")[0] for u in unknowns]
+        said = "its default" if len(heads) == 1 else "their defaults"
+        message += f"; not decided: read with {' and '.join(heads)} at {said} (see assumed)"
+    return dataclasses.replace(
+        finding,
+        severity="warning" if finding.severity == "error" else finding.severity,
+        message=message,
+        evidence=dataclasses.replace(base, assumed=base.assumed + new),
+    )
 
 
 def has_errors(findings: list[Finding]) -> bool:

@@ -53,6 +53,14 @@ class LaunchSpec:
     def get(self, dest: str) -> str | bool | list[str] | None:
         return self.values.get(dest)
 
+    def unknown(self, dest: str) -> str | None:
+        """What a check that reads `dest` must say it assumed, where a variable sets the flag
+        when the launch runs: the engine reads it as unknown, arithmetic as not given."""
+        if dest not in self.at_run_time:
+            return None
+        option = self.spelled.get(dest, dest)
+        return f"{option} {self.at_run_time[dest]}: set when the launch runs, not known here"
+
     def text(self, dest: str) -> str | None:
         value = self.values.get(dest)
         if isinstance(value, list):

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from eaglebug.checks.args.resolved import Resolved
 from eaglebug.checks.contract.evidence import ConfigEvidence
-from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.check import MemoryInputs, check_memory
 from eaglebug.checks.memory.classes import model_objects
@@ -43,6 +43,32 @@ class LaunchFlags(Protocol):
     def text(self, *options: str) -> str | None: ...
     def number(self, *options: str) -> float | None: ...
     def given(self, *options: str) -> bool: ...
+    def unknown(self, *options: str) -> list[str]: ...
+
+
+class _Asked:
+    """The flags one memory reading asks for, so that what it could not know is said: a flag a
+    variable sets when the launch runs reads as not given (`--kv-cache-dtype $D` as auto), and
+    a verdict on that is not an error (`resting_on`)."""
+
+    def __init__(self, flags: LaunchFlags) -> None:
+        self.flags = flags
+        self.asked: list[str] = []
+
+    def text(self, *options: str) -> str | None:
+        self.asked += options
+        return self.flags.text(*options)
+
+    def number(self, *options: str) -> float | None:
+        self.asked += options
+        return self.flags.number(*options)
+
+    def given(self, *options: str) -> bool:
+        self.asked += options
+        return self.flags.given(*options)
+
+    def unknown(self, *options: str) -> list[str]:
+        return self.flags.unknown(*options)
 
 
 _ANSWER = "memory:"
@@ -66,6 +92,25 @@ def memory_findings(
 ) -> list[Finding]:
     """`config.memory` for one launch; `resolved`: the fields the tree's own argument
     resolution sets where the launch leaves them (`memresolved`)."""
+    asked = _Asked(flags)
+    findings = _memory_findings(
+        index, target, draft, algorithm, asked, gpu, env, measured, resolved
+    )
+    unknowns = flags.unknown(*dict.fromkeys(asked.asked))
+    return [resting_on(f, unknowns) for f in findings]
+
+
+def _memory_findings(
+    index: TreeIndex,
+    target: ModelSource,
+    draft: ModelSource | None,
+    algorithm: str | None,
+    flags: LaunchFlags,
+    gpu: GpuFigures | None,
+    env: Mapping[str, str],
+    measured: MemoryLog | None,
+    resolved: Mapping[str, Resolved] | None,
+) -> list[Finding]:
     text, number = flags.text, flags.number
     target_bytes, how = configchecks.weights_bytes(target.path)
     if target_bytes is None:

@@ -1,0 +1,147 @@
+"""A flag a variable sets when the launch runs (`bash -c '... --attention-backend $B'`, a pod's
+`valueFrom`) is not known here: no verdict rests on a guess of it.
+
+The engine reads it as unknown (`resolution.launch_values`), so a rule of the tree that reads
+it stays undecided and is named, not raised; the memory arithmetic, which reads it as not
+given, says so in `assumed` and is not an error on it. Before, `--attention-backend $B` was
+read as not given: 0.5.9's auto pick for DeepSeek-V3 on sm100 (trtllm_mha) was an error for a
+launch whose backend the user sets in `$B`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eaglebug.checks.args.attention import check_attention, parse_gpu_arch
+from eaglebug.checks.contract.evidence import ConfigEvidence
+from eaglebug.checks.contract.findings import Finding
+from eaglebug.checks.launch.command import parse_launch
+from eaglebug.checks.launch.devices import GpuMemory
+from eaglebug.checks.launch.flags import serve_front_end, server_flags
+from eaglebug.checks.orchestrator import preflight
+from eaglebug.checks.source.index import TreeIndex
+from tests.clirun import cli
+from tests.configs import eagle3, llama, write_model
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DEEPSEEK_V3: dict[str, Any] = json.loads(
+    (FIXTURES / "configs" / "deepseek-v3.config.json").read_text()
+)
+SERVER = "python -m sglang.launch_server"
+EAGLE = "--speculative-algorithm EAGLE3 --speculative-draft-model-path /m/draft"
+GIB = 1 << 30
+
+
+def attention(index: TreeIndex, script: str, target: Mapping[str, Any]) -> list[Finding]:
+    """The attention findings of `bash -c SCRIPT` on sm100, where `$B` and `$D` are set only
+    when the launch runs (as a pod's `valueFrom` is)."""
+    launch = parse_launch(
+        ["bash", "-c", script],
+        server_flags(index),
+        index.tree.version or "",
+        serve_front_end(index),
+        None,
+        {},
+        frozenset({"B", "D"}),
+    )
+    return check_attention(index, launch, target, eagle3(), parse_gpu_arch("sm100"), {})
+
+
+def assumed(finding: Finding | dict[str, Any]) -> tuple[str, ...]:
+    if isinstance(finding, dict):
+        return tuple(finding["details"].get("assumed", ()))
+    assert isinstance(finding.evidence, ConfigEvidence)
+    return finding.evidence.assumed
+
+
+def test_a_backend_set_when_the_launch_runs_is_not_refused_on_a_guess(index_059: TreeIndex) -> None:
+    launch = f"{SERVER} --model-path /m/dsv3 --tp 8 {EAGLE}"
+    # Not given at all: auto's pick fails the draft after its load on sm100, an error.
+    [auto] = [f for f in attention(index_059, launch, DEEPSEEK_V3) if f.severity == "error"]
+    assert auto.role == "draft" and "fails after the draft is loaded" in auto.message
+    # Given by `$B`: nothing is refused; the finding says what was not decided, and why.
+    [said] = attention(index_059, f"{launch} --attention-backend $B", DEEPSEEK_V3)
+    assert said.severity == "info"
+    assert "not decided for --attention-backend, set when the launch runs" in said.message
+    assert assumed(said) == ("--attention-backend $B: set when the launch runs, not known here",)
+    # Written in the launch, the same rules decide it.
+    given = attention(index_059, f"{launch} --attention-backend flashinfer", DEEPSEEK_V3)
+    assert [f.severity for f in given] == ["info"] and not assumed(given[0])
+
+
+def test_a_rule_that_reads_a_run_time_value_is_named_undecided(index_0523: TreeIndex) -> None:
+    """0.5.23: the KV dtype picks the decode backend (NVFP4 -> trtllm_mha), which refuses a
+    top-k over 1 (`speculative_hook.py`). With the dtype in `$D` nothing is refused on a guess."""
+    launch = f"{SERVER} --model-path /m/llama {EAGLE} --speculative-eagle-topk 4"
+    launch += " --speculative-num-steps 3 --speculative-num-draft-tokens 8"
+    found = attention(index_0523, f"{launch} --kv-cache-dtype $D", llama())
+    assert [f.severity for f in found] == ["info"], [f.message for f in found]
+    assert "not decided for --kv-cache-dtype" in found[0].message
+    undecided = found[0].evidence.value("undecided")  # type: ignore[union-attr]
+    assert isinstance(undecided, tuple) and any(
+        w.startswith("speculative_hook.py:") for w in undecided
+    )
+    # The dtype that asks for trtllm_mha: the same rule, decided, refuses the launch.
+    nvfp4 = attention(index_0523, f"{launch} --kv-cache-dtype nvfp4", llama())
+    assert any(
+        f.severity == "warning"
+        and "trtllm_mha backend only supports topk = 1" in (f.evidence.sglang_message or "")  # type: ignore[union-attr]
+        for f in nvfp4
+    ), [f.message for f in nvfp4]
+
+
+@pytest.fixture
+def small_gpu_launch(tmp_path: Path) -> list[str]:
+    """Llama-3.1-8B's weights and an EAGLE-3 draft on an 18.5 GiB GPU: no room for the KV cache."""
+    target = write_model(tmp_path / "llama", llama(), total_size=16_060_522_496)
+    draft = write_model(tmp_path / "draft", eagle3())
+    return [f"{SERVER} --model-path {target} --speculative-algorithm EAGLE3 "
+            f"--speculative-draft-model-path {draft}"]  # fmt: skip
+
+
+def memory(index: TreeIndex, script: str) -> Finding:
+    result = preflight(index, ["bash", "-c", script], {}, GpuMemory(int(18.5 * GIB), "test"))
+    [found] = [f for f in result.findings if f.id == "config.memory"]
+    return found
+
+
+def test_a_memory_verdict_read_with_a_run_time_flag_says_so(
+    index_0523: TreeIndex, small_gpu_launch: list[str]
+) -> None:
+    [launch] = small_gpu_launch
+    written = memory(index_0523, f"{launch} --kv-cache-dtype fp8_e4m3")
+    assert written.severity == "error" and assumed(written) == ()
+    at_run_time = memory(index_0523, f"{launch} --kv-cache-dtype $D")
+    assert at_run_time.severity == "warning"
+    assert at_run_time.message.endswith(
+        "; not decided: read with --kv-cache-dtype $D at its default (see assumed)"
+    )
+    assert assumed(at_run_time) == (
+        "--kv-cache-dtype $D: set when the launch runs, not known here",
+    )
+    # A flag the memory check does not read leaves its verdict as it was.
+    other = memory(index_0523, f"{launch} --attention-backend $B")
+    assert other.severity == "error" and assumed(other) == ()
+
+
+def test_the_report_and_the_json_say_what_was_assumed(
+    sglang_0523: Path, small_gpu_launch: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    [launch] = small_gpu_launch
+    options = ["preflight", "--sglang", str(sglang_0523), "--gpu-mem-gib", "18.5"]
+    script = f"{launch} --kv-cache-dtype $D"
+    # `$D` is in the session's environment, not the launch's: bash would read the session's,
+    # which eaglebug does not (a verdict never depends on the shell it runs in).
+    text = cli(capsys, *options, "--", "bash", "-c", script)
+    assert text.code == 0, text.err  # warnings only: nothing is an error on a guess
+    assert "assumed: --kv-cache-dtype $D: set when the launch runs, not known here" in text.out
+    as_json = cli(capsys, *options, "--json", "--", "bash", "-c", script)
+    findings = json.loads(as_json.out)["findings"]
+    [mem] = [f for f in findings if f["id"] == "config.memory"]
+    assert mem["severity"] == "warning"
+    assert "--kv-cache-dtype $D: set when the launch runs, not known here" in assumed(mem)
