@@ -108,3 +108,20 @@ def test_more_gpus_per_node_than_this_host_has(index: TreeIndex, target: Path) -
     gpu = GpuMemory(141 * 1024**3, "--gpu-mem-gib")
     words = [*LAUNCH, "--model-path", str(target), "--tp", "64"]
     assert not [f for f in preflight(index, words, {}, gpu).findings if f.id == "config.gpu_count"]
+
+
+def test_srun_gives_each_task_its_own_node_rank(index: TreeIndex, target: Path) -> None:
+    """`srun` run from inside an allocation: the batch shell has its own `SLURM_NODEID` (0),
+    and each task srun starts has its node's. `--node-rank $SLURM_NODEID` in the task's script
+    is set when the launch runs, not the shell's 0 (srun(1), OUTPUT ENVIRONMENT VARIABLES)."""
+    script = f"{' '.join(LAUNCH)} --model-path {target} --tp 16 --nnodes 2 "
+    script += "--dist-init-addr 10.0.0.1:5000 --node-rank $SLURM_NODEID"
+    allocation = {"SLURM_JOB_ID": "7", "SLURM_NODEID": "0", "SLURM_PROCID": "0"}
+    task = preflight(index, ["srun", "--nodes=2", "bash", "-c", script], allocation, None)
+    assert task.launch.at_run_time == {"node_rank": "$SLURM_NODEID"}
+    assert "--node-rank $SLURM_NODEID: set when the launch runs, not known here" in task.warnings
+    [info] = [f for f in task.findings if f.id == "config.multinode"]
+    assert info.severity == "info" and info.to_json()["details"]["node_rank"] == "$SLURM_NODEID"
+    # The same script run by the batch shell itself (no srun): the shell's own value, node 0.
+    shell = preflight(index, ["bash", "-c", script], allocation, None)
+    assert (shell.launch.get("node_rank"), shell.launch.at_run_time) == ("0", {})
