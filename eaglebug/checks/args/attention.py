@@ -213,8 +213,10 @@ def _undecided(
                 id="config.attention_backend",
                 severity="info",
                 message=f"{version}'s attention rules were not decided for {options}, set when "
-                "the launch runs" + (named if rules else "") + "; the backend's checks after the "
-                "load need its value",
+                "the launch runs"
+                + (named if rules else "")
+                + "; the backend's checks after the "
+                + ("load need its value" if len(dests) == 1 else "load need their values"),
                 attribute="+".join(dests),
                 fix=AdviceFix(f"preflight the launch with the value of {options} written in it"),
                 evidence=ConfigEvidence.of(

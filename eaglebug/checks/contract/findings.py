@@ -132,11 +132,12 @@ class Finding:
         }
 
 
-def resting_on(finding: Finding, unknowns: Sequence[str]) -> Finding:
+def resting_on(finding: Finding, unknowns: Sequence[str], read_as: str | None = None) -> Finding:
     """A config finding whose verdict rests on values not known here (`unknowns`, each said
-    as the user wrote it: "--kv-cache-dtype $D is set when the launch runs"), read as the
-    check read them. It is not an error on a guess: an error is a warning that says so, and
-    every finding says in `assumed` what it took."""
+    as the user wrote it: "--kv-cache-dtype $D: set when the launch runs, ..."). It is not an
+    error on a guess: an error is a warning that says it is not decided, and every finding
+    says in `assumed` what it took. `read_as`: how the check read them where it did not read
+    them as unknown ("at its default"), said in the message."""
     if not unknowns:
         return finding
     evidence = finding.evidence if isinstance(finding.evidence, ConfigEvidence) else None
@@ -144,11 +145,13 @@ def resting_on(finding: Finding, unknowns: Sequence[str]) -> Finding:
         return finding  # interface and log findings carry their own `assumed`
     new = tuple(u for u in unknowns if evidence is None or u not in evidence.assumed)
     base = evidence or ConfigEvidence()
-    message = finding.message
+    said = []
     if finding.severity == "error":
-        heads = [u.partition(": ")[0] for u in unknowns]
-        said = "its default" if len(heads) == 1 else "their defaults"
-        message += f"; not decided: read with {' and '.join(heads)} at {said} (see assumed)"
+        said.append("not decided")
+    if read_as is not None:
+        heads = " and ".join(u.partition(": ")[0] for u in unknowns)
+        said.append(f"read with {heads} {read_as}")
+    message = finding.message + (f"; {': '.join(said)} (see assumed)" if said else "")
     return dataclasses.replace(
         finding,
         severity="warning" if finding.severity == "error" else finding.severity,

@@ -97,7 +97,8 @@ def memory_findings(
         index, target, draft, algorithm, asked, gpu, env, measured, resolved
     )
     unknowns = flags.unknown(*dict.fromkeys(asked.asked))
-    return [resting_on(f, unknowns) for f in findings]
+    read_as = "at its default" if len(unknowns) == 1 else "at their defaults"
+    return [resting_on(f, unknowns, read_as) for f in findings]
 
 
 def _memory_findings(
