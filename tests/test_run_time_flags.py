@@ -145,3 +145,38 @@ def test_the_report_and_the_json_say_what_was_assumed(
     [mem] = [f for f in findings if f["id"] == "config.memory"]
     assert mem["severity"] == "warning"
     assert "--kv-cache-dtype $D: set when the launch runs, not known here" in assumed(mem)
+
+
+def test_an_algorithm_set_when_the_launch_runs_is_said_not_guessed(
+    index_0523: TreeIndex, small_gpu_launch: list[str], tmp_path: Path
+) -> None:
+    """`--speculative-algorithm $ALGO`: the checks of a speculative launch did not run, and
+    what was read with the draft (its shorter context) is not an error on a guess."""
+    [launch] = small_gpu_launch
+    short = write_model(tmp_path / "short", {**eagle3(), "max_position_embeddings": 2048})
+    script = launch.replace("EAGLE3", "$ALGO").replace(str(tmp_path / "draft"), str(short))
+    result = preflight(index_0523, ["bash", "-c", script], {}, GpuMemory(80 * GIB, "test"))
+    by_id = {f.id: f for f in result.findings}
+    said = by_id["config.speculative_algorithm"]
+    assert said.severity == "warning" and "were not run" in said.message
+    assert assumed(said) == (
+        "--speculative-algorithm $ALGO: set when the launch runs, not known here",
+    )
+    context = by_id["config.context_length"]
+    assert context.severity == "warning" and context.role == "draft"
+    assert context.message.endswith(
+        "; not decided: read with --speculative-algorithm $ALGO as a speculative one (see assumed)"
+    )
+    assert (
+        "read with --speculative-algorithm $ALGO at its default" in by_id["config.memory"].message
+    )
+    # Written in the launch: the draft's context is an error, and nothing is assumed.
+    written = preflight(
+        index_0523,
+        ["bash", "-c", launch.replace(str(tmp_path / "draft"), str(short))],
+        {},
+        GpuMemory(80 * GIB, "test"),
+    )
+    [error] = [f for f in written.findings if f.id == "config.context_length"]
+    assert error.severity == "error" and assumed(error) == ()
+    assert not [f for f in written.findings if f.id == "config.speculative_algorithm"]

@@ -19,7 +19,7 @@ from eaglebug.checks.args.resolved import resolved_fields
 from eaglebug.checks.contract.environ import launch_environ
 from eaglebug.checks.contract.errors import InputError
 from eaglebug.checks.contract.evidence import ConfigEvidence
-from eaglebug.checks.contract.findings import Finding, sort_findings
+from eaglebug.checks.contract.findings import Finding, resting_on, sort_findings
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.interface.audit import AuditResult, ClassReport, audit
 from eaglebug.checks.launch import deprecations
@@ -308,6 +308,7 @@ def preflight(
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings
     findings.extend(deprecated)
+    findings.extend(_speculative_unknown(launch))
     if external is not None and index.external is None:
         findings.append(ignored_package(external))
 
@@ -381,8 +382,11 @@ def preflight(
         stage("config checks")
         findings.extend(configchecks.check_tp(target.config, tp, "target"))
         context = flags.number("--context-length")
+        # A draft's findings rest on the launch being speculative, where that is not known.
+        speculative = [n for n in [launch.unknown("speculative_algorithm")] if n is not None]
         findings.extend(
-            contextchecks.check_context_length(
+            resting_on(f, speculative, "as a speculative one") if f.role == "draft" else f
+            for f in contextchecks.check_context_length(
                 index,
                 target.config,
                 draft_config,
@@ -433,6 +437,28 @@ def preflight(
     index.save()
     result.findings = sort_findings(findings)
     return result
+
+
+def _speculative_unknown(launch: LaunchSpec) -> list[Finding]:
+    """`--speculative-algorithm $ALGO`: which algorithm runs is not known here, so none of the
+    checks of a speculative launch ran (the interface audit of the target and the draft, the
+    draft's configs); the launch is not "fine" on a guess that it is not speculative."""
+    note = launch.unknown("speculative_algorithm")
+    if note is None:
+        return []
+    option = launch.spelled.get("speculative_algorithm", "--speculative-algorithm")
+    return [
+        Finding(
+            id="config.speculative_algorithm",
+            severity="warning",
+            message=f"{option} {launch.at_run_time['speculative_algorithm']} is set when the "
+            "launch runs: the checks of a speculative launch (the interface audit of the target "
+            "and the draft, the draft's configs) were not run",
+            attribute="speculative_algorithm",
+            fix=AdviceFix(f"preflight the launch with {option} written in it (EAGLE3, ...)"),
+            evidence=ConfigEvidence((), assumed=(note,)),
+        )
+    ]
 
 
 def _gpus_seen(visible: Visible, host: GpuMemory | None) -> dict[str, Any]:

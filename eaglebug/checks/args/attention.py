@@ -165,8 +165,10 @@ def _check(
     needs = _needs_gpu(index, values, models, run, seen) if gpu.capability is None else []
     # The flags set when the launch runs that the rules read (the engine read them as unknown):
     # what was decided holds whatever they are; the rest is said undecided.
-    read = set().union(*(r.reads for r in run.raised if not r.definite))
-    dests = sorted(d for d in launch.at_run_time if d in ATTENTION_FIELDS or d in read)
+    read = set().union(
+        *(r.reads for r in run.raised if not r.definite and r.reads & ATTENTION_FIELDS)
+    )
+    dests = sorted(d for d in launch.at_run_time if d in _VERDICT_READS or d in read)
     if dests:
         return findings + needs + _undecided(run, version, dests, launch, common, seen)
     if not findings and not needs:
@@ -181,6 +183,11 @@ def _check(
                 )
             )
     return findings + needs
+
+
+# What the verdict of an accepted launch reads besides the attention fields: whether it is
+# speculative (its top-k and its draft's backend are said only then).
+_VERDICT_READS = ATTENTION_FIELDS | {"speculative_algorithm"}
 
 
 def _undecided(
@@ -199,9 +206,7 @@ def _undecided(
     rules = {
         _where(r): r
         for r in run.raised
-        if not r.definite
-        and r.reads & (ATTENTION_FIELDS | set(dests))
-        and (r.rel, r.line) not in seen
+        if not r.definite and r.reads & ATTENTION_FIELDS and (r.rel, r.line) not in seen
     }
     options = ", ".join(launch.spelled.get(d, d) for d in dests)
     many = len(rules) != 1

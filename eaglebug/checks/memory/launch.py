@@ -93,6 +93,7 @@ def memory_findings(
     """`config.memory` for one launch; `resolved`: the fields the tree's own argument
     resolution sets where the launch leaves them (`memresolved`)."""
     asked = _Asked(flags)
+    asked.asked.append("--speculative-algorithm")  # the arithmetic's draft pools rest on it
     findings = _memory_findings(
         index, target, draft, algorithm, asked, gpu, env, measured, resolved
     )
