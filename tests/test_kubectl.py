@@ -404,6 +404,51 @@ spec:
 
 
 @pytest.mark.parametrize(
+    ("spec", "container", "expected", "later"),
+    [
+        # A service's variables: kubelet gives the pod those of each service of its namespace
+        # (enableServiceLinks, on by default), and `$(VAR)` sees them.
+        ("", "", "${LEADER_SERVICE_HOST}:20000", {"dist_init_addr": "${LEADER_SERVICE_HOST}:20000"}),
+        ("enableServiceLinks: false", "", "$(LEADER_SERVICE_HOST):20000", {}),
+        # envFrom: a config map's keys are not read here, so any name may be among them.
+        ("enableServiceLinks: false", "envFrom: [{configMapRef: {name: cm}}]",
+         "${LEADER_SERVICE_HOST}:20000", {"dist_init_addr": "${LEADER_SERVICE_HOST}:20000"}),
+    ],
+)  # fmt: skip
+def test_a_reference_to_a_variable_the_cluster_may_set_is_read_as_set_then(
+    tmp_path: Path,
+    flags: list[FlagSpec],
+    spec: str,
+    container: str,
+    expected: str,
+    later: dict[str, str],
+) -> None:
+    """`--dist-init-addr $(LEADER_SERVICE_HOST):20000`, the manifest not setting it: the
+    service's address when the pod runs, not the text `$(LEADER_SERVICE_HOST)` read as a known
+    address. Where nothing can set it, Kubernetes leaves it as written, and so does this."""
+    pod = f"""kind: Pod
+metadata: {{name: p}}
+spec:
+  {spec or "restartPolicy: Never"}
+  containers:
+  - name: c
+    image: i
+    {container or "workingDir: /"}
+    command: [python3, -m, sglang.launch_server, --model-path, /m, --tp, "16", --nnodes, "2",
+              --node-rank, "0", --dist-init-addr, "$(LEADER_SERVICE_HOST):20000",
+              --served-model-name, "$(SERVED_NAME)"]
+"""
+    write(tmp_path / "p.yaml", pod)
+    found = applied([*APPLY, "p.yaml"], str(tmp_path))
+    launch = parse_launch(found.words, flags, "0.5.23", later=found.at_run_time)
+    assert found.words[-3] == expected
+    assert {k: v for k, v in launch.at_run_time.items() if k != "served_model_name"} == later
+    # A name no service gives (and no envFrom): as written, as the pod gets it.
+    named = launch.text("served_model_name") or launch.at_run_time.get("served_model_name")
+    assert named == ("${SERVED_NAME}" if container else "$(SERVED_NAME)")
+
+
+@pytest.mark.parametrize(
     ("script", "environ", "flag", "value"),
     [
         # single quotes keep a `$` (bash expands nothing there); an escaped one is a `$` too

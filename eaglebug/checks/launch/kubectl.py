@@ -16,8 +16,9 @@ What Kubernetes does, followed here (kubernetes.io/docs/tasks/inject-data-applic
 - `$(VAR)` in `command`, `args` and an `env` value is the container's variable (an env value
   sees those listed before it), `$$` is a `$`, a reference to an unset one stays as written
   (kubernetes `third_party/forked/golang/expansion`); one the cluster sets when the pod runs
-  (`valueFrom`, LWS's leader address) is written `${VAR}`, which the launch's reading takes as
-  set at run time (`command.parse_launch`), in a `sh -c` script as anywhere;
+  (`valueFrom`, LWS's leader address; a service's `X_SERVICE_HOST` where the pod has service
+  links, any name where the container has `envFrom`) is written `${VAR}`, which the launch's
+  reading takes as set at run time (`command.parse_launch`), in a `sh -c` script as anywhere;
 - `env` in order, a later entry of a name winning; a `valueFrom` or `envFrom` value is the
   cluster's at run time: not known here, said;
 - `resources.limits` `nvidia.com/gpu: N`: the device plugin gives the container N GPUs of the
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +120,8 @@ def applied(argv: Sequence[str], cwd: str) -> Applied:
     warnings: list[str] = []
     name = text(container.get("name")) or ""
     where = f"{pod.workload}, container {name}"
-    env, later = _environment(container, pod, where, warnings)
+    later = _RunTime(pod, container)
+    env = _environment(container, pod, where, warnings, later)
     words = ["docker", "run"]
     for key, value in env.items():
         words += ["-e", f"{key}={value}"]
@@ -144,7 +146,7 @@ def applied(argv: Sequence[str], cwd: str) -> Applied:
         name,
         _gpus(container),
         pod.file,
-        later,
+        frozenset(later.names),
     )
 
 
@@ -362,24 +364,55 @@ def _label(found: Mapping[tuple[str, str], list[tuple[Pod, dict[str, Any]]]]) ->
     return "KEY=VALUE"
 
 
+# The variables kubelet gives a pod for each service of its namespace (`enableServiceLinks`, on
+# by default), Docker links' names: `MY_SVC_SERVICE_HOST`, `MY_SVC_SERVICE_PORT[_NAME]`,
+# `MY_SVC_PORT[_8000_TCP[_PROTO|_PORT|_ADDR]]`; a `$(VAR)` sees them (kubelet puts them first).
+_SERVICE_LINK = re.compile(
+    r"[A-Z_][A-Z0-9_]*_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?"
+    r"|PORT(?:_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)?)"
+)
+
+
+class _RunTime:
+    """The variables a `$(VAR)` may name that the cluster sets when the pod runs: the
+    controller's (LWS's leader address), a `valueFrom`'s, and, for a reference the manifest does
+    not set, any name where the container has `envFrom` (a config map's keys are not read
+    here), or a service's where the pod has service links. `names` grows with each one read."""
+
+    def __init__(self, pod: Pod, container: dict[str, Any]) -> None:
+        self.names = set(pod.later)
+        self.open_ended = bool(container.get("envFrom"))
+        self.links = pod.spec.get("enableServiceLinks") is not False
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self.names:
+            return True
+        if self.open_ended or (self.links and _SERVICE_LINK.fullmatch(name)):
+            self.names.add(name)
+            return True
+        return False
+
+
 def _environment(
-    container: dict[str, Any], pod: Pod, where: str, warnings: list[str]
-) -> tuple[dict[str, str], frozenset[str]]:
+    container: dict[str, Any], pod: Pod, where: str, warnings: list[str], later: _RunTime
+) -> dict[str, str]:
     """The container's variables as known before it runs: the controller's first (where the
-    container does not set them), then `env` in order, each value expanded; and those set
-    only when it runs (`valueFrom`, the controller's), which go to `warnings` too, with
+    container does not set them), then `env` in order, each value expanded; those set only
+    when it runs (`valueFrom`, the controller's) go to `later`, and to `warnings` too, with
     `envFrom`'s."""
     listed = container.get("env")
     entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
     own = {text(e.get("name")) for e in entries}
     env = {k: v for k, v in pod.given.items() if k not in own}
-    later = {k for k in pod.later if k not in own}
+    later.names -= own
     runtime: list[str] = []
     for entry in entries:
         name = text(entry.get("name")) or ""
         if "valueFrom" in entry:
             env.pop(name, None)
-            later.add(name)
+            later.names.add(name)
             runtime.append(name)
             continue
         value = entry.get("value")
@@ -389,8 +422,8 @@ def _environment(
                 "the manifest",
                 f'quote it: value: "{shown(value)}"',
             )
-        env[name] = _expand(value or "", env, frozenset(later), where)
-        later.discard(name)
+        env[name] = _expand(value or "", env, later, where)
+        later.names.discard(name)
     if runtime:
         warnings.append(
             f"{where}: {', '.join(runtime)} set by the cluster at run time (valueFrom): "
@@ -399,12 +432,13 @@ def _environment(
     sources = container.get("envFrom")
     if isinstance(sources, list) and sources:
         warnings.append(f"{where}: the variables of envFrom are the cluster's: not read")
-    return env, frozenset(later)
+    return env
 
 
-def _expand(value: str, env: Mapping[str, str], later: frozenset[str], where: str) -> str:
+def _expand(value: str, env: Mapping[str, str], later: Container[str], where: str) -> str:
     """Kubernetes' `$(VAR)` expansion: `$$` a `$`, `$(NAME)` the variable (`${NAME}` where
-    the cluster sets it when the pod runs), an unset one or an unclosed `$(` left as written.
+    the cluster sets it when the pod runs: `_RunTime`), an unset one or an unclosed `$(` left
+    as written.
     What it makes is bounded: each value may refer to those before it, and doubling one in
     each of forty variables would make a terabyte."""
     out: list[str] = []
@@ -418,7 +452,10 @@ def _expand(value: str, env: Mapping[str, str], later: frozenset[str], where: st
             piece, i = "$", i + 2
         elif value[i + 1] == "(" and closes and (close := value.find(")", i + 2)) != -1:
             name = value[i + 2 : close]
-            piece = env.get(name, f"${{{name}}}" if name in later else value[i : close + 1])
+            if name in env:
+                piece = env[name]
+            else:
+                piece = f"${{{name}}}" if name in later else value[i : close + 1]
             i = close + 1
         else:
             closes = closes and value[i + 1] != "("
