@@ -69,6 +69,14 @@ def test_a_backend_set_when_the_launch_runs_is_not_refused_on_a_guess(index_059:
     assert said.severity == "info"
     assert "not decided for --attention-backend, set when the launch runs" in said.message
     assert assumed(said) == ("--attention-backend $B: set when the launch runs, not known here",)
+    # Each backend the tree lists, in place of `$B`: what the same rules make of it.
+    evidence = said.evidence
+    assert isinstance(evidence, ConfigEvidence)
+    accepted, refused = evidence.value("accepted"), dict(evidence.value("refused") or ())  # type: ignore[arg-type]
+    assert isinstance(accepted, tuple) and "flashinfer" in accepted
+    assert refused["trtllm_mla"].startswith("the draft's factory, attention_registry.py:")
+    assert "trtllm_mla" not in accepted and "refused: " in said.message
+    assert said.fix is not None and "flashinfer" in said.fix.text()
     # Written in the launch, the same rules decide it.
     given = attention(index_059, f"{launch} --attention-backend flashinfer", DEEPSEEK_V3)
     assert [f.severity for f in given] == ["info"] and not assumed(given[0])

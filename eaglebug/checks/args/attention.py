@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from eaglebug.checks.args import resolution
+from eaglebug.checks.args.resolution import ATTENTION_FIELDS
+from eaglebug.checks.args.undecided import VERDICT_READS, undecided, where
 from eaglebug.checks.args.world import Models, declared_env, probes
 from eaglebug.checks.contract.evidence import ConfigEvidence
-from eaglebug.checks.contract.findings import Finding, resting_on
+from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
@@ -26,18 +28,6 @@ from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
 from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
 
-# The launch's fields whose refusals are this check's (the rest are other checks' business).
-ATTENTION_FIELDS = frozenset(
-    {
-        "attention_backend",
-        "prefill_attention_backend",
-        "decode_attention_backend",
-        "speculative_draft_attention_backend",
-        "speculative_attention_mode",
-        "page_size",
-        "speculative_eagle_topk",
-    }
-)
 _FLAG_OF = {
     "attention_backend": "--attention-backend",
     "speculative_eagle_topk": "--speculative-eagle-topk",
@@ -128,7 +118,7 @@ def _check(
                 id="config.attention_backend",
                 severity="warning",
                 message=f"{version} refuses this launch while checking its arguments, before "
-                f"anything loads ({_where(raised)})"
+                f"anything loads ({where(raised)})"
                 + ("" if raised.message else f": {raised.condition}")
                 + _auto_note(launch, run, raised),
                 attribute="+".join(sorted(raised.reads & ATTENTION_FIELDS)),
@@ -153,7 +143,7 @@ def _check(
                 id="config.attention_backend",
                 severity="error",
                 message=f"the {role}'s attention backend {backend} fails after the {role} is "
-                f"loaded ({_where(raised)})" + ("" if raised.message else f": {raised.condition}"),
+                f"loaded ({where(raised)})" + ("" if raised.message else f": {raised.condition}"),
                 role=role,
                 attribute="speculative_draft_attention_backend"
                 if role == "draft"
@@ -168,9 +158,10 @@ def _check(
     read = set().union(
         *(r.reads for r in run.raised if not r.definite and r.reads & ATTENTION_FIELDS)
     )
-    dests = sorted(d for d in launch.at_run_time if d in _VERDICT_READS or d in read)
+    dests = sorted(d for d in launch.at_run_time if d in VERDICT_READS or d in read)
     if dests:
-        return findings + needs + _undecided(run, version, dests, launch, common, seen)
+        said = undecided(index, values, models, gpu, run, version, dests, launch, common, seen)
+        return findings + needs + said
     if not findings and not needs:
         findings.extend(_accepted(launch, run, gpu, common))
         if gpu.capability is None and not findings:
@@ -183,54 +174,6 @@ def _check(
                 )
             )
     return findings + needs
-
-
-# What the verdict of an accepted launch reads besides the attention fields: whether it is
-# speculative (its top-k and its draft's backend are said only then).
-_VERDICT_READS = ATTENTION_FIELDS | {"speculative_algorithm"}
-
-
-def _undecided(
-    run: resolution.Resolution,
-    version: str,
-    dests: list[str],
-    launch: LaunchSpec,
-    common: dict[str, Any],
-    seen: set[tuple[str, int]],
-) -> list[Finding]:
-    """The attention rules flags set when the launch runs leave undecided (`--attention-backend
-    $B`): the engine read them as unknown, so none of them is an error on a guess; each rule
-    left undecided that reads them or a backend field is named (a backend the tree derives from
-    one: 0.5.23's NVFP4 KV dtype picks trtllm_mha), and the backend's factory was not run."""
-    unknowns = [note for dest in dests if (note := launch.unknown(dest))]
-    rules = {
-        _where(r): r
-        for r in run.raised
-        if not r.definite and r.reads & ATTENTION_FIELDS and (r.rel, r.line) not in seen
-    }
-    options = ", ".join(launch.spelled.get(d, d) for d in dests)
-    many = len(rules) != 1
-    named = f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
-    named += ", ".join(rules)
-    return [
-        resting_on(
-            Finding(
-                id="config.attention_backend",
-                severity="info",
-                message=f"{version}'s attention rules were not decided for {options}, set when "
-                "the launch runs"
-                + (named if rules else "")
-                + "; the backend's checks after the "
-                + ("load need its value" if len(dests) == 1 else "load need their values"),
-                attribute="+".join(dests),
-                fix=AdviceFix(f"preflight the launch with the value of {options} written in it"),
-                evidence=ConfigEvidence.of(
-                    {**common, "undecided": sorted(rules)}, read_from=run.entry
-                ),
-            ),
-            unknowns,
-        )
-    ]
 
 
 def _needs_gpu(
@@ -263,7 +206,7 @@ def _needs_gpu(
     needs = {where: archs for where, archs in refused_on.items() if archs}
     if not needs:
         return []
-    said = [f"{_where(undecided[w])} refuses it on {', '.join(a)}" for w, a in needs.items()]
+    said = [f"{where(undecided[w])} refuses it on {', '.join(a)}" for w, a in needs.items()]
     return [
         Finding(
             id="config.attention_backend",
@@ -334,10 +277,6 @@ def _auto_note(launch: LaunchSpec, run: resolution.Resolution, raised: Raised) -
     if where is None or not isinstance(backend, str):
         return ""
     return f"; {backend} is auto's own pick for this model and GPU ({where.rel.rsplit('/', 1)[-1]}:{where.line})"
-
-
-def _where(raised: Raised) -> str:
-    return f"{raised.rel.rsplit('/', 1)[-1]}:{raised.line}"
 
 
 def _or(value: Any) -> str:

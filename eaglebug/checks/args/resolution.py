@@ -58,6 +58,20 @@ _SPECULATIVE = "sglang/srt/speculative/"
 _RUNNER = "sglang/srt/model_executor/model_runner.py"
 
 
+# The launch's fields whose refusals are the attention check's (the rest are other checks').
+ATTENTION_FIELDS = frozenset(
+    {
+        "attention_backend",
+        "prefill_attention_backend",
+        "decode_attention_backend",
+        "speculative_draft_attention_backend",
+        "speculative_attention_mode",
+        "page_size",
+        "speculative_eagle_topk",
+    }
+)
+
+
 @dataclass
 class Resolution:
     """One run of the tree's resolution and backend factories for one launch."""
@@ -385,4 +399,4 @@ def known(value: Any) -> bool:
     return is_known(value)
 
 
-__all__ = ["Models", "Resolution", "auto_backend", "backends", "resolve"]
+__all__ = ["ATTENTION_FIELDS", "Models", "Resolution", "auto_backend", "backends", "resolve"]
