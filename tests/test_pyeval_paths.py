@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eaglebug.checks.pyeval.budget import Budget
 from eaglebug.checks.pyeval.values import OneOf, Top, truth
 from tests.test_pyeval import machine, run
 
@@ -131,3 +132,118 @@ def test_in_and_equality_with_an_item_not_known_decide_nothing(tmp_path: Path) -
     assert found is True
     missing, _, _, _ = run(m, "a", "f", "fa3", Top("decode")).value
     assert isinstance(missing, Top)
+
+
+def test_a_finally_runs_on_the_way_out_of_a_return(tmp_path: Path) -> None:
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class A:
+            def __init__(self):
+                self.x = 0
+
+        def g(a, u):
+            try:
+                if u:
+                    return
+                a.x = 2
+            finally:
+                a.x = 1
+
+        def h(a):
+            try:
+                return 1
+            finally:
+                a.x = 3
+
+        def f(u):
+            a = A()
+            g(a, u)
+            b = A()
+            h(b)
+            return a.x, b.x
+    """
+        },
+    )
+    assert run(m, "a", "f", Top("u")).value == (1, 3)
+
+
+MANY_RETURNS = """
+class A:
+    def __init__(self):
+        self.x = 0
+
+def pick(a, u):
+{body}
+    a.x = -1
+
+def f(u):
+    a = A()
+    pick(a, u)
+    return a.x
+"""
+
+
+def test_many_early_returns_keep_every_state_and_stay_within_the_budget(tmp_path: Path) -> None:
+    body = "\n".join(f"    a.x = {i}\n    if u == {i}:\n        return" for i in range(12))
+    m = machine(tmp_path, {"a.py": MANY_RETURNS.format(body=body)})
+    value = run(m, "a", "f", Top("u")).value
+    assert isinstance(value, OneOf) and set(value.values) == {*range(12), -1}
+    # Merging walks each heap: it counts against the run's steps, so a tree of thousands of
+    # early returns is cut short and said incomplete, never run without bound.
+    many = "\n".join(f"    a.x = {i}\n    if u == {i}:\n        return" for i in range(400))
+    tight = machine(
+        tmp_path / "b", {"a.py": MANY_RETURNS.format(body=many)}, budget=Budget(steps=3000)
+    )
+    assert tight.budget.steps == 3000
+    result = run(tight, "a", "f", Top("u"))
+    assert result.incomplete is not None and "steps" in result.incomplete
+
+
+def test_a_dict_or_list_changed_on_one_path_is_not_changed_on_the_other(tmp_path: Path) -> None:
+    """0.5.23's `serving_hook.py`: `if renamed.get("prefill_attention_backend") ==
+    "cutedsl_mla": renamed[...] = "trtllm_mla"`, the backend unknown (a launch's `$X`): the
+    other path keeps the dict as it was, and after the branch the value is one of the two."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        def rename(renamed):
+            if renamed.get("backend") == "cutedsl_mla":
+                renamed["backend"] = "trtllm_mla"
+                renamed["extra"] = 1
+
+        def f(backend, u):
+            renamed = {"backend": backend}
+            rename(renamed)
+            seen = []
+            if u:
+                seen.append(1)
+            layers = [0, 0]
+            if u:
+                layers[1] = 2
+            return renamed["backend"], renamed.get("extra"), seen, layers
+
+        def early(d, u):
+            if u:
+                d["k"] = 1
+                return
+            d["j"] = 2
+
+        def g(u):
+            d = {}
+            early(d, u)
+            return d.get("k"), d.get("j")
+    """
+        },
+    )
+    backend, extra, seen, layers = run(m, "a", "f", Top("$X"), Top("u")).value
+    assert isinstance(backend, Top) and isinstance(extra, Top)  # `$X` itself, or trtllm_mla
+    assert run(m, "a", "f", "fa3", False).value[:2] == ("fa3", None)
+    assert run(m, "a", "f", "cutedsl_mla", False).value[:2] == ("trtllm_mla", 1)
+    assert seen == [1]  # an append on one path: the reading keeps it (no list of unknown length)
+    assert layers[0] == 0 and isinstance(layers[1], OneOf) and set(layers[1].values) == {0, 2}
+    # A path that returns early keeps what it changed for the caller: either key may be set.
+    k, j = run(m, "a", "g", Top("u")).value
+    assert isinstance(k, (Top, OneOf)) and isinstance(j, (Top, OneOf))

@@ -13,6 +13,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval import calls, flat, flow, objects, ops
+from eaglebug.checks.pyeval.items import CHANGES
 from eaglebug.checks.pyeval.state import Call, source_text
 from eaglebug.checks.pyeval.values import (
     MISSING,
@@ -345,6 +346,9 @@ def _method(
         if isinstance(node.func, ast.Attribute):
             flow.forget(m, node.func.value, Top(why, reads_of(*args, *kwargs.values())))
         return Top(why, reads_of(*args, *kwargs.values()))
+    if attr in CHANGES:  # kept apart on each path of an undecided test (`items.py`)
+        for value in held:
+            m.items.changing(value)
     if isinstance(receiver, OneOf) and all(
         isinstance(v, (str, dict, list, tuple)) for v in receiver.values
     ):

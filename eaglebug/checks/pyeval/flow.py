@@ -53,6 +53,7 @@ def change_item(m: Machine, target: ast.Subscript, stmt: ast.stmt, value: Any = 
             if isinstance(target.value, (ast.Name, ast.Attribute)):  # else it keeps its items
                 m.assign(target.value, Top(why, reads_of(key)), stmt, frozenset())
             return
+        m.items.changing(container)
         with suppress(TypeError, IndexError, KeyError):
             if deleted:
                 del container[key]
@@ -117,24 +118,35 @@ def check_assert(m: Machine, stmt: ast.Assert, test: ast.expr, msg: ast.expr | N
 
 
 def try_(m: Machine, stmt: ast.Try) -> None:
-    """A `try`: a raise recorded inside it that an `except` takes runs that handler."""
+    """A `try`: a raise recorded inside it that an `except` takes runs that handler; `finally`
+    runs on every way out (a path that returns under an undecided test runs it first, as
+    `Frame.finals`: its state is kept when it returns)."""
     frame = m.stack[-1]
     frame.in_try += bool(stmt.handlers)
+    frame.finals.append(stmt.finalbody)
     try:
         try:
-            m.block(stmt.body)
-        finally:
-            frame.in_try -= bool(stmt.handlers)
-    except Thrown as thrown:
-        caught = handler(stmt.handlers, thrown.kind)
-        if caught is None:
-            m.block(stmt.finalbody)
-            raise
-        if caught.name:
-            frame.locals[caught.name] = Top(f"{frame.rel}:{caught.lineno}: {thrown}")
-        m.block(caught.body)
-    else:
-        m.block(stmt.orelse)
+            try:
+                m.block(stmt.body)
+            finally:
+                frame.in_try -= bool(stmt.handlers)
+        except Thrown as thrown:
+            caught = handler(stmt.handlers, thrown.kind)
+            if caught is None:
+                raise
+            if caught.name:
+                frame.locals[caught.name] = Top(f"{frame.rel}:{caught.lineno}: {thrown}")
+            m.block(caught.body)
+        else:
+            m.block(stmt.orelse)
+    except (Thrown, Returned):
+        frame.finals.pop()
+        m.block(stmt.finalbody)
+        raise
+    except PathEnded:  # a path that ended: one that returned ran the `finally` already
+        frame.finals.pop()
+        raise
+    frame.finals.pop()
     m.block(stmt.finalbody)
 
 

@@ -30,6 +30,7 @@ from eaglebug.checks.pyeval import calls, exprs, flow, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
 from eaglebug.checks.pyeval.flow import why_of
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
+from eaglebug.checks.pyeval.items import Items
 from eaglebug.checks.pyeval.narrow import narrow
 from eaglebug.checks.pyeval.protocol import (
     Break,
@@ -69,6 +70,11 @@ from eaglebug.checks.pyeval.values import (
     truth,
 )
 
+# The heaps of paths that returned early kept apart at once (more are merged as they come), and
+# how many objects a merge walks per step of the run's budget.
+_KEPT_RETURNS = 8
+_MERGE_OBJECTS_PER_STEP = 16
+
 
 class Machine:
     def __init__(
@@ -86,6 +92,7 @@ class Machine:
         self.budget = budget
         self.observer = observer or Observer()
         self.heap = Heap()
+        self.items = Items()  # dicts and lists changed on the open undecided paths
         self.stack: list[Frame] = []
         self.raised: list[Raised] = []
         self.assumed: list[str] = []
@@ -231,11 +238,8 @@ class Machine:
         if frame.returned and frame.ended_by is None:
             # What the caller sees is the state of whichever path returned: an early return
             # under an undecided test (`if dtype != "nvfp4": return`) keeps the state it had.
-            heaps = frame.returned + ([self.heap] if went_on else [])
-            merged = heaps[0]
-            for heap in heaps[1:]:
-                merged = merge_heaps(merged, heap, self.budget.alternatives)
-            self.heap = merged
+            self.heap = self.merged(frame.returned + ([self.heap] if went_on else []))
+            self.items.returned(frame.returned_items, went_on, self.budget.alternatives)
         ended: list[Any] = []
         if frame.ended_by is not None:  # the call raises on its definite path
             ended = [Top(f"{site.where}: {site.qualname} raised {frame.ended_by}")]
@@ -244,6 +248,17 @@ class Machine:
         return one_of([*frame.returns, *ended], self.budget.alternatives)
 
     # -- statements ----------------------------------------------------------------------------
+    def merged(self, heaps: list[Heap]) -> Heap:
+        """The paths' heaps as one. Each merge walks a heap, so it counts against the run's
+        steps (a function of thousands of early returns on a large heap is cut short, said
+        incomplete, not run for minutes)."""
+        out = heaps[0]
+        for heap in heaps[1:]:
+            self.steps += len(heap.objects) // _MERGE_OBJECTS_PER_STEP
+            self.tick()
+            out = merge_heaps(out, heap, self.budget.alternatives)
+        return out
+
     def tick(self) -> None:
         self.steps += 1
         if self.steps > self.budget.steps:
@@ -280,7 +295,16 @@ class Machine:
                 self.observer.on_return(frame, frame.returns[-1])
                 if frame.definite():
                     raise Returned
-                frame.returned.append(self.heap)  # this path's state, no longer written
+                pending, frame.finals = frame.finals, []
+                try:  # the `finally` bodies it leaves through, innermost first
+                    for final in reversed(pending):
+                        self.block(final)
+                finally:
+                    frame.finals = pending
+                if len(frame.returned) >= _KEPT_RETURNS:  # memory bounded: merged as they come
+                    frame.returned = [self.merged(frame.returned)]
+                frame.returned.append(self.heap)  # this path's state, written no more
+                frame.returned_items.append(self.items.current())
                 raise PathEnded
             case ast.Raise(exc=exc):
                 flow.raise_(self, stmt, exc, None)
@@ -416,18 +440,28 @@ class Machine:
         before, raised = dict(frame.locals), len(self.raised)
         heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
         narrow(self, test, True)
-        ended_body = self.guarded(Test(text, reads, False), body)
+        self.items.open()
+        try:
+            ended_body = self.guarded(Test(text, reads, False), body)
+        finally:
+            body_items = self.items.close(undo=True)
         body_state = (self.heap, frame.locals, frame.local_reads)
         self.heap, frame.locals, frame.local_reads = heap, local, local_reads
         narrow(self, test, False)
-        ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
+        self.items.open()
+        try:
+            ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
+        finally:
+            else_items = self.items.close(undo=False)
+        limit = self.budget.alternatives
+        changed = self.items.join(body_items, else_items, ended_body, ended_else, limit)
         # A branch whose two ways leave the same state (a log line on rank 0) decides nothing
         # the run goes on with, unless a raise may happen under it or the observer hears what
         # the run does there (a call site): no verdict rests on it, so it is not said.
         quiet = not (ended_body or ended_else or body_state[0].owned or self.heap.owned)
         quiet = quiet and len(self.raised) == raised and not hears_events(self.observer)
         unbound = same_bindings(body_state[1], before) and same_bindings(frame.locals, before)
-        quiet = quiet and unbound
+        quiet = quiet and unbound and not changed
         if not quiet and note not in self.assumed:
             self.assumed.insert(mark, note)
         if ended_body and ended_else:
@@ -439,7 +473,6 @@ class Machine:
             frame.tests.append(Test(text, reads, False))
             self.heap, frame.locals, frame.local_reads = body_state
             return
-        limit = self.budget.alternatives
         self.heap = merge_heaps(body_state[0], self.heap, limit)
         frame.locals = merge_locals(body_state[1], frame.locals, limit)
         for name in frame.locals:

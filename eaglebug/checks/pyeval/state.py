@@ -222,6 +222,9 @@ class Frame:
     # The state of each path that returned under an undecided test: the caller goes on from
     # any of them or the rest of the function's, so they are merged when the call ends.
     returned: list[Heap] = field(default_factory=list)
+    returned_items: list[Any] = field(default_factory=list)  # `items.Changed`, alike
+    # The `finally` bodies of the `try` statements the path is inside, outermost first.
+    finals: list[list[ast.stmt]] = field(default_factory=list)
 
     @property
     def name(self) -> str:

@@ -1,0 +1,135 @@
+"""Dicts and lists changed in place on the two paths of an undecided branch.
+
+The reading's dicts and lists are Python's own, shared by every name that holds them, so a
+change on one path of an undecided test (`if backend == "cutedsl_mla": args["prefill"] =
+"trtllm_mla"`, with the backend unknown) would be seen by the other path, and after it, as if
+it were certain. The heap's objects are forked and merged (`state.py`); these are kept apart
+the same way: each container is copied before its first change on a path, given back its
+items before the other path runs, and after both holds what either left (a key both set, one
+of the two values; a key one set, unknown), as the heap's attributes are merged. A path that
+returns under the test keeps what it changed for the function's caller (`Machine.invoke`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eaglebug.checks.pyeval.values import Top, one_of
+
+Container = dict[Any, Any] | list[Any]
+# The methods that change a dict or a list in place.
+CHANGES = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+     "setdefault", "popitem"}
+)  # fmt: skip
+# id -> (the container, its items before the first change on the path)
+Changed = dict[int, tuple[Container, Container]]
+
+
+def _copy(container: Container) -> Container:
+    return dict(container) if isinstance(container, dict) else list(container)
+
+
+def _restore(container: Container, items: Container) -> None:
+    if isinstance(container, dict):
+        container.clear()
+        container.update(items)
+    else:
+        container[:] = items
+
+
+def merged(a: Container, b: Container, limit: int) -> Container:
+    """What a container holds after two paths left `a` and `b` in it."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: dict[Any, Any] = {}
+        for key in [*a, *(k for k in b if k not in a)]:
+            if key in a and key in b:
+                out[key] = a[key] if a[key] is b[key] else one_of((a[key], b[key]), limit)
+            else:
+                out[key] = Top(f"{key!r} is set on one path only")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x if x is y else one_of((x, y), limit) for x, y in zip(a, b, strict=True)]
+    # Lists of different lengths (an append on one path): the reading has no list of unknown
+    # length; it keeps both paths' items, as it did before paths were kept apart.
+    longer, shorter = (a, b) if len(a) >= len(b) else (b, a)
+    return [*longer, *shorter[len(longer) :]] if isinstance(longer, list) else _copy(longer)
+
+
+class Items:
+    """The containers changed on each open path of undecided branches, innermost last."""
+
+    def __init__(self) -> None:
+        self.levels: list[Changed] = []
+
+    def changing(self, container: Any) -> None:
+        """Before `container` is changed in place: its items, the first time on this path."""
+        if self.levels and isinstance(container, (dict, list)):
+            self.levels[-1].setdefault(id(container), (container, _copy(container)))
+
+    def open(self) -> None:
+        self.levels.append({})
+
+    def close(self, undo: bool) -> dict[int, tuple[Container, Container, Container]]:
+        """The path's changes: id -> (container, items before, items after); `undo` gives
+        each container back its items before the path (for the other path to start from)."""
+        changed = self.levels.pop()
+        out = {}
+        for key, (container, before) in changed.items():
+            out[key] = (container, before, _copy(container))
+            if undo:
+                _restore(container, before)
+        return out
+
+    def join(
+        self,
+        body: dict[int, tuple[Container, Container, Container]],
+        other: dict[int, tuple[Container, Container, Container]],
+        ended_body: bool,
+        ended_else: bool,
+        limit: int,
+    ) -> bool:
+        """Both paths closed (the body's undone, the else path's left in place): each
+        container holds what the paths that go on left in it. True when a path changed one."""
+        for key in body.keys() | other.keys():
+            container, before, _ = body[key] if key in body else other[key]
+            after_body = body[key][2] if key in body else before
+            after_else = other[key][2] if key in other else before
+            if ended_else and ended_body:
+                result = before
+            elif ended_body:
+                result = after_else
+            elif ended_else:
+                result = after_body
+            else:
+                result = merged(after_body, after_else, limit)
+            if self.levels:  # an enclosing path gives it back its items before this branch
+                self.levels[-1].setdefault(id(container), (container, before))
+            _restore(container, result)
+        return bool(body or other)
+
+    def current(self) -> Changed:
+        """Each container changed on the open paths, with what it holds now (a path that
+        returns: the state the caller goes on from)."""
+        out: Changed = {}
+        for level in self.levels:
+            for key, (container, _) in level.items():
+                out[key] = (container, _copy(container))
+        return out
+
+    def returned(self, states: list[Changed], went_on: bool, limit: int) -> None:
+        """At a function's end: each container holds what any path that left it (those that
+        returned early, `states`, and the end's, where one reached it) left in it."""
+        seen: dict[int, Container] = {}
+        for state in states:
+            for key, (container, _) in state.items():
+                seen[key] = container
+        for key, container in seen.items():
+            held = [state[key][1] for state in states if key in state]
+            if went_on:
+                held.append(_copy(container))
+            result = held[0]
+            for items in held[1:]:
+                result = merged(result, items, limit)
+            self.changing(container)
+            _restore(container, result)
