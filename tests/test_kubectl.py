@@ -448,6 +448,27 @@ spec:
     assert named == ("${SERVED_NAME}" if container else "$(SERVED_NAME)")
 
 
+def test_a_forgotten_port_variable_is_not_taken_for_a_services(
+    tmp_path: Path, flags: list[FlagSpec]
+) -> None:
+    """`--port $(SGLANG_PORT)` with no env entry: a service `sglang` would give `SGLANG_PORT`
+    as `tcp://10.0.0.1:30000`, never a port; Kubernetes passes the text as written, which is
+    not a number (the API server takes it; the server's argparse refuses it)."""
+    pod = """kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: i
+    command: [python3, -m, sglang.launch_server, --model-path, /m, --port, "$(SGLANG_PORT)"]
+"""
+    write(tmp_path / "p.yaml", pod)
+    found = applied([*APPLY, "p.yaml"], str(tmp_path))
+    assert found.words[-1] == "$(SGLANG_PORT)" and found.at_run_time == frozenset()
+    with pytest.raises(InputError, match=r"--port \$\(SGLANG_PORT\)"):
+        parse_launch(found.words, flags, "0.5.23", later=found.at_run_time)
+
+
 @pytest.mark.parametrize(
     ("script", "environ", "flag", "value"),
     [

@@ -365,11 +365,13 @@ def _label(found: Mapping[tuple[str, str], list[tuple[Pod, dict[str, Any]]]]) ->
 
 
 # The variables kubelet gives a pod for each service of its namespace (`enableServiceLinks`, on
-# by default), Docker links' names: `MY_SVC_SERVICE_HOST`, `MY_SVC_SERVICE_PORT[_NAME]`,
-# `MY_SVC_PORT[_8000_TCP[_PROTO|_PORT|_ADDR]]`; a `$(VAR)` sees them (kubelet puts them first).
+# by default), Docker links' names, that a `$(VAR)` sees (kubelet puts them first): only those
+# that are a host or a port, `MY_SVC_SERVICE_HOST`, `MY_SVC_SERVICE_PORT[_NAME]`,
+# `MY_SVC_PORT_8000_TCP_PORT|_ADDR`. `MY_SVC_PORT` is `tcp://10.0.0.1:8000`, never a port: a
+# user's own `$(MASTER_PORT)` the manifest forgot to set is not taken for one.
 _SERVICE_LINK = re.compile(
     r"[A-Z_][A-Z0-9_]*_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?"
-    r"|PORT(?:_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)?)"
+    r"|PORT_\d+_(?:TCP|UDP|SCTP)_(?:PORT|ADDR))"
 )
 
 
