@@ -118,41 +118,68 @@ def memory(index: TreeIndex, script: str) -> Finding:
     return found
 
 
-def test_a_memory_verdict_read_with_a_run_time_flag_says_so(
+def test_an_error_for_every_value_of_a_run_time_flag_stays_an_error(
     index_0523: TreeIndex, small_gpu_launch: list[str]
 ) -> None:
+    """Weights that leave no room for the KV cache leave none whatever its dtype: each value
+    the tree lists for `--kv-cache-dtype` is run through the same reading, and the error holds."""
     [launch] = small_gpu_launch
     written = memory(index_0523, f"{launch} --kv-cache-dtype fp8_e4m3")
     assert written.severity == "error" and assumed(written) == ()
     at_run_time = memory(index_0523, f"{launch} --kv-cache-dtype $D")
-    assert at_run_time.severity == "warning"
-    assert at_run_time.message.endswith(
-        "; not decided: read with --kv-cache-dtype $D at its default (see assumed)"
-    )
-    assert assumed(at_run_time) == (
-        "--kv-cache-dtype $D: set when the launch runs, not known here",
-    )
+    assert at_run_time.severity == "error"
+    said = assumed(at_run_time)
+    assert said[0] == "--kv-cache-dtype $D: set when the launch runs, not known here"
+    assert said[1].startswith("--kv-cache-dtype: an error for each of its values (auto, ")
+    assert "nvfp4" in said[1]  # 0.5.23's own list (`choices.py`), read by the evaluator
     # A flag the memory check does not read leaves its verdict as it was.
     other = memory(index_0523, f"{launch} --attention-backend $B")
     assert other.severity == "error" and assumed(other) == ()
 
 
-def test_the_report_and_the_json_say_what_was_assumed(
-    sglang_0523: Path, small_gpu_launch: list[str], capsys: pytest.CaptureFixture[str]
+@pytest.fixture
+def draft_tips_it(tmp_path: Path) -> str:
+    """Llama-3.1-8B (15 GiB) fits a 28 GiB GPU alone; with a 10 GiB draft it leaves no KV cache."""
+    target = write_model(tmp_path / "llama", llama(), total_size=16_060_522_496)
+    draft = write_model(tmp_path / "big-draft", eagle3(), total_size=10 * GIB)
+    return f"{SERVER} --model-path {target} --speculative-draft-model-path {draft}"
+
+
+def test_a_memory_error_that_rests_on_a_run_time_flag_is_not_one(
+    index_0523: TreeIndex, draft_tips_it: str
 ) -> None:
-    [launch] = small_gpu_launch
-    options = ["preflight", "--sglang", str(sglang_0523), "--gpu-mem-gib", "18.5"]
-    script = f"{launch} --kv-cache-dtype $D"
-    # `$D` is in the session's environment, not the launch's: bash would read the session's,
+    def at(script: str) -> Finding:
+        found = preflight(index_0523, ["bash", "-c", script], {}, GpuMemory(28 * GIB, "test"))
+        return next(f for f in found.findings if f.id == "config.memory")
+
+    assert at(f"{draft_tips_it} --speculative-algorithm EAGLE3").severity == "error"
+    unknown = at(f"{draft_tips_it} --speculative-algorithm $A")
+    assert unknown.severity == "warning"
+    assert unknown.message.endswith(
+        "; not decided: read with --speculative-algorithm $A at its default (see assumed)"
+    )
+    assert assumed(unknown) == (
+        "--speculative-algorithm $A: set when the launch runs, not known here",
+    )
+
+
+def test_the_report_and_the_json_say_what_was_assumed(
+    sglang_0523: Path, draft_tips_it: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["preflight", "--sglang", str(sglang_0523), "--gpu-mem-gib", "28"]
+    script = f"{draft_tips_it} --speculative-algorithm $A"
+    # `$A` is in the session's environment, not the launch's: bash would read the session's,
     # which eaglebug does not (a verdict never depends on the shell it runs in).
     text = cli(capsys, *options, "--", "bash", "-c", script)
     assert text.code == 0, text.err  # warnings only: nothing is an error on a guess
-    assert "assumed: --kv-cache-dtype $D: set when the launch runs, not known here" in text.out
+    assert (
+        "assumed: --speculative-algorithm $A: set when the launch runs, not known here" in text.out
+    )
     as_json = cli(capsys, *options, "--json", "--", "bash", "-c", script)
     findings = json.loads(as_json.out)["findings"]
     [mem] = [f for f in findings if f["id"] == "config.memory"]
     assert mem["severity"] == "warning"
-    assert "--kv-cache-dtype $D: set when the launch runs, not known here" in assumed(mem)
+    assert "--speculative-algorithm $A: set when the launch runs, not known here" in assumed(mem)
 
 
 def test_an_algorithm_set_when_the_launch_runs_is_said_not_guessed(

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from eaglebug.checks.args.resolved import Resolved
 from eaglebug.checks.contract.evidence import ConfigEvidence
-from eaglebug.checks.contract.findings import Finding, resting_on
+from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.logs.memory import MemoryLog
 from eaglebug.checks.memory.check import MemoryInputs, check_memory
 from eaglebug.checks.memory.classes import model_objects
@@ -22,11 +21,13 @@ from eaglebug.checks.memory.fit import Gpu, MemoryLaunch, model_shape
 from eaglebug.checks.memory.parallel import Layout
 from eaglebug.checks.memory.plan import Weights
 from eaglebug.checks.memory.rules import memory_sources
+from eaglebug.checks.memory.unknowns import Asked, Given, LaunchFlags, settled
 from eaglebug.checks.memory.weights import RankShare, per_rank_bytes
 from eaglebug.checks.models import checks as configchecks
 from eaglebug.checks.models.context import context_rules, derived_context_length
 from eaglebug.checks.models.source import ModelSource
 from eaglebug.checks.source.index import TreeIndex
+from eaglebug.checks.speculative.algorithms import algorithm_facts
 
 
 @dataclass(frozen=True)
@@ -35,40 +36,6 @@ class GpuFigures:
     source: str
     free_bytes: int | None = None
     free_source: str | None = None
-
-
-class LaunchFlags(Protocol):
-    """Flag values by option name (preflight's view of the parsed launch)."""
-
-    def text(self, *options: str) -> str | None: ...
-    def number(self, *options: str) -> float | None: ...
-    def given(self, *options: str) -> bool: ...
-    def unknown(self, *options: str) -> list[str]: ...
-
-
-class _Asked:
-    """The flags one memory reading asks for, so that what it could not know is said: a flag a
-    variable sets when the launch runs reads as not given (`--kv-cache-dtype $D` as auto), and
-    a verdict on that is not an error (`resting_on`)."""
-
-    def __init__(self, flags: LaunchFlags) -> None:
-        self.flags = flags
-        self.asked: list[str] = []
-
-    def text(self, *options: str) -> str | None:
-        self.asked += options
-        return self.flags.text(*options)
-
-    def number(self, *options: str) -> float | None:
-        self.asked += options
-        return self.flags.number(*options)
-
-    def given(self, *options: str) -> bool:
-        self.asked += options
-        return self.flags.given(*options)
-
-    def unknown(self, *options: str) -> list[str]:
-        return self.flags.unknown(*options)
 
 
 _ANSWER = "memory:"
@@ -91,15 +58,33 @@ def memory_findings(
     resolved: Mapping[str, Resolved] | None = None,
 ) -> list[Finding]:
     """`config.memory` for one launch; `resolved`: the fields the tree's own argument
-    resolution sets where the launch leaves them (`memresolved`)."""
-    asked = _Asked(flags)
-    asked.asked.append("--speculative-algorithm")  # the arithmetic's draft pools rest on it
+    resolution sets where the launch leaves them (`memresolved`). Where a flag it reads is set
+    when the launch runs, what rests on it says so (`unknowns.settled`)."""
+    asked = Asked(flags)
+
+    def again(given: Mapping[str, str | None]) -> list[Finding]:
+        """The same reading with values in place of the unknown flags (None: not given)."""
+        speculative, loaded = algorithm, draft
+        if "--speculative-algorithm" in given:  # not speculative: no draft is loaded
+            named = given["--speculative-algorithm"]
+            speculative = algorithm_facts(index).canonical(named) if named else None
+            loaded = draft if speculative else None
+        return _memory_findings(
+            index,
+            target,
+            loaded,
+            speculative,
+            Given(flags, given),
+            gpu,
+            env,
+            measured,
+            resolved,
+        )
+
     findings = _memory_findings(
         index, target, draft, algorithm, asked, gpu, env, measured, resolved
     )
-    unknowns = flags.unknown(*dict.fromkeys(asked.asked))
-    read_as = "at its default" if len(unknowns) == 1 else "at their defaults"
-    return [resting_on(f, unknowns, read_as) for f in findings]
+    return settled(index, findings, flags, [*asked.asked, "--speculative-algorithm"], again)
 
 
 def _memory_findings(
