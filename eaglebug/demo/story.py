@@ -32,12 +32,16 @@ def _say(text: str) -> None:
 
 
 def _wait_for_end(session: Session, log: Path, timeout_s: float) -> LogAnalyzer:
-    """Until the launch is ready or has crashed (or the process is gone)."""
+    """Until the launch is ready or has crashed (or the process is gone). A process seen gone
+    after its log was read may have written its last lines (the crash) in between: the log is
+    read once more then, whole, so what the launch said is never lost to a busy machine."""
     deadline = time.monotonic() + timeout_s
     while True:
         analyzer = analyze_file(log) if log.exists() else LogAnalyzer()
         record = session.current_launch()
         gone = record is not None and session.server.poll_exit(record) is not None
+        if gone and log.exists():
+            return analyze_file(log)
         if analyzer.phase in {"ready", "crashed"} or gone or time.monotonic() > deadline:
             return analyzer
         time.sleep(0.2)
