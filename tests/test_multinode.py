@@ -35,6 +35,8 @@ def nodes(index: TreeIndex, target: Path, *flags: str) -> list[Finding]:
 
 def test_a_good_layout_says_what_each_node_runs(index: TreeIndex, target: Path) -> None:
     [info] = nodes(index, target, "--tp", "16", "--nnodes", "2", *GOOD)
+    # Asked again in the same process (a session's re-check): the kept answer is not grown.
+    assert nodes(index, target, "--tp", "16", "--nnodes", "2", *GOOD) == [info]
     assert info.severity == "info"
     assert "2 nodes, 8 GPUs each (--tp 16 x --pp 1)" in info.message
     assert "same command on every node" in info.message
@@ -122,6 +124,10 @@ def test_srun_gives_each_task_its_own_node_rank(index: TreeIndex, target: Path) 
     assert "--node-rank $SLURM_NODEID: set when the launch runs, not known here" in task.warnings
     [info] = [f for f in task.findings if f.id == "config.multinode"]
     assert info.severity == "info" and info.to_json()["details"]["node_rank"] == "$SLURM_NODEID"
+    # A default in the script is not taken: srun always sets the task's own.
+    default = script.replace("$SLURM_NODEID", "${SLURM_NODEID:-0}")
+    with_default = preflight(index, ["srun", "--nodes=2", "bash", "-c", default], allocation, None)
+    assert with_default.launch.at_run_time == {"node_rank": "${SLURM_NODEID:-0}"}
     # The same script run by the batch shell itself (no srun): the shell's own value, node 0.
     shell = preflight(index, ["bash", "-c", script], allocation, None)
     assert (shell.launch.get("node_rank"), shell.launch.at_run_time) == ("0", {})

@@ -124,6 +124,14 @@ def test_in_and_equality_with_an_item_not_known_decide_nothing(tmp_path: Path) -
         },
     )
     either = OneOf(("fa3", "trtllm_mha"))
+    same_dict = machine(
+        tmp_path / "d",
+        {
+            "a.py": "def f(x):\n    return {'k': x} == {'k': 'a'}, {'k': x} == {'j': 'a'}, {x} == {'a'}\n"
+        },
+    )
+    keyed, other_keys, as_set = run(same_dict, "a", "f", OneOf(("a", "b"))).value
+    assert truth(keyed) is None and other_keys is False and truth(as_set) is None
     inside, equal, absent, unequal = run(m, "a", "f", "fa3", either).value
     assert truth(inside) is None and truth(equal) is None
     assert (absent, unequal) == (False, False)  # false for every value it may have
@@ -247,3 +255,25 @@ def test_a_dict_or_list_changed_on_one_path_is_not_changed_on_the_other(tmp_path
     # A path that returns early keeps what it changed for the caller: either key may be set.
     k, j = run(m, "a", "g", Top("u")).value
     assert isinstance(k, (Top, OneOf)) and isinstance(j, (Top, OneOf))
+
+
+def test_what_follows_a_nested_early_return_is_not_definite(tmp_path: Path) -> None:
+    """`if a: if b: return` and a raise after: the raise happens only where not (a and b)."""
+    source = {
+        "a.py": """
+        def f(a, b):
+            if a:
+                if b:
+                    return 1
+            raise ValueError("after")
+    """
+    }
+    unknown = run(machine(tmp_path, source), "a", "f", Top("a"), Top("b"))
+    assert [(r.message, r.definite) for r in unknown.raised] == [("after", False)]
+    decided = run(machine(tmp_path / "b", source), "a", "f", True, False)
+    assert [(r.message, r.definite) for r in decided.raised] == [("after", True)]
+    returned = run(machine(tmp_path / "c", source), "a", "f", True, True)
+    assert (returned.value, returned.raised) == (1, ())
+    # Decided outside, undecided inside: the same.
+    half = run(machine(tmp_path / "d", source), "a", "f", True, Top("b"))
+    assert [(r.message, r.definite) for r in half.raised] == [("after", False)]

@@ -109,7 +109,7 @@ def check_multinode(
     # of its flags given, every node field is the tree's default, which it never refuses (and
     # the attention check has run the resolution for this launch already).
     given = any(launch.get(field) is not None for field in NODE_FIELDS)
-    findings = _refusals(index, values, target_config, environ) if given else []
+    findings = [*_refusals(index, values, target_config, environ)] if given else []  # a kept answer
     nnodes = _int(values.get("nnodes")) or 1
     if nnodes > 1:
         findings += _layout(index, algorithm, values, launch, specs, nnodes)

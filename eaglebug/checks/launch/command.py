@@ -25,7 +25,13 @@ from eaglebug.checks.launch.shell import (
     shell_string,
     split_words,
 )
-from eaglebug.checks.launch.wrappers import ASSIGNMENT, WRAPPERS, environment, unwrapped
+from eaglebug.checks.launch.wrappers import (
+    ASSIGNMENT,
+    SRUN_PER_TASK,
+    WRAPPERS,
+    environment,
+    unwrapped,
+)
 
 # The modules that start SGLang's server: named, because the command is read before any tree
 # is found (the tree is the one the command's own python imports: `eaglebug/cli/commands._tree`).
@@ -286,6 +292,8 @@ def _shell_string_read(
     wrapped, command = unwrapped(words)
     if not runs_a_string(command):  # read once, after its variables are expanded
         return words, frozenset()
+    if any(wrapper.name == "srun" for wrapper in wrapped):  # each task's own, set as it runs
+        later = later | frozenset(SRUN_PER_TASK)
     script, unknown = expanded_script(command[2], environment(wrapped, environ), later)
     inner = shell_string([*command[:2], script])
     assert inner is not None

@@ -93,6 +93,7 @@ class Machine:
         self.observer = observer or Observer()
         self.heap = Heap()
         self.items = Items()  # dicts and lists changed on the open undecided paths
+        self.narrowed = False  # the last branch run went on only where a path under it ended
         self.stack: list[Frame] = []
         self.raised: list[Raised] = []
         self.assumed: list[str] = []
@@ -429,6 +430,7 @@ class Machine:
                 frame.tests.append(Test(said, reads, True))
             if self.guarded(Test(said, reads, True), taken):
                 raise PathEnded  # the branch taken ended this path (inside an undecided one)
+            self._went_on_under(frame, self.narrowed, said, reads)
             return
         note, mark = (
             f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})",
@@ -445,6 +447,7 @@ class Machine:
             ended_body = self.guarded(Test(text, reads, False), body)
         finally:
             body_items = self.items.close(undo=True)
+        body_narrowed = self.narrowed
         body_state = (self.heap, frame.locals, frame.local_reads)
         self.heap, frame.locals, frame.local_reads = heap, local, local_reads
         narrow(self, test, False)
@@ -453,6 +456,7 @@ class Machine:
             ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
         finally:
             else_items = self.items.close(undo=False)
+        else_narrowed = self.narrowed
         limit = self.budget.alternatives
         changed = self.items.join(body_items, else_items, ended_body, ended_else, limit)
         # A branch whose two ways leave the same state (a log line on rank 0) decides nothing
@@ -473,6 +477,7 @@ class Machine:
             frame.tests.append(Test(text, reads, False))
             self.heap, frame.locals, frame.local_reads = body_state
             return
+        self._went_on_under(frame, body_narrowed or else_narrowed, text, reads)
         self.heap = merge_heaps(body_state[0], self.heap, limit)
         frame.locals = merge_locals(body_state[1], frame.locals, limit)
         for name in frame.locals:
@@ -486,6 +491,7 @@ class Machine:
         frame = self.stack[-1]
         depth = len(frame.tests)
         frame.tests.append(test)
+        self.narrowed = False
         try:
             self.block(body)
         except PathEnded:
@@ -495,8 +501,17 @@ class Machine:
                 return True
             raise
         finally:
+            # A path under it that ended (an inner `if b: return`) leaves the rest running only
+            # where it did not: what follows the branch is not definite (`narrowed`).
+            self.narrowed = any(not t.definite for t in frame.tests[depth + 1 :])
             del frame.tests[depth:]
         return False
+
+    def _went_on_under(
+        self, frame: Frame, narrowed: bool, text: str, reads: frozenset[str]
+    ) -> None:
+        if narrowed:
+            frame.tests.append(Test(f"not every path under ({text}) goes on", reads, False))
 
     # -- names ---------------------------------------------------------------------------------
     @contextmanager

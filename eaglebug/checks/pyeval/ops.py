@@ -218,6 +218,14 @@ def _maybe_equal(x: Any, y: Any, objects: bool | None) -> bool | None:
             return False
         pairs = [_maybe_equal(a, b, objects) for a, b in zip(x, y, strict=True)]
         return False if False in pairs else (None if None in pairs else True)
+    if isinstance(x, dict) and isinstance(y, dict):
+        if x.keys() != y.keys():
+            return False
+        pairs = [_maybe_equal(x[k], y[k], objects) for k in x]
+        return False if False in pairs else (None if None in pairs else True)
+    sets = isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset))
+    if sets and any(isinstance(v, (Top, OneOf)) for v in (*x, *y)):
+        return None  # which items are equal is not known
     equal = _equal(x, y)
     return objects if equal is None else equal
 
