@@ -40,9 +40,8 @@ def _read(index: TreeIndex, spec: FlagSpec) -> tuple[str, ...]:
     try:
         value: Any = ast.literal_eval(expression)
     except ValueError:
-        machine = Machine(Source.of(index))
-        with machine.module_frame(spec.file[:-3].replace("/", ".")):
-            value = machine.expr(expression)
+        module = spec.file[:-3].replace("/", ".")
+        value = Machine(Source.of(index)).evaluate(expression, module).value
     if isinstance(value, Top) or not isinstance(value, (list, tuple, set, frozenset)):
         return ()
     if len(value) > _MOST or not all(isinstance(v, str) for v in value):

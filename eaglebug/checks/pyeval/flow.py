@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval import flat
 from eaglebug.checks.pyeval.protocol import Break, Continue, PathEnded, Returned, Stopped, Thrown
-from eaglebug.checks.pyeval.state import Test, source_text
+from eaglebug.checks.pyeval.state import Frame, Test, source_text
 from eaglebug.checks.pyeval.values import (
     Instance,
     OneOf,
@@ -76,6 +76,27 @@ def forget(m: Machine, held_in: ast.expr, unknown: Top) -> None:
         owner = m.expr(held_in.value)
         if isinstance(owner, Instance):
             m.write(owner, held_in.attr, unknown, frame.rel, held_in.lineno)
+
+
+# -- returns -------------------------------------------------------------------------------
+KEPT_RETURNS = 8  # heaps of paths that returned early kept apart at once; more are merged
+
+
+def return_undecided(m: Machine, frame: Frame) -> None:
+    """A `return` under an undecided test: the path runs the `finally` bodies it leaves
+    through (innermost first), then its state is kept for the call's end (`Machine.invoke`
+    merges it with the other paths'), and the path ends."""
+    pending, frame.finals = frame.finals, []
+    try:
+        for final in reversed(pending):
+            m.block(final)
+    finally:
+        frame.finals = pending
+    if len(frame.returned) >= KEPT_RETURNS:  # memory bounded: merged as they come
+        frame.returned = [m.merged(frame.returned)]
+    frame.returned.append(m.heap)  # this path's state, written no more
+    frame.returned_items.append(m.items.current())
+    raise PathEnded
 
 
 # -- raises --------------------------------------------------------------------------------

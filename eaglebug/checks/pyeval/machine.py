@@ -15,8 +15,9 @@ what it had to assume, and whether a limit cut it short. The rules every reading
 - Every limit is `budget.Budget`; reaching one ends the run with `incomplete` set.
 - Callers extend it with plug-ins (`intrinsics.Intrinsics`: what a call means) and observers
   (`Observer`: what a run did: assignments, writes, calls, divisions), never by subclassing.
-Expressions are in `exprs.py`, names and attributes in `objects.py`, calls in `calls.py`, raises
-and loops in `flow.py`; what a caller hands in and gets back is in `protocol.py`.
+Expressions are in `exprs.py`, names and attributes in `objects.py`, calls in `calls.py`, raises,
+returns and loops in `flow.py`, `if` in `branches.py`; what a caller hands in and gets back is in
+`protocol.py`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from eaglebug.checks.pyeval import calls, exprs, flow, objects
+from eaglebug.checks.pyeval import branches, calls, exprs, flow, objects
 from eaglebug.checks.pyeval.budget import DEFAULT, Budget, Exhausted
-from eaglebug.checks.pyeval.flow import why_of
 from eaglebug.checks.pyeval.intrinsics import Intrinsics
 from eaglebug.checks.pyeval.items import Items
-from eaglebug.checks.pyeval.narrow import narrow
 from eaglebug.checks.pyeval.protocol import (
     Break,
     Continue,
@@ -41,20 +40,14 @@ from eaglebug.checks.pyeval.protocol import (
     Result,
     Returned,
     Stopped,
-    Thrown,
-    hears_events,
 )
 from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.state import (
     Call,
     Frame,
     Heap,
-    Test,
     Write,
-    merge_heaps,
-    merge_locals,
-    same_bindings,
-    source_text,
+    merge_paths,
 )
 from eaglebug.checks.pyeval.values import (
     UNSET,
@@ -67,12 +60,10 @@ from eaglebug.checks.pyeval.values import (
     Top,
     one_of,
     reads_of,
-    truth,
 )
 
-# The heaps of paths that returned early kept apart at once (more are merged as they come), and
-# how many objects a merge walks per step of the run's budget.
-_KEPT_RETURNS = 8
+# How many objects a merge of paths' heaps walks per step of the run's budget (a function of
+# thousands of early returns on a large heap is cut short, said incomplete, not run for minutes).
 _MERGE_OBJECTS_PER_STEP = 16
 
 
@@ -250,15 +241,11 @@ class Machine:
 
     # -- statements ----------------------------------------------------------------------------
     def merged(self, heaps: list[Heap]) -> Heap:
-        """The paths' heaps as one. Each merge walks a heap, so it counts against the run's
-        steps (a function of thousands of early returns on a large heap is cut short, said
-        incomplete, not run for minutes)."""
-        out = heaps[0]
-        for heap in heaps[1:]:
-            self.steps += len(heap.objects) // _MERGE_OBJECTS_PER_STEP
-            self.tick()
-            out = merge_heaps(out, heap, self.budget.alternatives)
-        return out
+        """The paths' heaps as one, each merge counted against the run's steps."""
+        merged, walked = merge_paths(heaps, self.budget.alternatives)
+        self.steps += walked // _MERGE_OBJECTS_PER_STEP
+        self.tick()
+        return merged
 
     def tick(self) -> None:
         self.steps += 1
@@ -290,23 +277,13 @@ class Machine:
                 after = exprs.binop_node(self, ast.BinOp(target, op, value), before)
                 self.assign(target, after, stmt, frozenset(), before)
             case ast.If(test=test, body=body, orelse=orelse):
-                self.branch(test, body, orelse)
+                branches.branch(self, test, body, orelse)
             case ast.Return(value=value):
                 frame.returns.append(exprs.expr(self, value) if value is not None else None)
                 self.observer.on_return(frame, frame.returns[-1])
                 if frame.definite():
                     raise Returned
-                pending, frame.finals = frame.finals, []
-                try:  # the `finally` bodies it leaves through, innermost first
-                    for final in reversed(pending):
-                        self.block(final)
-                finally:
-                    frame.finals = pending
-                if len(frame.returned) >= _KEPT_RETURNS:  # memory bounded: merged as they come
-                    frame.returned = [self.merged(frame.returned)]
-                frame.returned.append(self.heap)  # this path's state, written no more
-                frame.returned_items.append(self.items.current())
-                raise PathEnded
+                flow.return_undecided(self, frame)
             case ast.Raise(exc=exc):
                 flow.raise_(self, stmt, exc, None)
             case ast.Assert(test=test, msg=msg):
@@ -417,102 +394,6 @@ class Machine:
         self.heap.writes[(obj.oid, key)] = Write(value, rel, line)
         self.observer.on_write(obj, key, value, rel, line)
 
-    # -- branches ------------------------------------------------------------------------------
-    def branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
-        frame = self.stack[-1]
-        value, reads = self.measured(test)
-        told = truth(value)
-        text = source_text(test)
-        if told is not None:
-            taken, other = (body, orelse) if told else (orelse, body)
-            said = text if told else f"not ({text})"
-            if _ends(other):  # the rest of the function runs because the test went this way
-                frame.tests.append(Test(said, reads, True))
-            if self.guarded(Test(said, reads, True), taken):
-                raise PathEnded  # the branch taken ended this path (inside an undecided one)
-            self._went_on_under(frame, self.narrowed, said, reads)
-            return
-        note, mark = (
-            f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})",
-            len(self.assumed),
-        )
-        self.forks += 1
-        if self.forks > self.budget.forks:
-            raise Exhausted(f"more than {self.budget.forks} undecided branches")
-        before, raised = dict(frame.locals), len(self.raised)
-        heap, local, local_reads = self.heap.copy(), dict(frame.locals), dict(frame.local_reads)
-        narrow(self, test, True)
-        self.items.open()
-        try:
-            ended_body = self.guarded(Test(text, reads, False), body)
-        finally:
-            body_items = self.items.close(undo=True)
-        body_narrowed = self.narrowed
-        body_state = (self.heap, frame.locals, frame.local_reads)
-        self.heap, frame.locals, frame.local_reads = heap, local, local_reads
-        narrow(self, test, False)
-        self.items.open()
-        try:
-            ended_else = self.guarded(Test(f"not ({text})", reads, False), orelse)
-        finally:
-            else_items = self.items.close(undo=False)
-        else_narrowed = self.narrowed
-        limit = self.budget.alternatives
-        changed = self.items.join(body_items, else_items, ended_body, ended_else, limit)
-        # A branch whose two ways leave the same state (a log line on rank 0) decides nothing
-        # the run goes on with, unless a raise may happen under it or the observer hears what
-        # the run does there (a call site): no verdict rests on it, so it is not said.
-        quiet = not (ended_body or ended_else or body_state[0].owned or self.heap.owned)
-        quiet = quiet and len(self.raised) == raised and not hears_events(self.observer)
-        unbound = same_bindings(body_state[1], before) and same_bindings(frame.locals, before)
-        quiet = quiet and unbound and not changed
-        if not quiet and note not in self.assumed:
-            self.assumed.insert(mark, note)
-        if ended_body and ended_else:
-            raise PathEnded
-        if ended_body:  # only the else path goes on: the rest of the function assumes it
-            frame.tests.append(Test(f"not ({text})", reads, False))
-            return
-        if ended_else:
-            frame.tests.append(Test(text, reads, False))
-            self.heap, frame.locals, frame.local_reads = body_state
-            return
-        self._went_on_under(frame, body_narrowed or else_narrowed, text, reads)
-        self.heap = merge_heaps(body_state[0], self.heap, limit)
-        frame.locals = merge_locals(body_state[1], frame.locals, limit)
-        for name in frame.locals:
-            joined = body_state[2].get(name, frozenset()) | frame.local_reads.get(name, frozenset())
-            frame.local_reads[name] = joined | (
-                reads if name in self.source.stored(body, orelse) else frozenset()
-            )
-
-    def guarded(self, test: Test, body: list[ast.stmt]) -> bool:
-        """Run a branch under `test`; True when every path of it ended."""
-        frame = self.stack[-1]
-        depth = len(frame.tests)
-        frame.tests.append(test)
-        self.narrowed = False
-        try:
-            self.block(body)
-        except PathEnded:
-            return True
-        except Thrown:
-            if not test.definite:  # on an undecided path: that path ends there
-                return True
-            raise
-        finally:
-            # A path under it that ended (an inner `if b: return`) leaves the rest running only
-            # where it did not: what follows the branch is not definite (`narrowed`).
-            self.narrowed = any(not t.definite for t in frame.tests[depth + 1 :])
-            del frame.tests[depth:]
-        return False
-
-    def _went_on_under(
-        self, frame: Frame, narrowed: bool, text: str, reads: frozenset[str]
-    ) -> None:
-        if narrowed:
-            frame.tests.append(Test(f"not every path under ({text}) goes on", reads, False))
-
     # -- names ---------------------------------------------------------------------------------
     @contextmanager
     def module_frame(self, module: str) -> Iterator[Frame]:
@@ -537,10 +418,6 @@ class Machine:
 def _as_load(target: ast.expr) -> ast.expr:
     copy = ast.fix_missing_locations(ast.parse(ast.unparse(target), mode="eval").body)
     return ast.copy_location(copy, target)
-
-
-def _ends(body: list[ast.stmt]) -> bool:
-    return any(isinstance(stmt, (ast.Return, ast.Raise)) for stmt in body)
 
 
 def _relative(module: str, rel: str, level: int, target: str | None) -> str:

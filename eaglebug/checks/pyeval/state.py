@@ -194,6 +194,15 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     return out
 
 
+def merge_paths(heaps: list[Heap], limit: int) -> tuple[Heap, int]:
+    """The heaps several paths left, as one; and how many objects the merges walked."""
+    out, walked = heaps[0], 0
+    for heap in heaps[1:]:
+        walked += len(heap.objects)
+        out = merge_heaps(out, heap, limit)
+    return out, walked
+
+
 @dataclass(frozen=True)
 class Test:
     """A test the path is on: as written, the inputs it read, and whether it was decided."""
