@@ -277,3 +277,31 @@ def test_what_follows_a_nested_early_return_is_not_definite(tmp_path: Path) -> N
     # Decided outside, undecided inside: the same.
     half = run(machine(tmp_path / "d", source), "a", "f", True, Top("b"))
     assert [(r.message, r.definite) for r in half.raised] == [("after", False)]
+
+
+def test_a_break_through_a_finally_runs_it_and_leaves_no_finally_behind(tmp_path: Path) -> None:
+    """A `break` out of a `try/finally` in a loop runs the `finally` (Python does), and a later
+    return under an undecided test does not run it again."""
+    m = machine(
+        tmp_path,
+        {
+            "a.py": """
+        class A:
+            def __init__(self):
+                self.n = 0
+
+        def f(u):
+            a = A()
+            for i in [1, 2]:
+                try:
+                    break
+                finally:
+                    a.n = a.n + 1
+            if u:
+                return a.n
+            return a.n * 10
+    """
+        },
+    )
+    value = run(m, "a", "f", Top("u")).value
+    assert isinstance(value, OneOf) and set(value.values) == {1, 10}

@@ -95,7 +95,10 @@ def return_undecided(m: Machine, frame: Frame) -> None:
     if len(frame.returned) >= KEPT_RETURNS:  # memory bounded: merged as they come
         frame.returned = [m.merged(frame.returned)]
     frame.returned.append(m.heap)  # this path's state, written no more
-    frame.returned_items.append(m.items.current())
+    kept = m.items.current()  # its dicts and lists, copied: counted against the run's steps
+    m.steps += sum(len(items) for _, items in kept.values()) // 16
+    m.tick()
+    frame.returned_items.append(kept)
     raise PathEnded
 
 
@@ -160,14 +163,13 @@ def try_(m: Machine, stmt: ast.Try) -> None:
             m.block(caught.body)
         else:
             m.block(stmt.orelse)
-    except (Thrown, Returned):
-        frame.finals.pop()
+        finally:
+            frame.finals.pop()
+    except (Thrown, Returned, Break, Continue):
         m.block(stmt.finalbody)
         raise
     except PathEnded:  # a path that ended: one that returned ran the `finally` already
-        frame.finals.pop()
         raise
-    frame.finals.pop()
     m.block(stmt.finalbody)
 
 
