@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eaglebug.checks.pyeval.budget import Budget
-from eaglebug.checks.pyeval.values import OneOf, Top, truth
+from eaglebug.checks.pyeval.values import OneOf, PartialDict, Top, truth
 from tests.test_pyeval import machine, run
 
 RESOLVE = """
@@ -132,6 +132,9 @@ def test_in_and_equality_with_an_item_not_known_decide_nothing(tmp_path: Path) -
     )
     keyed, other_keys, as_set = run(same_dict, "a", "f", OneOf(("a", "b"))).value
     assert truth(keyed) is None and other_keys is False and truth(as_set) is None
+    # The server's environment: only some keys are known, so no dict is known to equal it.
+    environ = PartialDict({"A": "a"}, frozenset({"B"}))
+    assert truth(run(same_dict, "a", "f", environ).value[0]) is None  # {'k': env} == {'k': 'a'}
     inside, equal, absent, unequal = run(m, "a", "f", "fa3", either).value
     assert truth(inside) is None and truth(equal) is None
     assert (absent, unequal) == (False, False)  # false for every value it may have
