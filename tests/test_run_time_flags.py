@@ -3,7 +3,8 @@
 
 The engine reads it as unknown (`resolution.launch_values`), so a rule of the tree that reads
 it stays undecided and is named, not raised; the memory arithmetic, which reads it as not
-given, says so in `assumed` and is not an error on it. Before, `--attention-backend $B` was
+given, says so in `assumed`, and an error of it stays one only where it is an error for every
+value the tree lists for the flag. Before, `--attention-backend $B` was
 read as not given: 0.5.9's auto pick for DeepSeek-V3 on sm100 (trtllm_mha) was an error for a
 launch whose backend the user sets in `$B`.
 """
