@@ -24,7 +24,8 @@ from eaglebug.checks.launch.command import parse_launch
 from eaglebug.checks.launch.compose import launch_files
 from eaglebug.checks.launch.devices import Visible
 from eaglebug.checks.launch.flags import FlagSpec, server_flags
-from eaglebug.checks.launch.kubectl import _expand, applied, kubectl_launch
+from eaglebug.checks.launch.kubectl import applied, kubectl_launch
+from eaglebug.checks.launch.kubevars import expand
 from eaglebug.checks.orchestrator import preflight
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.server.launcher import Server
@@ -161,7 +162,7 @@ def test_a_pod_given_fewer_gpus_than_its_ranks_fails_before_launch(
 )
 def test_kubernetes_expands_its_own_references(text: str, expected: str) -> None:
     """Kubernetes' `$(VAR)`, not the shell's `$VAR` (a `sh -c` script expands that)."""
-    assert _expand(text, {"SIZE": "2"}, frozenset({"RANK"}), "here") == expected
+    assert expand(text, {"SIZE": "2"}, frozenset({"RANK"}), "here") == expected
 
 
 def test_a_leaderworkerset_runs_its_leader_with_the_groups_variables(tmp_path: Path) -> None:
