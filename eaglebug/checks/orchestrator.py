@@ -308,7 +308,7 @@ def preflight(
     result.python_chosen_by = tuple(dict.fromkeys(str(f) for f in chosen_by))
     findings = result.findings
     findings.extend(deprecated)
-    findings.extend(_speculative_unknown(launch))
+    findings.extend(draftchecks.check_algorithm_unknown(launch))
     if external is not None and index.external is None:
         findings.append(ignored_package(external))
 
@@ -437,28 +437,6 @@ def preflight(
     index.save()
     result.findings = sort_findings(findings)
     return result
-
-
-def _speculative_unknown(launch: LaunchSpec) -> list[Finding]:
-    """`--speculative-algorithm $ALGO`: which algorithm runs is not known here, so none of the
-    checks of a speculative launch ran (the interface audit of the target and the draft, the
-    draft's configs); the launch is not "fine" on a guess that it is not speculative."""
-    note = launch.unknown("speculative_algorithm")
-    if note is None:
-        return []
-    option = launch.spelled.get("speculative_algorithm", "--speculative-algorithm")
-    return [
-        Finding(
-            id="config.speculative_algorithm",
-            severity="warning",
-            message=f"{option} {launch.at_run_time['speculative_algorithm']} is set when the "
-            "launch runs: the checks of a speculative launch (the interface audit of the target "
-            "and the draft, the draft's configs) were not run",
-            attribute="speculative_algorithm",
-            fix=AdviceFix(f"preflight the launch with {option} written in it (EAGLE3, ...)"),
-            evidence=ConfigEvidence((), assumed=(note,)),
-        )
-    ]
 
 
 def _gpus_seen(visible: Visible, host: GpuMemory | None) -> dict[str, Any]:

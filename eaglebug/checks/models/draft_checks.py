@@ -14,6 +14,7 @@ from typing import Any
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding
 from eaglebug.checks.contract.fixes import AdviceFix, FlagFix
+from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.models.checkpoint import Checkpoint, read_checkpoint, shards_stamp
 from eaglebug.checks.models.checks import check_vocab
 from eaglebug.checks.models.draft_code import flavour, keeps_own_head, lm_head
@@ -27,6 +28,28 @@ _KEEP_ANSWERS = 8
 
 _EAGLE3 = "is_eagle3"
 _EAGLE = "is_eagle"
+
+
+def check_algorithm_unknown(launch: LaunchSpec) -> list[Finding]:
+    """`--speculative-algorithm $ALGO`: which algorithm runs is not known here, so none of the
+    checks of a speculative launch ran (the interface audit of the target and the draft, the
+    draft's configs); the launch is not "fine" on a guess that it is not speculative."""
+    note = launch.unknown("speculative_algorithm")
+    if note is None:
+        return []
+    option = launch.spelled.get("speculative_algorithm", "--speculative-algorithm")
+    return [
+        Finding(
+            id="config.speculative_algorithm",
+            severity="warning",
+            message=f"{option} {launch.at_run_time['speculative_algorithm']} is set when the "
+            "launch runs: the checks of a speculative launch (the interface audit of the target "
+            "and the draft, the draft's configs) were not run",
+            attribute="speculative_algorithm",
+            fix=AdviceFix(f"preflight the launch with {option} written in it (EAGLE3, ...)"),
+            evidence=ConfigEvidence((), assumed=(note,)),
+        )
+    ]
 
 
 def check_draft_missing(index: TreeIndex, algorithm: str, target_arch: str | None) -> list[Finding]:
