@@ -159,11 +159,8 @@ def environment(
         if wrapper.container == "apptainer":
             seen = apptainer.inside(wrapper, seen)
             continue
-        if wrapper.name == "srun":
-            if (export := _srun_export(wrapper, seen)) is not None:
-                seen = _exported(export, seen)
-            for name in SRUN_PER_TASK:  # each task's own: not the shell's, not known here
-                seen.pop(name, None)
+        if wrapper.name == "srun" and (export := _srun_export(wrapper, seen)) is not None:
+            seen = _exported(export, seen)
             continue
         if wrapper.name == "sudo":
             seen = _sudo(wrapper, seen)
@@ -212,7 +209,8 @@ def _home_of(user: str) -> str | None:
 # What srun sets in each task's environment, differently for each task (srun(1), "OUTPUT
 # ENVIRONMENT VARIABLES": https://slurm.schedmd.com/srun.html). Run from inside an allocation,
 # the shell srun starts in has its own values (its batch step's: `SLURM_NODEID=0`); a task's
-# `--node-rank $SLURM_NODEID` reads the task's, known only when it runs.
+# `--node-rank $SLURM_NODEID` reads the task's, known only when it runs (`command.py` reads a
+# script run by srun with these set at run time).
 SRUN_PER_TASK = (
     "SLURM_GTIDS",
     "SLURM_LOCALID",
