@@ -253,7 +253,7 @@ def test_a_dict_or_list_changed_on_one_path_is_not_changed_on_the_other(tmp_path
     assert isinstance(backend, Top) and isinstance(extra, Top)  # `$X` itself, or trtllm_mla
     assert run(m, "a", "f", "fa3", False).value[:2] == ("fa3", None)
     assert run(m, "a", "f", "cutedsl_mla", False).value[:2] == ("trtllm_mla", 1)
-    assert seen == [1]  # an append on one path: the reading keeps it (no list of unknown length)
+    assert isinstance(seen, Top)  # an append on one path: its length is not known after
     assert layers[0] == 0 and isinstance(layers[1], OneOf) and set(layers[1].values) == {0, 2}
     # A path that returns early keeps what it changed for the caller: either key may be set.
     k, j = run(m, "a", "g", Top("u")).value
@@ -308,3 +308,79 @@ def test_a_break_through_a_finally_runs_it_and_leaves_no_finally_behind(tmp_path
     )
     value = run(m, "a", "f", Top("u")).value
     assert isinstance(value, OneOf) and set(value.values) == {1, 10}
+
+
+CHOSEN = """
+class Args:
+    def __init__(self):
+        self.backend = None
+        self.page = None
+
+def early(device):
+    if device == "npu":
+        return "ascend"
+    return "flashinfer"
+
+def resolve(device, other):
+    args = Args()
+    if device == "npu":
+        args.backend = "ascend"
+    else:
+        args.backend = early(device)
+    args.page = 128 if args.backend == "ascend" else 1
+    mode = "x" if other else "y"
+    return args.backend, args.page, early(device), mode
+"""
+
+
+def test_a_choice_between_paths_names_what_chose_it(tmp_path: Path) -> None:
+    """`--device $D`: the backend is ascend or flashinfer as the device goes, and the page
+    size as the backend goes, so as the device goes too. A finding that rests on either can
+    name `--device`, as one on an unknown names what it was read from (`Top.reads`)."""
+    device = Top("--device $D: set when the launch runs", frozenset({"device"}))
+    other = Top("something else", frozenset({"other"}))
+    found = run(machine(tmp_path, {"a.py": CHOSEN}), "a", "resolve", device, other)
+    backend, page, returned, mode = found.value
+    assert isinstance(backend, OneOf) and set(backend.values) == {"ascend", "flashinfer"}
+    assert isinstance(page, OneOf) and set(page.values) == {128, 1}
+    assert isinstance(returned, OneOf) and set(returned.values) == {"ascend", "flashinfer"}
+    assert backend.reads == page.reads == returned.reads == {"device"}
+    assert isinstance(mode, OneOf) and mode.reads == {"other"}
+    # Known, nothing to choose: plain values.
+    npu = run(machine(tmp_path / "b", {"a.py": CHOSEN}), "a", "resolve", "npu", True)
+    assert npu.value == ("ascend", 128, "ascend", "x")
+
+
+def test_a_list_one_path_added_to_is_not_known_after(tmp_path: Path) -> None:
+    """`if x: seen.append("a")` with x undecided: whether "a" is in `seen` is not known after,
+    so a raise under `if "a" in seen` is not definite (it was: the list kept the item)."""
+    source = """
+class Args:
+    def __init__(self):
+        self.names = []
+
+def f(x, y):
+    seen = []
+    args = Args()
+    if x:
+        seen.append("a")
+        args.names.append("b")
+    if y:
+        args.names[:0] = []
+    if "a" in seen:
+        raise ValueError("seen")
+    if "b" in args.names:
+        raise ValueError("named")
+    return seen
+"""
+    x = Top("--device $D: set when the launch runs", frozenset({"device"}))
+    found = run(machine(tmp_path, {"a.py": source}), "a", "f", x, False)
+    assert [(r.message, r.definite) for r in found.raised] == [
+        ("seen", False),
+        ("named", False),
+    ]
+    assert isinstance(found.value, Top) and found.value.reads == {"device"}
+    # Decided, the list is known: the raise is definite, or not made.
+    given = run(machine(tmp_path / "b", {"a.py": source}), "a", "f", True, False)
+    assert [(r.message, r.definite) for r in given.raised] == [("seen", True)]
+    assert run(machine(tmp_path / "c", {"a.py": source}), "a", "f", False, False).value == []

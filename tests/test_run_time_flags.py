@@ -83,6 +83,25 @@ def test_a_backend_set_when_the_launch_runs_is_not_refused_on_a_guess(index_059:
     assert [f.severity for f in given] == ["info"] and not assumed(given[0])
 
 
+def test_a_backend_chosen_by_a_run_time_flag_names_the_flag(index_059: TreeIndex) -> None:
+    """`--device $D`: 0.5.9 picks ascend on NPUs, trtllm_mla on CUDA (which fails the EAGLE-3
+    draft on sm100), ... The pick is one of a few as the device goes: said so, with the flag
+    in `assumed`, not "auto picks ... (model facts read at load time); the rules accept the
+    launch", as before."""
+    [said] = attention(
+        index_059, f"{SERVER} --model-path /m/dsv3 --tp 8 {EAGLE} --device $D", DEEPSEEK_V3
+    )
+    assert said.severity == "info"
+    assert "not decided for --device, set when the launch runs" in said.message
+    assert "its backend is one of ascend, flashinfer," in said.message
+    assert said.message.endswith("as --device goes") and "accept the launch" not in said.message
+    assert assumed(said) == ("--device $D: set when the launch runs, not known here",)
+    # The alternatives as JSON holds them: page sizes as numbers, in order (not "128" < "64").
+    details = said.to_json()["details"]
+    assert details["page_size"] == [1, 64, 128]
+    assert details["decode_attention_backend"] == [None, "ascend"]
+
+
 def test_a_rule_that_reads_a_run_time_value_is_named_undecided(index_0523: TreeIndex) -> None:
     """0.5.23: the KV dtype picks the decode backend (NVFP4 -> trtllm_mha), which refuses a
     top-k over 1 (`speculative_hook.py`). With the dtype in `$D` nothing is refused on a guess."""

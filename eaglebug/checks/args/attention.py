@@ -25,7 +25,7 @@ from eaglebug.checks.contract.fixes import AdviceFix, Choice, FlagFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch, parse_gpu_arch
-from eaglebug.checks.pyeval.values import OneOf, Raised, Top
+from eaglebug.checks.pyeval.values import OneOf, Raised, Top, reads_of
 from eaglebug.checks.source.index import TreeIndex
 
 _FLAG_OF = {
@@ -153,11 +153,13 @@ def _check(
             )
         )
     needs = _needs_gpu(index, values, models, run, seen) if gpu.capability is None else []
-    # The flags set when the launch runs that the rules read (the engine read them as unknown):
-    # what was decided holds whatever they are; the rest is said undecided.
+    # The flags set when the launch runs that the rules read, or that chose the backend or
+    # page size (`--device $D`; the engine read them as unknown): what was decided holds
+    # whatever they are; the rest is said undecided.
     read = set().union(
         *(r.reads for r in run.raised if not r.definite and r.reads & ATTENTION_FIELDS)
     )
+    read |= reads_of(*(run.values.get(k) for k in ATTENTION_FIELDS), run.draft_backend)
     dests = sorted(d for d in launch.at_run_time if d in VERDICT_READS or d in read)
     if dests:
         said = undecided(index, values, models, gpu, run, version, dests, launch, common, seen)
@@ -187,15 +189,15 @@ def _needs_gpu(
     tree's own probes name (`device_capability_majors`): those that refuse on some and not on
     others are the rules that need the architecture, each named with where it refuses. None is
     raised to a warning on a guess."""
-    undecided = {
+    open_rules = {
         (r.rel, r.line): r
         for r in run.raised
         if not r.definite and r.reads & ATTENTION_FIELDS and (r.rel, r.line) not in seen
     }
-    if not undecided:
+    if not open_rules:
         return []
     majors = sorted({major for probe in probes(index) for major in probe.majors})
-    refused_on: dict[tuple[str, int], list[str]] = {where: [] for where in undecided}
+    refused_on: dict[tuple[str, int], list[str]] = {where: [] for where in open_rules}
     for major in majors:
         again = resolution.resolve(index, values, (major, 0), models)
         if again is None:
@@ -206,7 +208,7 @@ def _needs_gpu(
     needs = {where: archs for where, archs in refused_on.items() if archs}
     if not needs:
         return []
-    said = [f"{where(undecided[w])} refuses it on {', '.join(a)}" for w, a in needs.items()]
+    said = [f"{where(open_rules[w])} refuses it on {', '.join(a)}" for w, a in needs.items()]
     return [
         Finding(
             id="config.attention_backend",
@@ -217,7 +219,7 @@ def _needs_gpu(
             + ". The rules that do not read it were checked; pass --gpu-arch sm90|sm100|... "
             "to decide these",
             attribute="+".join(
-                sorted(set().union(*(undecided[w].reads for w in needs)) & ATTENTION_FIELDS)
+                sorted(set().union(*(open_rules[w].reads for w in needs)) & ATTENTION_FIELDS)
             ),
             evidence=ConfigEvidence.of(
                 {
@@ -287,9 +289,22 @@ def _or(value: Any) -> str:
 def _shown(value: Any) -> Any:
     if isinstance(value, Top):
         return None
-    if isinstance(value, OneOf):
-        return sorted(str(v) for v in value.values)
+    if isinstance(value, OneOf):  # as JSON holds each (None is null, not "None"), in one order
+        shown = [
+            v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+            for v in value.values
+        ]
+        return sorted(shown, key=_order)
     return value
+
+
+def _order(value: Any) -> tuple[int, float, str]:
+    """None first, then numbers by size, then text: page sizes read 1, 64, 128."""
+    if value is None:
+        return (0, 0.0, "")
+    if isinstance(value, (int, float)):
+        return (1, float(value), "")
+    return (2, 0.0, str(value))
 
 
 def _common(run: resolution.Resolution, gpu: GpuArch) -> dict[str, Any]:

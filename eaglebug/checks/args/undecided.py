@@ -21,7 +21,7 @@ from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.gpuarch import GpuArch
-from eaglebug.checks.pyeval.values import Raised, Top
+from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
 
 # What the verdict of an accepted launch reads besides the attention fields: whether it is
@@ -112,7 +112,9 @@ def undecided(
             fix = AdviceFix(
                 f"set {option} to one this SGLang accepts here: {_names(found.accepted)}"
             )
-    elif rules:
+    else:
+        message += _chosen(run, dests, options)
+    if "attention_backend" not in dests and rules:
         many = len(rules) != 1
         message += f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
         message += ", ".join(rules)
@@ -125,6 +127,16 @@ def undecided(
         evidence=ConfigEvidence.of(details, read_from=run.entry),
     )
     return [resting_on(finding, unknowns)]
+
+
+def _chosen(run: resolution.Resolution, dests: list[str], options: str) -> str:
+    """The backend the tree picks, where the flags set at run time choose among a few
+    (`--device $D`: ascend on NPUs, flashinfer on CUDA, ...): which, and what chooses."""
+    backend = run.values.get("attention_backend")
+    if not isinstance(backend, OneOf) or not backend.reads & set(dests):
+        return ""
+    names = sorted(str(v) for v in backend.values if v is not None)
+    return f"; its backend is one of {_names(names)}, as {options} goes"
 
 
 def _said(found: Backends, gpu: GpuArch) -> str:

@@ -25,7 +25,7 @@ from eaglebug.checks.pyeval.state import (
     same_bindings,
     source_text,
 )
-from eaglebug.checks.pyeval.values import truth
+from eaglebug.checks.pyeval.values import reads_of, truth
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
@@ -45,6 +45,7 @@ def branch(m: Machine, test: ast.expr, body: list[ast.stmt], orelse: list[ast.st
             raise PathEnded  # the branch taken ended this path (inside an undecided one)
         _went_on_under(frame, m.narrowed, said, reads)
         return
+    chosen_by = reads | reads_of(value)  # what chose the path: the test's reads, and its value's
     note, mark = (
         f"{frame.rel}:{test.lineno}: undecided: {text} ({why_of(value)})",
         len(m.assumed),
@@ -57,7 +58,7 @@ def branch(m: Machine, test: ast.expr, body: list[ast.stmt], orelse: list[ast.st
     narrow(m, test, True)
     m.items.open()
     try:
-        ended_body = guarded(m, Test(text, reads, False), body)
+        ended_body = guarded(m, Test(text, reads, False, chosen_by), body)
     finally:
         body_items = m.items.close(undo=True)
     body_narrowed = m.narrowed
@@ -66,12 +67,12 @@ def branch(m: Machine, test: ast.expr, body: list[ast.stmt], orelse: list[ast.st
     narrow(m, test, False)
     m.items.open()
     try:
-        ended_else = guarded(m, Test(f"not ({text})", reads, False), orelse)
+        ended_else = guarded(m, Test(f"not ({text})", reads, False, chosen_by), orelse)
     finally:
         else_items = m.items.close(undo=False)
     else_narrowed = m.narrowed
     limit = m.budget.alternatives
-    changed = m.items.join(body_items, else_items, ended_body, ended_else, limit)
+    changed = m.items.join(body_items, else_items, ended_body, ended_else, limit, chosen_by)
     # A branch whose two ways leave the same state (a log line on rank 0) decides nothing
     # the run goes on with, unless a raise may happen under it or the observer hears what
     # the run does there (a call site): no verdict rests on it, so it is not said.
@@ -84,15 +85,16 @@ def branch(m: Machine, test: ast.expr, body: list[ast.stmt], orelse: list[ast.st
     if ended_body and ended_else:
         raise PathEnded
     if ended_body:  # only the else path goes on: the rest of the function assumes it
-        frame.tests.append(Test(f"not ({text})", reads, False))
+        frame.tests.append(Test(f"not ({text})", reads, False, chosen_by))
         return
     if ended_else:
-        frame.tests.append(Test(text, reads, False))
+        frame.tests.append(Test(text, reads, False, chosen_by))
         m.heap, frame.locals, frame.local_reads = body_state
         return
     _went_on_under(frame, body_narrowed or else_narrowed, text, reads)
-    m.heap = merge_heaps(body_state[0], m.heap, limit)
-    frame.locals = merge_locals(body_state[1], frame.locals, limit)
+    m.heap = merge_heaps(body_state[0], m.heap, limit, chosen_by)
+    frame.locals = merge_locals(body_state[1], frame.locals, limit, chosen_by)
+    m.forget_unsized(chosen_by)
     for name in frame.locals:
         joined = body_state[2].get(name, frozenset()) | frame.local_reads.get(name, frozenset())
         frame.local_reads[name] = joined | (

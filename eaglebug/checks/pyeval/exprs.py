@@ -71,10 +71,12 @@ def expr(m: Machine, node: ast.expr) -> Any:
         case ast.Compare(left=left, ops=cmpops, comparators=rights):
             return compare(m, left, cmpops, rights, node)
         case ast.IfExp(test=test, body=body, orelse=orelse):
-            told = truth(expr(m, test))
+            tested, chosen_by = m.measured(test)
+            told = truth(tested)
             if told is None:
                 m.assume(f"{where(m, node)}: undecided: {source_text(test)}")
-                return one_of((expr(m, body), expr(m, orelse)), m.budget.alternatives)
+                made = (expr(m, body), expr(m, orelse))
+                return one_of(made, m.budget.alternatives, chosen_by | reads_of(tested))
             return expr(m, body if told else orelse)
         case ast.NamedExpr(target=ast.Name(id=name), value=value):
             made = expr(m, value)

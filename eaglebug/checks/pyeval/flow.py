@@ -92,8 +92,9 @@ def return_undecided(m: Machine, frame: Frame) -> None:
             m.block(final)
     finally:
         frame.finals = pending
+    frame.returned_by.update(*(t.reads | t.chosen_by for t in frame.tests if not t.definite))
     if len(frame.returned) >= KEPT_RETURNS:  # memory bounded: merged as they come
-        frame.returned = [m.merged(frame.returned)]
+        frame.returned = [m.merged(frame.returned, frozenset(frame.returned_by))]
     frame.returned.append(m.heap)  # this path's state, written no more
     kept = m.items.current()  # its dicts and lists, copied: counted against the run's steps
     m.steps += sum(len(items) for _, items in kept.values()) // 16

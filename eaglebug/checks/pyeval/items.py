@@ -12,9 +12,13 @@ returns under the test keeps what it changed for the function's caller (`Machine
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval.values import Top, one_of
+
+if TYPE_CHECKING:
+    from eaglebug.checks.pyeval.state import Frame, Heap
 
 Container = dict[Any, Any] | list[Any]
 # The methods that change a dict or a list in place.
@@ -38,20 +42,24 @@ def _restore(container: Container, items: Container) -> None:
         container[:] = items
 
 
-def merged(a: Container, b: Container, limit: int) -> Container:
-    """What a container holds after two paths left `a` and `b` in it."""
+def merged(a: Container, b: Container, limit: int, chosen_by: frozenset[str]) -> Container:
+    """What a container holds after two paths left `a` and `b` in it (`chosen_by`: what the
+    tests that split them read)."""
     if isinstance(a, dict) and isinstance(b, dict):
         out: dict[Any, Any] = {}
         for key in [*a, *(k for k in b if k not in a)]:
             if key in a and key in b:
-                out[key] = a[key] if a[key] is b[key] else one_of((a[key], b[key]), limit)
+                x, y = a[key], b[key]
+                out[key] = x if x is y else one_of((x, y), limit, chosen_by)
             else:
-                out[key] = Top(f"{key!r} is set on one path only")
+                out[key] = Top(f"{key!r} is set on one path only", chosen_by)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [x if x is y else one_of((x, y), limit) for x, y in zip(a, b, strict=True)]
+        pairs = zip(a, b, strict=True)
+        return [x if x is y else one_of((x, y), limit, chosen_by) for x, y in pairs]
     # Lists of different lengths (an append on one path): the reading has no list of unknown
-    # length; it keeps both paths' items, as it did before paths were kept apart.
+    # length. It keeps both paths' items here, and the names that hold the list are made
+    # unknown after the join (`Items.forget_unsized`): `"a" in seen` decides nothing.
     longer, shorter = (a, b) if len(a) >= len(b) else (b, a)
     return [*longer, *shorter[len(longer) :]] if isinstance(longer, list) else _copy(longer)
 
@@ -61,6 +69,8 @@ class Items:
 
     def __init__(self) -> None:
         self.levels: list[Changed] = []
+        # Lists two paths left of different lengths, not yet forgotten (`forget_unsized`).
+        self.unsized: list[Container] = []
 
     def changing(self, container: Any) -> None:
         """Before `container` is changed in place: its items, the first time on this path."""
@@ -88,6 +98,7 @@ class Items:
         ended_body: bool,
         ended_else: bool,
         limit: int,
+        chosen_by: frozenset[str],
     ) -> bool:
         """Both paths closed (the body's undone, the else path's left in place): each
         container holds what the paths that go on left in it. True when a path changed one."""
@@ -102,7 +113,8 @@ class Items:
             elif ended_else:
                 result = after_body
             else:
-                result = merged(after_body, after_else, limit)
+                result = merged(after_body, after_else, limit, chosen_by)
+                self._sized(container, (after_body, after_else))
             if self.levels:  # an enclosing path gives it back its items before this branch
                 self.levels[-1].setdefault(id(container), (container, before))
             _restore(container, result)
@@ -117,7 +129,9 @@ class Items:
                 out[key] = (container, _copy(container))
         return out
 
-    def returned(self, states: list[Changed], went_on: bool, limit: int) -> None:
+    def returned(
+        self, states: list[Changed], went_on: bool, limit: int, chosen_by: frozenset[str]
+    ) -> None:
         """At a function's end: each container holds what any path that left it (those that
         returned early, `states`, and the end's, where one reached it) left in it."""
         seen: dict[int, Container] = {}
@@ -130,6 +144,39 @@ class Items:
                 held.append(_copy(container))
             result = held[0]
             for items in held[1:]:
-                result = merged(result, items, limit)
+                result = merged(result, items, limit, chosen_by)
+            self._sized(container, held)
             self.changing(container)
             _restore(container, result)
+
+    def _sized(self, container: Container, held: list[Container] | tuple[Container, ...]) -> None:
+        if isinstance(container, list) and len({len(items) for items in held}) > 1:
+            self.unsized.append(container)
+
+    def forget_unsized(
+        self,
+        frames: Iterable[Frame],
+        heap: Heap,
+        chosen_by: frozenset[str],
+        values: list[Any] | None = None,
+    ) -> int:
+        """Each local, attribute and value of `values` (a call's returns) that holds a list
+        the paths left of different lengths holds an unknown from here (chosen by what the
+        test read); how many objects were walked. A list held inside another container keeps
+        both paths' items."""
+        if not self.unsized:
+            return 0
+        ids = {id(c) for c in self.unsized}
+        self.unsized.clear()
+        unknown = Top("a list that one path of an undecided test added to", chosen_by)
+        for i, value in enumerate(values or ()):
+            if id(value) in ids:
+                values[i] = unknown  # type: ignore[index]
+        for frame in frames:
+            for name, value in list(frame.locals.items()):
+                if id(value) in ids:
+                    frame.locals[name] = unknown
+        for oid, attributes in list(heap.objects.items()):
+            for key in [k for k, v in attributes.items() if id(v) in ids]:
+                heap.set(oid, key, unknown)
+        return len(heap.objects)

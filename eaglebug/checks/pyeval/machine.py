@@ -230,22 +230,31 @@ class Machine:
         if frame.returned and frame.ended_by is None:
             # What the caller sees is the state of whichever path returned: an early return
             # under an undecided test (`if dtype != "nvfp4": return`) keeps the state it had.
-            self.heap = self.merged(frame.returned + ([self.heap] if went_on else []))
-            self.items.returned(frame.returned_items, went_on, self.budget.alternatives)
+            chosen_by = frozenset(frame.returned_by)
+            self.heap = self.merged(frame.returned + ([self.heap] if went_on else []), chosen_by)
+            self.items.returned(frame.returned_items, went_on, self.budget.alternatives, chosen_by)
+            self.forget_unsized(chosen_by, frame.returns)
         ended: list[Any] = []
         if frame.ended_by is not None:  # the call raises on its definite path
             ended = [Top(f"{site.where}: {site.qualname} raised {frame.ended_by}")]
         if not frame.returns and not ended:
             return None
-        return one_of([*frame.returns, *ended], self.budget.alternatives)
+        return one_of(
+            [*frame.returns, *ended], self.budget.alternatives, frozenset(frame.returned_by)
+        )
 
     # -- statements ----------------------------------------------------------------------------
-    def merged(self, heaps: list[Heap]) -> Heap:
+    def merged(self, heaps: list[Heap], chosen_by: frozenset[str] = frozenset()) -> Heap:
         """The paths' heaps as one, each merge counted against the run's steps."""
-        merged, walked = merge_paths(heaps, self.budget.alternatives)
+        merged, walked = merge_paths(heaps, self.budget.alternatives, chosen_by)
         self.steps += walked // _MERGE_OBJECTS_PER_STEP
         self.tick()
         return merged
+
+    def forget_unsized(self, chosen_by: frozenset[str], values: list[Any] | None = None) -> None:
+        """After a join: what holds a list the paths left of different lengths is unknown."""
+        walked = self.items.forget_unsized(self.stack, self.heap, chosen_by, values)
+        self.steps += walked // _MERGE_OBJECTS_PER_STEP
 
     def tick(self) -> None:
         self.steps += 1

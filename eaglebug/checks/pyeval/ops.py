@@ -67,7 +67,8 @@ def lifted(fn: Callable[..., Any], budget: Budget, *operands: Any) -> Any:
     count = math.prod(len(c) for c in choices)
     if count > budget.alternatives:
         return Top(f"more than {budget.alternatives} alternatives")
-    return one_of((fn(*combo) for combo in itertools.product(*choices)), budget.alternatives)
+    made = (fn(*combo) for combo in itertools.product(*choices))
+    return one_of(made, budget.alternatives, reads_of(*operands))
 
 
 def binop(op: ast.operator, a: Any, b: Any, budget: Budget, where: str) -> Any:

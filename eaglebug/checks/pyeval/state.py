@@ -147,20 +147,25 @@ class Heap:
         self.objects[oid][key] = value
 
 
-def merge_locals(a: dict[str, Any], b: dict[str, Any], limit: int) -> dict[str, Any]:
-    """Two paths' locals as one: a name bound on one path only is unknown after the join."""
+def merge_locals(
+    a: dict[str, Any], b: dict[str, Any], limit: int, chosen_by: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Two paths' locals as one: a name bound on one path only is unknown after the join.
+    `chosen_by`: what the test that split them read (`one_of`)."""
     out: dict[str, Any] = {}
     for name in a.keys() | b.keys():
         if name in a and name in b:
-            out[name] = a[name] if a[name] is b[name] else one_of((a[name], b[name]), limit)
+            x, y = a[name], b[name]
+            out[name] = x if x is y else one_of((x, y), limit, chosen_by)
         else:
-            out[name] = Top(f"{name} is bound on one path only")
+            out[name] = Top(f"{name} is bound on one path only", chosen_by)
     return out
 
 
-def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
-    """Both branches' heaps as one: an attribute written differently is `OneOf` (or unknown);
-    an object made in one branch only is kept as it is there."""
+def merge_heaps(a: Heap, b: Heap, limit: int, chosen_by: frozenset[str] = frozenset()) -> Heap:
+    """Both branches' heaps as one: an attribute written differently is `OneOf` (or unknown),
+    chosen by what the test that split them read; an object made in one branch only is kept
+    as it is there."""
     out = Heap(
         counter=a.counter,
         aliases={**a.aliases, **b.aliases},
@@ -181,9 +186,9 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
         for key in left.keys() | right.keys():
             if key in left and key in right:
                 x, y = left[key], right[key]
-                merged[key] = x if x is y else one_of((x, y), limit)
+                merged[key] = x if x is y else one_of((x, y), limit, chosen_by)
             else:  # set on one path only: whether it is set at all is not known
-                merged[key] = Top(f"{key} is set on one path only")
+                merged[key] = Top(f"{key} is set on one path only", chosen_by)
         out.objects[oid] = merged
         out.owned.add(oid)
     out.writes = dict(a.writes)
@@ -194,12 +199,14 @@ def merge_heaps(a: Heap, b: Heap, limit: int) -> Heap:
     return out
 
 
-def merge_paths(heaps: list[Heap], limit: int) -> tuple[Heap, int]:
+def merge_paths(
+    heaps: list[Heap], limit: int, chosen_by: frozenset[str] = frozenset()
+) -> tuple[Heap, int]:
     """The heaps several paths left, as one; and how many objects the merges walked."""
     out, walked = heaps[0], 0
     for heap in heaps[1:]:
         walked += len(heap.objects)
-        out = merge_heaps(out, heap, limit)
+        out = merge_heaps(out, heap, limit, chosen_by)
     return out, walked
 
 
@@ -210,6 +217,9 @@ class Test:
     text: str
     reads: frozenset[str]
     definite: bool
+    # What its value came from besides (`x == "a"` with x chosen by `--device`): a path that
+    # returns under it was chosen by those too (`one_of`'s `chosen_by`).
+    chosen_by: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -232,6 +242,7 @@ class Frame:
     # any of them or the rest of the function's, so they are merged when the call ends.
     returned: list[Heap] = field(default_factory=list)
     returned_items: list[Any] = field(default_factory=list)  # `items.Changed`, alike
+    returned_by: set[str] = field(default_factory=set)  # what the tests they returned under read
     # The `finally` bodies of the `try` statements the path is inside, outermost first.
     finals: list[list[ast.stmt]] = field(default_factory=list)
 

@@ -52,9 +52,12 @@ class Top:
 @dataclass(frozen=True)
 class OneOf:
     """One of a few known values (two branches wrote different ones). Never holds a `Top`
-    (a merge with an unknown is unknown) and never a single value."""
+    (a merge with an unknown is unknown) and never a single value. `reads` names the inputs
+    that chose among them (the undecided tests' reads), as `Top.reads` does for an unknown:
+    a finding that rests on the choice can say what decides it."""
 
     values: tuple[Any, ...]
+    reads: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __bool__(self) -> bool:
         raise TypeError("OneOf has no single truth value: use truth()")
@@ -203,7 +206,7 @@ def first_top(values: Iterable[Any]) -> Top | None:
 def reads_of(*values: Any) -> frozenset[str]:
     out: set[str] = set()
     for value in values:
-        if isinstance(value, Top):
+        if isinstance(value, (Top, OneOf)):
             out |= value.reads
     return frozenset(out)
 
@@ -239,12 +242,15 @@ def alternatives(value: Any) -> tuple[Any, ...]:
     return value.values if isinstance(value, OneOf) else (value,)
 
 
-def one_of(values: Iterable[Any], limit: int) -> Any:
+def one_of(values: Iterable[Any], limit: int, chosen_by: frozenset[str] = frozenset()) -> Any:
     """The merge of several values: the value itself when they agree, `OneOf` of up to `limit`
-    distinct ones, else unknown (with the reads of every unknown among them)."""
+    distinct ones, else unknown (with the reads of every unknown among them). `chosen_by`: what
+    the test that split the paths read; a `OneOf` or unknown made here carries it."""
     out: list[Any] = []
-    reads: set[str] = set()
+    reads: set[str] = set(chosen_by)
     for value in values:
+        if isinstance(value, OneOf):
+            reads |= value.reads
         for v in alternatives(value):
             if isinstance(v, Top):
                 reads |= v.reads
@@ -260,7 +266,7 @@ def one_of(values: Iterable[Any], limit: int) -> Any:
         return out[0]
     if len(out) > limit:
         return Top(f"more than {limit} alternatives", frozenset(reads))
-    return OneOf(tuple(out))
+    return OneOf(tuple(out), frozenset(reads))
 
 
 def message_text(value: Any) -> str | None:
