@@ -13,6 +13,7 @@ import gc
 import json
 import os
 import pwd
+import subprocess
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -875,6 +876,33 @@ def test_one_pasted_shell_string_with_backslash_newlines(
     assert value(launch, flags, "--json-model-override-args") == '{"a": 1}'
     assert value(launch, flags, "--tp-size") == "8"
     assert value(launch, flags, "--trust-remote-code") is True
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "--model-path /m/ll\\\nama --tp 8",  # inside a word: bash joins it, one word
+        "--tp 8 \\\n  --model-path /m/llama",
+        '--model-path "/m/ll\\\nama" --tp 8',  # inside double quotes: joined too
+        "--model-path '/m/ll\\\nama' --tp 8",  # inside single quotes: kept as written
+        '--model-path "/m/q\\"\\\nr" --tp 8',
+    ],
+)
+def test_backslash_newline_as_bash_reads_it(
+    release_flags: tuple[str, list[FlagSpec]], tail: str
+) -> None:
+    """A `\\` line continuation is removed where bash removes it, not made a space: the
+    model path of a pasted line and of a `bash -c` string is the one bash would pass."""
+    version, flags = release_flags
+    said = subprocess.run(
+        ["bash", "-c", f"printf '%s\\0' {tail}"], capture_output=True, text=True, check=True
+    ).stdout.split("\0")[:-1]
+    want = said[said.index("--model-path") + 1]
+    line = " ".join(LAUNCH)
+    for argv in ([f"{line} {tail}"], ["bash", "-c", f"exec {line} {tail}"]):
+        launch = parse_launch(argv, flags, version)
+        assert value(launch, flags, "--model-path") == want, argv
+        assert value(launch, flags, "--tp-size") == "8"
 
 
 def test_flag_equals_value(release_flags: tuple[str, list[FlagSpec]]) -> None:

@@ -30,7 +30,7 @@ def split_words(words: Sequence[str]) -> list[str]:
     the command (an `exec` in front, its output redirections, `> server.log 2>&1`, a trailing
     `&`) left out; a pipe or a list (`|`, `&&`, `;`) is a script, not one command."""
     if len(words) == 1 and (" " in words[0] or "\n" in words[0]):
-        text = words[0].replace("\\\n", " ")
+        text = joined_lines(words[0])
         return _command_words(
             text,
             "the launch command does not parse",
@@ -48,11 +48,34 @@ def shell_string(command: Sequence[str]) -> list[str] | None:
     if not runs_a_string(command):
         return None
     return _command_words(
-        command[2].replace("\\\n", " "),  # a script's `\` line continuations, as a pasted line's
+        joined_lines(command[2]),  # a script's `\` line continuations, as a pasted line's
         f"the {command[0]} -c string does not parse",
         f"the {command[0]} -c string is a shell script ({{!r}} in it), not one launch command",
         "pass the launch command itself (its preparation can run before eaglebug)",
     )
+
+
+def joined_lines(text: str) -> str:
+    """`text` with each `\\`-newline the shell removes removed: outside quotes and inside
+    double quotes, where bash joins the lines (`/m/ll\\<newline>ama` is `/m/llama`, one
+    word); inside single quotes both stay, as written. shlex keeps the newline instead."""
+    if "\\\n" not in text:
+        return text
+    out: list[str] = []
+    quote = ""  # the open quote, if any
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and quote != "'":
+            if text[i + 1 : i + 2] != "\n":
+                out.append(text[i : i + 2])  # the escape and what it escapes, as written
+            i += 2
+            continue
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote == char else char
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def runs_a_string(command: Sequence[str]) -> bool:
