@@ -114,6 +114,12 @@ def test_a_rule_that_reads_a_run_time_value_is_named_undecided(index_0523: TreeI
     assert isinstance(undecided, tuple) and any(
         w.startswith("speculative_hook.py:") for w in undecided
     )
+    # Each dtype the tree lists, in place of `$D`: NVFP4 alone is refused, and where.
+    tried = dict(dict(found[0].evidence.value("tried"))["--kv-cache-dtype"])  # type: ignore[arg-type, union-attr]
+    assert "auto" in tried["accepted"] and "fp8_e4m3" in tried["accepted"]
+    assert dict(tried["refused"]) == {"nvfp4": "before the load, speculative_hook.py:1178"}
+    assert "--kv-cache-dtype: accepted on sm100: auto," in found[0].message
+    assert "refused: nvfp4 (before the load, speculative_hook.py:1178)" in found[0].message
     # The dtype that asks for trtllm_mha: the same rule, decided, refuses the launch.
     nvfp4 = attention(index_0523, f"{launch} --kv-cache-dtype nvfp4", llama())
     assert any(
@@ -121,6 +127,30 @@ def test_a_rule_that_reads_a_run_time_value_is_named_undecided(index_0523: TreeI
         and "trtllm_mha backend only supports topk = 1" in (f.evidence.sglang_message or "")  # type: ignore[union-attr]
         for f in nvfp4
     ), [f.message for f in nvfp4]
+
+
+def test_a_launch_refused_for_every_value_of_a_run_time_flag_is_not_a_guess(
+    index_059: TreeIndex,
+) -> None:
+    """0.5.9 takes only fa3, aiter, triton, trtllm_mha or intel_xpu for Llama 4
+    (`server_args.py:1462`), and only flashinfer for a top-k over 1 with pages over 1: with
+    `--page-size 64` no backend passes, whatever `$B` holds. Some load the weights first (fa3
+    fails in its factory): an error, though the backend is not known here."""
+    llama4 = llama(architectures=["Llama4ForConditionalGeneration"])
+    launch = f"{SERVER} --model-path /m/llama4 {EAGLE} --speculative-eagle-topk 4"
+    launch += " --speculative-num-steps 3 --speculative-num-draft-tokens 8 --attention-backend $B"
+    [refused] = attention(index_059, f"{launch} --page-size 64", llama4)
+    assert refused.severity == "error"
+    assert "refuses this launch on sm100 whatever --attention-backend $B holds" in refused.message
+    assert "fa3 (the target's factory, attention_registry.py:" in refused.message
+    assert "flashinfer (before the load, server_args.py:1462)" in refused.message
+    said = assumed(refused)
+    assert said[0] == "--attention-backend $B: set when the launch runs, not known here"
+    assert said[1].startswith("--attention-backend: refused for each of its values (")
+    # With pages of 1, triton passes: which, said; nothing refused on a guess.
+    [open_] = attention(index_059, launch, llama4)
+    assert open_.severity == "info" and "accepted on sm100: triton;" in open_.message
+    assert open_.fix is not None and open_.fix.text().endswith("accepts here: triton")
 
 
 @pytest.fixture

@@ -162,7 +162,7 @@ def _check(
     read |= reads_of(*(run.values.get(k) for k in ATTENTION_FIELDS), run.draft_backend)
     dests = sorted(d for d in launch.at_run_time if d in VERDICT_READS or d in read)
     if dests:
-        said = undecided(index, values, models, gpu, run, version, dests, launch, common, seen)
+        said = undecided(index, models, gpu, run, version, dests, launch, common, seen)
         return findings + needs + said
     if not findings and not needs:
         findings.extend(_accepted(launch, run, gpu, common))

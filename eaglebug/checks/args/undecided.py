@@ -2,24 +2,29 @@
 
 `bash -c '... --attention-backend $B'`, a pod's `valueFrom`: the engine reads the value as
 unknown (`resolution.launch_values`), so the tree's rules that read it stay undecided and none
-is an error on a guess. What can still be said is said: the rules left undecided, and, where
-the backend itself is the unknown, each backend the tree lists for NVIDIA GPUs run through the
-same resolution and factories, so the user learns which values of `$B` this SGLang accepts for
-this model on this GPU and which it refuses (and where), before a pod is scheduled.
+is an error on a guess. What can still be said is said: the rules left undecided, and each
+value the tree lists for the flag (for the backend, those it lists for NVIDIA GPUs; for
+`--kv-cache-dtype`, its `choices=`) run through the same resolution and factories in its
+place, so the user learns which values of `$B` this SGLang accepts for this model on this GPU
+and which it refuses (and where), before a pod is scheduled. Where it refuses every one, the
+launch fails whatever the variable holds: that is an error, as the memory check keeps one
+(`memory/unknowns.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eaglebug.checks.args import resolution
+from eaglebug.checks.args.flagchoices import flag_choices
 from eaglebug.checks.args.resolution import ATTENTION_FIELDS
 from eaglebug.checks.args.world import Models
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.contract.fixes import AdviceFix
 from eaglebug.checks.launch.command import LaunchSpec
+from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
 from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
@@ -28,6 +33,7 @@ from eaglebug.checks.source.index import TreeIndex
 # speculative (its top-k and its draft's backend are said only then).
 VERDICT_READS = ATTENTION_FIELDS | {"speculative_algorithm"}
 _SHOWN = 6  # backends named in a message, each list (the evidence has them all)
+_MOST_TRIES = 32  # values of one flag tried (each a run of the resolution, ~0.1 s warm)
 
 
 def where(raised: Raised) -> str:
@@ -35,49 +41,65 @@ def where(raised: Raised) -> str:
 
 
 @dataclass
-class Backends:
-    """Each listed backend as the tree's rules take it for this launch."""
+class Tried:
+    """Each listed value of one flag as the tree's rules take it for this launch."""
 
     accepted: list[str] = field(default_factory=list)
-    refused: dict[str, str] = field(default_factory=dict)  # backend -> where, and when
+    refused: dict[str, str] = field(default_factory=dict)  # value -> where, and when
     open: list[str] = field(default_factory=list)  # what decides it is not known here
 
+    @property
+    def all_refused(self) -> bool:
+        return bool(self.refused) and not self.accepted and not self.open
 
-def each_backend(
-    index: TreeIndex, values: dict[str, Any], gpu: GpuArch, models: Models
-) -> Backends:
-    """Every backend the tree lists for NVIDIA GPUs (and registers a factory for) in place of
-    the unknown `--attention-backend`: refused before the load (a definite raise reading an
-    attention field), after it (the target's or the draft's factory), else accepted, as the
-    check takes a launch that names it (a rule left undecided by what is read at load time
-    refuses nothing); open where the run is cut short or leaves the backend unknown."""
-    out = Backends()
-    factories = resolution.registry(index)
-    for backend in resolution.nvidia_backends(index):
-        if backend not in factories:
-            continue
+
+def listed(index: TreeIndex, dest: str) -> tuple[str, ...]:
+    """The values to try in place of an unknown flag: the backends the tree lists for NVIDIA
+    GPUs (and registers a factory for) for `--attention-backend`; else the flag's `choices=`
+    (none for a free text, nor past `_MOST_TRIES`)."""
+    if dest == "attention_backend":
+        factories = resolution.registry(index)
+        return tuple(b for b in resolution.nvidia_backends(index) if b in factories)
+    spec = next((s for s in server_flags(index) if s.dest == dest), None)
+    choices = flag_choices(index, spec) if spec is not None else ()
+    return choices if len(choices) <= _MOST_TRIES else ()
+
+
+def each_value(
+    index: TreeIndex, launch: LaunchSpec, dest: str, gpu: GpuArch, models: Models
+) -> Tried:
+    """Every listed value of `dest` in place of the unknown one, the launch's other flags
+    set when it runs left unknown: refused before the load (a definite raise reading an
+    attention field or the flag), after it (the target's or the draft's factory), else
+    accepted, as the check takes a launch that names it (a rule left undecided by what is
+    read at load time refuses nothing); open where the run is cut short or leaves the
+    backend unknown."""
+    out = Tried()
+    reads = ATTENTION_FIELDS | {dest}
+    at_run_time = {k: v for k, v in launch.at_run_time.items() if k != dest}
+    for value in listed(index, dest):
+        given = replace(launch, values={**launch.values, dest: value}, at_run_time=at_run_time)
         run = resolution.resolve(
-            index, {**values, "attention_backend": backend}, gpu.capability, models
+            index, resolution.launch_values(index, given), gpu.capability, models
         )
         if run is None or run.incomplete:
-            out.open.append(backend)
+            out.open.append(value)
             continue
-        before = [r for r in run.raised if r.definite and r.reads & ATTENTION_FIELDS]
+        before = [r for r in run.raised if r.definite and r.reads & reads]
         if before:
-            out.refused[backend] = f"before the load, {where(before[0])}"
+            out.refused[value] = f"before the load, {where(before[0])}"
         elif run.after_load:
             role, _, raised = run.after_load[0]
-            out.refused[backend] = f"the {role}'s factory, {where(raised)}"
+            out.refused[value] = f"the {role}'s factory, {where(raised)}"
         elif isinstance(run.values.get("attention_backend"), Top):
-            out.open.append(backend)
+            out.open.append(value)
         else:
-            out.accepted.append(backend)
+            out.accepted.append(value)
     return out
 
 
 def undecided(
     index: TreeIndex,
-    values: dict[str, Any],
     models: Models,
     gpu: GpuArch,
     run: resolution.Resolution,
@@ -89,8 +111,8 @@ def undecided(
 ) -> list[Finding]:
     """The one finding for attention rules that flags set when the launch runs leave
     undecided: each rule left undecided that reads a backend field (one the tree derives from
-    them too: 0.5.23's NVFP4 KV dtype picks trtllm_mha), and, for `--attention-backend $B`,
-    what each backend the tree lists would meet."""
+    them too: 0.5.23's NVFP4 KV dtype picks trtllm_mha), and what each value the tree lists
+    for such a flag would meet: an error where every one is refused."""
     unknowns = [note for dest in dests if (note := launch.unknown(dest))]
     rules = {
         where(r): r
@@ -103,21 +125,35 @@ def undecided(
     )
     details: dict[str, Any] = {**common, "undecided": sorted(rules)}
     fix = AdviceFix(f"preflight the launch with the value of {options} written in it")
-    if "attention_backend" in dests:
-        found = each_backend(index, values, gpu, models)
+    tried = {d: each_value(index, launch, d, gpu, models) for d in dests if listed(index, d)}
+    if "attention_backend" in tried:  # the backend's own keys, as the first version gave them
+        found = tried["attention_backend"]
         details.update(accepted=found.accepted, refused=found.refused, open=found.open)
-        message += "; " + _said(found, gpu)
-        if found.accepted:
-            option = launch.spelled.get("attention_backend", "--attention-backend")
+    details["tried"] = {launch.spelled.get(d, d): vars(found) for d, found in tried.items()}
+    for dest, found in tried.items():
+        option = launch.spelled.get(dest, dest)
+        message += f"; {option}: {_said(found, gpu)}"
+        if found.accepted and fix.text().startswith("preflight"):
             fix = AdviceFix(
                 f"set {option} to one this SGLang accepts here: {_names(found.accepted)}"
             )
-    else:
+    if "attention_backend" not in dests:
         message += _chosen(run, dests, options)
-    if "attention_backend" not in dests and rules:
-        many = len(rules) != 1
-        message += f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
-        message += ", ".join(rules)
+        if rules:
+            many = len(rules) != 1
+            message += f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
+            message += ", ".join(rules)
+    # Whatever the variable holds, the launch fails: not a guess (unless each refusal is one
+    # the check reported already, decided without the variable).
+    reported = {f"{rel.rsplit('/', 1)[-1]}:{line}" for rel, line in seen}
+    refusing = [
+        d
+        for d, found in tried.items()
+        if found.all_refused
+        and not all(why.rsplit(", ", 1)[-1] in reported for why in found.refused.values())
+    ]
+    if refusing:
+        return [_every_value_refused(launch, refusing, tried, gpu, version, details, unknowns, run)]
     finding = Finding(
         id="config.attention_backend",
         severity="info",
@@ -127,6 +163,39 @@ def undecided(
         evidence=ConfigEvidence.of(details, read_from=run.entry),
     )
     return [resting_on(finding, unknowns)]
+
+
+def _every_value_refused(
+    launch: LaunchSpec,
+    refusing: list[str],
+    tried: dict[str, Tried],
+    gpu: GpuArch,
+    version: str,
+    details: dict[str, Any],
+    unknowns: list[str],
+    run: resolution.Resolution,
+) -> Finding:
+    dest = refusing[0]
+    option, found = launch.spelled.get(dest, dest), tried[dest]
+    where_refused = sorted({why.rsplit(", ", 1)[-1] for why in found.refused.values()})
+    said = f"{option}: refused for each of its values ({', '.join(found.refused)})"
+    evidence = ConfigEvidence.of(details, read_from=run.entry)
+    # As a refusal of one value is: a warning where SGLang refuses it before anything loads,
+    # an error where some value loads the weights first and then fails.
+    loads_first = any(not why.startswith("before the load") for why in found.refused.values())
+    return Finding(
+        id="config.attention_backend",
+        severity="error" if loads_first else "warning",
+        message=f"{version} refuses this launch on {gpu.name} whatever {option} "
+        f"{launch.at_run_time.get(dest, '')} holds: each value it lists is refused "
+        f"({_names([f'{b} ({why})' for b, why in found.refused.items()])})",
+        attribute="+".join(refusing),
+        fix=AdviceFix(
+            "change what the refusals read besides "
+            f"{option} (see {', '.join(where_refused[:_SHOWN])}), then preflight again"
+        ),
+        evidence=replace(evidence, assumed=(*evidence.assumed, *unknowns, said)),
+    )
 
 
 def _chosen(run: resolution.Resolution, dests: list[str], options: str) -> str:
@@ -139,7 +208,7 @@ def _chosen(run: resolution.Resolution, dests: list[str], options: str) -> str:
     return f"; its backend is one of {_names(names)}, as {options} goes"
 
 
-def _said(found: Backends, gpu: GpuArch) -> str:
+def _said(found: Tried, gpu: GpuArch) -> str:
     parts = []
     if found.accepted:
         parts.append(f"accepted on {gpu.name}: {_names(found.accepted)}")
