@@ -61,43 +61,43 @@ def memory_findings(
     resolution sets where the launch leaves them (`memresolved`). Where a flag it reads is set
     when the launch runs, what rests on it says so (`unknowns.settled`)."""
     asked = Asked(flags)
+    reading = _Reading(index, target, draft, algorithm, gpu, env, measured, resolved)
 
     def again(given: Mapping[str, str | None]) -> list[Finding]:
         """The same reading with values in place of the unknown flags (None: not given)."""
-        speculative, loaded = algorithm, draft
+        other = reading
         if "--speculative-algorithm" in given:  # not speculative: no draft is loaded
             named = given["--speculative-algorithm"]
             speculative = algorithm_facts(index).canonical(named) if named else None
-            loaded = draft if speculative else None
-        return _memory_findings(
-            index,
-            target,
-            loaded,
-            speculative,
-            Given(flags, given),
-            gpu,
-            env,
-            measured,
-            resolved,
-        )
+            other = replace(reading, algorithm=speculative, draft=draft if speculative else None)
+        return _memory_findings(other, Given(flags, given))
 
-    findings = _memory_findings(
-        index, target, draft, algorithm, asked, gpu, env, measured, resolved
-    )
+    findings = _memory_findings(reading, asked)
     return settled(index, findings, flags, [*asked.asked, "--speculative-algorithm"], again)
 
 
-def _memory_findings(
-    index: TreeIndex,
-    target: ModelSource,
-    draft: ModelSource | None,
-    algorithm: str | None,
-    flags: LaunchFlags,
-    gpu: GpuFigures | None,
-    env: Mapping[str, str],
-    measured: MemoryLog | None,
-    resolved: Mapping[str, Resolved] | None,
-) -> list[Finding]:
+@dataclass(frozen=True)
+class _Reading:
+    """What one memory reading reads besides the flags (which `again` gives other values)."""
+
+    index: TreeIndex
+    target: ModelSource
+    draft: ModelSource | None
+    algorithm: str | None
+    gpu: GpuFigures | None
+    env: Mapping[str, str]
+    measured: MemoryLog | None
+    resolved: Mapping[str, Resolved] | None
+
+
+def _memory_findings(reading: _Reading, flags: LaunchFlags) -> list[Finding]:
+    index, target, draft, algorithm = (
+        reading.index,
+        reading.target,
+        reading.draft,
+        reading.algorithm,
+    )
+    gpu, env, measured, resolved = reading.gpu, reading.env, reading.measured, reading.resolved
     text, number = flags.text, flags.number
     target_bytes, how = configchecks.weights_bytes(target.path)
     if target_bytes is None:
