@@ -384,3 +384,34 @@ def f(x, y):
     given = run(machine(tmp_path / "b", {"a.py": source}), "a", "f", True, False)
     assert [(r.message, r.definite) for r in given.raised] == [("seen", True)]
     assert run(machine(tmp_path / "c", {"a.py": source}), "a", "f", False, False).value == []
+
+
+def test_a_list_one_path_added_to_is_unknown_wherever_it_is_held(tmp_path: Path) -> None:
+    """In a dict (`d["k"].append`), a tuple, a module's global: each holder sees an unknown
+    list after the join, so nothing definite rests on which path ran (the review's cases)."""
+    source = """
+SEEN = []
+
+def f(x):
+    d = {"k": []}
+    pair = ([], 1)
+    if x:
+        d["k"].append("a")
+        pair[0].append("a")
+        SEEN.append("a")
+    if "a" in d["k"]:
+        raise ValueError("in the dict")
+    if "a" in pair[0]:
+        raise ValueError("in the tuple")
+    if "a" in SEEN:
+        raise ValueError("in the global")
+"""
+    x = Top("--device $D: set when the launch runs", frozenset({"device"}))
+    found = run(machine(tmp_path, {"a.py": source}), "a", "f", x)
+    assert [(r.message, r.definite) for r in found.raised] == [
+        ("in the dict", False),
+        ("in the tuple", False),
+        ("in the global", False),
+    ]
+    given = run(machine(tmp_path / "b", {"a.py": source}), "a", "f", True)
+    assert [(r.message, r.definite) for r in given.raised] == [("in the dict", True)]

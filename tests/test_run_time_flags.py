@@ -153,6 +153,29 @@ def test_a_launch_refused_for_every_value_of_a_run_time_flag_is_not_a_guess(
     assert open_.fix is not None and open_.fix.text().endswith("accepts here: triton")
 
 
+def test_a_refusal_decided_without_the_variable_is_said_once(index_059: TreeIndex) -> None:
+    """0.5.9 on sm100 runs DeepSeek-V3's EAGLE-3 draft on trtllm_mla, which its factory
+    refuses after the load whatever `--speculative-attention-mode` holds: that error is the
+    check's own; each mode tried meets it too, and is not said again as a second error."""
+    launch = f"{SERVER} --model-path /m/dsv3 --tp 8 {EAGLE} --speculative-eagle-topk 1"
+    launch += " --speculative-num-steps 3 --speculative-num-draft-tokens 4"
+    found = attention(index_059, f"{launch} --speculative-attention-mode $B", DEEPSEEK_V3)
+    assert sorted(f.severity for f in found) == ["error", "info"], [f.message for f in found]
+    [error] = [f for f in found if f.severity == "error"]
+    assert "fails after the draft is loaded" in error.message and "whatever" not in error.message
+
+
+def test_a_prefill_backend_is_tried_among_the_nvidia_backends(index_0523: TreeIndex) -> None:
+    """`--prefill-attention-backend $B`: its `choices=` lists AMD's and Intel's backends too,
+    which no factory here refuses; only those the tree lists for NVIDIA GPUs are tried."""
+    launch = f"{SERVER} --model-path /m/llama {EAGLE} --prefill-attention-backend $B"
+    [said] = attention(index_0523, launch, llama())
+    tried = dict(dict(said.evidence.value("tried"))["--prefill-attention-backend"])  # type: ignore[arg-type, union-attr]
+    values = {*tried["accepted"], *dict(tried["refused"]), *tried["open"]}
+    assert "flashinfer" in values and "triton" in values
+    assert not values & {"aiter", "wave", "intel_amx", "ascend", "intel_xpu"}
+
+
 @pytest.fixture
 def small_gpu_launch(tmp_path: Path) -> list[str]:
     """Llama-3.1-8B's weights and an EAGLE-3 draft on an 18.5 GiB GPU: no room for the KV cache."""

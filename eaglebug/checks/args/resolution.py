@@ -229,11 +229,18 @@ def check_server_args(index: TreeIndex, resolved: dict[str, Any], models: Models
 
 
 def resolve(
-    index: TreeIndex, values: dict[str, Any], capability: tuple[int, int] | None, models: Models
+    index: TreeIndex,
+    values: dict[str, Any],
+    capability: tuple[int, int] | None,
+    models: Models,
+    keep: bool = True,
 ) -> Resolution | None:
     """Run the tree's resolution, then its backend factories for the target and the draft.
     Once per index for the same inputs: the memory stage and the attention check of a launch
-    ask for the same run (0.1-0.3 s of evaluation each on 0.5.23)."""
+    ask for the same run (0.1-0.3 s of evaluation each on 0.5.23). `keep=False`: a run asked
+    once (a value tried in place of an unknown flag), not held by the index."""
+    if not keep:
+        return _resolve(index, values, capability, models)
     key = json.dumps([values, capability, dataclasses.asdict(models)], sort_keys=True, default=repr)
     digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
     return index.kept(

@@ -23,9 +23,11 @@ from eaglebug.checks.args.world import Models
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.contract.fixes import AdviceFix
+from eaglebug.checks.contract.limits import MATRIX_SOURCE_BYTES
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
+from eaglebug.checks.pyeval.scope import Source
 from eaglebug.checks.pyeval.values import OneOf, Raised, Top
 from eaglebug.checks.source.index import TreeIndex
 
@@ -34,6 +36,8 @@ from eaglebug.checks.source.index import TreeIndex
 VERDICT_READS = ATTENTION_FIELDS | {"speculative_algorithm"}
 _SHOWN = 6  # backends named in a message, each list (the evidence has them all)
 _MOST_TRIES = 32  # values of one flag tried (each a run of the resolution, ~0.1 s warm)
+_ALL_TRIES = 48  # values tried in all, over the launch's run-time flags, the backend's first
+_BACKEND_FLAGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
 
 
 def where(raised: Raised) -> str:
@@ -54,10 +58,11 @@ class Tried:
 
 
 def listed(index: TreeIndex, dest: str) -> tuple[str, ...]:
-    """The values to try in place of an unknown flag: the backends the tree lists for NVIDIA
-    GPUs (and registers a factory for) for `--attention-backend`; else the flag's `choices=`
-    (none for a free text, nor past `_MOST_TRIES`)."""
-    if dest == "attention_backend":
+    """The values to try in place of an unknown flag: for a backend, those the tree lists for
+    NVIDIA GPUs and registers a factory for (`choices=` lists AMD's and Intel's too, which no
+    factory here would refuse); else the flag's `choices=` (none for a free text, nor past
+    `_MOST_TRIES`)."""
+    if dest in _BACKEND_FLAGS:
         factories = resolution.registry(index)
         return tuple(b for b in resolution.nvidia_backends(index) if b in factories)
     spec = next((s for s in server_flags(index) if s.dest == dest), None)
@@ -79,9 +84,11 @@ def each_value(
     at_run_time = {k: v for k, v in launch.at_run_time.items() if k != dest}
     for value in listed(index, dest):
         given = replace(launch, values={**launch.values, dest: value}, at_run_time=at_run_time)
-        run = resolution.resolve(
-            index, resolution.launch_values(index, given), gpu.capability, models
-        )
+        values = resolution.launch_values(index, given)
+        run = resolution.resolve(index, values, gpu.capability, models, keep=False)
+        # Each value's run reads other factories' files: what their trees' tables hold goes
+        # as the trees go (the matrix's way); else `$B` alone peaked at 225 MB.
+        Source.of(index).let_go()
         if run is None or run.incomplete:
             out.open.append(value)
             continue
@@ -125,7 +132,18 @@ def undecided(
     )
     details: dict[str, Any] = {**common, "undecided": sorted(rules)}
     fix = AdviceFix(f"preflight the launch with the value of {options} written in it")
-    tried = {d: each_value(index, launch, d, gpu, models) for d in dests if listed(index, d)}
+    tried: dict[str, Tried] = {}
+    budget = _ALL_TRIES
+    files = index.files  # fewer trees kept meanwhile, as the matrix does: each value's run
+    kept, files.kept_bytes = files.kept_bytes, min(files.kept_bytes, MATRIX_SOURCE_BYTES)
+    try:  # reads other factories' files
+        for dest in sorted(dests, key=lambda d: d != "attention_backend"):
+            count = len(listed(index, dest))
+            if count and count <= budget:  # a few seconds at most, bounded memory
+                tried[dest] = each_value(index, launch, dest, gpu, models)
+                budget -= count
+    finally:
+        files.kept_bytes = kept
     if "attention_backend" in tried:  # the backend's own keys, as the first version gave them
         found = tried["attention_backend"]
         details.update(accepted=found.accepted, refused=found.refused, open=found.open)
@@ -143,16 +161,11 @@ def undecided(
             many = len(rules) != 1
             message += f"; {len(rules)} rule{'s' if many else ''} of the tree left undecided: "
             message += ", ".join(rules)
-    # Whatever the variable holds, the launch fails: not a guess (unless each refusal is one
-    # the check reported already, decided without the variable).
-    reported = {f"{rel.rsplit('/', 1)[-1]}:{line}" for rel, line in seen}
-    refusing = [
-        d
-        for d, found in tried.items()
-        if found.all_refused
-        and not all(why.rsplit(", ", 1)[-1] in reported for why in found.refused.values())
-    ]
-    if refusing:
+    # Whatever the variable holds, the launch fails: not a guess. Unless the check refused it
+    # already, decided without the variable (before the load, or a factory after it): the
+    # launch is refused whatever it holds, and said once.
+    refusing = [d for d, found in tried.items() if found.all_refused]
+    if refusing and not seen and not run.after_load:
         return [_every_value_refused(launch, refusing, tried, gpu, version, details, unknowns, run)]
     finding = Finding(
         id="config.attention_backend",
@@ -205,7 +218,10 @@ def _chosen(run: resolution.Resolution, dests: list[str], options: str) -> str:
     if not isinstance(backend, OneOf) or not backend.reads & set(dests):
         return ""
     names = sorted(str(v) for v in backend.values if v is not None)
-    return f"; its backend is one of {_names(names)}, as {options} goes"
+    if None in backend.values:  # not set by the resolution on some path: auto's, later
+        names.append("none set here")
+    said = " or ".join(names) if len(names) <= 3 else f"one of {_names(names)}"
+    return f"; its backend is {said}, as {options} goes"
 
 
 def _said(found: Tried, gpu: GpuArch) -> str:

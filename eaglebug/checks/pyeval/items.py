@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from eaglebug.checks.pyeval.state import Frame, Heap
 
 Container = dict[Any, Any] | list[Any]
+_NESTED = 64  # a dict or list held by a name is looked into for such a list up to this size
 # The methods that change a dict or a list in place.
 CHANGES = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
@@ -159,24 +160,45 @@ class Items:
         heap: Heap,
         chosen_by: frozenset[str],
         values: list[Any] | None = None,
+        stores: Iterable[dict[Any, Any]] = (),
     ) -> int:
-        """Each local, attribute and value of `values` (a call's returns) that holds a list
-        the paths left of different lengths holds an unknown from here (chosen by what the
-        test read); how many objects were walked. A list held inside another container keeps
-        both paths' items."""
+        """Whatever holds a list the paths left of different lengths holds an unknown from
+        here (chosen by what the test read): a local, an attribute, a value of `values` (a
+        call's returns) or of `stores` (module globals, class attributes), and an item of a
+        dict, list or tuple held there (`d["k"].append(x)`). How many objects were walked.
+        A closure's cell or a deeper container keeps both paths' items."""
         if not self.unsized:
             return 0
         ids = {id(c) for c in self.unsized}
         self.unsized.clear()
         unknown = Top("a list that one path of an undecided test added to", chosen_by)
-        for i, value in enumerate(values or ()):
+
+        def swapped(value: Any) -> Any:
             if id(value) in ids:
-                values[i] = unknown  # type: ignore[index]
+                return unknown
+            if isinstance(value, tuple) and any(id(v) in ids for v in value):
+                return tuple(unknown if id(v) in ids else v for v in value)
+            if isinstance(value, (dict, list)) and len(value) <= _NESTED:
+                pairs = value.items() if isinstance(value, dict) else enumerate(value)
+                keys = [k for k, v in pairs if id(v) in ids]
+                if keys:
+                    self.changing(value)  # an enclosing path gives it back its items
+                    for key in keys:
+                        value[key] = unknown
+            return value
+
+        def swap_in(mapping: dict[Any, Any], put: Any) -> None:
+            for key, value in list(mapping.items()):
+                new = swapped(value)
+                if new is not value:
+                    put(key, new)
+
+        for i, value in enumerate(values or ()):
+            values[i] = swapped(value)  # type: ignore[index]
         for frame in frames:
-            for name, value in list(frame.locals.items()):
-                if id(value) in ids:
-                    frame.locals[name] = unknown
+            swap_in(frame.locals, frame.locals.__setitem__)
+        for store in stores:
+            swap_in(store, store.__setitem__)
         for oid, attributes in list(heap.objects.items()):
-            for key in [k for k, v in attributes.items() if id(v) in ids]:
-                heap.set(oid, key, unknown)
+            swap_in(attributes, lambda key, new, oid=oid: heap.set(oid, key, new))
         return len(heap.objects)

@@ -253,7 +253,8 @@ class Machine:
 
     def forget_unsized(self, chosen_by: frozenset[str], values: list[Any] | None = None) -> None:
         """After a join: what holds a list the paths left of different lengths is unknown."""
-        walked = self.items.forget_unsized(self.stack, self.heap, chosen_by, values)
+        stores = (self.module_values, self.class_values)
+        walked = self.items.forget_unsized(self.stack, self.heap, chosen_by, values, stores)
         self.steps += walked // _MERGE_OBJECTS_PER_STEP
 
     def tick(self) -> None:
