@@ -134,13 +134,15 @@ def undecided(
     fix = AdviceFix(f"preflight the launch with the value of {options} written in it")
     tried: dict[str, Tried] = {}
     budget = _ALL_TRIES
-    files = index.files  # fewer trees kept meanwhile, as the matrix does: each value's run
-    kept, files.kept_bytes = files.kept_bytes, min(files.kept_bytes, MATRIX_SOURCE_BYTES)
-    try:  # reads other factories' files
+    files, kept = index.files, index.files.kept_bytes
+    try:
         for dest in sorted(dests, key=lambda d: d != "attention_backend"):
             count = len(listed(index, dest))
             if count and count <= budget:  # a few seconds at most, bounded memory
-                tried[dest] = each_value(index, launch, dest, gpu, models)
+                if dest in _BACKEND_FLAGS:  # each backend's run reads its own factory's files:
+                    files.kept_bytes = min(kept, MATRIX_SOURCE_BYTES)  # fewer trees kept, as
+                tried[dest] = each_value(index, launch, dest, gpu, models)  # the matrix does
+                files.kept_bytes = kept
                 budget -= count
     finally:
         files.kept_bytes = kept

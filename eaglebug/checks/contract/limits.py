@@ -33,8 +33,9 @@ PARSED_SOURCE_BYTES = 4_000_000
 # evaluator's tables (`pyeval.Source`) holding every model file's classes, `matrix` on 0.5.23
 # peaked at 232-240 MB; with 2 MB, and those tables let go between its steps, 175-178 MB, in
 # the same time (7.4-9.2 s against 6.7-8.7 s, 2 cores, alternating runs). So do the attention
-# check's tries of each value of a flag set at run time (`args/undecided.py`): DeepSeek-V3 with
-# `--attention-backend $B` on 0.5.23 peaked at 225 MB, and at 176 MB so (4.5 s against 4.0 s).
+# check's tries of each backend in place of one set at run time (`args/undecided.py`), each
+# reading its own factory's files: DeepSeek-V3 with `--attention-backend $B` on 0.5.23 peaked
+# at 225 MB, and at 172 MB so (3.9 s against 4.0 s).
 MATRIX_SOURCE_BYTES = 2_000_000
 
 # -- model folders (`eaglebug/checks/models/`, `eaglebug/checks/memory/`) ----------------------------------------
