@@ -23,7 +23,7 @@ from eaglebug.checks.args.world import Models
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, resting_on
 from eaglebug.checks.contract.fixes import AdviceFix
-from eaglebug.checks.contract.limits import MATRIX_SOURCE_BYTES
+from eaglebug.checks.contract.limits import MATRIX_SOURCE_BYTES, RUN_TIME_TRIES
 from eaglebug.checks.launch.command import LaunchSpec
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.launch.gpuarch import GpuArch
@@ -35,7 +35,6 @@ from eaglebug.checks.source.index import TreeIndex
 # speculative (its top-k and its draft's backend are said only then).
 VERDICT_READS = ATTENTION_FIELDS | {"speculative_algorithm"}
 _SHOWN = 6  # backends named in a message, each list (the evidence has them all)
-_MOST_TRIES = 32  # values of one flag tried (each a run of the resolution, ~0.1 s warm)
 _ALL_TRIES = 48  # values tried in all, over the launch's run-time flags, the backend's first
 _BACKEND_FLAGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
 
@@ -61,19 +60,24 @@ def listed(index: TreeIndex, dest: str) -> tuple[str, ...]:
     """The values to try in place of an unknown flag: for a backend, those the tree lists for
     NVIDIA GPUs and registers a factory for (`choices=` lists AMD's and Intel's too, which no
     factory here would refuse); else the flag's `choices=` (none for a free text, nor past
-    `_MOST_TRIES`)."""
+    `RUN_TIME_TRIES`)."""
     if dest in _BACKEND_FLAGS:
         factories = resolution.registry(index)
         return tuple(b for b in resolution.nvidia_backends(index) if b in factories)
     spec = next((s for s in server_flags(index) if s.dest == dest), None)
     choices = flag_choices(index, spec) if spec is not None else ()
-    return choices if len(choices) <= _MOST_TRIES else ()
+    return choices if len(choices) <= RUN_TIME_TRIES else ()
 
 
 def each_value(
-    index: TreeIndex, launch: LaunchSpec, dest: str, gpu: GpuArch, models: Models
+    index: TreeIndex,
+    launch: LaunchSpec,
+    dest: str,
+    candidates: tuple[str, ...],
+    gpu: GpuArch,
+    models: Models,
 ) -> Tried:
-    """Every listed value of `dest` in place of the unknown one, the launch's other flags
+    """Each of `candidates` (`listed`) in place of the unknown `dest`, the launch's other flags
     set when it runs left unknown: refused before the load (a definite raise reading an
     attention field or the flag), after it (the target's or the draft's factory), else
     accepted, as the check takes a launch that names it (a rule left undecided by what is
@@ -82,7 +86,7 @@ def each_value(
     out = Tried()
     reads = ATTENTION_FIELDS | {dest}
     at_run_time = {k: v for k, v in launch.at_run_time.items() if k != dest}
-    for value in listed(index, dest):
+    for value in candidates:
         given = replace(launch, values={**launch.values, dest: value}, at_run_time=at_run_time)
         values = resolution.launch_values(index, given)
         run = resolution.resolve(index, values, gpu.capability, models, keep=False)
@@ -137,13 +141,16 @@ def undecided(
     files, kept = index.files, index.files.kept_bytes
     try:
         for dest in sorted(dests, key=lambda d: d != "attention_backend"):
-            count = len(listed(index, dest))
-            if count and count <= budget:  # a few seconds at most, bounded memory
-                if dest in _BACKEND_FLAGS:  # each backend's run reads its own factory's files:
-                    files.kept_bytes = min(kept, MATRIX_SOURCE_BYTES)  # fewer trees kept, as
-                tried[dest] = each_value(index, launch, dest, gpu, models)  # the matrix does
-                files.kept_bytes = kept
-                budget -= count
+            candidates = listed(index, dest)
+            if not candidates or len(candidates) > budget:  # seconds at most, bounded memory
+                continue
+            # Each backend's run reads its own factory's files: fewer trees kept meanwhile, as
+            # the matrix does.
+            if dest in _BACKEND_FLAGS:
+                files.kept_bytes = min(kept, MATRIX_SOURCE_BYTES)
+            tried[dest] = each_value(index, launch, dest, candidates, gpu, models)
+            files.kept_bytes = kept
+            budget -= len(candidates)
     finally:
         files.kept_bytes = kept
     if "attention_backend" in tried:  # the backend's own keys, as the first version gave them

@@ -37,6 +37,10 @@ PARSED_SOURCE_BYTES = 4_000_000
 # reading its own factory's files: DeepSeek-V3 with `--attention-backend $B` on 0.5.23 peaked
 # at 225 MB, and at 172 MB so (3.9 s against 4.0 s).
 MATRIX_SOURCE_BYTES = 2_000_000
+# Values tried in place of a flag set when the launch runs, each a run of the reading (~0.1 s
+# warm): by the memory check, every combination of its unknown flags' values
+# (`memory/unknowns.py`); by the attention check, one flag's (`args/undecided.py`).
+RUN_TIME_TRIES = 32
 
 # -- model folders (`eaglebug/checks/models/`, `eaglebug/checks/memory/`) ----------------------------------------
 # A model's config.json is a few KB (the largest public ones, with quantization tables per

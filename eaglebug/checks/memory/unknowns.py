@@ -20,12 +20,12 @@ from typing import Protocol
 from eaglebug.checks.args.flagchoices import flag_choices
 from eaglebug.checks.contract.evidence import ConfigEvidence
 from eaglebug.checks.contract.findings import Finding, FindingKey, resting_on
+from eaglebug.checks.contract.limits import RUN_TIME_TRIES
 from eaglebug.checks.launch.flags import server_flags
 from eaglebug.checks.source.index import TreeIndex
 from eaglebug.checks.speculative.algorithms import algorithm_facts
 
 _ALGORITHM = "--speculative-algorithm"
-_MOST_TRIES = 32  # the values tried in all (each a run of the reading, ~0.1 s warm)
 
 
 class LaunchFlags(Protocol):
@@ -130,7 +130,7 @@ def _values(index: TreeIndex, options: list[str]) -> list[tuple[str | None, ...]
         if not listed:
             return None
         out.append(listed)
-    return out if math.prod(len(v) for v in out) <= _MOST_TRIES else None
+    return out if math.prod(len(v) for v in out) <= RUN_TIME_TRIES else None
 
 
 def _held(

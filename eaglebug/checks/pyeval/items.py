@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from eaglebug.checks.pyeval.values import Top, one_of
+from eaglebug.checks.pyeval.values import Top, merged_mapping, one_of
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.state import Frame, Heap
@@ -47,14 +47,7 @@ def merged(a: Container, b: Container, limit: int, chosen_by: frozenset[str]) ->
     """What a container holds after two paths left `a` and `b` in it (`chosen_by`: what the
     tests that split them read)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out: dict[Any, Any] = {}
-        for key in [*a, *(k for k in b if k not in a)]:
-            if key in a and key in b:
-                x, y = a[key], b[key]
-                out[key] = x if x is y else one_of((x, y), limit, chosen_by)
-            else:
-                out[key] = Top(f"{key!r} is set on one path only", chosen_by)
-        return out
+        return merged_mapping(a, b, limit, chosen_by, "{key!r} is set on one path only")
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         pairs = zip(a, b, strict=True)
         return [x if x is y else one_of((x, y), limit, chosen_by) for x, y in pairs]

@@ -64,8 +64,7 @@ def lifted(fn: Callable[..., Any], budget: Budget, *operands: Any) -> Any:
     if unknown:
         return Top(unknown[0].why, reads_of(*operands))
     choices = [alternatives(v) for v in operands]
-    count = math.prod(len(c) for c in choices)
-    if count > budget.alternatives:
+    if math.prod(len(c) for c in choices) > budget.alternatives:
         return Top(f"more than {budget.alternatives} alternatives")
     made = (fn(*combo) for combo in itertools.product(*choices))
     return one_of(made, budget.alternatives, reads_of(*operands))

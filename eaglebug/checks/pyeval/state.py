@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eaglebug.checks.pyeval.scope import ModuleTable
-from eaglebug.checks.pyeval.values import ClassVal, FunctionSite, Top, one_of
+from eaglebug.checks.pyeval.values import ClassVal, FunctionSite, merged_mapping
 
 if TYPE_CHECKING:
     from eaglebug.checks.pyeval.machine import Machine
@@ -152,14 +152,7 @@ def merge_locals(
 ) -> dict[str, Any]:
     """Two paths' locals as one: a name bound on one path only is unknown after the join.
     `chosen_by`: what the test that split them read (`one_of`)."""
-    out: dict[str, Any] = {}
-    for name in a.keys() | b.keys():
-        if name in a and name in b:
-            x, y = a[name], b[name]
-            out[name] = x if x is y else one_of((x, y), limit, chosen_by)
-        else:
-            out[name] = Top(f"{name} is bound on one path only", chosen_by)
-    return out
+    return merged_mapping(a, b, limit, chosen_by, "{key} is bound on one path only")
 
 
 def merge_heaps(a: Heap, b: Heap, limit: int, chosen_by: frozenset[str] = frozenset()) -> Heap:
@@ -182,14 +175,10 @@ def merge_heaps(a: Heap, b: Heap, limit: int, chosen_by: frozenset[str] = frozen
         if left is None or right is None or left is right:
             out.objects[oid] = left if left is not None else right or {}
             continue  # shared, not owned: the next write copies it
-        merged: dict[str, Any] = {}
-        for key in left.keys() | right.keys():
-            if key in left and key in right:
-                x, y = left[key], right[key]
-                merged[key] = x if x is y else one_of((x, y), limit, chosen_by)
-            else:  # set on one path only: whether it is set at all is not known
-                merged[key] = Top(f"{key} is set on one path only", chosen_by)
-        out.objects[oid] = merged
+        # an attribute set on one path only: whether it is set at all is not known
+        out.objects[oid] = merged_mapping(
+            left, right, limit, chosen_by, "{key} is set on one path only"
+        )
         out.owned.add(oid)
     out.writes = dict(a.writes)
     for where, write in b.writes.items():

@@ -18,7 +18,7 @@ plug-in gives (torch's dtypes, the platform).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -267,6 +267,22 @@ def one_of(values: Iterable[Any], limit: int, chosen_by: frozenset[str] = frozen
     if len(out) > limit:
         return Top(f"more than {limit} alternatives", frozenset(reads))
     return OneOf(tuple(out), frozenset(reads))
+
+
+def merged_mapping(
+    a: Mapping[Any, Any], b: Mapping[Any, Any], limit: int, chosen_by: frozenset[str], one_path: str
+) -> dict[Any, Any]:
+    """Two paths' mappings (locals, an object's attributes, a dict's items) as one, in `a`'s
+    order then `b`'s: a key both hold, the value or its alternatives (`one_of`); a key one
+    holds, unknown, said by `one_path` (formatted with `key`)."""
+    out: dict[Any, Any] = {}
+    for key in [*a, *(k for k in b if k not in a)]:
+        if key in a and key in b:
+            x, y = a[key], b[key]
+            out[key] = x if x is y else one_of((x, y), limit, chosen_by)
+        else:
+            out[key] = Top(one_path.format(key=key), chosen_by)
+    return out
 
 
 def message_text(value: Any) -> str | None:
